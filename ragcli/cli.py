@@ -1,0 +1,309 @@
+"""The Typer app: flags -> Settings -> engine -> renderer. Errors become exit codes here only.
+
+Heavy libraries (llama_cpp, tantivy, nltk, ddgs) are imported inside commands, never at import
+time, so ``ragcli --help`` and shell completion stay instant.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Callable, Optional
+
+import typer
+
+from ragcli import __version__
+from ragcli.config import Settings
+from ragcli.errors import Interrupted, RagcliError, UsageError
+
+app = typer.Typer(
+    name="ragcli",
+    help="Answer questions over your own documents with active retrieval (FLARE, IRCoT, RALM, CRAG).",
+    no_args_is_help=True,
+    add_completion=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+config_app = typer.Typer(help="Show the settings in effect and where they come from.", no_args_is_help=True)
+app.add_typer(config_app, name="config")
+
+_state: dict[str, Any] = {"debug": False}
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(version_text())
+        raise typer.Exit()
+
+
+def version_text() -> str:
+    lines = [f"ragcli {__version__}"]
+    try:
+        from importlib.metadata import version
+
+        lines.append(f"llama-cpp-python {version('llama-cpp-python')}")
+        lines.append(f"tantivy {version('tantivy')}")
+    except Exception:  # noqa: BLE001 - version display must never fail
+        pass
+    try:
+        from ragcli.generation.llama import gpu_offload_supported
+
+        lines.append(f"GPU offload: {'yes' if gpu_offload_supported() else 'no (CPU build)'}")
+    except Exception:  # noqa: BLE001
+        pass
+    return "\n".join(lines)
+
+
+@app.callback()
+def main(
+    version: Annotated[Optional[bool], typer.Option("--version", callback=_version_callback, is_eager=True,
+                                                    help="Print versions and exit.")] = None,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
+) -> None:
+    _state["debug"] = debug
+
+
+# ----------------------------------------------------------------------------- settings flags
+def with_settings(*names: str) -> Callable:
+    """Add one ``--flag`` per setting to a command; the command receives ``flags: dict``."""
+
+    def decorate(fn: Callable) -> Callable:
+        sig = inspect.signature(fn)
+        params = [p for p in sig.parameters.values() if p.name != "flags"]
+        extra = []
+        for f in dataclasses.fields(Settings):
+            if f.name.startswith("_") or (names and f.name not in names):
+                continue
+            typ = type(getattr(Settings(index="."), f.name))
+            dashed = f.name.replace("_", "-")
+            decls = [f"--{dashed}/--no-{dashed}"] if typ is bool else [f"--{dashed}"]
+            option = typer.Option(*decls, help=f.metadata.get("help", ""), rich_help_panel="Settings",
+                                  show_default=False)
+            extra.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=None,
+                                           annotation=Annotated[Optional[typ], option]))
+
+        def wrapper(**kwargs: Any) -> Any:
+            flags = {p.name: kwargs.pop(p.name) for p in extra}
+            return fn(**kwargs, flags=flags)
+
+        wrapper.__signature__ = sig.replace(parameters=params + extra)  # type: ignore[attr-defined]
+        wrapper.__name__ = fn.__name__
+        wrapper.__doc__ = fn.__doc__
+        return wrapper
+
+    return decorate
+
+
+def _stderr_console():
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False)
+
+
+# ----------------------------------------------------------------------------- index
+@app.command()
+@with_settings("index")
+def index(
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders (.txt, .md, .rst, .jsonl).", show_default=False)],
+    rebuild: Annotated[bool, typer.Option("--rebuild", help="Start the index over.")] = False,
+    flags: dict | None = None,
+) -> None:
+    """Build or update the index from files and folders (only new or changed files are read)."""
+    from ragcli.ingest.indexer import build_index
+
+    settings = Settings.resolve(flags)
+    console = _stderr_console()
+    warnings: list[str] = []
+    progress = None
+    task = None
+    if console.is_terminal:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        progress = Progress(TextColumn("indexing"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),
+                            TextColumn("{task.fields[passages]} passages"), TimeRemainingColumn(),
+                            console=console, transient=True)
+        progress.start()
+        task = progress.add_task("index", total=None, passages=0)
+
+    def on_progress(done: int, total: int, passages: int) -> None:
+        if progress is not None:
+            progress.update(task, completed=done, total=total, passages=passages)
+
+    def on_warning(msg: str) -> None:
+        warnings.append(msg)
+        console.print(f"[yellow]warning:[/] {_safe(msg)}")
+
+    try:
+        report = build_index(paths, Path(settings.index), rebuild=rebuild, on_progress=on_progress,
+                             on_warning=on_warning)
+    finally:
+        if progress is not None:
+            progress.stop()
+    console.print(
+        f"indexed {report.files_seen} files ({report.added} added, {report.updated} updated, "
+        f"{report.removed} removed, {report.unchanged} unchanged, {len(report.skipped)} skipped): "
+        f"{report.passages_added} passages added, {report.passages_total} in the index, "
+        f"{report.seconds:.1f}s ({report.passages_per_second:.0f} passages/s) → {settings.index}"
+    )
+
+
+# ----------------------------------------------------------------------------- search
+@app.command()
+@with_settings("index")
+def search(
+    query: Annotated[str, typer.Argument(help="Any text; no query syntax is needed or interpreted.")],
+    k: Annotated[int, typer.Option("-k", "--top", help="How many passages.")] = 5,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per passage.")] = False,
+    flags: dict | None = None,
+) -> None:
+    """BM25 search of the index: scores, titles and file locations."""
+    import time
+
+    from ragcli.retrieval.index import TantivyIndex
+
+    settings = Settings.resolve(flags)
+    idx = TantivyIndex.open(settings.index)
+    t = time.perf_counter()
+    docs = idx.search(query, k)
+    ms = (time.perf_counter() - t) * 1000
+    if as_json:
+        for d in docs:
+            typer.echo(json.dumps(d.to_dict(), ensure_ascii=False))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(show_lines=False, expand=True, title=f"{len(docs)} passages in {ms:.1f} ms", title_justify="left")
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("score", justify="right", no_wrap=True)
+    table.add_column("title / location", ratio=1)
+    table.add_column("text", ratio=2)
+    for i, d in enumerate(docs, start=1):
+        table.add_row(str(i), f"{d.score:.2f}", f"{_safe(d.title)}\n[dim]{_safe(d.location)}[/]",
+                      _safe(d.text[:300]) + ("…" if len(d.text) > 300 else ""))
+    Console(highlight=False).print(table)
+
+
+def _safe(text: str) -> str:
+    from rich.markup import escape
+
+    from ragcli.render import safe
+
+    return escape(safe(text))
+
+
+# ----------------------------------------------------------------------------- ask
+@app.command()
+@with_settings()
+def ask(
+    question: Annotated[Optional[str], typer.Argument(help="The question; '-' or a pipe reads standard input.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON event per line.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print the answer only.")] = False,
+    flags: dict | None = None,
+) -> None:
+    """Answer a question with live active retrieval over the index."""
+    from ragcli.engine import Engine
+    from ragcli.render import make_renderer
+
+    question = _read_question(question)
+    settings = Settings.resolve(flags)
+    engine = Engine(settings)
+    renderer = make_renderer(json=as_json, quiet=quiet, highlight=settings.highlight_threshold)
+    try:
+        for event in engine.ask(question):
+            renderer.handle(event)
+    finally:
+        renderer.close()
+
+
+def _read_question(question: str | None) -> str:
+    if question is None or question == "-":
+        if question is None and sys.stdin.isatty():
+            raise UsageError("no question given", hint='ragcli ask "your question"  (or pipe it on stdin)')
+        question = sys.stdin.read()
+    if not question.strip():
+        raise UsageError("the question is empty")
+    return question.strip()
+
+
+# ----------------------------------------------------------------------------- strategies / config
+@app.command()
+def strategies() -> None:
+    """List the retrieval strategies with their parameters."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from ragcli.strategies import STRATEGIES
+
+    defaults = Settings(index=".")
+    table = Table("strategy", "what it does", "parameters (defaults)", show_lines=True)
+    for name, cls in STRATEGIES.items():
+        params = ", ".join(f"{p.replace('_', '-')}={getattr(defaults, p)}" for p in cls.params)
+        table.add_row(name, cls.description, params)
+    Console(highlight=False).print(table)
+
+
+@config_app.command("show")
+@with_settings()
+def config_show(
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    flags: dict | None = None,
+) -> None:
+    """Print every setting in effect and where it came from (default, config, env, flag)."""
+    settings = Settings.resolve(flags)
+    if as_json:
+        typer.echo(json.dumps(settings.to_dict(), indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("setting", "value", "from")
+    for name, value in settings.to_dict().items():
+        table.add_row(name.replace("_", "-"), str(value), settings.source(name))
+    Console(highlight=False).print(table)
+
+
+@config_app.command("path")
+def config_path() -> None:
+    """Print the config file's path (TOML; keys are setting names)."""
+    from ragcli.config import config_file_path
+
+    typer.echo(str(config_file_path()))
+
+
+# ----------------------------------------------------------------------------- errors -> exit codes
+def run(argv: list[str] | None = None) -> None:
+    """Console-script entry point: the one place where errors become messages and exit codes."""
+    import click
+
+    try:
+        app(args=argv, standalone_mode=False)
+    except RagcliError as exc:
+        _report(exc, exc.exit_code)
+    except KeyboardInterrupt:
+        _report(Interrupted("interrupted"), 130)
+    except click.exceptions.Abort:
+        _report(Interrupted("interrupted"), 130)
+    except click.exceptions.Exit as exc:
+        raise SystemExit(exc.exit_code) from None
+    except click.ClickException as exc:
+        exc.show()
+        raise SystemExit(exc.exit_code) from None
+    raise SystemExit(0)
+
+
+def _report(exc: RagcliError, code: int) -> None:
+    if _state.get("debug"):
+        import traceback
+
+        traceback.print_exception(exc)
+    msg = f"error: {exc.message}"
+    if exc.hint:
+        msg += f" ({exc.hint})"
+    if code == 130:
+        msg = "interrupted"
+    print(msg, file=sys.stderr)
+    raise SystemExit(code)

@@ -1,0 +1,180 @@
+"""Settings: defaults < config file < RAGCLI_* environment < command-line flags, resolved once.
+
+``Settings.resolve(flags)`` returns the settings in effect and remembers where each value came
+from, so ``ragcli config show`` can print both and every run can record them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+from ragcli.errors import UsageError
+
+APP_NAME = "ragcli"
+
+
+def user_config_dir() -> Path:
+    from platformdirs import user_config_dir as _ucd
+
+    return Path(_ucd(APP_NAME))
+
+
+def user_data_dir() -> Path:
+    from platformdirs import user_data_dir as _udd
+
+    return Path(_udd(APP_NAME))
+
+
+def user_cache_dir() -> Path:
+    from platformdirs import user_cache_dir as _ucd
+
+    return Path(_ucd(APP_NAME))
+
+
+def user_state_dir() -> Path:
+    from platformdirs import user_state_dir as _usd
+
+    return Path(_usd(APP_NAME))
+
+
+def default_index_dir() -> str:
+    """``./index_data`` when it exists (running from the repository), else the user data dir."""
+    local = Path("index_data")
+    if local.is_dir():
+        return str(local)
+    return str(user_data_dir() / "index")
+
+
+def config_file_path() -> Path:
+    env = os.environ.get("RAGCLI_CONFIG")
+    return Path(env) if env else user_config_dir() / "config.toml"
+
+
+@dataclass
+class Settings:
+    # where things live
+    index: str = field(default_factory=default_index_dir, metadata={"help": "index directory"})
+    model: str = field(default="", metadata={"help": "GGUF model path (empty: the embedded Gemma 3 270M)"})
+    # llama.cpp
+    n_gpu_layers: int = field(default=0, metadata={"help": "layers to offload to the GPU (-1: all)"})
+    ctx: int = field(default=4096, metadata={"help": "context window in tokens"})
+    threads: int = field(default=0, metadata={"help": "CPU threads (0: llama.cpp's default)"})
+    seed: int = field(default=0, metadata={"help": "sampling seed"})
+    temperature: float = field(default=0.0, metadata={"help": "0 is greedy decoding"})
+    top_p: float = field(default=0.95, metadata={"help": "nucleus sampling when temperature > 0"})
+    prompt_style: str = field(default="auto", metadata={"help": "auto | completion | chat"})
+    cache: bool = field(default=True, metadata={"help": "reuse the KV cache across steps"})
+    # strategy
+    strategy: str = field(default="flare", metadata={"help": "retrieval strategy (see `ragcli strategies`)"})
+    k: int = field(default=3, metadata={"help": "documents per retrieval"})
+    max_tokens: int = field(default=160, metadata={"help": "maximum answer length in tokens"})
+    max_steps: int = field(default=10, metadata={"help": "maximum generation steps"})
+    theta: float = field(default=0.4, metadata={"help": "FLARE: retrieve when any draft token has p < theta"})
+    beta: float = field(default=0.4, metadata={"help": "FLARE: mask draft tokens with p < beta from the query"})
+    lookahead: int = field(default=64, metadata={"help": "FLARE: look-ahead tokens per draft"})
+    query_mode: str = field(default="masked", metadata={"help": "FLARE: masked | qgen"})
+    max_query_words: int = field(default=32, metadata={"help": "queries are trimmed to this many words"})
+    stride: int = field(default=16, metadata={"help": "previous-window: retrieve every s tokens"})
+    query_len: int = field(default=32, metadata={"help": "previous-window: query is the last l tokens"})
+    rerank: str = field(default="none", metadata={"help": "previous-window: none | lm"})
+    pool_cap: int = field(default=15, metadata={"help": "ircot: maximum paragraphs kept"})
+    reader: str = field(default="direct", metadata={"help": "ircot: cot | direct"})
+    upper: float = field(default=0.6, metadata={"help": "crag: a document above this is Correct"})
+    lower: float = field(default=0.2, metadata={"help": "crag: all documents below this is Incorrect"})
+    web: bool = field(default=True, metadata={"help": "crag: search the web when retrieval is Incorrect"})
+    web_timeout: float = field(default=5.0, metadata={"help": "seconds before a web search gives up"})
+    # output
+    highlight: float = field(default=-1.0, metadata={"help": "mark tokens below this probability (-1: theta)"})
+
+    _sources: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+
+    # ------------------------------------------------------------------ resolution
+    @classmethod
+    def names(cls) -> list[str]:
+        return [f.name for f in fields(cls) if not f.name.startswith("_")]
+
+    @classmethod
+    def resolve(
+        cls,
+        flags: Mapping[str, Any] | None = None,
+        *,
+        env: Mapping[str, str] | None = None,
+        config_path: Path | None = None,
+    ) -> "Settings":
+        env = os.environ if env is None else env
+        settings = cls()
+        sources = {name: "default" for name in cls.names()}
+        path = config_path or config_file_path()
+        if path.is_file():
+            try:
+                data = tomllib.loads(path.read_text(encoding="utf-8"))
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+                raise UsageError(f"config file {path} is not valid TOML: {exc}") from None
+            data = data.get("settings", data)
+            for key, value in data.items():
+                key = key.replace("-", "_")
+                settings.set(key, value)
+                sources[key] = f"config ({path})"
+        for name in cls.names():
+            var = f"RAGCLI_{name.upper()}"
+            if var in env and env[var] != "":
+                settings.set(name, env[var])
+                sources[name] = f"env {var}"
+        for key, value in (flags or {}).items():
+            if value is None:
+                continue
+            settings.set(key, value)
+            sources[key] = "flag"
+        settings._sources = sources
+        return settings
+
+    def set(self, name: str, value: Any) -> None:
+        """Set one setting by name, coercing strings (from env, config or `/set`) to its type."""
+        name = name.replace("-", "_")
+        if name not in self.names():
+            raise UsageError(f"unknown setting {name!r}", hint=f"known settings: {', '.join(self.names())}")
+        current = getattr(self, name)
+        setattr(self, name, _coerce(name, value, type(current)))
+        self._sources[name] = self._sources.get(name, "set")
+
+    def source(self, name: str) -> str:
+        return self._sources.get(name, "default")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.names()}
+
+    def copy(self, **changes: Any) -> "Settings":
+        new = dataclasses.replace(self)
+        new._sources = dict(self._sources)
+        for key, value in changes.items():
+            new.set(key, value)
+        return new
+
+    @property
+    def highlight_threshold(self) -> float:
+        return self.theta if self.highlight < 0 else self.highlight
+
+
+def _coerce(name: str, value: Any, typ: type) -> Any:
+    try:
+        if typ is bool:
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text in {"1", "true", "yes", "on"}:
+                return True
+            if text in {"0", "false", "no", "off"}:
+                return False
+            raise ValueError(value)
+        if typ is int:
+            return int(value)
+        if typ is float:
+            return float(value)
+        return str(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"setting {name!r} expects {typ.__name__}, got {value!r}") from None

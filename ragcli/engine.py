@@ -1,0 +1,64 @@
+"""Builds the parts from Settings and runs a strategy: ``ask(question) -> Iterator[Event]``.
+
+The model and the index are loaded once per Engine and reused across questions (the REPL and
+eval keep one Engine)."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from ragcli.config import Settings
+from ragcli.errors import UsageError
+from ragcli.events import Event
+from ragcli.generation import Generator
+from ragcli.retrieval import Retriever
+
+MODEL_KEYS = ("model", "n_gpu_layers", "ctx", "threads", "seed", "temperature", "top_p", "cache", "prompt_style")
+
+
+class Engine:
+    def __init__(self, settings: Settings, *, generator: Generator | None = None,
+                 retriever: Retriever | None = None) -> None:
+        self.settings = settings
+        self._generator = generator
+        self._retriever = retriever
+        self._model_key: tuple | None = None if generator is None else ("injected",)
+
+    # ---------------------------------------------------------------- parts, built lazily
+    @property
+    def generator(self) -> Generator:
+        key = tuple(getattr(self.settings, k) for k in MODEL_KEYS)
+        if self._generator is None or (self._model_key not in (key, ("injected",))):
+            from ragcli.generation.llama import LlamaGenerator
+
+            self._generator = LlamaGenerator.from_settings(self.settings)
+            self._model_key = key
+        return self._generator
+
+    @property
+    def retriever(self) -> Retriever:
+        if self._retriever is None:
+            from ragcli.retrieval.index import TantivyIndex
+
+            self._retriever = TantivyIndex.open(self.settings.index)
+        return self._retriever
+
+    def strategy_class(self, name: str, *, allow_eval: bool = False):
+        from ragcli.strategies import EVAL_ONLY, STRATEGIES
+
+        table = {**STRATEGIES, **(EVAL_ONLY if allow_eval else {})}
+        if name not in table:
+            raise UsageError(f"unknown strategy {name!r}", hint=f"choose from: {', '.join(STRATEGIES)}")
+        return table[name]
+
+    # ---------------------------------------------------------------- the one entry point
+    def ask(self, question: str, settings: Settings | None = None, *, retriever: Retriever | None = None,
+            allow_eval: bool = False) -> Iterator[Event]:
+        settings = settings or self.settings
+        question = question.strip()
+        if not question:
+            raise UsageError("the question is empty")
+        cls = self.strategy_class(settings.strategy, allow_eval=allow_eval)
+        needs_index = cls.name != "none" and retriever is None
+        strategy = cls(self.generator, (self.retriever if needs_index else retriever), settings)
+        yield from strategy.run(question)

@@ -1,0 +1,63 @@
+"""Every error a user can see, each with a one-line message and an exit code.
+
+The CLI maps these to exit codes in exactly one place (``cli.run``).
+"""
+
+from __future__ import annotations
+
+
+class RagcliError(Exception):
+    exit_code = 1
+    hint: str | None = None
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        if hint is not None:
+            self.hint = hint
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+
+class UsageError(RagcliError):
+    exit_code = 2
+
+
+class IndexMissingError(RagcliError):
+    exit_code = 3
+    hint = "run `ragcli index PATH` first"
+
+
+class IndexLockedError(RagcliError):
+    exit_code = 4
+
+
+class IndexCorruptError(RagcliError):
+    exit_code = 3
+
+
+class InputPathError(RagcliError):
+    exit_code = 2
+
+
+class EmptyCorpusError(RagcliError):
+    exit_code = 5
+
+
+class ModelError(RagcliError):
+    exit_code = 6
+
+
+class ContextOverflowError(RagcliError):
+    exit_code = 7
+
+
+class WebSearchError(RagcliError):
+    """Raised by web searchers; strategies catch it and continue on local knowledge."""
+
+    exit_code = 8
+
+
+class Interrupted(RagcliError):
+    exit_code = 130

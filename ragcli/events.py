@@ -1,0 +1,120 @@
+"""The event stream from strategies to renderers, the REPL, --json and eval.
+
+Strategies yield these and never print. Each event is a frozen dataclass with a ``kind`` used
+as the JSON ``event`` field, so the JSONL output is stable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, Union
+
+from ragcli.types import Document, Query, RunStats, Sentence, Token
+
+
+@dataclass(frozen=True)
+class StepStarted:
+    step: int
+    what: str = "generate"  # "draft" | "generate" | "regenerate" | "cot" | ...
+    kind = "step"
+
+
+@dataclass(frozen=True)
+class TokenGenerated:
+    token: Token
+    draft: bool = False
+    kind = "token"
+
+
+@dataclass(frozen=True)
+class DraftSentence:
+    """A tentative sentence generated without new retrieval (FLARE's look-ahead)."""
+
+    sentence: Sentence
+    low: tuple[Token, ...] = ()  # tokens below theta
+    accepted: bool = False
+    kind = "draft"
+
+
+@dataclass(frozen=True)
+class RetrievalTriggered:
+    query: Query
+    reason: str
+    kind = "retrieve"
+
+
+@dataclass(frozen=True)
+class DocumentsRetrieved:
+    query: Query
+    documents: tuple[Document, ...]
+    seconds: float = 0.0
+    kind = "documents"
+
+
+@dataclass(frozen=True)
+class DocumentsGraded:
+    documents: tuple[Document, ...]
+    scores: tuple[float, ...]
+    action: str  # "correct" | "incorrect" | "ambiguous"
+    kind = "graded"
+
+
+@dataclass(frozen=True)
+class SentenceCommitted:
+    sentence: Sentence
+    regenerated: bool = False
+    kind = "sentence"
+
+
+@dataclass(frozen=True)
+class Notice:
+    message: str
+    level: str = "info"  # "info" | "warning"
+    kind = "notice"
+
+
+@dataclass(frozen=True)
+class AnswerFinished:
+    answer: str
+    sources: tuple[Document, ...] = ()
+    stats: RunStats = field(default_factory=RunStats)
+    stop_reason: str = "end"
+    kind = "answer"
+
+
+Event = Union[
+    StepStarted,
+    TokenGenerated,
+    DraftSentence,
+    RetrievalTriggered,
+    DocumentsRetrieved,
+    DocumentsGraded,
+    SentenceCommitted,
+    Notice,
+    AnswerFinished,
+]
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Token):
+        return {"text": value.text, "logprob": round(value.logprob, 5), "prob": round(value.prob, 5)}
+    if isinstance(value, Sentence):
+        return {"text": value.text, "min_prob": round(value.min_prob, 5), "tokens": [_plain(t) for t in value.tokens]}
+    if isinstance(value, Query):
+        return {"text": value.text, "origin": value.origin, "shown": value.shown}
+    if isinstance(value, Document):
+        return value.to_dict()
+    if isinstance(value, RunStats):
+        return value.to_dict()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def event_to_dict(event: Event) -> dict[str, Any]:
+    out: dict[str, Any] = {"event": event.kind}
+    for f in fields(event):  # type: ignore[arg-type]
+        out[f.name] = _plain(getattr(event, f.name))
+    return out

@@ -1,0 +1,71 @@
+"""Generators stream tokens with the log-probability of each sampled token."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Mapping, Protocol, Sequence
+
+from ragcli.types import Token
+
+
+@dataclass
+class GenStats:
+    """Work a generator did; strategies read deltas of these."""
+
+    prompt_tokens_evaluated: int = 0
+    prompt_tokens_reused: int = 0
+    tokens_generated: int = 0
+    calls: int = 0
+
+
+class Generator(Protocol):
+    n_ctx: int
+    stats: GenStats
+
+    def stream(
+        self,
+        prompt: str,
+        *,
+        max_tokens: int,
+        stop: Sequence[str] = (),
+        slot: str = "main",
+        bias: Mapping[str, float] | None = None,
+        suppress_first: Mapping[str, int] | None = None,
+    ) -> Iterator[Token]:
+        """Generate from ``prompt``. ``slot`` names a KV cache (e.g. "draft" and "main") so
+        contexts that grow by appending keep their cache. ``bias`` adds to the logits of the
+        tokens spelling each string; ``suppress_first`` bans a string for the first N tokens."""
+        ...
+
+    def count_tokens(self, text: str) -> int: ...
+
+    def next_token_probs(self, prompt: str, candidates: Sequence[str], *, slot: str = "score") -> dict[str, float]:
+        """Probability of each candidate as the next token after ``prompt`` (first token of each)."""
+        ...
+
+    def continuation_logprob(self, prompt: str, continuation: str, *, slot: str = "score") -> float:
+        """Sum of log-probabilities of ``continuation`` given ``prompt``."""
+        ...
+
+
+def apply_stops(text: str, stops: Sequence[str]) -> tuple[str, bool]:
+    """Cut ``text`` at the earliest stop string. Returns (text, stopped)."""
+    cut = len(text)
+    for s in stops:
+        if not s:
+            continue
+        i = text.find(s)
+        if i != -1 and i < cut:
+            cut = i
+    return text[:cut], cut < len(text)
+
+
+def held_back(text: str, stops: Sequence[str]) -> int:
+    """How many trailing characters might be the start of a stop string (not safe to emit yet)."""
+    best = 0
+    for s in stops:
+        for n in range(min(len(s) - 1, len(text)), best, -1):
+            if text.endswith(s[:n]):
+                best = n
+                break
+    return best

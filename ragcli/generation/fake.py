@@ -1,0 +1,84 @@
+"""A scripted generator for tests and demos: yields given tokens with given probabilities.
+
+Each ``stream`` call takes the next script; a script is a list of ``(text, prob)`` pairs or a
+callable ``prompt -> list[(text, prob)]``. Stops and ``max_tokens`` behave as in the real
+adapter, and every prompt is recorded so tests can assert on what the model was shown.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Iterator, Mapping, Sequence, Union
+
+from ragcli.generation import GenStats, apply_stops
+from ragcli.types import Token
+
+Script = Union[Sequence[tuple[str, float]], Callable[[str], Sequence[tuple[str, float]]]]
+
+
+def toks(text: str, prob: float = 0.95, low: Mapping[str, float] | None = None) -> list[tuple[str, float]]:
+    """Split ``text`` into word tokens (leading spaces kept) with ``prob``, except words in ``low``."""
+    out = []
+    low = low or {}
+    import re
+
+    for m in re.finditer(r"\s*\S+|\s+", text):
+        piece = m.group(0)
+        out.append((piece, low.get(piece.strip(), prob)))
+    return out
+
+
+class FakeGenerator:
+    def __init__(self, scripts: Sequence[Script] = (), *, default: Script | None = None, n_ctx: int = 4096,
+                 yes_prob: Callable[[str], float] | None = None) -> None:
+        self.scripts = list(scripts)
+        self.default = default
+        self.n_ctx = n_ctx
+        self.stats = GenStats()
+        self.prompts: list[str] = []
+        self.calls: list[dict] = []
+        self.yes_prob = yes_prob
+
+    def count_tokens(self, text: str) -> int:
+        return max(1, len(text.split())) if text else 0
+
+    def stream(self, prompt: str, *, max_tokens: int, stop: Sequence[str] = (), slot: str = "main",
+               bias: Mapping[str, float] | None = None,
+               suppress_first: Mapping[str, int] | None = None) -> Iterator[Token]:
+        if self.scripts:
+            script = self.scripts.pop(0)
+        elif self.default is not None:
+            script = self.default
+        else:
+            script = []
+        pairs = script(prompt) if callable(script) else script
+        self.prompts.append(prompt)
+        self.calls.append({"prompt": prompt, "max_tokens": max_tokens, "stop": tuple(stop), "slot": slot,
+                           "bias": dict(bias or {}), "suppress_first": dict(suppress_first or {})})
+        self.stats.calls += 1
+        self.stats.prompt_tokens_evaluated += self.count_tokens(prompt)
+        text = ""
+        for i, (piece, prob) in enumerate(pairs):
+            if i >= max_tokens:
+                return
+            new_text, stopped = apply_stops(text + piece, stop)
+            if stopped:
+                emitted = new_text[len(text):]
+                if emitted:
+                    self.stats.tokens_generated += 1
+                    yield Token(emitted, math.log(max(prob, 1e-12)))
+                return
+            text = new_text
+            self.stats.tokens_generated += 1
+            yield Token(piece, math.log(max(prob, 1e-12)))
+
+    def next_token_probs(self, prompt: str, candidates: Sequence[str], *, slot: str = "score") -> dict[str, float]:
+        self.prompts.append(prompt)
+        p = self.yes_prob(prompt) if self.yes_prob else 0.5
+        return {c: (p if c.strip().lower() == "yes" else 1.0 - p) for c in candidates}
+
+    def continuation_logprob(self, prompt: str, continuation: str, *, slot: str = "score") -> float:
+        self.prompts.append(prompt)
+        # deterministic: documents sharing more words with the continuation score higher
+        words = set(continuation.lower().split())
+        return -10.0 + sum(1 for w in set(prompt.lower().split()) if w in words) * 0.1

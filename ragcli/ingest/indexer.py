@@ -1,0 +1,157 @@
+"""Build or update an index from files: incremental (size/mtime, then content hash), batched commits.
+
+Nothing here prints: progress and warnings go to callbacks the CLI renders.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ragcli.errors import EmptyCorpusError, InputPathError
+from ragcli.ingest.reader import FileInfo, SkipFile, iter_files, read_passages
+from ragcli.retrieval.index import TantivyIndex
+
+COMMIT_EVERY_PASSAGES = 50_000
+
+
+@dataclass
+class IndexReport:
+    files_seen: int = 0
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    passages_added: int = 0
+    passages_total: int = 0
+    seconds: float = 0.0
+
+    @property
+    def passages_per_second(self) -> float:
+        return self.passages_added / self.seconds if self.seconds else 0.0
+
+
+ProgressFn = Callable[[int, int, int], None]  # files done, files total, passages so far
+WarnFn = Callable[[str], None]
+
+
+def display_path(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def file_hash(path: Path) -> str:
+    h = hashlib.sha1()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def build_index(
+    paths: list[Path],
+    index_dir: Path,
+    *,
+    rebuild: bool = False,
+    on_progress: ProgressFn | None = None,
+    on_warning: WarnFn | None = None,
+    commit_every: int = COMMIT_EVERY_PASSAGES,
+) -> IndexReport:
+    started = time.perf_counter()
+    for p in paths:
+        if not p.exists():
+            raise InputPathError(f"path does not exist: {p}")
+    warn = on_warning or (lambda msg: None)
+    files = list(iter_files(paths))
+    report = IndexReport(files_seen=len(files))
+    index = TantivyIndex.open_or_create(index_dir)
+    with index.writer() as writer:
+        manifest = {} if rebuild else index.load_manifest()
+        if rebuild:
+            writer.delete_all()
+        roots = [str(p.resolve()) for p in paths]
+        current = {str(f.path) for f in files}
+        pending: dict[str, dict] = {}
+        pending_removed: list[str] = []
+        batch = 0
+
+        def commit() -> None:
+            nonlocal batch
+            writer.commit()
+            for key in pending_removed:
+                manifest.pop(key, None)
+            manifest.update(pending)
+            pending.clear()
+            pending_removed.clear()
+            index.save_manifest(manifest)
+            batch = 0
+
+        # files that were indexed under these roots and are gone now
+        for key in list(manifest):
+            if key not in current and any(key == r or key.startswith(r.rstrip(os.sep) + os.sep) for r in roots):
+                writer.delete_path(key)
+                pending_removed.append(key)
+                report.removed += 1
+
+        for done, info in enumerate(files, start=1):
+            status = _index_one(info, manifest.get(str(info.path)), writer, pending, report, warn)
+            batch += status
+            if batch >= commit_every:
+                commit()
+            if on_progress:
+                on_progress(done, len(files), report.passages_added)
+        commit()
+        writer.finish()
+    index.reload()
+    report.passages_total = index.num_passages()
+    index.meta.updated = time.time()
+    index.meta.passages = report.passages_total
+    index.meta.files = len(manifest)
+    index.meta.save(index.directory)
+    report.seconds = time.perf_counter() - started
+    if report.passages_total == 0:
+        raise EmptyCorpusError(
+            "no passages were indexed: the paths hold no readable .txt, .md, .rst or .jsonl files",
+            hint="supported files: " + ", ".join(sorted({".txt", ".md", ".rst", ".jsonl"})),
+        )
+    return report
+
+
+def _index_one(info: FileInfo, previous: dict | None, writer, pending: dict, report: IndexReport, warn: WarnFn) -> int:
+    key = str(info.path)
+    if previous and previous.get("size") == info.size and previous.get("mtime_ns") == info.mtime_ns:
+        report.unchanged += 1
+        return 0
+    try:
+        digest = file_hash(info.path)
+    except OSError as exc:
+        report.skipped.append((display_path(info.path), exc.strerror or str(exc)))
+        warn(f"skipped {display_path(info.path)}: {exc.strerror or exc}")
+        return 0
+    if previous and previous.get("sha1") == digest:
+        pending[key] = {**previous, "size": info.size, "mtime_ns": info.mtime_ns}
+        report.unchanged += 1
+        return 0
+    try:
+        passages = read_passages(info.path, display_path(info.path))
+    except SkipFile as exc:
+        report.skipped.append((display_path(info.path), str(exc)))
+        warn(f"skipped {display_path(info.path)}: {exc}")
+        return 0
+    if previous:
+        writer.delete_path(key)
+        report.updated += 1
+    else:
+        report.added += 1
+    for p in passages:
+        writer.add(p)
+    report.passages_added += len(passages)
+    pending[key] = {"size": info.size, "mtime_ns": info.mtime_ns, "sha1": digest, "passages": len(passages)}
+    return len(passages)

@@ -1,0 +1,83 @@
+"""Every prompt template, as plain functions, in one place.
+
+The default model is a 270M *base* model: prompts are completion-style with short few-shot
+exemplars and clear stop sequences. Order is always [instruction/exemplars, documents, question,
+answer so far] so that what changes least comes first (the KV cache reuses the longest common
+prefix) and documents sit before the input as in FLARE's official code.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ragcli.types import Document
+
+ANSWER_STOP = ("\nQuestion:", "\n\n", "\nDocuments:", "\n[1]", "<end_of_turn>", "<eos>")
+
+INSTRUCTION = (
+    "Answer the question in a few short sentences. Use the documents when they help, and end with "
+    '"So the answer is ..."\n\n'
+)
+
+EXEMPLARS = (
+    "Question: Who was born first, Alan Turing or John von Neumann?\n"
+    "Answer: Alan Turing was born on 23 June 1912. John von Neumann was born on 28 December 1903. "
+    "So the answer is John von Neumann.\n\n"
+    "Question: In which country is the city where the Eiffel Tower stands?\n"
+    "Answer: The Eiffel Tower stands in Paris. Paris is the capital of France. So the answer is France.\n\n"
+)
+
+INSTRUCT_EXEMPLARS = (
+    "Answer the question. When you need a fact, write [Search(query)] to look it up, then continue. "
+    'End with "So the answer is ..."\n\n'
+    "Question: Who was born first, Alan Turing or John von Neumann?\n"
+    "Answer: [Search(Alan Turing birth date)] Alan Turing was born on 23 June 1912. "
+    "[Search(John von Neumann birth date)] John von Neumann was born on 28 December 1903. "
+    "So the answer is John von Neumann.\n\n"
+    "Question: In which country is the city where the Eiffel Tower stands?\n"
+    "Answer: [Search(Eiffel Tower city)] The Eiffel Tower stands in Paris. [Search(Paris country)] Paris is "
+    "the capital of France. So the answer is France.\n\n"
+)
+
+
+def format_documents(documents: Sequence[Document]) -> str:
+    if not documents:
+        return ""
+    lines = ["Documents:"]
+    for i, d in enumerate(documents, start=1):
+        title = f"{d.title}: " if d.title else ""
+        lines.append(f"[{i}] {title}{d.text}")
+    return "\n".join(lines) + "\n\n"
+
+
+def _continuation(answer_so_far: str) -> str:
+    # No trailing space: the model's next token carries its own leading space.
+    text = answer_so_far.strip()
+    return f" {text}" if text else ""
+
+
+def answer_prompt(question: str, documents: Sequence[Document] = (), answer_so_far: str = "") -> str:
+    """The main QA prompt (none, single, FLARE drafts and regenerations, windows)."""
+    head = f"{INSTRUCTION}{EXEMPLARS}{format_documents(documents)}Question: {question.strip()}\nAnswer:"
+    return head + _continuation(answer_so_far)
+
+
+def instruct_prompt(question: str, documents: Sequence[Document] = (), answer_so_far: str = "") -> str:
+    """FLARE-instruct: exemplars teach the model to write [Search(query)]."""
+    head = f"{INSTRUCT_EXEMPLARS}{format_documents(documents)}Question: {question.strip()}\nAnswer:"
+    return head + _continuation(answer_so_far)
+
+
+def question_generation_prompt(context: str, span: str) -> str:
+    """FLARE's generated-question query mode: ask for a question whose answer is ``span``."""
+    return (
+        "Write a question whose answer is the given phrase, using the sentence as context.\n\n"
+        "Sentence: Joe Biden attended the University of Delaware.\nPhrase: the University of Delaware\n"
+        "Question: Which university did Joe Biden attend?\n\n"
+        "Sentence: The Nile flows through eleven countries.\nPhrase: eleven\n"
+        "Question: How many countries does the Nile flow through?\n\n"
+        f"Sentence: {context.strip()}\nPhrase: {span.strip()}\nQuestion:"
+    )
+
+
+QUESTION_STOP = ("\n",)

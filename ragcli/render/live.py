@@ -1,0 +1,145 @@
+"""The live terminal view (Rich). Only the sentence being generated is redrawn (a small Live
+region); everything decided is printed once above it, so scrollback stays intact.
+
+Draft tokens stream in grey italics; tokens below the highlight threshold are underlined in
+colour with their probability shown when the draft is judged; retrievals show why, the query
+actually issued (masked tokens as gaps) and the documents; committed sentences stay on screen.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+
+from ragcli.events import (
+    AnswerFinished,
+    DocumentsGraded,
+    DocumentsRetrieved,
+    DraftSentence,
+    Event,
+    Notice,
+    RetrievalTriggered,
+    SentenceCommitted,
+    StepStarted,
+    TokenGenerated,
+)
+from ragcli.render import safe
+from ragcli.render.text import shorten, source_line, summary_line
+from ragcli.types import Sentence, Token
+
+DRAFT = "grey58 italic"
+LOW = "underline bold red"
+COMMITTED = "bold"
+
+
+class RichLiveRenderer:
+    def __init__(self, *, highlight: float, stdout=None, stderr=None, width: int | None = None) -> None:
+        self.err = Console(file=stderr, stderr=stderr is None, width=width, highlight=False)
+        self.out = Console(file=stdout, width=width, highlight=False, soft_wrap=True)
+        self.threshold = highlight
+        self.current = Text()
+        self.live: Live | None = None
+        self.step_label = ""
+
+    # ---------------------------------------------------------------- the live region
+    def _live(self) -> Live:
+        if self.live is None:
+            self.live = Live(self.current, console=self.err, refresh_per_second=15, transient=True,
+                             vertical_overflow="visible")
+            self.live.start()
+        return self.live
+
+    def _clear(self) -> None:
+        self.current = Text()
+        if self.live is not None:
+            self.live.update(self.current, refresh=True)
+
+    def _print(self, renderable) -> None:
+        self.err.print(renderable)
+
+    def _token_text(self, tok: Token, draft: bool) -> Text:
+        style = DRAFT if draft else ""
+        if tok.text.strip() and tok.prob < self.threshold:
+            style = f"{style} {LOW}".strip()
+        return Text(safe(tok.text), style=style)
+
+    # ---------------------------------------------------------------- events
+    def handle(self, event: Event) -> None:
+        if isinstance(event, TokenGenerated):
+            if not self.current.plain:
+                self.current.append(self.step_label, style="cyan")
+            self.current.append_text(self._token_text(event.token, event.draft))
+            self._live().update(self.current)
+        elif isinstance(event, StepStarted):
+            self.step_label = f"{event.what:>10} │ "
+        elif isinstance(event, DraftSentence):
+            self._clear()
+            if not event.accepted:
+                self._print(self._draft_line(event.sentence, event.low))
+        elif isinstance(event, RetrievalTriggered):
+            self._clear()
+            line = Text("    search │ ", style="magenta")
+            line.append(f"[{event.query.origin}] ", style="magenta")
+            shown = event.query.shown or event.query.text
+            for i, part in enumerate(safe(shown).split("▁▁▁")):
+                if i:
+                    line.append("▁▁▁", style="reverse magenta")
+                line.append(part, style="bold")
+            self._print(line)
+            self._print(Text(f"           │ why: {shorten(safe(event.reason), max(self.err.width - 20, 20))}", style="dim"))
+        elif isinstance(event, DocumentsRetrieved):
+            width = max(self.err.width - 14, 20)
+            if not event.documents:
+                self._print(Text("           │ no documents found", style="yellow"))
+            for i, d in enumerate(event.documents, start=1):
+                head = Text(f"      {i:>4} │ ", style="dim")
+                head.append(shorten(safe(d.title) or "(untitled)", 40), style="green")
+                head.append(f"  {d.score:.2f}  ", style="dim")
+                head.append(shorten(safe(d.location), 40), style="dim cyan")
+                self._print(head)
+                self._print(Text("           │ " + shorten(safe(d.text), width - 1), style="dim"))
+        elif isinstance(event, DocumentsGraded):
+            scores = " ".join(f"{s:.2f}" for s in event.scores)
+            self._print(Text(f"     grade │ {event.action.upper()}  ({scores})", style="yellow"))
+        elif isinstance(event, SentenceCommitted):
+            self._clear()
+            label = " regenerated │ " if event.regenerated else "  sentence │ "
+            label = label[-13:]
+            line = Text(label, style="cyan")
+            line.append_text(self._sentence_text(event.sentence, draft=False))
+            self._print(line)
+        elif isinstance(event, Notice):
+            self._clear()
+            style = "yellow" if event.level == "warning" else "blue"
+            self._print(Text(f"    notice │ {safe(event.message)}", style=style))
+        elif isinstance(event, AnswerFinished):
+            self.close()
+            self._print(Text(summary_line(event.stats, event.stop_reason), style="dim"))
+            self.out.print(Text(safe(event.answer) or "(no answer)", style=COMMITTED))
+            if event.sources:
+                self.out.print(Text("Sources:", style="bold"))
+                for i, d in enumerate(event.sources, start=1):
+                    self.out.print(Text(f"  [{i}] {source_line(d)}"))
+
+    def _sentence_text(self, sentence: Sentence, *, draft: bool) -> Text:
+        text = Text()
+        if sentence.tokens:
+            for tok in sentence.tokens:
+                text.append_text(self._token_text(tok, draft))
+        else:
+            text.append(safe(sentence.text))
+        return text
+
+    def _draft_line(self, sentence: Sentence, low: tuple[Token, ...]) -> Text:
+        line = Text("     draft │ ", style="cyan")
+        line.append_text(self._sentence_text(sentence, draft=True))
+        if low:
+            probs = ", ".join(f"{safe(t.text.strip())}={t.prob:.2f}" for t in low[:6])
+            line.append(f"   ✗ low: {probs}", style="red")
+        return line
+
+    def close(self) -> None:
+        if self.live is not None:
+            self.live.stop()
+            self.live = None

@@ -1,0 +1,25 @@
+"""Small text helpers shared by the renderers."""
+
+from __future__ import annotations
+
+from ragcli.render import safe
+from ragcli.types import Document, RunStats
+
+
+def source_line(d: Document) -> str:
+    where = d.location or d.source
+    return f"{safe(d.title) or '(untitled)'} — {safe(where)}"
+
+
+def summary_line(stats: RunStats, stop_reason: str = "end") -> str:
+    return (
+        f"{stats.steps} steps · {stats.sentences} sentences · {stats.retrievals} retrievals "
+        f"({stats.retrieval_rate:.0%} of steps) · {stats.tokens_generated} tokens generated · "
+        f"{stats.prompt_tokens_evaluated} prompt tokens evaluated · {stats.seconds:.1f}s"
+        + ("" if stop_reason == "end" else f" · stopped: {stop_reason}")
+    )
+
+
+def shorten(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: max(width - 1, 1)] + "…"

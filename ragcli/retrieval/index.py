@@ -1,0 +1,239 @@
+"""The tantivy BM25 index: schema, open/create, write with a lock, search.
+
+tantivy's own objects (``DocAddress``, ``tantivy.Document``) never leave this module: callers
+get :class:`ragcli.types.Document`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from ragcli.errors import IndexCorruptError, IndexLockedError, IndexMissingError
+from ragcli.ingest.passages import Passage
+from ragcli.retrieval.query import query_terms
+from ragcli.types import Document
+
+SCHEMA_VERSION = 1
+META_FILE = "ragcli.json"
+MANIFEST_FILE = "ragcli-files.json"
+LOCK_FILE = "ragcli.lock"
+
+
+def _schema():
+    import tantivy
+
+    sb = tantivy.SchemaBuilder()
+    sb.add_text_field("pid", stored=True, tokenizer_name="raw")
+    sb.add_text_field("title", stored=True, tokenizer_name="en_stem")
+    sb.add_text_field("text", stored=True, tokenizer_name="en_stem")
+    sb.add_text_field("path", stored=True, tokenizer_name="raw")
+    sb.add_text_field("location", stored=True, index_option="basic", tokenizer_name="raw")
+    return sb.build()
+
+
+@dataclass
+class IndexMeta:
+    schema_version: int = SCHEMA_VERSION
+    created: float = field(default_factory=time.time)
+    updated: float = 0.0
+    passages: int = 0
+    files: int = 0
+    ragcli_version: str = ""
+
+    @classmethod
+    def load(cls, directory: Path) -> "IndexMeta":
+        data = json.loads((directory / META_FILE).read_text(encoding="utf-8"))
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+    def save(self, directory: Path) -> None:
+        _atomic_write(directory / META_FILE, json.dumps(self.__dict__, indent=2))
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+class TantivyIndex:
+    """A ragcli index directory: tantivy segments + ``ragcli.json`` (meta) + ``ragcli-files.json``."""
+
+    def __init__(self, directory: Path, index: Any, meta: IndexMeta) -> None:
+        self.directory = directory
+        self._index = index
+        self.meta = meta
+        self._searcher = None
+
+    # ---------------------------------------------------------------- open / create
+    @classmethod
+    def open(cls, directory: str | Path) -> "TantivyIndex":
+        directory = Path(directory)
+        if not (directory / META_FILE).is_file():
+            if directory.is_dir() and (directory / "meta.json").is_file():
+                raise IndexCorruptError(
+                    f"{directory} holds a tantivy index that ragcli did not finish creating",
+                    hint=f"rebuild it: ragcli index --rebuild --index {directory} PATH",
+                )
+            raise IndexMissingError(f"no index at {directory}")
+        try:
+            meta = IndexMeta.load(directory)
+        except (ValueError, TypeError, OSError) as exc:
+            raise IndexCorruptError(f"index metadata in {directory} is unreadable: {exc}",
+                                    hint=f"rebuild it: ragcli index --rebuild --index {directory} PATH") from None
+        if meta.schema_version != SCHEMA_VERSION:
+            raise IndexCorruptError(
+                f"index at {directory} was built with schema v{meta.schema_version}; this ragcli needs v{SCHEMA_VERSION}",
+                hint=f"rebuild it: ragcli index --rebuild --index {directory} PATH",
+            )
+        import tantivy
+
+        try:
+            index = tantivy.Index.open(str(directory))
+        except ValueError as exc:
+            raise IndexCorruptError(f"index at {directory} cannot be opened: {exc}",
+                                    hint=f"rebuild it: ragcli index --rebuild --index {directory} PATH") from None
+        return cls(directory, index, meta)
+
+    @classmethod
+    def create(cls, directory: str | Path) -> "TantivyIndex":
+        import tantivy
+
+        from ragcli import __version__
+
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        index = tantivy.Index(_schema(), path=str(directory), reuse=False)
+        meta = IndexMeta(ragcli_version=__version__)
+        meta.save(directory)
+        return cls(directory, index, meta)
+
+    @classmethod
+    def open_or_create(cls, directory: str | Path) -> "TantivyIndex":
+        directory = Path(directory)
+        if (directory / META_FILE).is_file():
+            return cls.open(directory)
+        return cls.create(directory)
+
+    # ---------------------------------------------------------------- manifest of indexed files
+    def load_manifest(self) -> dict[str, dict[str, Any]]:
+        path = self.directory / MANIFEST_FILE
+        if not path.is_file():
+            return {}
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:
+            return {}
+
+    def save_manifest(self, manifest: dict[str, dict[str, Any]]) -> None:
+        _atomic_write(self.directory / MANIFEST_FILE, json.dumps(manifest, sort_keys=True))
+
+    # ---------------------------------------------------------------- writing
+    @contextmanager
+    def writer(self, *, heap_mb: int = 256, threads: int = 0) -> Iterator["IndexWriter"]:
+        with _exclusive_lock(self.directory):
+            try:
+                w = self._index.writer(heap_size=heap_mb * 1024 * 1024, num_threads=threads)
+            except ValueError as exc:  # tantivy's own writer lock
+                raise IndexLockedError(f"index at {self.directory} is locked by another writer ({exc})") from None
+            yield IndexWriter(w)
+            # nothing here: callers commit explicitly, uncommitted work is dropped on error
+
+    def reload(self) -> None:
+        self._index.reload()
+        self._searcher = None
+
+    # ---------------------------------------------------------------- reading
+    def num_passages(self) -> int:
+        return self._searcher_().num_docs
+
+    def _searcher_(self):
+        if self._searcher is None:
+            self._searcher = self._index.searcher()
+        return self._searcher
+
+    def search(self, query: str, k: int = 5) -> list[Document]:
+        terms = query_terms(query)
+        if not terms or k <= 0:
+            return []
+        parsed = self._index.parse_query(" ".join(terms), ["title", "text"])
+        searcher = self._searcher_()
+        hits = searcher.search(parsed, k).hits
+        docs = []
+        for score, address in hits:
+            d = searcher.doc(address)
+            docs.append(
+                Document(
+                    id=_first(d, "pid"),
+                    title=_first(d, "title"),
+                    text=_first(d, "text"),
+                    score=float(score),
+                    source="index",
+                    location=_first(d, "location"),
+                )
+            )
+        return docs
+
+
+def _first(doc: Any, name: str) -> str:
+    values = doc.get_all(name)
+    return str(values[0]) if values else ""
+
+
+class IndexWriter:
+    def __init__(self, writer: Any) -> None:
+        self._w = writer
+
+    def add(self, p: Passage) -> None:
+        import tantivy
+
+        self._w.add_document(
+            tantivy.Document(pid=p.pid, title=p.title, text=p.text, path=p.path, location=p.location)
+        )
+
+    def delete_path(self, path: str) -> None:
+        self._w.delete_documents_by_term("path", path)
+
+    def delete_all(self) -> None:
+        self._w.delete_all_documents()
+
+    def commit(self) -> None:
+        self._w.commit()
+
+    def rollback(self) -> None:
+        self._w.rollback()
+
+    def finish(self) -> None:
+        self._w.wait_merging_threads()
+
+
+@contextmanager
+def _exclusive_lock(directory: Path) -> Iterator[None]:
+    """One writer per index. A second one fails at once with the holder's PID."""
+    import fcntl
+
+    path = directory / LOCK_FILE
+    fh = open(path, "a+", encoding="utf-8")
+    try:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "?"
+            raise IndexLockedError(
+                f"index at {directory} is locked by PID {holder} (another `ragcli index` is running)",
+                hint="wait for it to finish, then run again",
+            ) from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))
+        fh.flush()
+        yield
+    finally:
+        fh.close()

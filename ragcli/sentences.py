@@ -1,0 +1,121 @@
+"""Sentence splitting with NLTK Punkt, without any run-time download.
+
+Punkt is unsupervised. ragcli ships Punkt parameters trained on Wikipedia paragraphs from the
+development corpus (``ragcli/data/punkt_en.json``, rebuilt with ``python -m ragcli.sentences
+train CORPUS.jsonl``) plus a hand-checked list of common English abbreviations, so "Dr. Smith",
+"the U.S. Army", initials ("J. R. R. Tolkien") and decimals ("3.5") stay inside one sentence.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable, Iterator
+
+PARAMS_FILE = Path(__file__).parent / "data" / "punkt_en.json"
+
+# Abbreviations Punkt should always know (lower case, without the final period).
+EXTRA_ABBREVIATIONS = {
+    "dr", "mr", "mrs", "ms", "prof", "sr", "jr", "st", "mt", "ft", "gen", "col", "lt", "sgt", "capt", "gov",
+    "sen", "rep", "rev", "hon", "pres", "vs", "etc", "e.g", "i.e", "cf", "al", "approx", "vol",
+    "vols", "pp", "p", "fig", "figs", "ed", "eds", "inc", "ltd", "co", "corp", "dept", "univ", "assn", "bros",
+    "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "u.s", "u.k", "u.n",
+    "u.s.a", "d.c", "a.m", "p.m", "b.c", "a.d", "ph.d", "m.d", "b.a", "m.a", "b.sc", "m.sc", "est", "op",
+    "ca", "c", "approx", "mx", "messrs", "mme", "mlle", "ave", "blvd", "rd",
+}
+
+
+# Capitalised words that start a sentence even right after an abbreviation ("the U.S. In 1990 ...").
+SENT_STARTERS = {
+    "the", "he", "she", "it", "they", "in", "this", "his", "her", "their", "after", "during", "however",
+    "there", "we", "i", "on", "at", "its", "these", "although", "when", "while", "since", "so",
+}
+
+
+@lru_cache(maxsize=1)
+def _tokenizer():  # -> nltk PunktSentenceTokenizer
+    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+
+    params = PunktParameters()
+    if PARAMS_FILE.is_file():
+        data = json.loads(PARAMS_FILE.read_text(encoding="utf-8"))
+        params.abbrev_types = set(data.get("abbrev_types", []))
+        params.collocations = {tuple(c) for c in data.get("collocations", [])}
+        # Trained sentence starters are noisy on Wikipedia text ("in", "louis"): after an
+        # abbreviation they force a break ("St. | Louis"). The orthographic heuristic below
+        # already breaks before capitalised words that normally appear in lower case.
+        for word, flag in data.get("ortho_context", {}).items():
+            params.ortho_context[word] = flag
+    params.abbrev_types |= EXTRA_ABBREVIATIONS
+    params.sent_starters |= SENT_STARTERS
+    # single letters are initials ("J. R. R. Tolkien", "George W. Bush")
+    params.abbrev_types |= set("abcdefghijklmnopqrstuvwxyz")
+    return PunktSentenceTokenizer(params)
+
+
+def split_spans(text: str) -> list[tuple[int, int]]:
+    """Character spans of the sentences in ``text``."""
+    if not text.strip():
+        return []
+    return list(_tokenizer().span_tokenize(text))
+
+
+def split_sentences(text: str) -> list[str]:
+    return [text[a:b] for a, b in split_spans(text)]
+
+
+_END = re.compile(r"[.!?…][\"')\]]*\s+\S|\n\s*\n")
+
+
+def first_sentence_end(text: str) -> int | None:
+    """Offset just past the first complete sentence of ``text``, or None if none is complete yet.
+
+    A sentence counts as complete once text after it has started (Punkt needs the next word to
+    tell "Dr. Smith" from "... the end. Then"), or at a blank line.
+    """
+    if not _END.search(text):
+        return None
+    spans = split_spans(text)
+    if len(spans) >= 2:
+        return spans[0][1]
+    blank = re.search(r"\n\s*\n", text)
+    if blank and text[: blank.start()].strip():
+        return blank.start()
+    return None
+
+
+def train(texts: Iterable[str]) -> dict:
+    """Train Punkt parameters on raw text (used to build ``punkt_en.json``)."""
+    from nltk.tokenize.punkt import PunktTrainer
+
+    trainer = PunktTrainer()
+    trainer.INCLUDE_ALL_COLLOCS = True
+    for text in texts:
+        trainer.train(text, finalize=False)
+    trainer.finalize_training()
+    params = trainer.get_params()
+    return {
+        "abbrev_types": sorted(params.abbrev_types),
+        "collocations": sorted([list(c) for c in params.collocations]),
+        "ortho_context": {w: f for w, f in sorted(params.ortho_context.items()) if f},
+    }
+
+
+def _iter_corpus(path: Path) -> Iterator[str]:
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                yield json.loads(line).get("text", "")
+
+
+if __name__ == "__main__":  # pragma: no cover - maintenance entry point
+    import sys
+
+    if len(sys.argv) != 3 or sys.argv[1] != "train":
+        raise SystemExit("usage: python -m ragcli.sentences train CORPUS.jsonl")
+    data = train(_iter_corpus(Path(sys.argv[2])))
+    PARAMS_FILE.parent.mkdir(parents=True, exist_ok=True)
+    PARAMS_FILE.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
+    print(f"wrote {PARAMS_FILE} ({len(data['abbrev_types'])} abbreviations)")

@@ -1,0 +1,174 @@
+"""What every strategy shares: retrieval with events, token streaming with events, sentence
+cutting, context budgeting and the closing AnswerFinished. Strategies yield events, never print."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, ClassVar, Iterator, Mapping, Sequence
+
+from ragcli.config import Settings
+from ragcli.errors import ContextOverflowError
+from ragcli.events import (
+    AnswerFinished,
+    DocumentsRetrieved,
+    Event,
+    Notice,
+    RetrievalTriggered,
+    SentenceCommitted,
+    StepStarted,
+    TokenGenerated,
+)
+from ragcli.generation import Generator
+from ragcli.retrieval import Retriever
+from ragcli.sentences import first_sentence_end
+from ragcli.types import Document, Query, RunStats, Sentence, Token
+
+
+@dataclass
+class Chunk:
+    """Result of one generation call: tokens, their text, and whether the model ended the answer."""
+
+    tokens: list[Token] = field(default_factory=list)
+    ended: bool = False  # stop sequence / end of generation reached (not cut by us or by max_tokens)
+
+    @property
+    def text(self) -> str:
+        return "".join(t.text for t in self.tokens)
+
+
+def cut_sentence(tokens: Sequence[Token], offset: int | None) -> tuple[Sentence, list[Token]]:
+    """Split tokens at a character offset of their joined text: (first sentence, remaining tokens)."""
+    text = "".join(t.text for t in tokens)
+    if offset is None or offset >= len(text.rstrip()):
+        return Sentence(text.strip(), tuple(tokens)), []
+    head: list[Token] = []
+    pos = 0
+    for i, tok in enumerate(tokens):
+        if pos >= offset:
+            return Sentence(text[:offset].strip(), tuple(head)), list(tokens[i:])
+        head.append(tok)
+        pos += len(tok.text)
+    return Sentence(text[:offset].strip(), tuple(head)), []
+
+
+class Strategy:
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    params: ClassVar[tuple[str, ...]] = ("k", "max_tokens")
+    answer_stop: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, generator: Generator, retriever: Retriever | None, settings: Settings) -> None:
+        self.gen = generator
+        self.retriever = retriever
+        self.settings = settings
+        self.stats = RunStats()
+        self.sources: list[Document] = []
+        self._source_ids: set[str] = set()
+        self._t0 = 0.0
+        self._gen0 = (0, 0, 0)
+
+    # -------------------------------------------------------------------- entry point
+    def run(self, question: str) -> Iterator[Event]:
+        self._t0 = time.perf_counter()
+        s = self.gen.stats
+        self._gen0 = (s.prompt_tokens_evaluated, s.tokens_generated, s.prompt_tokens_reused)
+        yield from self.answer(question)
+
+    def answer(self, question: str) -> Iterator[Event]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # -------------------------------------------------------------------- retrieval
+    def retrieve(self, query: Query, reason: str, k: int | None = None) -> Iterator[Event]:
+        """Yield the retrieval events; the documents are the generator's return value."""
+        k = self.settings.k if k is None else k
+        yield RetrievalTriggered(query, reason)
+        t = time.perf_counter()
+        docs = self.retriever.search(query.text, k) if (self.retriever and query.text.strip()) else []
+        self.stats.retrievals += 1
+        yield DocumentsRetrieved(query, tuple(docs), time.perf_counter() - t)
+        return docs
+
+    def cite(self, docs: Sequence[Document]) -> None:
+        for d in docs:
+            if d.id not in self._source_ids:
+                self._source_ids.add(d.id)
+                self.sources.append(d)
+
+    # -------------------------------------------------------------------- generation
+    def generate(
+        self,
+        prompt: str,
+        *,
+        max_tokens: int,
+        stop: Sequence[str] | None = None,
+        slot: str = "main",
+        draft: bool = False,
+        until_sentence: bool = False,
+        bias: Mapping[str, float] | None = None,
+        suppress_first: Mapping[str, int] | None = None,
+        watch: Callable[[str], bool] | None = None,
+    ) -> Iterator[Event]:
+        """Stream tokens as events; return a Chunk. ``until_sentence`` stops after one full sentence,
+        ``watch(text)`` returning True stops too (FLARE-instruct's search marker)."""
+        chunk = Chunk()
+        text = ""
+        stop = self.answer_stop if stop is None else stop
+        if max_tokens <= 0:
+            chunk.ended = True
+            return chunk
+        for tok in self.gen.stream(prompt, max_tokens=max_tokens, stop=stop, slot=slot, bias=bias,
+                                   suppress_first=suppress_first):
+            chunk.tokens.append(tok)
+            text += tok.text
+            yield TokenGenerated(tok, draft=draft)
+            if until_sentence and first_sentence_end(text) is not None:
+                return chunk
+            if watch is not None and watch(text):
+                return chunk
+        chunk.ended = len(chunk.tokens) < max_tokens
+        return chunk
+
+    def fit_documents(self, docs: Sequence[Document], build: Callable[[Sequence[Document]], str],
+                      reserve: int) -> list[Document]:
+        """Keep the prompt inside the context window: drop the lowest-ranked documents first,
+        then shorten the last one. Raises only when the prompt does not fit even without documents."""
+        budget = self.gen.n_ctx - reserve
+        kept = list(docs)
+        while kept and self.gen.count_tokens(build(kept)) > budget:
+            if len(kept) > 1:
+                kept.pop()
+                continue
+            words = kept[0].text.split()
+            if len(words) <= 20:
+                kept.pop()
+                break
+            d = kept[0]
+            kept[0] = Document(d.id, d.title, " ".join(words[: len(words) * 2 // 3]) + " …", d.score, d.source,
+                               d.location)
+        if self.gen.count_tokens(build(kept)) > budget:
+            raise ContextOverflowError(
+                f"the question and answer need more than the {self.gen.n_ctx}-token context window",
+                hint="shorten the question or raise --ctx",
+            )
+        return kept
+
+    # -------------------------------------------------------------------- closing
+    def commit(self, sentence: Sentence, *, regenerated: bool = False) -> Event:
+        self.stats.sentences += 1
+        return SentenceCommitted(sentence, regenerated=regenerated)
+
+    def step(self, what: str) -> Event:
+        self.stats.steps += 1
+        return StepStarted(self.stats.steps, what)
+
+    def finish(self, answer: str, stop_reason: str = "end") -> AnswerFinished:
+        s = self.gen.stats
+        self.stats.prompt_tokens_evaluated = s.prompt_tokens_evaluated - self._gen0[0]
+        self.stats.tokens_generated = s.tokens_generated - self._gen0[1]
+        self.stats.prompt_tokens_reused = s.prompt_tokens_reused - self._gen0[2]
+        self.stats.seconds = time.perf_counter() - self._t0
+        return AnswerFinished(answer.strip(), tuple(self.sources), self.stats, stop_reason)
+
+    def notice(self, message: str, level: str = "info") -> Notice:
+        return Notice(message, level)

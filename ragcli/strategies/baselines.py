@@ -1,0 +1,67 @@
+"""Reference points: no retrieval, and single-time retrieval with the question."""
+
+from __future__ import annotations
+
+from typing import Iterator, Sequence
+
+from ragcli import prompts
+from ragcli.events import Event
+from ragcli.sentences import split_spans
+from ragcli.strategies.base import Strategy, cut_sentence
+from ragcli.types import Document, Query
+
+
+class _OneShot(Strategy):
+    """Generate the whole answer in one call; commit sentences as they complete."""
+
+    answer_stop = prompts.ANSWER_STOP
+
+    def _answer_with(self, question: str, docs: Sequence[Document]) -> Iterator[Event]:
+        max_new = self.settings.max_tokens
+        docs = self.fit_documents(docs, lambda d: prompts.answer_prompt(question, d), reserve=max_new)
+        self.cite(docs)
+        yield self.step("generate")
+        chunk = yield from self.generate(prompts.answer_prompt(question, docs), max_tokens=max_new, slot="main")
+        tokens = chunk.tokens
+        answer = []
+        while tokens:
+            text = "".join(t.text for t in tokens)
+            spans = split_spans(text)
+            end = spans[0][1] if len(spans) > 1 else None
+            sentence, tokens = cut_sentence(tokens, end)
+            if sentence.text:
+                answer.append(sentence.text)
+                yield self.commit(sentence)
+        self.stats.retrieval_opportunities = 1
+        yield self.finish(" ".join(answer), "end" if chunk.ended else "max_tokens")
+
+
+class NoRetrieval(_OneShot):
+    name = "none"
+    description = "No retrieval: the model answers from its own knowledge."
+    params = ("max_tokens",)
+
+    def answer(self, question: str) -> Iterator[Event]:
+        yield from self._answer_with(question, [])
+
+
+class SingleRetrieval(_OneShot):
+    name = "single"
+    description = "Single-time retrieval: search once with the question, prepend the top k documents."
+    params = ("k", "max_tokens")
+
+    def answer(self, question: str) -> Iterator[Event]:
+        docs = yield from self.retrieve(Query(question, "question"), "the question")
+        yield from self._answer_with(question, docs)
+
+
+class GoldOracle(_OneShot):
+    """Evaluation only: the reader given the gold paragraphs (an upper reference)."""
+
+    name = "oracle"
+    description = "Evaluation only: the reader given the question's gold paragraphs."
+    params = ("max_tokens",)
+
+    def answer(self, question: str) -> Iterator[Event]:
+        docs = yield from self.retrieve(Query(question, "question"), "gold paragraphs", k=100)
+        yield from self._answer_with(question, docs)

@@ -1,0 +1,100 @@
+"""Core value types shared by every layer. Frozen, cheap, JSON-friendly."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    """One generated token and the log-probability the model gave it when it was sampled."""
+
+    text: str
+    logprob: float
+    id: int = -1
+
+    @property
+    def prob(self) -> float:
+        return math.exp(self.logprob)
+
+
+@dataclass(frozen=True, slots=True)
+class Sentence:
+    text: str
+    tokens: tuple[Token, ...] = ()
+
+    @property
+    def min_prob(self) -> float:
+        return min((t.prob for t in self.tokens), default=1.0)
+
+    def low_tokens(self, threshold: float) -> list[Token]:
+        return [t for t in self.tokens if t.prob < threshold and t.text.strip()]
+
+
+# Where a query came from (DESIGN.md): the question, a masked look-ahead, a generated question,
+# the previous window of tokens, a chain-of-thought sentence, a keyword rewrite, a model-issued search.
+QUERY_ORIGINS = (
+    "question",
+    "masked",
+    "qgen",
+    "window",
+    "sentence",
+    "cot",
+    "follow-up",
+    "keywords",
+    "instruct",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    text: str
+    origin: str = "question"
+    # For masked queries: the words of the draft, with None where a low-confidence token was removed.
+    shown: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    id: str
+    title: str
+    text: str
+    score: float = 0.0
+    source: str = "index"  # "index" | "web" | "gold"
+    location: str = ""  # e.g. "docs/guide.md:12-30" or "corpus.jsonl#L42" or a URL
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def first_line(self) -> str:
+        line = self.text.strip().split("\n", 1)[0]
+        return line
+
+
+@dataclass(slots=True)
+class RunStats:
+    """Counters a strategy accumulates; emitted with AnswerFinished."""
+
+    steps: int = 0
+    sentences: int = 0
+    retrievals: int = 0
+    retrieval_opportunities: int = 0
+    tokens_generated: int = 0
+    prompt_tokens_evaluated: int = 0
+    prompt_tokens_reused: int = 0
+    seconds: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def retrieval_rate(self) -> float:
+        if not self.retrieval_opportunities:
+            return 0.0
+        return self.retrievals / self.retrieval_opportunities
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["retrieval_rate"] = self.retrieval_rate
+        return d

@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ragcli.config import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "examples" / "sample"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_user_dirs(tmp_path_factory, monkeypatch):
+    """Tests never read or write the real user's config, data or cache dirs."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / "state"))
+    for name in Settings.names():
+        monkeypatch.delenv(f"RAGCLI_{name.upper()}", raising=False)
+    monkeypatch.delenv("RAGCLI_CONFIG", raising=False)
+
+
+@pytest.fixture
+def settings(tmp_path) -> Settings:
+    return Settings.resolve({"index": str(tmp_path / "index")}, env={}, config_path=tmp_path / "none.toml")
+
+
+@pytest.fixture
+def small_corpus(tmp_path) -> Path:
+    """A 20-paragraph JSONL corpus plus a Markdown file."""
+    src = tmp_path / "corpus"
+    src.mkdir()
+    lines = (SAMPLE / "wiki_paragraphs.jsonl").read_text(encoding="utf-8").splitlines()[:20]
+    (src / "paras.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (src / "notes.md").write_text(
+        "# Field notes\n\nThe Rhodotypos shrub grows in Japan. Dr. Smith studied it for 3.5 years.\n\n"
+        "Sutera is a genus of flowering plants. It is not a shrub.\n",
+        encoding="utf-8",
+    )
+    return src
+
+
+@pytest.fixture
+def built_index(small_corpus, settings):
+    from ragcli.ingest.indexer import build_index
+    from ragcli.retrieval.index import TantivyIndex
+
+    build_index([small_corpus], Path(settings.index))
+    return TantivyIndex.open(settings.index)
+
+
+def first_records(n: int) -> list[dict]:
+    lines = (SAMPLE / "wiki_paragraphs.jsonl").read_text(encoding="utf-8").splitlines()[:n]
+    return [json.loads(line) for line in lines]

@@ -1,0 +1,34 @@
+import pytest
+
+from ragcli.config import Settings
+from ragcli.errors import UsageError
+
+
+def test_precedence_flag_over_env_over_file_over_default(tmp_path):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("theta = 0.3\nk = 7\nbeta = 0.1\n")
+    env = {"RAGCLI_THETA": "0.6", "RAGCLI_K": "4"}
+    s = Settings.resolve({"theta": 0.9}, env=env, config_path=cfg)
+    assert s.theta == 0.9 and s.source("theta") == "flag"
+    assert s.k == 4 and s.source("k") == "env RAGCLI_K"
+    assert s.beta == 0.1 and s.source("beta").startswith("config")
+    assert s.lookahead == 64 and s.source("lookahead") == "default"
+
+
+def test_bad_values_are_usage_errors(tmp_path):
+    with pytest.raises(UsageError):
+        Settings.resolve({}, env={"RAGCLI_K": "many"}, config_path=tmp_path / "x.toml")
+    with pytest.raises(UsageError):
+        Settings().set("no_such_setting", 1)
+    bad = tmp_path / "bad.toml"
+    bad.write_text("theta = [")
+    with pytest.raises(UsageError):
+        Settings.resolve({}, env={}, config_path=bad)
+
+
+def test_bool_coercion():
+    s = Settings(index=".")
+    s.set("cache", "off")
+    assert s.cache is False
+    s.set("web", "yes")
+    assert s.web is True

@@ -1,0 +1,136 @@
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from ragcli.errors import EmptyCorpusError, IndexLockedError, IndexMissingError, InputPathError
+from ragcli.ingest.indexer import build_index
+from ragcli.ingest.passages import chunk_text
+from ragcli.retrieval.index import TantivyIndex
+from tests.conftest import first_records
+
+
+def test_index_and_search_returns_documents_with_locations(built_index):
+    docs = built_index.search("Rhodotypos shrub Japan", 3)
+    assert docs
+    top = docs[0]
+    assert top.title == "Field notes"
+    assert top.location.endswith("notes.md:1-5")
+    assert top.score > 0
+
+
+def test_jsonl_records_keep_their_pid(built_index):
+    rec = first_records(1)[0]
+    docs = built_index.search(rec["title"] + " " + rec["text"][:80], 1)
+    assert docs[0].id == rec["pid"]
+    assert "#L1" in docs[0].location
+
+
+def test_reindex_does_not_duplicate(small_corpus, settings):
+    r1 = build_index([small_corpus], Path(settings.index))
+    r2 = build_index([small_corpus], Path(settings.index))
+    assert r1.passages_total == r2.passages_total
+    assert r2.unchanged == 2 and r2.added == 0 and r2.passages_added == 0
+
+
+def test_changed_and_deleted_files_are_updated(small_corpus, settings):
+    build_index([small_corpus], Path(settings.index))
+    notes = small_corpus / "notes.md"
+    notes.write_text("# Field notes\n\nZanzibar quokkas are everywhere.\n", encoding="utf-8")
+    os.utime(notes, ns=(1, 1))
+    r = build_index([small_corpus], Path(settings.index))
+    assert r.updated == 1
+    idx = TantivyIndex.open(settings.index)
+    assert idx.search("Zanzibar quokkas", 1)[0].title == "Field notes"
+    assert not idx.search("Rhodotypos Japan Smith", 5) or all(d.title != "Field notes" for d in idx.search("Rhodotypos Japan Smith", 5))
+    notes.unlink()
+    r = build_index([small_corpus], Path(settings.index))
+    assert r.removed == 1
+    assert TantivyIndex.open(settings.index).search("Zanzibar quokkas", 1) == []
+
+
+@pytest.mark.parametrize("query", [
+    'What is "Rush"?', "title:(x AND y", "a: b) [c TO d] ~2 ^3 *", "NOT OR AND", "?", "", "\x00\x1b[31m",
+    "(" * 500, "ü" * 10000,
+])
+def test_any_query_text_is_safe(built_index, query):
+    assert isinstance(built_index.search(query, 3), list)
+
+
+def test_bad_inputs(tmp_path, small_corpus):
+    with pytest.raises(IndexMissingError):
+        TantivyIndex.open(tmp_path / "nowhere")
+    with pytest.raises(InputPathError):
+        build_index([tmp_path / "missing"], tmp_path / "idx")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "image.txt").write_bytes(b"\x89PNG\x00\x00binary")
+    with pytest.raises(EmptyCorpusError):
+        build_index([empty], tmp_path / "idx2")
+
+
+def test_binary_and_non_utf8_files_are_skipped_with_a_warning(small_corpus, settings):
+    (small_corpus / "blob.txt").write_bytes(b"abc\x00def")
+    (small_corpus / "latin1.txt").write_bytes("caf\xe9 cr\xe8me".encode("latin-1"))
+    warnings = []
+    report = build_index([small_corpus], Path(settings.index), on_warning=warnings.append)
+    assert {Path(p).name for p, _ in report.skipped} == {"blob.txt", "latin1.txt"}
+    assert len(warnings) == 2
+    assert report.passages_total > 0
+
+
+def test_second_writer_gets_a_clear_lock_error(built_index):
+    with built_index.writer():
+        with pytest.raises(IndexLockedError, match="locked by PID"):
+            with TantivyIndex.open(built_index.directory).writer():
+                pass
+
+
+def test_interrupted_indexing_keeps_the_last_commit(small_corpus, settings, tmp_path):
+    build_index([small_corpus], Path(settings.index))
+    before = TantivyIndex.open(settings.index).num_passages()
+    more = tmp_path / "more"
+    more.mkdir()
+    for i in range(5):
+        (more / f"f{i}.txt").write_text(f"Quokka number {i} lives on Rottnest island.", encoding="utf-8")
+
+    calls = {"n": 0}
+
+    def interrupt(done, total, passages):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        build_index([more], Path(settings.index), on_progress=interrupt, commit_every=2)
+    idx = TantivyIndex.open(settings.index)
+    assert idx.num_passages() >= before  # opens, holds what was committed
+    manifest = idx.load_manifest()
+    committed = [k for k in manifest if "/more/" in k]
+    assert len(committed) == 2  # the first batch of two was committed before the interrupt
+    report = build_index([more], Path(settings.index))  # re-running completes it
+    assert report.added == 3 and report.unchanged == 2
+    assert TantivyIndex.open(settings.index).num_passages() == before + 5
+
+
+def test_chunking_is_sentence_aligned_and_about_100_words():
+    sentence = "This sentence has exactly eight words in it. "
+    text = sentence * 60
+    spans = chunk_text(text)
+    assert len(spans) > 3
+    for a, b in spans:
+        piece = text[a:b]
+        assert piece.endswith(".")
+        assert 40 <= len(piece.split()) <= 104
+
+
+def test_long_text_file_locations(tmp_path, settings):
+    doc = tmp_path / "d"
+    doc.mkdir()
+    lines = [f"Line {i} talks about topic {i} in a complete sentence." for i in range(1, 61)]
+    (doc / "long.txt").write_text("\n".join(lines), encoding="utf-8")
+    build_index([doc], Path(settings.index))
+    hit = TantivyIndex.open(settings.index).search("topic 55", 1)[0]
+    first, last = hit.location.rsplit(":", 1)[1].split("-")
+    assert int(first) <= 55 <= int(last)

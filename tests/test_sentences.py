@@ -1,0 +1,43 @@
+import pytest
+
+from ragcli.sentences import first_sentence_end, split_sentences
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Dr. Smith went to Washington. He arrived at 3.5 p.m. on Monday.",
+         ["Dr. Smith went to Washington.", "He arrived at 3.5 p.m. on Monday."]),
+        ("The U.S. Army was founded in 1775. It is large.", ["The U.S. Army was founded in 1775.", "It is large."]),
+        ("J. R. R. Tolkien wrote The Hobbit. It sold well.", ["J. R. R. Tolkien wrote The Hobbit.", "It sold well."]),
+        ("It costs 3.50 dollars. That is cheap.", ["It costs 3.50 dollars.", "That is cheap."]),
+        ("The answer is no. Then we left.", ["The answer is no.", "Then we left."]),
+        ("He moved to the U.S. In 1990 he died.", ["He moved to the U.S.", "In 1990 he died."]),
+        ("George W. Bush was president. So the answer is yes.",
+         ["George W. Bush was president.", "So the answer is yes."]),
+    ],
+)
+def test_punkt_handles_abbreviations_initials_and_decimals(text, expected):
+    assert split_sentences(text) == expected
+
+
+def test_first_sentence_end_waits_for_the_next_word():
+    assert first_sentence_end("Dr.") is None
+    assert first_sentence_end("Dr. Smith") is None
+    assert first_sentence_end("Paris is big.") is None  # not known to be complete yet
+    text = "Paris is big. It"
+    assert text[: first_sentence_end(text)] == "Paris is big."
+
+
+def test_blank_line_ends_a_sentence():
+    assert first_sentence_end("no period here\n\nnext") == len("no period here")
+
+
+def test_no_download_needed(monkeypatch):
+    import nltk
+
+    def boom(*a, **k):  # pragma: no cover - must not be called
+        raise AssertionError("nltk.download called")
+
+    monkeypatch.setattr(nltk, "download", boom)
+    assert split_sentences("One. Two.") == ["One.", "Two."]
