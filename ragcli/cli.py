@@ -71,8 +71,12 @@ def with_settings(*names: str) -> Callable:
     """Add one ``--flag`` per setting to a command; the command receives ``flags: dict``."""
 
     def decorate(fn: Callable) -> Callable:
+        import typing
+
         sig = inspect.signature(fn)
-        params = [p for p in sig.parameters.values() if p.name != "flags"]
+        hints = typing.get_type_hints(fn, include_extras=True)
+        params = [p.replace(annotation=hints.get(p.name, p.annotation))
+                  for p in sig.parameters.values() if p.name != "flags"]
         extra = []
         for f in dataclasses.fields(Settings):
             if f.name.startswith("_") or (names and f.name not in names):
@@ -89,7 +93,8 @@ def with_settings(*names: str) -> Callable:
             flags = {p.name: kwargs.pop(p.name) for p in extra}
             return fn(**kwargs, flags=flags)
 
-        wrapper.__signature__ = sig.replace(parameters=params + extra)  # type: ignore[attr-defined]
+        wrapper.__signature__ = sig.replace(parameters=params + extra, return_annotation=None)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in params + extra}
         wrapper.__name__ = fn.__name__
         wrapper.__doc__ = fn.__doc__
         return wrapper

@@ -16,6 +16,13 @@ from ragcli.retrieval import Retriever
 MODEL_KEYS = ("model", "n_gpu_layers", "ctx", "threads", "seed", "temperature", "top_p", "cache", "prompt_style")
 
 
+def make_generator(settings: Settings) -> Generator:
+    """The one place a real model is loaded (tests replace this function)."""
+    from ragcli.generation.llama import LlamaGenerator
+
+    return LlamaGenerator.from_settings(settings)
+
+
 class Engine:
     def __init__(self, settings: Settings, *, generator: Generator | None = None,
                  retriever: Retriever | None = None) -> None:
@@ -29,9 +36,7 @@ class Engine:
     def generator(self) -> Generator:
         key = tuple(getattr(self.settings, k) for k in MODEL_KEYS)
         if self._generator is None or (self._model_key not in (key, ("injected",))):
-            from ragcli.generation.llama import LlamaGenerator
-
-            self._generator = LlamaGenerator.from_settings(self.settings)
+            self._generator = make_generator(self.settings)
             self._model_key = key
         return self._generator
 

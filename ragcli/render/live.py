@@ -33,10 +33,15 @@ LOW = "underline bold red"
 COMMITTED = "bold"
 
 
+def _label(name: str) -> str:
+    return f"{name:>11} │ "
+
+
 class RichLiveRenderer:
-    def __init__(self, *, highlight: float, stdout=None, stderr=None, width: int | None = None) -> None:
-        self.err = Console(file=stderr, stderr=stderr is None, width=width, highlight=False)
-        self.out = Console(file=stdout, width=width, highlight=False, soft_wrap=True)
+    def __init__(self, *, highlight: float, stdout=None, stderr=None, err: Console | None = None,
+                 out: Console | None = None) -> None:
+        self.err = err or Console(file=stderr, stderr=stderr is None, highlight=False)
+        self.out = out or Console(file=stdout, highlight=False, soft_wrap=True)
         self.threshold = highlight
         self.current = Text()
         self.live: Live | None = None
@@ -72,14 +77,14 @@ class RichLiveRenderer:
             self.current.append_text(self._token_text(event.token, event.draft))
             self._live().update(self.current)
         elif isinstance(event, StepStarted):
-            self.step_label = f"{event.what:>10} │ "
+            self.step_label = _label(event.what)
         elif isinstance(event, DraftSentence):
             self._clear()
             if not event.accepted:
                 self._print(self._draft_line(event.sentence, event.low))
         elif isinstance(event, RetrievalTriggered):
             self._clear()
-            line = Text("    search │ ", style="magenta")
+            line = Text(_label("search"), style="magenta")
             line.append(f"[{event.query.origin}] ", style="magenta")
             shown = event.query.shown or event.query.text
             for i, part in enumerate(safe(shown).split("▁▁▁")):
@@ -87,32 +92,30 @@ class RichLiveRenderer:
                     line.append("▁▁▁", style="reverse magenta")
                 line.append(part, style="bold")
             self._print(line)
-            self._print(Text(f"           │ why: {shorten(safe(event.reason), max(self.err.width - 20, 20))}", style="dim"))
+            self._print(Text(f"{_label('')}why: {shorten(safe(event.reason), max(self.err.width - 20, 20))}", style="dim"))
         elif isinstance(event, DocumentsRetrieved):
             width = max(self.err.width - 14, 20)
             if not event.documents:
-                self._print(Text("           │ no documents found", style="yellow"))
+                self._print(Text(_label("") + "no documents found", style="yellow"))
             for i, d in enumerate(event.documents, start=1):
-                head = Text(f"      {i:>4} │ ", style="dim")
+                head = Text(_label(str(i)), style="dim")
                 head.append(shorten(safe(d.title) or "(untitled)", 40), style="green")
                 head.append(f"  {d.score:.2f}  ", style="dim")
                 head.append(shorten(safe(d.location), 40), style="dim cyan")
                 self._print(head)
-                self._print(Text("           │ " + shorten(safe(d.text), width - 1), style="dim"))
+                self._print(Text(_label("") + shorten(safe(d.text), width - 1), style="dim"))
         elif isinstance(event, DocumentsGraded):
             scores = " ".join(f"{s:.2f}" for s in event.scores)
-            self._print(Text(f"     grade │ {event.action.upper()}  ({scores})", style="yellow"))
+            self._print(Text(f"{_label('grade')}{event.action.upper()}  ({scores})", style="yellow"))
         elif isinstance(event, SentenceCommitted):
             self._clear()
-            label = " regenerated │ " if event.regenerated else "  sentence │ "
-            label = label[-13:]
-            line = Text(label, style="cyan")
+            line = Text(_label("regenerated" if event.regenerated else "sentence"), style="cyan")
             line.append_text(self._sentence_text(event.sentence, draft=False))
             self._print(line)
         elif isinstance(event, Notice):
             self._clear()
             style = "yellow" if event.level == "warning" else "blue"
-            self._print(Text(f"    notice │ {safe(event.message)}", style=style))
+            self._print(Text(f"{_label('notice')}{safe(event.message)}", style=style))
         elif isinstance(event, AnswerFinished):
             self.close()
             self._print(Text(summary_line(event.stats, event.stop_reason), style="dim"))
@@ -132,7 +135,7 @@ class RichLiveRenderer:
         return text
 
     def _draft_line(self, sentence: Sentence, low: tuple[Token, ...]) -> Text:
-        line = Text("     draft │ ", style="cyan")
+        line = Text(_label("draft"), style="cyan")
         line.append_text(self._sentence_text(sentence, draft=True))
         if low:
             probs = ", ".join(f"{safe(t.text.strip())}={t.prob:.2f}" for t in low[:6])

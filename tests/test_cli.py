@@ -1,0 +1,115 @@
+"""The CLI driven in-process: exit codes, stdout/stderr split, JSON output."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from ragcli import cli, engine
+from ragcli.generation.fake import FakeGenerator, toks
+
+
+def call(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.run(argv)
+    out = capsys.readouterr()
+    return exc.value.code, out.out, out.err
+
+
+@pytest.fixture
+def fake_model(monkeypatch):
+    gen = FakeGenerator(default=toks(" Rush is the band. So the answer is Rush.", 0.9, low={"Rush": 0.2}) + toks("\n\nQuestion:", 0.9))
+    monkeypatch.setattr(engine, "make_generator", lambda settings: gen)
+    return gen
+
+
+def test_index_search_ask_round_trip(small_corpus, tmp_path, capsys, fake_model):
+    idx = str(tmp_path / "idx")
+    code, out, err = call(["index", str(small_corpus), "--index", idx], capsys)
+    assert code == 0, err
+    assert "indexed 2 files" in err and "passages" in err
+    code, out, err = call(["search", "Rhodotypos shrub", "--index", idx, "--json"], capsys)
+    assert code == 0
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert rows and rows[0]["title"] == "Field notes" and "location" in rows[0]
+    code, out, err = call(["ask", "Which band?", "--index", idx, "--strategy", "single"], capsys)
+    assert code == 0, err
+    assert out.startswith("Rush is the band. So the answer is Rush.")
+    assert "Sources:" in out and "notes.md" in out or "paras.jsonl" in out
+    assert "\x1b[" not in out  # plain when not a terminal
+
+
+def test_ask_json_emits_one_event_per_line(small_corpus, tmp_path, capsys, fake_model):
+    idx = str(tmp_path / "idx")
+    call(["index", str(small_corpus), "--index", idx], capsys)
+    code, out, err = call(["ask", "Which band?", "--index", idx, "--strategy", "flare", "--json"], capsys)
+    assert code == 0, err
+    events = [json.loads(line) for line in out.splitlines()]
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "retrieve" and kinds[-1] == "answer"
+    assert "token" in kinds and "documents" in kinds
+    token = next(e for e in events if e["event"] == "token")
+    assert {"text", "logprob", "prob"} <= set(token["token"])
+    assert events[-1]["stats"]["retrievals"] >= 1
+
+
+def test_missing_index_is_a_clear_error(tmp_path, capsys, fake_model):
+    code, out, err = call(["ask", "anything", "--index", str(tmp_path / "none")], capsys)
+    assert code == 3
+    assert "ragcli index" in err and len(err.strip().splitlines()) == 1
+
+
+def test_bad_paths_and_strategy(tmp_path, capsys, fake_model):
+    code, _, err = call(["index", str(tmp_path / "missing"), "--index", str(tmp_path / "i")], capsys)
+    assert code == 2 and "does not exist" in err
+    code, _, err = call(["ask", "q", "--strategy", "nope", "--index", str(tmp_path)], capsys)
+    assert code == 2 and "unknown strategy" in err
+
+
+def test_model_path_that_is_not_gguf(tmp_path, capsys, small_corpus):
+    bad = tmp_path / "model.gguf"
+    bad.write_text("not a model")
+    idx = str(tmp_path / "idx")
+    call(["index", str(small_corpus), "--index", idx], capsys)
+    code, _, err = call(["ask", "q", "--index", idx, "--model", str(bad), "--strategy", "none"], capsys)
+    assert code == 6 and "not a GGUF" in err
+
+
+def test_question_from_stdin(monkeypatch, small_corpus, tmp_path, capsys, fake_model):
+    import io
+
+    idx = str(tmp_path / "idx")
+    call(["index", str(small_corpus), "--index", idx], capsys)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("Which band?\n"))
+    code, out, _ = call(["ask", "-", "--index", idx, "--quiet", "--strategy", "none"], capsys)
+    assert code == 0 and out.strip() == "Rush is the band. So the answer is Rush."
+
+
+def test_strategies_lists_the_registry(capsys):
+    code, out, _ = call(["strategies"], capsys)
+    assert code == 0
+    for name in ("none", "single", "flare", "flare-instruct"):
+        assert name in out
+
+
+def test_config_show_names_sources(capsys, monkeypatch):
+    monkeypatch.setenv("RAGCLI_THETA", "0.7")
+    code, out, _ = call(["config", "show", "--k", "9"], capsys)
+    assert code == 0
+    assert "env RAGCLI_THETA" in out and "flag" in out
+
+
+def test_help_is_fast_and_imports_nothing_heavy():
+    code = ("import sys, time; t=time.perf_counter(); from ragcli import cli; "
+            "import contextlib, io\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    try: cli.run(['--help'])\n"
+            "    except SystemExit: pass\n"
+            "heavy=[m for m in ('llama_cpp','tantivy','nltk','ddgs','numpy') if m in sys.modules]\n"
+            "print(heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

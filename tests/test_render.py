@@ -1,0 +1,94 @@
+"""Renderers, tested on recorded consoles (what a user would see at 100 and 80 columns)."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from rich.console import Console
+
+from ragcli.events import AnswerFinished, DocumentsRetrieved, DraftSentence, Notice, RetrievalTriggered, SentenceCommitted, TokenGenerated
+from ragcli.render import make_renderer, safe
+from ragcli.render.jsonl import JsonlRenderer
+from ragcli.render.live import RichLiveRenderer
+from ragcli.render.plain import PlainRenderer
+from ragcli.types import Document, Query, RunStats, Sentence, Token
+
+import math
+
+LOW = Token(" Mars.", math.log(0.12))
+DRAFT = Sentence("He was the son of Mars.", (Token(" He", 0.0), Token(" was", 0.0), Token(" the son of", 0.0), LOW))
+DOC = Document("d1", "Romulus and Remus", "Romulus and Remus are the twin brothers.\x1b[31m red", 12.5, "index", "myth.md:3-9")
+
+
+def events():
+    stats = RunStats(steps=3, sentences=2, retrievals=2, retrieval_opportunities=2, tokens_generated=20,
+                     prompt_tokens_evaluated=400, seconds=1.5)
+    return [
+        TokenGenerated(Token(" He", 0.0), draft=True),
+        TokenGenerated(LOW, draft=True),
+        DraftSentence(DRAFT, (LOW,), accepted=False),
+        RetrievalTriggered(Query("He was the son of", "masked", "He was the son of ▁▁▁"), "1 token(s) below θ=0.4: 'Mars.' p=0.12"),
+        DocumentsRetrieved(Query("He was the son of", "masked"), (DOC,), 0.01),
+        SentenceCommitted(Sentence("He was the son of Jupiter."), regenerated=True),
+        Notice("web search unavailable", "warning"),
+        AnswerFinished("Rome was founded by Romulus. He was the son of Jupiter.", (DOC,), stats),
+    ]
+
+
+def test_live_renderer_shows_the_loop_at_80_columns():
+    err = Console(record=True, width=80, force_terminal=True)
+    out = Console(record=True, width=80)
+    r = RichLiveRenderer(highlight=0.4, err=err, out=out)
+    for e in events():
+        r.handle(e)
+    r.close()
+    trace = err.export_text()
+    assert "draft" in trace and "Mars.=0.12" in trace
+    assert "He was the son of ▁▁▁" in trace
+    assert "Romulus and Remus" in trace and "myth.md:3-9" in trace
+    assert "regenerated" in trace and "He was the son of Jupiter." in trace
+    assert "2 retrievals (100% of steps)" in trace
+    assert all(len(line) <= 80 for line in trace.splitlines())
+    assert "\x1b[31m" not in trace and "\\x1b" in trace  # document escape codes neutralised
+    answer = out.export_text()
+    assert answer.startswith("Rome was founded by Romulus.")
+    assert "[1] Romulus and Remus — myth.md:3-9" in answer
+
+
+def test_low_tokens_are_styled():
+    err = Console(record=True, width=100, force_terminal=True, color_system="truecolor")
+    r = RichLiveRenderer(highlight=0.4, err=err, out=Console(file=io.StringIO()))
+    r.handle(DraftSentence(DRAFT, (LOW,), accepted=False))
+    html = err.export_html()
+    assert "underline" in html  # the low-probability token is underlined
+
+
+def test_plain_renderer_has_no_escape_codes():
+    out, err = io.StringIO(), io.StringIO()
+    r = PlainRenderer(out, err)
+    for e in events():
+        r.handle(e)
+    assert "\x1b" not in out.getvalue() + err.getvalue()
+    assert out.getvalue().startswith("Rome was founded by Romulus.")
+    assert "search [masked] He was the son of ▁▁▁" in err.getvalue()
+
+
+def test_jsonl_is_one_object_per_line():
+    out = io.StringIO()
+    r = JsonlRenderer(out)
+    for e in events():
+        r.handle(e)
+    rows = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [row["event"] for row in rows] == ["token", "token", "draft", "retrieve", "documents", "sentence", "notice", "answer"]
+    assert rows[1]["token"]["prob"] == 0.12
+
+
+def test_make_renderer_picks_plain_when_not_a_terminal():
+    r = make_renderer(stdout=io.StringIO(), stderr=io.StringIO())
+    assert isinstance(r, PlainRenderer)
+
+
+def test_safe_neutralises_controls():
+    assert safe("a\x1b[2Jb\x07\u202e") == "a\\x1b[2Jb\\x07\\u202e"
+    assert safe("line\nnext\ttab") == "line\nnext\ttab"
