@@ -1,0 +1,71 @@
+"""QA datasets in the development pool's JSONL format, with filters and sampling."""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ragcli.errors import InputPathError, UsageError
+from ragcli.types import Document
+
+
+@dataclass(frozen=True)
+class Example:
+    id: str
+    question: str
+    answers: tuple[str, ...]
+    dataset: str = ""
+    type: str = ""
+    paragraphs: tuple[dict, ...] = field(default=(), repr=False)
+
+    @property
+    def gold_pids(self) -> list[str]:
+        return [p["pid"] for p in self.paragraphs if p.get("is_supporting")]
+
+    def gold_documents(self) -> list[Document]:
+        return [Document(p["pid"], p.get("title", ""), p["text"], 1.0, "gold", "gold paragraph")
+                for p in self.paragraphs if p.get("is_supporting")]
+
+
+def load_examples(path: Path, *, dataset: str | None = None, type_: str | None = None, limit: int | None = None,
+                  sample: int | None = None, seed: int = 0) -> list[Example]:
+    if not path.is_file():
+        raise InputPathError(f"dataset not found: {path}")
+    out: list[Example] = []
+    datasets = set(dataset.split(",")) if dataset else None
+    types = set(type_.split(",")) if type_ else None
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                r = json.loads(line)
+                ex = Example(str(r["id"]), r["question"], tuple(r.get("answers") or ()), r.get("dataset", ""),
+                             r.get("type", ""), tuple(r.get("paragraphs") or ()))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise UsageError(f"{path}:{lineno} is not a dataset record ({exc})") from None
+            if datasets and ex.dataset not in datasets:
+                continue
+            if types and ex.type not in types:
+                continue
+            if not ex.answers:  # unanswerable (SQuAD 2.0): no EM/F1 possible
+                continue
+            out.append(ex)
+    if sample is not None and sample < len(out):
+        out = random.Random(seed).sample(out, sample)
+    if limit is not None:
+        out = out[:limit]
+    if not out:
+        raise UsageError(f"no questions in {path} match the filters")
+    return out
+
+
+def corpus_records(examples: list[Example]) -> list[dict]:
+    """The union of the examples' paragraphs, as {pid, title, text} records (an eval corpus)."""
+    seen: dict[str, dict] = {}
+    for ex in examples:
+        for p in ex.paragraphs:
+            seen.setdefault(p["pid"], {"pid": p["pid"], "title": p.get("title", ""), "text": p["text"]})
+    return list(seen.values())

@@ -1,0 +1,81 @@
+"""SQuAD-style answer metrics, answer extraction, and retrieval recall by passage id."""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from typing import Iterable, Sequence
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
+_PUNCT = set(string.punctuation)
+YES_NO = {"yes", "no"}
+
+
+def normalize_answer(s: str) -> str:
+    """SQuAD normalisation: lower case, no punctuation, no articles, single spaces."""
+    s = s.lower()
+    s = "".join(ch for ch in s if ch not in _PUNCT)
+    s = _ARTICLES.sub(" ", s)
+    return " ".join(s.split())
+
+
+def exact_match(prediction: str, golds: Sequence[str]) -> float:
+    if not golds:
+        return 0.0
+    p = normalize_answer(prediction)
+    return float(any(p == normalize_answer(g) for g in golds))
+
+
+def f1_score(prediction: str, golds: Sequence[str]) -> float:
+    return max((_f1(prediction, g) for g in golds), default=0.0)
+
+
+def _f1(prediction: str, gold: str) -> float:
+    p, g = normalize_answer(prediction).split(), normalize_answer(gold).split()
+    # yes/no/noanswer must match exactly (as in the HotpotQA evaluation script)
+    if (normalize_answer(prediction) in YES_NO or normalize_answer(gold) in YES_NO) and p != g:
+        return 0.0
+    common = Counter(p) & Counter(g)
+    same = sum(common.values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(p), same / len(g)
+    return 2 * precision * recall / (precision + recall)
+
+
+def is_yes_no(golds: Sequence[str]) -> bool:
+    return bool(golds) and all(normalize_answer(g) in YES_NO for g in golds)
+
+
+def yes_no_accuracy(prediction: str, golds: Sequence[str]) -> float:
+    words = normalize_answer(prediction).split()
+    said = next((w for w in words if w in YES_NO), None)
+    return float(said is not None and said == normalize_answer(golds[0]))
+
+
+_ANSWER_IS = re.compile(r"answer is[:\s]*(.+?)(?:\.\s|\.$|\n|$)", re.IGNORECASE | re.S)
+
+
+def extract_answer(text: str) -> str:
+    """The short answer: what follows the last "answer is" (the exemplars' format), else the text."""
+    matches = list(_ANSWER_IS.finditer(text))
+    if matches:
+        return matches[-1].group(1).strip().strip('"').strip()
+    return text.strip()
+
+
+def recall(retrieved: Iterable[str], gold: Iterable[str], budget: int | None = None) -> float:
+    """Share of gold passage ids among the retrieved ids (first ``budget`` unique ones if given)."""
+    gold_set = set(gold)
+    if not gold_set:
+        return 0.0
+    unique: list[str] = []
+    seen: set[str] = set()
+    for pid in retrieved:
+        if pid not in seen:
+            seen.add(pid)
+            unique.append(pid)
+    if budget is not None:
+        unique = unique[:budget]
+    return len(gold_set & set(unique)) / len(gold_set)

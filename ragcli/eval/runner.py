@@ -1,0 +1,261 @@
+"""Run strategies over a dataset by consuming the same event stream as `ask`, score, and resume.
+
+Results are appended to ``--out`` one question at a time (flushed), so an interrupted run loses at
+most the question in flight; re-running with the same ``--out`` skips what is already there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from ragcli.config import Settings
+from ragcli.engine import Engine
+from ragcli.eval.dataset import Example
+from ragcli.eval.metrics import exact_match, extract_answer, f1_score, is_yes_no, recall, yes_no_accuracy
+from ragcli.events import AnswerFinished, DocumentsRetrieved, event_to_dict
+from ragcli.retrieval import StaticRetriever
+
+RECALL_BUDGET = 15
+METRICS = ("em", "f1", "recall", "recall_at_15", "retrieval_rate", "retrievals", "tokens_generated",
+           "prompt_tokens_evaluated", "seconds")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One strategy with one point of the parameter grid."""
+
+    strategy: str
+    overrides: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def key(self) -> str:
+        if not self.overrides:
+            return self.strategy
+        return self.strategy + " " + " ".join(f"{k}={v}" for k, v in self.overrides)
+
+    def settings(self, base: Settings) -> Settings:
+        return base.copy(strategy=self.strategy, **dict(self.overrides))
+
+
+def expand_grid(strategies: list[str], grid: dict[str, list[Any]]) -> list[RunSpec]:
+    """Each strategy crossed with the grid values of the parameters it uses."""
+    from itertools import product
+
+    from ragcli.strategies import EVAL_ONLY, STRATEGIES
+
+    table = {**STRATEGIES, **EVAL_ONLY}
+    specs = []
+    for name in strategies:
+        cls = table.get(name)
+        used = [k for k in grid if cls is not None and k in cls.params]
+        if not used:
+            specs.append(RunSpec(name))
+            continue
+        for values in product(*(grid[k] for k in used)):
+            specs.append(RunSpec(name, tuple(zip(used, values))))
+    return specs
+
+
+def score(example: Example, answer: str, retrieved: list[str]) -> dict[str, float]:
+    short = extract_answer(answer)
+    if is_yes_no(example.answers):
+        em = f1 = yes_no_accuracy(short, example.answers)
+    else:
+        em, f1 = exact_match(short, example.answers), f1_score(short, example.answers)
+    gold = example.gold_pids
+    base_ids = [pid.split("#", 1)[0] for pid in retrieved]
+    return {
+        "em": em,
+        "f1": f1,
+        "recall": recall(base_ids, gold),
+        "recall_at_15": recall(base_ids, gold, RECALL_BUDGET),
+    }
+
+
+def run_one(engine: Engine, spec: RunSpec, example: Example, base: Settings) -> dict[str, Any]:
+    settings = spec.settings(base)
+    retriever = StaticRetriever(example.gold_documents()) if spec.strategy == "oracle" else None
+    trace: list[dict] = []
+    retrieved: list[str] = []
+    final: AnswerFinished | None = None
+    started = time.perf_counter()
+    for event in engine.ask(example.question, settings, retriever=retriever, allow_eval=True):
+        if isinstance(event, DocumentsRetrieved):
+            retrieved.extend(d.id for d in event.documents)
+        if isinstance(event, AnswerFinished):
+            final = event
+        if event.kind != "token":  # tokens are summarised by the sentences that hold them
+            trace.append(event_to_dict(event))
+    seconds = time.perf_counter() - started
+    assert final is not None, "strategy ended without AnswerFinished"
+    stats = final.stats
+    row = {
+        "run": spec.key,
+        "id": example.id,
+        "dataset": example.dataset,
+        "type": example.type,
+        "question": example.question,
+        "gold": list(example.answers),
+        "answer": final.answer,
+        "prediction": extract_answer(final.answer),
+        "retrieved": retrieved,
+        "retrievals": stats.retrievals,
+        "retrieval_rate": stats.retrieval_rate,
+        "tokens_generated": stats.tokens_generated,
+        "prompt_tokens_evaluated": stats.prompt_tokens_evaluated,
+        "seconds": seconds,
+        "stop_reason": final.stop_reason,
+        "events": trace,
+    }
+    row.update(score(example, final.answer, retrieved))
+    return row
+
+
+def load_done(out: Path | None) -> dict[tuple[str, str], dict]:
+    done: dict[tuple[str, str], dict] = {}
+    if out is None or not out.is_file():
+        return done
+    with out.open(encoding="utf-8") as fh:
+        for line in fh:
+            try:
+                row = json.loads(line)
+            except ValueError:  # a line cut by an interruption
+                continue
+            if row.get("type") == "header":
+                continue
+            done[(row["run"], row["id"])] = row
+    return done
+
+
+def run_eval(engine: Engine, specs: list[RunSpec], examples: list[Example], base: Settings, *,
+             out: Path | None = None, meta: dict | None = None,
+             on_result: Callable[[dict, bool], None] | None = None) -> list[dict]:
+    """Run every spec over every example; returns all rows (resumed ones included)."""
+    done = load_done(out)
+    rows: list[dict] = []
+    fh = None
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        _repair_tail(out)
+        fh = out.open("a", encoding="utf-8")
+        if not done and meta is not None:
+            fh.write(json.dumps({"type": "header", **meta}, ensure_ascii=False) + "\n")
+            fh.flush()
+    try:
+        for spec in specs:
+            for ex in examples:
+                key = (spec.key, ex.id)
+                if key in done:
+                    rows.append(done[key])
+                    if on_result:
+                        on_result(done[key], True)
+                    continue
+                row = run_one(engine, spec, ex, base)
+                rows.append(row)
+                if fh is not None:
+                    fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    fh.flush()
+                if on_result:
+                    on_result(row, False)
+    finally:
+        if fh is not None:
+            fh.close()
+    return rows
+
+
+def _repair_tail(out: Path) -> None:
+    """Drop a half-written last line left by an interruption."""
+    if not out.is_file():
+        return
+    data = out.read_bytes()
+    if data and not data.endswith(b"\n"):
+        out.write_bytes(data[: data.rfind(b"\n") + 1])
+
+
+def summarize(rows: Iterable[dict]) -> dict[str, Any]:
+    """Per run: means of the metrics (and per dataset), in the shape `summary.json` holds."""
+    groups: dict[str, list[dict]] = {}
+    for row in rows:
+        groups.setdefault(row["run"], []).append(row)
+    runs = {}
+    for key, items in groups.items():
+        entry = _means(items)
+        by_ds: dict[str, list[dict]] = {}
+        for r in items:
+            by_ds.setdefault(r.get("dataset") or "?", []).append(r)
+        entry["by_dataset"] = {ds: _means(v) for ds, v in sorted(by_ds.items())}
+        runs[key] = entry
+    return runs
+
+
+def _means(items: list[dict]) -> dict[str, float]:
+    n = len(items)
+    mean = lambda k: sum(float(r.get(k, 0.0)) for r in items) / n if n else 0.0  # noqa: E731
+    return {
+        "n": n,
+        "em": 100 * mean("em"),
+        "f1": 100 * mean("f1"),
+        "recall": 100 * mean("recall"),
+        "recall_at_15": 100 * mean("recall_at_15"),
+        "retrieval_rate": 100 * mean("retrieval_rate"),
+        "retrievals_per_question": mean("retrievals"),
+        "tokens_per_question": mean("tokens_generated"),
+        "prompt_tokens_per_question": mean("prompt_tokens_evaluated"),
+        "seconds_per_question": mean("seconds"),
+    }
+
+
+def run_metadata(settings: Settings, dataset: Path, index_dir: str, model_path: str | None) -> dict[str, Any]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    from ragcli import __version__
+
+    versions = {"ragcli": __version__, "python": platform.python_version()}
+    for pkg in ("llama-cpp-python", "tantivy", "nltk"):
+        try:
+            versions[pkg] = version(pkg)
+        except PackageNotFoundError:
+            pass
+    return {
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "settings": settings.to_dict(),
+        "model": model_path,
+        "model_sha256": _sha256(Path(model_path)) if model_path and Path(model_path).is_file() else None,
+        "index": index_dir,
+        "dataset": str(dataset),
+        "dataset_sha256": _sha256(dataset),
+        "git_commit": _git_commit(),
+        "versions": versions,
+    }
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _git_commit() -> str | None:
+    try:
+        res = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+                             cwd=Path(__file__).resolve().parent)
+        return res.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def iter_grid_values(text: str | None) -> list[Any]:
+    if text is None:
+        return []
+    return [v.strip() for v in str(text).split(",") if v.strip()]
+
+

@@ -1,0 +1,154 @@
+"""Eval metrics against hand-computed cases, and a tiny end-to-end eval with a fake generator."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ragcli import engine as engine_mod
+from ragcli.engine import Engine
+from ragcli.eval import metrics as m
+from ragcli.eval.dataset import Example, load_examples
+from ragcli.eval.runner import expand_grid, run_eval, summarize
+from ragcli.generation.fake import FakeGenerator, toks
+from ragcli.ingest.indexer import build_index
+
+
+def test_normalisation_and_em():
+    assert m.normalize_answer("The  Beatles!") == "beatles"
+    assert m.exact_match("the Beatles", ["Beatles"]) == 1.0
+    assert m.exact_match("Beatles band", ["Beatles"]) == 0.0
+
+
+def test_f1_hand_computed_and_multiple_golds():
+    # pred "new york city" vs gold "york city": common 2, P=2/3, R=1 -> F1=0.8
+    assert m.f1_score("New York City", ["York City"]) == pytest.approx(0.8)
+    # the best gold counts
+    assert m.f1_score("Sir Francis Baring", ["Francis Baring, 1st Baronet", "Sir Francis Baring"]) == 1.0
+    assert m.f1_score("", ["x"]) == 0.0
+
+
+def test_yes_no():
+    assert m.is_yes_no(["yes"]) and not m.is_yes_no(["Paris"])
+    assert m.yes_no_accuracy("No, they are not", ["no"]) == 1.0
+    assert m.yes_no_accuracy("yes", ["no"]) == 0.0
+    assert m.f1_score("no", ["yes"]) == 0.0
+
+
+def test_extract_answer():
+    assert m.extract_answer("He was born in 1903. So the answer is John von Neumann.") == "John von Neumann"
+    assert m.extract_answer("The answer is: Paris") == "Paris"
+    assert m.extract_answer("Just Paris") == "Just Paris"
+
+
+def test_recall_by_pid_with_duplicate_titles():
+    # MuSiQue reuses one title for different paragraphs: recall must count pids, not titles
+    gold = ["p_a", "p_b"]
+    assert m.recall(["p_c", "p_a", "p_a"], gold) == 0.5
+    assert m.recall(["p_x"] * 3 + ["p_b", "p_a"], gold, budget=2) == 0.5  # budget counts unique passages
+    assert m.recall(["p_x", "p_y", "p_b"], gold, budget=2) == 0.0
+    assert m.recall(["p_x", "p_b", "p_a"], gold, budget=3) == 1.0
+
+
+def _dataset(tmp_path: Path) -> tuple[Path, Path]:
+    """20 paragraphs, 2 questions whose gold paragraphs are among them."""
+    paras = [{"pid": f"p_{i:02d}", "title": f"Topic {i}", "text": f"Topic {i} is about the word zeta{i} and more."}
+             for i in range(20)]
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(p) + "\n" for p in paras))
+    qs = [
+        {"id": "q1", "question": "What is zeta3?", "answers": ["Topic 3"], "dataset": "toy", "type": "bridge",
+         "paragraphs": [dict(paras[3], is_supporting=True), dict(paras[4], is_supporting=True)]},
+        {"id": "q2", "question": "Is zeta5 a word?", "answers": ["yes"], "dataset": "toy", "type": "comparison",
+         "paragraphs": [dict(paras[5], is_supporting=True)]},
+    ]
+    data = tmp_path / "qs.jsonl"
+    data.write_text("".join(json.dumps(q) + "\n" for q in qs))
+    return data, corpus
+
+
+def _engine(settings, tmp_path, corpus):
+    build_index([corpus], Path(settings.index))
+
+    def answer(prompt: str):
+        if "zeta3" in prompt.rsplit("Question:", 1)[-1]:
+            return toks(" It is Topic 3. So the answer is Topic 3.", 0.9) + toks("\n\nQuestion:", 0.9)
+        return toks(" So the answer is no.", 0.9) + toks("\n\nQuestion:", 0.9)
+
+    return Engine(settings, generator=FakeGenerator(default=answer))
+
+
+def test_tiny_end_to_end_eval_summary_is_exact(tmp_path, settings):
+    data, corpus = _dataset(tmp_path)
+    eng = _engine(settings, tmp_path, corpus)
+    examples = load_examples(data)
+    specs = expand_grid(["none", "single", "oracle"], {})
+    rows = run_eval(eng, specs, examples, settings.copy(k=2))
+    runs = summarize(rows)
+    assert runs["none"]["n"] == 2
+    # q1: "Topic 3" exact; q2 (yes/no): said "no", gold "yes" -> 0
+    assert runs["none"]["em"] == 50.0 and runs["none"]["f1"] == 50.0
+    assert runs["none"]["recall"] == 0.0 and runs["none"]["retrievals_per_question"] == 0.0
+    # single retrieval with the question: BM25 finds zeta3 -> p_03 (1 of 2 gold), zeta5 -> p_05 (1 of 1)
+    assert runs["single"]["recall"] == pytest.approx(75.0)
+    assert runs["single"]["retrievals_per_question"] == 1.0 and runs["single"]["retrieval_rate"] == 100.0
+    assert runs["oracle"]["recall"] == 100.0
+
+
+def test_resume_after_interruption_gives_the_same_summary(tmp_path, settings):
+    data, corpus = _dataset(tmp_path)
+    eng = _engine(settings, tmp_path, corpus)
+    examples = load_examples(data)
+    specs = expand_grid(["none", "single"], {})
+    full = summarize(run_eval(eng, specs, examples, settings))
+    out = tmp_path / "results.jsonl"
+    calls = {"n": 0}
+
+    def interrupt(row, resumed):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_eval(eng, specs, examples, settings, out=out, meta={"m": 1}, on_result=interrupt)
+    with out.open("a") as fh:
+        fh.write('{"run": "single", "id": "q2", "trunc')  # a half-written line
+    resumed_flags = []
+    rows = run_eval(eng, specs, examples, settings, out=out, meta={"m": 1},
+                    on_result=lambda row, resumed: resumed_flags.append(resumed))
+    assert resumed_flags == [True, True, True, False]
+    strip = lambda runs: {k: {m_: v for m_, v in e.items() if m_ != "seconds_per_question" and m_ != "by_dataset"}
+                          for k, e in runs.items()}
+    assert strip(summarize(rows)) == strip(full)
+    lines = out.read_text().splitlines()
+    assert json.loads(lines[0])["type"] == "header" and len(lines) == 5
+
+
+def test_grid_expands_only_parameters_a_strategy_uses():
+    specs = expand_grid(["none", "flare"], {"theta": ["0.2", "0.8"]})
+    assert [s.key for s in specs] == ["none", "flare theta=0.2", "flare theta=0.8"]
+
+
+def test_eval_cli_writes_summary_and_compare(tmp_path, settings, monkeypatch, capsys):
+    from ragcli import cli
+
+    data, corpus = _dataset(tmp_path)
+    monkeypatch.setattr(engine_mod, "make_generator", lambda s: FakeGenerator(
+        default=toks(" So the answer is Topic 3.", 0.9) + toks("\n\nQuestion:", 0.9)))
+    summary = tmp_path / "s.json"
+    with pytest.raises(SystemExit) as exc:
+        cli.run(["eval", str(data), "--strategy", "none,flare", "--theta", "0.2,0.8", "--corpus", str(corpus),
+                 "--summary", str(summary), "--out", str(tmp_path / "r.jsonl")])
+    assert exc.value.code == 0, capsys.readouterr().err
+    data_ = json.loads(summary.read_text())
+    assert set(data_["runs"]) == {"none", "flare theta=0.2", "flare theta=0.8"}
+    for entry in data_["runs"].values():
+        for key in ("n", "em", "f1", "recall", "retrieval_rate", "retrievals_per_question", "seconds_per_question"):
+            assert key in entry
+    assert data_["meta"]["dataset_sha256"] and "settings" in data_["meta"]
+    with pytest.raises(SystemExit) as exc:
+        cli.run(["eval", "compare", str(summary), str(summary)])
+    assert exc.value.code == 0
+    assert "flare theta=0.2" in capsys.readouterr().out
