@@ -81,3 +81,53 @@ def question_generation_prompt(context: str, span: str) -> str:
 
 
 QUESTION_STOP = ("\n",)
+
+
+# ---------------------------------------------------------------------------- IRCoT
+COT_EXEMPLARS = (
+    "Answer the question by reasoning step by step, one short sentence at a time, using the documents. "
+    'End with "So the answer is ..."\n\n'
+    "Question: Who was born first, Alan Turing or John von Neumann?\n"
+    "Answer: Alan Turing was born on 23 June 1912. John von Neumann was born on 28 December 1903. "
+    "1903 is earlier than 1912. So the answer is John von Neumann.\n\n"
+)
+
+DIRECT_READER = (
+    "Answer the question with a short phrase from the documents.\n\n"
+    "Question: In which country is the city where the Eiffel Tower stands?\n"
+    "Answer: France\n\n"
+)
+
+
+def cot_prompt(question: str, documents: Sequence[Document] = (), reasoning: str = "") -> str:
+    head = f"{COT_EXEMPLARS}{format_documents(documents)}Question: {question.strip()}\nAnswer:"
+    return head + _continuation(reasoning)
+
+
+def direct_reader_prompt(question: str, documents: Sequence[Document] = ()) -> str:
+    return f"{DIRECT_READER}{format_documents(documents)}Question: {question.strip()}\nAnswer:"
+
+
+# ---------------------------------------------------------------------------- self-ask
+SELF_ASK_EXEMPLARS = (
+    "Question: Who lived longer, Muhammad Ali or Alan Turing?\n"
+    "Are follow up questions needed here: Yes.\n"
+    "Follow up: How old was Muhammad Ali when he died?\n"
+    "Intermediate answer: Muhammad Ali was 74 years old when he died.\n"
+    "Follow up: How old was Alan Turing when he died?\n"
+    "Intermediate answer: Alan Turing was 41 years old when he died.\n"
+    "So the final answer is: Muhammad Ali\n\n"
+    "Question: Who was the father of the founder of Microsoft?\n"
+    "Are follow up questions needed here: Yes.\n"
+    "Follow up: Who founded Microsoft?\n"
+    "Intermediate answer: Microsoft was founded by Bill Gates and Paul Allen.\n"
+    "Follow up: Who was the father of Bill Gates?\n"
+    "Intermediate answer: The father of Bill Gates was William H. Gates Sr.\n"
+    "So the final answer is: William H. Gates Sr.\n\n"
+)
+SELF_ASK_STOP = ("Intermediate answer:", "\nQuestion:", "\n\n")
+
+
+def self_ask_prompt(question: str, documents: Sequence[Document] = (), scratchpad: str = "") -> str:
+    return (f"{SELF_ASK_EXEMPLARS}{format_documents(documents)}Question: {question.strip()}\n"
+            f"Are follow up questions needed here: Yes.\n{scratchpad}")

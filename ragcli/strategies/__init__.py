@@ -5,9 +5,13 @@ from __future__ import annotations
 from ragcli.strategies.base import Strategy
 from ragcli.strategies.baselines import GoldOracle, NoRetrieval, SingleRetrieval
 from ragcli.strategies.flare import Flare, FlareInstruct
+from ragcli.strategies.ircot import IRCoT
+from ragcli.strategies.selfask import SelfAsk
+from ragcli.strategies.windows import PreviousSentence, PreviousWindow
 
 STRATEGIES: dict[str, type[Strategy]] = {
-    cls.name: cls for cls in (NoRetrieval, SingleRetrieval, Flare, FlareInstruct)
+    cls.name: cls
+    for cls in (Flare, FlareInstruct, SingleRetrieval, NoRetrieval, PreviousWindow, PreviousSentence, IRCoT, SelfAsk)
 }
 # evaluation-only strategies (need gold paragraphs): not offered by `ask`
 EVAL_ONLY: dict[str, type[Strategy]] = {GoldOracle.name: GoldOracle}

@@ -1,0 +1,65 @@
+"""Self-ask (Press et al. 2022) with retrieval: the model decomposes the question into follow-up
+questions; each follow-up is searched and answered with its documents, then the model continues
+until "So the final answer is"."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+from ragcli import prompts
+from ragcli.events import Event
+from ragcli.strategies.base import Strategy
+from ragcli.types import Query
+
+FOLLOW_UP = re.compile(r"Follow up:\s*(.+)")
+FINAL = re.compile(r"So the final answer is:?\s*(.*)", re.S)
+
+
+class SelfAsk(Strategy):
+    name = "self-ask"
+    description = "Self-ask: the model writes follow-up questions; each is searched and answered with documents."
+    params = ("k", "max_steps", "max_tokens")
+
+    def answer(self, question: str) -> Iterator[Event]:
+        st = self.settings
+        scratch = ""
+        docs = []
+        stop_reason = "max_steps"
+        final = ""
+        while self.stats.steps < st.max_steps:
+            yield self.step("decompose")
+            chunk = yield from self.generate(prompts.self_ask_prompt(question, docs, scratch), max_tokens=64,
+                                             stop=prompts.SELF_ASK_STOP)
+            text = chunk.text
+            done = FINAL.search(text)
+            follow = FOLLOW_UP.search(text)
+            if done and (not follow or done.start() < follow.start()):
+                final = done.group(1).strip().split("\n")[0]
+                scratch += text[: done.start()]
+                stop_reason = "end"
+                break
+            if not follow:
+                # the model wrote neither: ask it for the final answer directly
+                scratch += text.rstrip() + "\nSo the final answer is:"
+                chunk = yield from self.generate(prompts.self_ask_prompt(question, docs, scratch), max_tokens=32,
+                                                 stop=("\n",))
+                final = chunk.text.strip()
+                stop_reason = "end"
+                break
+            sub = follow.group(1).strip()
+            scratch += text[: follow.end()].rstrip() + "\n"
+            self.stats.retrieval_opportunities += 1
+            docs = yield from self.retrieve(Query(sub, "follow-up"), "follow-up question")
+            docs = self.fit_documents(docs, lambda d: prompts.self_ask_prompt(question, d, scratch), reserve=96)
+            self.cite(docs)
+            yield self.step("intermediate")
+            scratch += "Intermediate answer:"
+            chunk = yield from self.generate(prompts.self_ask_prompt(question, docs, scratch), max_tokens=48,
+                                             stop=("\n",))
+            scratch += " " + chunk.text.strip() + "\n"
+        for line in scratch.strip().splitlines():
+            if line.startswith("Intermediate answer:"):
+                yield self.notice(line)
+        answer = f"So the answer is {final.rstrip('.')}." if final else scratch.strip()
+        yield self.finish(answer, stop_reason)

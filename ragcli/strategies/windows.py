@@ -1,0 +1,139 @@
+"""Fixed retrieval schedules: previous-window (RETRO / In-Context RALM) and previous-sentence.
+
+previous-window retrieves every ``stride`` tokens with the last ``query_len`` tokens as the query
+and prepends the documents; with ``--rerank lm`` it retrieves several candidates and keeps the one
+under which the model gives the recent tokens the highest probability (IC-RALM's zero-shot LM
+reranking). previous-sentence retrieves before every sentence with the previous sentence.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, Sequence
+
+from ragcli import prompts
+from ragcli.events import Event
+from ragcli.sentences import first_sentence_end, split_spans
+from ragcli.strategies.base import Strategy, cut_sentence
+from ragcli.types import Document, Query, Token
+
+RERANK_CANDIDATES = 8
+
+
+class PreviousWindow(Strategy):
+    name = "previous-window"
+    description = "Retrieve every --stride tokens with the last --query-len tokens as the query (IC-RALM)."
+    params = ("stride", "query_len", "k", "rerank", "max_tokens")
+    answer_stop = prompts.ANSWER_STOP
+
+    def answer(self, question: str) -> Iterator[Event]:
+        st = self.settings
+        generated: list[Token] = []
+        pending: list[Token] = []  # tokens of the sentence not yet committed
+        answer: list[str] = []
+        stop_reason = "max_tokens"
+        self._question = question
+        while len(generated) < st.max_tokens:  # one window per stride: bounded by max_tokens, not max_steps
+            query = self._window_query(question, generated)
+            docs = yield from self._retrieve(query, generated)
+            so_far = "".join(t.text for t in generated)
+            budget = min(st.stride, st.max_tokens - len(generated))
+            docs = self.fit_documents(docs, lambda d: prompts.answer_prompt(question, d, so_far), reserve=budget)
+            self.cite(docs)
+            self.stats.retrieval_opportunities += 1
+            yield self.step("window")
+            chunk = yield from self.generate(prompts.answer_prompt(question, docs, so_far), max_tokens=budget)
+            generated.extend(chunk.tokens)
+            pending.extend(chunk.tokens)
+            pending = yield from self._commit_complete(pending, answer)
+            if chunk.ended:
+                stop_reason = "end"
+                break
+        pending = yield from self._commit_complete(pending, answer, final=True)
+        yield self.finish(" ".join(answer), stop_reason)
+
+    def _window_query(self, question: str, generated: Sequence[Token]) -> Query:
+        l = self.settings.query_len
+        if not generated:
+            return Query(" ".join(question.split()[-l:]), "question")
+        recent = "".join(t.text for t in generated[-l:])
+        if len(generated) < l:  # the prefix is the question followed by the answer so far
+            need = l - len(generated)
+            recent = " ".join(question.split()[-need:]) + " " + recent
+        return Query(" ".join(recent.split()), "window")
+
+    def _retrieve(self, query: Query, generated: Sequence[Token]):
+        st = self.settings
+        reason = (f"every {st.stride} tokens: the last {st.query_len} tokens" if generated else "first window: the question")
+        if st.rerank != "lm" or not generated:
+            docs = yield from self.retrieve(query, reason)
+            return docs
+        candidates = yield from self.retrieve(query, reason + f"; reranking {RERANK_CANDIDATES} by the model",
+                                              k=RERANK_CANDIDATES)
+        return self._rerank(candidates, generated)[: st.k]
+
+    def _rerank(self, candidates: Sequence[Document], generated: Sequence[Token]) -> list[Document]:
+        """IC-RALM zero-shot reranking: p(recent tokens | document, earlier text), highest first."""
+        l = self.settings.query_len
+        recent = "".join(t.text for t in generated[-l:])
+        before = "".join(t.text for t in generated[:-l]) if len(generated) > l else ""
+        question = self._question
+        scored = []
+        for d in candidates:
+            lp = self.gen.continuation_logprob(prompts.answer_prompt(question, [d], before), recent)
+            scored.append((lp, d))
+        scored.sort(key=lambda x: -x[0])
+        return [d for _, d in scored]
+
+    def _commit_complete(self, pending: list[Token], answer: list[str], final: bool = False):
+        while pending:
+            text = "".join(t.text for t in pending)
+            spans = split_spans(text)
+            if len(spans) < 2 and not final:
+                break
+            end = spans[0][1] if len(spans) >= 2 else None
+            sentence, pending = cut_sentence(pending, end)
+            if sentence.text:
+                answer.append(sentence.text)
+                yield self.commit(sentence)
+            if end is None:
+                break
+        return pending
+
+
+class PreviousSentence(Strategy):
+    name = "previous-sentence"
+    description = "Retrieve before every sentence with the previous sentence as the query."
+    params = ("k", "max_steps", "max_tokens")
+    answer_stop = prompts.ANSWER_STOP
+
+    def answer(self, question: str) -> Iterator[Event]:
+        st = self.settings
+        answer: list[str] = []
+        used = 0
+        stop_reason = "max_steps"
+        query = Query(question, "question")
+        while self.stats.steps < st.max_steps:
+            if used >= st.max_tokens:
+                stop_reason = "max_tokens"
+                break
+            docs = yield from self.retrieve(query, "previous sentence" if answer else "first step: the question")
+            so_far = " ".join(answer)
+            docs = self.fit_documents(docs, lambda d: prompts.answer_prompt(question, d, so_far),
+                                      reserve=st.lookahead)
+            self.cite(docs)
+            self.stats.retrieval_opportunities += 1
+            yield self.step("generate")
+            chunk = yield from self.generate(prompts.answer_prompt(question, docs, so_far),
+                                             max_tokens=min(st.lookahead, st.max_tokens - used), until_sentence=True)
+            sentence, rest = cut_sentence(chunk.tokens, first_sentence_end(chunk.text))
+            if not sentence.text:
+                stop_reason = "end"
+                break
+            answer.append(sentence.text)
+            used += len(sentence.tokens)
+            yield self.commit(sentence)
+            if chunk.ended and not rest:
+                stop_reason = "end"
+                break
+            query = Query(sentence.text, "sentence")
+        yield self.finish(" ".join(answer), stop_reason)

@@ -1,0 +1,101 @@
+"""previous-window, previous-sentence, IRCoT and self-ask with scripted generators."""
+
+from __future__ import annotations
+
+from ragcli.events import AnswerFinished, DocumentsRetrieved, Notice, RetrievalTriggered, SentenceCommitted
+from ragcli.generation.fake import FakeGenerator, toks
+from ragcli.strategies.ircot import IRCoT
+from ragcli.strategies.selfask import SelfAsk
+from ragcli.strategies.windows import PreviousSentence, PreviousWindow
+from ragcli.types import Document
+from tests.test_flare import RecordingRetriever, of, run
+
+END = toks("\n\nQuestion:", 0.9)
+
+
+def numbered(n: int, start: int = 0) -> list[tuple[str, float]]:
+    return [(f" w{i}", 0.9) for i in range(start, start + n)]
+
+
+def test_previous_window_retrieves_every_s_tokens_with_the_last_l_tokens(settings):
+    s = settings.copy(stride=4, query_len=3, max_tokens=12)
+    gen = FakeGenerator([numbered(4, 0), numbered(4, 4), numbered(4, 8)])
+    events, r = run(PreviousWindow, gen, s, question="alpha beta gamma delta")
+    assert r.queries == ["beta gamma delta", "w1 w2 w3", "w5 w6 w7"]
+    assert [c["max_tokens"] for c in gen.calls] == [4, 4, 4]
+    fin = of(events, AnswerFinished)[0]
+    assert fin.stats.retrievals == 3 and fin.stats.tokens_generated == 12
+    assert fin.answer == " ".join(f"w{i}" for i in range(12))
+
+
+def test_previous_window_short_prefix_uses_the_question_too(settings):
+    s = settings.copy(stride=2, query_len=4, max_tokens=4)
+    gen = FakeGenerator([numbered(2, 0), numbered(2, 2)])
+    _, r = run(PreviousWindow, gen, s, question="alpha beta gamma delta")
+    assert r.queries == ["alpha beta gamma delta", "gamma delta w0 w1"]
+
+
+def test_previous_window_lm_rerank_keeps_the_best_candidate(settings):
+    docs = [Document(f"d{i}", f"T{i}", text, 1.0) for i, text in enumerate(["nothing here", "w0 w1 w2 w3 words"])]
+    s = settings.copy(stride=2, query_len=2, max_tokens=4, rerank="lm", k=1)
+    gen = FakeGenerator([numbered(2, 0), numbered(2, 2)])
+    events, r = run(PreviousWindow, gen, s, retriever=RecordingRetriever(docs))
+    second_prompt = gen.calls[1]["prompt"]
+    assert "[1] T1: w0 w1 w2 w3 words" in second_prompt and "T0" not in second_prompt
+
+
+def test_previous_sentence_queries_with_the_last_sentence(settings):
+    gen = FakeGenerator([toks(" First fact here.", 0.9) + [(" X", 0.9)],
+                         toks(" Second fact here.", 0.9) + END])
+    events, r = run(PreviousSentence, gen, settings)
+    assert r.queries == ["Who founded Rome?", "First fact here."]
+    assert [e.sentence.text for e in of(events, SentenceCommitted)] == ["First fact here.", "Second fact here."]
+
+
+def test_ircot_stops_on_answer_is_and_reads(settings):
+    gen = FakeGenerator([
+        toks(" Romulus founded Rome.", 0.9) + [(" X", 0.9)],
+        toks(" So the answer is Romulus.", 0.9) + END,
+        toks(" Romulus", 0.9) + toks("\n", 0.9),
+    ])
+    events, r = run(IRCoT, gen, settings.copy(reader="direct"))
+    assert r.queries == ["Who founded Rome?", "Romulus founded Rome."]
+    fin = of(events, AnswerFinished)[0]
+    assert fin.stop_reason == "answer"
+    assert fin.answer.endswith("So the answer is Romulus.")
+    assert "Answer with a short phrase" in gen.calls[-1]["prompt"] or "short phrase" in gen.calls[-1]["prompt"]
+
+
+def test_ircot_respects_the_pool_cap_and_context_budget(settings):
+    docs = [Document(f"d{i}", f"D{i}", "text " * 120, 1.0) for i in range(12)]
+
+    class Rotating(RecordingRetriever):
+        def search(self, query, k):
+            self.queries.append(query)
+            start = (len(self.queries) - 1) * k
+            return self.documents[start:start + k]
+
+    retr = Rotating(docs)
+    gen = FakeGenerator(default=toks(" Another step.", 0.9) + [(" X", 0.9)], n_ctx=900)
+    events, r = run(IRCoT, gen, settings.copy(pool_cap=5, k=3, max_steps=4, lookahead=32), retriever=retr)
+    assert len({d for e in of(events, DocumentsRetrieved) for d in [x.id for x in e.documents]}) >= 3
+    assert any("pool is full" in n.message for n in of(events, Notice))
+    for call in gen.calls:
+        assert gen.count_tokens(call["prompt"]) + 32 <= 900
+    fin = of(events, AnswerFinished)[0]
+    assert len(fin.sources) <= 5
+    assert len(r.queries) == 2  # question + one CoT sentence fill the pool of 5; no retrieval after that
+
+
+def test_self_ask_retrieves_once_per_follow_up(settings):
+    gen = FakeGenerator([
+        toks("Follow up: Who founded Rome?\n", 0.9),
+        toks(" Romulus founded Rome.", 0.9),
+        toks("Follow up: Who was Romulus' father?\n", 0.9),
+        toks(" Mars was his father.", 0.9),
+        toks("So the final answer is: Mars\n", 0.9),
+    ])
+    events, r = run(SelfAsk, gen, settings, question="Who was the father of Rome's founder?")
+    assert r.queries == ["Who founded Rome?", "Who was Romulus' father?"]
+    assert [e.query.origin for e in of(events, RetrievalTriggered)] == ["follow-up", "follow-up"]
+    assert of(events, AnswerFinished)[0].answer == "So the answer is Mars."
