@@ -14,17 +14,16 @@ from ragcli.types import Document
 
 ANSWER_STOP = ("\nQuestion:", "\n\n", "\nDocuments:", "\n[1]", "<end_of_turn>", "<eos>")
 
-INSTRUCTION = (
-    "Answer the question in a few short sentences. Use the documents when they help, and end with "
-    '"So the answer is ..."\n\n'
-)
+# Answer first, then one sentence of explanation. Measured on 20 HotpotQA questions with the
+# gold paragraphs, the bundled 270M model scored F1 24 with this format against 10 with
+# chain-of-thought exemplars ("... So the answer is X"), which it parrots instead of following.
+INSTRUCTION = "Answer each question with a short phrase, then one sentence of explanation.\n\n"
 
 EXEMPLARS = (
-    "Question: Who was born first, Alan Turing or John von Neumann?\n"
-    "Answer: Alan Turing was born on 23 June 1912. John von Neumann was born on 28 December 1903. "
-    "So the answer is John von Neumann.\n\n"
-    "Question: In which country is the city where the Eiffel Tower stands?\n"
-    "Answer: The Eiffel Tower stands in Paris. Paris is the capital of France. So the answer is France.\n\n"
+    "Question: In which country is the Eiffel Tower?\n"
+    "Answer: France. The Eiffel Tower stands in Paris, the capital of France.\n\n"
+    "Question: Who wrote Hamlet?\n"
+    "Answer: William Shakespeare. Hamlet is a tragedy written by William Shakespeare around 1600.\n\n"
 )
 
 INSTRUCT_EXEMPLARS = (

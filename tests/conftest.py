@@ -18,6 +18,7 @@ def _isolated_user_dirs(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
     monkeypatch.setenv("XDG_STATE_HOME", str(home / "state"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / "cache"))
     for name in Settings.names():
         monkeypatch.delenv(f"RAGCLI_{name.upper()}", raising=False)
     monkeypatch.delenv("RAGCLI_CONFIG", raising=False)

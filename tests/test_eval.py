@@ -41,6 +41,7 @@ def test_extract_answer():
     assert m.extract_answer("He was born in 1903. So the answer is John von Neumann.") == "John von Neumann"
     assert m.extract_answer("The answer is: Paris") == "Paris"
     assert m.extract_answer("Just Paris") == "Just Paris"
+    assert m.extract_answer("St. Louis, Missouri. He was born there in 1948.") == "St. Louis, Missouri"
 
 
 def test_recall_by_pid_with_duplicate_titles():

@@ -58,11 +58,16 @@ _ANSWER_IS = re.compile(r"answer is[:\s]*(.+?)(?:\.\s|\.$|\n|$)", re.IGNORECASE 
 
 
 def extract_answer(text: str) -> str:
-    """The short answer: what follows the last "answer is" (the exemplars' format), else the text."""
+    """The short answer: what follows the last "answer is" (chain-of-thought format), else the first
+    sentence (the answer-first format of the default prompt) without its final period."""
     matches = list(_ANSWER_IS.finditer(text))
     if matches:
         return matches[-1].group(1).strip().strip('"').strip()
-    return text.strip()
+    from ragcli.sentences import split_sentences
+
+    sentences = split_sentences(text.strip())
+    first = sentences[0] if sentences else text.strip()
+    return first.rstrip(".").strip()
 
 
 def recall(retrieved: Iterable[str], gold: Iterable[str], budget: int | None = None) -> float:

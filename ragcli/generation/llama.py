@@ -102,6 +102,7 @@ class LlamaGenerator:
         self.cache = cache
         self.rng = np.random.default_rng(seed)
         self.stats = GenStats()
+        self._pieces: dict[int, bytes] = {}
         self._slots: dict[str, _Slot] = {"main": _Slot(self.llm._ctx, self.llm._batch)}
         self.chat_template = self.llm.metadata.get("tokenizer.chat_template")
 
@@ -123,6 +124,25 @@ class LlamaGenerator:
         import llama_cpp
 
         return bool(llama_cpp.llama_vocab_is_eog(self.llm._model.vocab, token))
+
+    def _piece(self, token: int) -> bytes:
+        """The bytes of one token (cached; llama.cpp's wrapper returns a NUL-padded buffer)."""
+        piece = self._pieces.get(token)
+        if piece is None:
+            import ctypes
+
+            import llama_cpp
+
+            size = 64
+            while True:
+                buf = ctypes.create_string_buffer(size)
+                n = llama_cpp.llama_token_to_piece(self.llm._model.vocab, token, buf, size, 0, False)
+                if n >= 0:
+                    piece = buf.raw[:n]
+                    break
+                size = -n
+            self._pieces[token] = piece
+        return piece
 
     def _string_ids(self, strings: Mapping[str, object] | None) -> dict[int, object]:
         """Token ids that spell each string, with and without a leading space."""
@@ -215,7 +235,7 @@ class LlamaGenerator:
             if self._is_eog(tok):
                 break
             self.stats.tokens_generated += 1
-            piece = decoder.decode(self.llm._model.token_to_piece(tok, special=False))
+            piece = decoder.decode(self._piece(tok))
             text += piece
             cut, stopped = apply_stops(text, stop)
             pending.append((tok, logprob))

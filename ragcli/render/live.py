@@ -25,7 +25,7 @@ from ragcli.events import (
     TokenGenerated,
 )
 from ragcli.render import safe
-from ragcli.render.text import shorten, source_line, summary_line
+from ragcli.render.text import shorten, shorten_left, source_line, summary_line
 from ragcli.types import Sentence, Token
 
 DRAFT = "grey58 italic"
@@ -101,7 +101,7 @@ class RichLiveRenderer:
                 head = Text(_label(str(i)), style="dim")
                 head.append(shorten(safe(d.title) or "(untitled)", 40), style="green")
                 head.append(f"  {d.score:.2f}  ", style="dim")
-                head.append(shorten(safe(d.location), 40), style="dim cyan")
+                head.append(shorten_left(safe(d.location), max(self.err.width - 64, 24)), style="dim cyan")
                 self._print(head)
                 self._print(Text(_label("") + shorten(safe(d.text), width - 1), style="dim"))
         elif isinstance(event, DocumentsGraded):
@@ -128,7 +128,9 @@ class RichLiveRenderer:
     def _sentence_text(self, sentence: Sentence, *, draft: bool) -> Text:
         text = Text()
         if sentence.tokens:
-            for tok in sentence.tokens:
+            for i, tok in enumerate(sentence.tokens):
+                if i == 0:
+                    tok = Token(tok.text.lstrip(), tok.logprob, tok.id)
                 text.append_text(self._token_text(tok, draft))
         else:
             text.append(safe(sentence.text))

@@ -23,3 +23,8 @@ def summary_line(stats: RunStats, stop_reason: str = "end") -> str:
 def shorten(text: str, width: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: max(width - 1, 1)] + "…"
+
+
+def shorten_left(text: str, width: int) -> str:
+    """Keep the end (file name and line) of a long location."""
+    return text if len(text) <= width else "…" + text[-(width - 1):]

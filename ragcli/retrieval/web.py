@@ -1,0 +1,196 @@
+"""Web search: the WebSearcher protocol, a ddgs adapter with a hard deadline, and an on-disk cache.
+
+Pages are never fetched: the search engine's snippet (``body``) *is* the page text. That keeps a
+search to one bounded request, and snippets are already focused on the query (CRAG refines them
+into strips anyway). ddgs dicts never leave this module: they become ``Document(source="web")``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+import threading
+import time
+from concurrent.futures import Future
+from concurrent.futures import wait as wait_futures
+from pathlib import Path
+from typing import Any, Iterable, Protocol
+from urllib.parse import urlsplit
+
+from ragcli.errors import WebSearchError
+from ragcli.types import Document
+
+MAX_TEXT_CHARS = 2000
+MAX_TITLE_CHARS = 200
+MAX_REASON_CHARS = 160
+PREFERRED_HOST = "wikipedia.org"
+
+# C0/C1 controls (tab and newline too: snippets are flattened to one line), zero-width
+# characters, line/paragraph separators and bidi overrides.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+
+
+class WebSearcher(Protocol):
+    def search(self, query: str, k: int) -> list[Document]: ...
+
+
+def clean_text(text: Any, limit: int = MAX_TEXT_CHARS) -> str:
+    """One line of plain text: control characters removed, whitespace collapsed, at most ``limit`` chars."""
+    text = _CONTROL.sub(" ", str(text or ""))
+    text = " ".join(text.split())
+    if len(text) > limit:
+        text = text[: limit - 1].rstrip() + "…"
+    return text
+
+
+def _host(url: str) -> str:
+    try:
+        return (urlsplit(url).hostname or "").lower()
+    except ValueError:
+        return ""
+
+
+def to_documents(results: Iterable[Any], k: int) -> list[Document]:
+    """ddgs result dicts -> Documents: http(s) links only, deduplicated, Wikipedia first, at most k."""
+    docs: list[Document] = []
+    seen: set[str] = set()
+    for item in results or ():
+        if not isinstance(item, dict):
+            continue
+        url = clean_text(item.get("href") or item.get("url"), 2000)
+        if not url.lower().startswith(("http://", "https://")) or url in seen:
+            continue
+        text = clean_text(item.get("body"))
+        title = clean_text(item.get("title"), MAX_TITLE_CHARS)
+        if not text and not title:
+            continue
+        seen.add(url)
+        docs.append(Document(id="web:" + url, title=title, text=text or title, source="web", location=url))
+    # stable: keeps the engine's order within each group
+    docs.sort(key=lambda d: 0 if PREFERRED_HOST in _host(d.location) else 1)
+    return [Document(d.id, d.title, d.text, 1.0 / (rank + 1), d.source, d.location)
+            for rank, d in enumerate(docs[: max(k, 0)])]
+
+
+def _reason(exc: BaseException) -> str:
+    """A short, one-line reason for a failed search."""
+    name = type(exc).__name__
+    if isinstance(exc, ImportError):
+        return "the ddgs package is not installed"
+    if name == "RatelimitException":
+        return "rate limited by the search engine"
+    if name == "TimeoutException":
+        return "the search engine timed out"
+    text = " ".join(str(exc).split())
+    if "dns" in text.lower() or (isinstance(exc, OSError) and "name" in text.lower()):
+        return "cannot resolve the search engine's address (no network?)"
+    if "connect" in text.lower() or "error sending request" in text.lower():
+        return "cannot connect to the search engine (no network, or a proxy is down?)"
+    text = text or name
+    return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
+
+
+class DdgsWebSearcher:
+    """Metasearch through the ``ddgs`` package, cut off after ``timeout`` seconds in all.
+
+    The request runs in a daemon thread; on the deadline we stop waiting (the thread is
+    abandoned, never joined, and cannot keep the process alive). Every failure becomes a
+    ``WebSearchError`` with a one-line message.
+    """
+
+    def __init__(self, timeout: float = 5.0, *, region: str = "us-en", backend: str = "auto") -> None:
+        self.timeout = max(float(timeout), 0.1)
+        self.region = region
+        self.backend = backend
+
+    def _raw_search(self, query: str, k: int) -> list[dict]:
+        from ddgs import DDGS  # lazy: heavy, and only needed when searching
+
+        ddgs = DDGS(timeout=max(1, math.ceil(self.timeout)))
+        return ddgs.text(query, max_results=k, region=self.region, backend=self.backend) or []
+
+    def search(self, query: str, k: int) -> list[Document]:
+        query = clean_text(query, 500)
+        if not query or k <= 0:
+            return []
+        future: Future = Future()
+
+        def work() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(self._raw_search(query, k))
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+                future.set_exception(exc)
+
+        threading.Thread(target=work, name="ragcli-web-search", daemon=True).start()
+        done, _ = wait_futures([future], timeout=self.timeout)
+        if not done:
+            raise WebSearchError(f"web search unavailable: no answer within {self.timeout:g} s")
+        exc = future.exception()
+        if exc is not None:
+            if isinstance(exc, WebSearchError):
+                raise exc
+            raise WebSearchError(f"web search unavailable: {_reason(exc)}") from None
+        raw = future.result()
+        if not isinstance(raw, list):
+            raise WebSearchError("web search unavailable: unexpected answer from the search engine")
+        return to_documents(raw, k)
+
+
+class CachedWebSearcher:
+    """Remember successful, non-empty results as JSON files keyed by sha1(query, k).
+
+    Failures and empty results are not cached (they are often transient). Entries older than
+    ``max_age`` seconds are searched again; unreadable entries are ignored.
+    """
+
+    def __init__(self, inner: WebSearcher, directory: str | Path, *, max_age: float | None = 7 * 86400) -> None:
+        self.inner = inner
+        self.directory = Path(directory)
+        self.max_age = max_age
+
+    def _path(self, query: str, k: int) -> Path:
+        key = hashlib.sha1(json.dumps([query, k], ensure_ascii=False).encode("utf-8")).hexdigest()
+        return self.directory / f"{key}.json"
+
+    def _load(self, path: Path) -> list[Document] | None:
+        try:
+            if self.max_age is not None and time.time() - path.stat().st_mtime > self.max_age:
+                return None
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return [Document(**{f: d[f] for f in ("id", "title", "text", "score", "source", "location")})
+                    for d in data["documents"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def _store(self, path: Path, query: str, k: int, docs: list[Document]) -> None:
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            payload = {"query": query, "k": k, "documents": [d.to_dict() for d in docs]}
+            tmp.write_text(json.dumps(payload, ensure_ascii=False), encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a cache that cannot be written is only slower
+
+    def search(self, query: str, k: int) -> list[Document]:
+        query = " ".join(query.split())
+        path = self._path(query, k)
+        cached = self._load(path) if path.is_file() else None
+        if cached is not None:
+            return cached
+        docs = self.inner.search(query, k)  # WebSearchError propagates, nothing is stored
+        if docs:
+            self._store(path, query, k, docs)
+        return docs
+
+
+def default_web_searcher(timeout: float) -> WebSearcher:
+    """ddgs behind the user cache (``user_cache_dir()/web``)."""
+    from ragcli.config import user_cache_dir
+
+    return CachedWebSearcher(DdgsWebSearcher(timeout=timeout), user_cache_dir() / "web")

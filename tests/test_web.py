@@ -1,0 +1,165 @@
+"""The web adapter never hangs, never leaks ddgs shapes, and caches only successes. No network used."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from ragcli.errors import WebSearchError
+from ragcli.retrieval import web as web_module
+from ragcli.retrieval.web import (
+    MAX_TEXT_CHARS,
+    CachedWebSearcher,
+    DdgsWebSearcher,
+    clean_text,
+    default_web_searcher,
+    to_documents,
+)
+from ragcli.types import Document
+
+RESULTS = [
+    {"title": "Python (programming language) - Blog", "href": "https://example.com/python", "body": "A blog post."},
+    {"title": "Python (programming language) - Wikipedia", "href": "https://en.wikipedia.org/wiki/Python",
+     "body": "Python is a high-level programming language."},
+    {"title": "Duplicate", "href": "https://example.com/python", "body": "Same link again."},
+    {"title": "Script", "href": "javascript:alert(1)", "body": "not a web page"},
+    "not a dict",
+    {"title": "Python docs", "href": "https://docs.python.org/3/", "body": "Official documentation."},
+]
+
+
+def test_real_ddgs_without_network_fails_fast(monkeypatch):
+    # a closed local port as proxy: no request can leave this machine, with or without internet
+    monkeypatch.setenv("DDGS_PROXY", "http://127.0.0.1:9")
+    t = time.perf_counter()
+    with pytest.raises(WebSearchError) as err:
+        DdgsWebSearcher(timeout=3).search("python", 3)
+    assert time.perf_counter() - t < 10
+    message = str(err.value)
+    assert message.startswith("web search unavailable: ") and "\n" not in message and len(message) < 250
+
+
+def test_slow_search_is_cut_at_the_deadline(monkeypatch):
+    monkeypatch.setattr(DdgsWebSearcher, "_raw_search", lambda self, q, k: time.sleep(10) or [])
+    t = time.perf_counter()
+    with pytest.raises(WebSearchError, match="no answer within 0.5 s"):
+        DdgsWebSearcher(timeout=0.5).search("python", 3)
+    assert time.perf_counter() - t < 3
+    workers = [th for th in threading.enumerate() if th.name == "ragcli-web-search"]
+    assert workers and all(th.daemon for th in workers)  # abandoned, cannot keep the process alive
+
+
+@pytest.mark.parametrize("exc, reason", [
+    ("RatelimitException", "rate limited by the search engine"),
+    ("TimeoutException", "the search engine timed out"),
+    ("DDGSException", "cannot resolve the search engine's address (no network?)"),
+])
+def test_ddgs_exceptions_become_one_line_errors(monkeypatch, exc, reason):
+    import ddgs.exceptions
+
+    cls = getattr(ddgs.exceptions, exc)
+
+    def boom(self, q, k):
+        raise cls("DNSError: error resolving DNS\n for search.example")
+
+    monkeypatch.setattr(DdgsWebSearcher, "_raw_search", boom)
+    with pytest.raises(WebSearchError) as err:
+        DdgsWebSearcher(timeout=2).search("python", 3)
+    assert str(err.value) == f"web search unavailable: {reason}"
+
+
+def test_missing_package_is_reported(monkeypatch):
+    def missing(self, q, k):
+        raise ModuleNotFoundError("No module named 'ddgs'")
+
+    monkeypatch.setattr(DdgsWebSearcher, "_raw_search", missing)
+    with pytest.raises(WebSearchError, match="ddgs package is not installed"):
+        DdgsWebSearcher(timeout=2).search("python", 3)
+
+
+def test_results_become_documents_with_wikipedia_first(monkeypatch):
+    seen = []
+    monkeypatch.setattr(DdgsWebSearcher, "_raw_search", lambda self, q, k: seen.append((q, k)) or RESULTS)
+    docs = DdgsWebSearcher(timeout=2).search("  python\n language ", 3)
+    assert seen == [("python language", 3)]
+    assert [d.location for d in docs] == [
+        "https://en.wikipedia.org/wiki/Python", "https://example.com/python", "https://docs.python.org/3/"]
+    first = docs[0]
+    assert first == Document("web:https://en.wikipedia.org/wiki/Python", "Python (programming language) - Wikipedia",
+                             "Python is a high-level programming language.", 1.0, "web",
+                             "https://en.wikipedia.org/wiki/Python")
+    assert [d.score for d in docs] == [1.0, 0.5, pytest.approx(1 / 3)]
+    assert all(d.source == "web" and d.id == "web:" + d.location for d in docs)
+    assert len(to_documents(RESULTS, 1)) == 1 and to_documents(RESULTS, 1)[0].location.startswith("https://en.wiki")
+    assert DdgsWebSearcher(timeout=2).search("   ", 3) == []
+
+
+def test_huge_bodies_are_truncated_and_control_characters_removed():
+    body = "\x1b[31mred\x1b[0m text\x00 with\u202e bidi\r\nand lines " + "x" * 100_000
+    [doc] = to_documents([{"title": "T\x07itle\n", "href": "https://a.example/", "body": body}], 3)
+    assert len(doc.text) <= MAX_TEXT_CHARS and doc.text.endswith("…")
+    assert doc.text.startswith("[31mred [0m text with bidi and lines x")
+    assert not any(c in doc.text + doc.title for c in "\x1b\x00\u202e\r\n\x07")
+    assert doc.title == "T itle"
+    assert clean_text(None) == ""
+
+
+class CountingSearcher:
+    def __init__(self, docs=None, error=None):
+        self.calls = 0
+        self.docs = docs if docs is not None else to_documents(RESULTS, 3)
+        self.error = error
+
+    def search(self, query, k):
+        self.calls += 1
+        if self.error:
+            raise self.error
+        return self.docs[:k]
+
+
+def test_cache_hit_avoids_the_inner_searcher(tmp_path):
+    inner = CountingSearcher()
+    cached = CachedWebSearcher(inner, tmp_path / "web")
+    first = cached.search("python language", 3)
+    again = cached.search("python  language", 3)
+    assert inner.calls == 1 and again == first and len(list((tmp_path / "web").glob("*.json"))) == 1
+    cached.search("python language", 2)  # a different k is a different key
+    assert inner.calls == 2
+    # a fresh wrapper over the same directory reads the files
+    assert CachedWebSearcher(CountingSearcher(error=AssertionError("hit the network")), tmp_path / "web").search(
+        "python language", 3) == first
+
+
+def test_failures_and_empty_results_are_not_cached(tmp_path):
+    failing = CachedWebSearcher(CountingSearcher(error=WebSearchError("web search unavailable: x")), tmp_path)
+    for _ in range(2):
+        with pytest.raises(WebSearchError):
+            failing.search("q", 3)
+    assert failing.inner.calls == 2
+    empty = CachedWebSearcher(CountingSearcher(docs=[]), tmp_path)
+    assert empty.search("q", 3) == [] and empty.search("q", 3) == []
+    assert empty.inner.calls == 2 and not list(tmp_path.glob("*.json"))
+
+
+def test_corrupt_or_stale_cache_entries_are_searched_again(tmp_path):
+    inner = CountingSearcher()
+    cached = CachedWebSearcher(inner, tmp_path, max_age=0)
+    cached.search("q", 3)
+    time.sleep(0.01)
+    cached.search("q", 3)
+    assert inner.calls == 2
+    for f in tmp_path.glob("*.json"):
+        f.write_text("{not json", encoding="utf-8")
+    fresh = CachedWebSearcher(inner, tmp_path)
+    assert fresh.search("q", 3) == inner.docs and inner.calls == 3
+
+
+def test_default_searcher_caches_under_the_user_cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    searcher = default_web_searcher(1.5)
+    assert isinstance(searcher, CachedWebSearcher) and isinstance(searcher.inner, DdgsWebSearcher)
+    assert searcher.inner.timeout == 1.5
+    assert searcher.directory == tmp_path / "cache" / "ragcli" / "web"
+    assert web_module.PREFERRED_HOST == "wikipedia.org"
