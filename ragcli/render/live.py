@@ -72,9 +72,11 @@ class RichLiveRenderer:
     # ---------------------------------------------------------------- events
     def handle(self, event: Event) -> None:
         if isinstance(event, TokenGenerated):
+            tok = event.token
             if not self.current.plain:
                 self.current.append(self.step_label, style="cyan")
-            self.current.append_text(self._token_text(event.token, event.draft))
+                tok = Token(tok.text.lstrip(), tok.logprob, tok.id)
+            self.current.append_text(self._token_text(tok, event.draft))
             self._live().update(self.current)
         elif isinstance(event, StepStarted):
             self.step_label = _label(event.what)
