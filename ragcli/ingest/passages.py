@@ -25,7 +25,6 @@ def passage_id(title: str, text: str) -> str:
     return "p_" + hashlib.sha1(f"{title}\n{text}".encode("utf-8")).hexdigest()[:16]
 
 
-_WS = re.compile(r"\s+")
 
 
 def chunk_text(text: str, target_words: int = TARGET_WORDS) -> list[tuple[int, int]]:
@@ -80,4 +79,7 @@ def _cut_words(text: str, a: int, b: int, target: int) -> list[tuple[int, int]]:
 
 
 def normalise(text: str) -> str:
-    return _WS.sub(" ", text).strip()
+    """Collapse whitespace (fast path: text that is already collapsed is returned as is)."""
+    if "  " in text or "\n" in text or "\t" in text or "\r" in text:
+        return " ".join(text.split())
+    return text.strip()

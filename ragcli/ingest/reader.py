@@ -120,7 +120,8 @@ def _jsonl_passages(text: str, shown: str) -> Iterator[Passage]:
         if not body:
             continue
         given = record.get("pid") or record.get("id")
-        spans = chunk_text(body, target_words=10**9) if len(body.split()) <= 300 else chunk_text(body)
+        # a record is one passage unless it is long (no sentence splitting needed for it)
+        spans = [(0, len(body))] if body.count(" ") < 300 else chunk_text(body)
         for i, (a, b) in enumerate(spans):
             piece = body[a:b]
             if len(spans) == 1:

@@ -1,0 +1,318 @@
+"""ragcli benchmarks: every figure next to its baseline measured in the same run (ratios, since the
+machine is shared and noisy). Not a test: it prints numbers.
+
+    python -m benchmarks.run            # table
+    python -m benchmarks.run --json     # one JSON object (keys tracked from run to run)
+    python -m benchmarks.run --quick    # fewer questions and tokens
+    python -m benchmarks.run --big      # also build and query a 1M-passage index (minutes, ~GBs of disk)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared" / "data"
+SAMPLE = ROOT / "examples" / "sample"
+
+
+def corpus_path() -> Path:
+    dev = SHARED / "corpus_dev.jsonl"
+    return dev if dev.is_file() else SAMPLE / "wiki_paragraphs.jsonl"
+
+
+def questions(n: int) -> list[str]:
+    lines = (ROOT / "examples" / "sample_questions.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line)["question"] for line in lines[:n]]
+
+
+# ------------------------------------------------------------------------------------ generation
+def bench_logprobs(n_tokens: int, results: dict) -> None:
+    from ragcli import prompts
+    from ragcli.generation.llama import LlamaGenerator, embedded_model_path
+
+    path = embedded_model_path()
+    prompt = prompts.answer_prompt("Write about the history of the city of Rome in detail.")
+    ours = LlamaGenerator(path)
+    plain = ours.llm  # the same loaded model; a fresh context state for each measurement
+    rounds = []
+    for _ in range(3):
+        plain.reset()
+        t = time.perf_counter()
+        out = plain.create_completion(prompt, max_tokens=n_tokens, temperature=0.0, stop=[])
+        t_plain = time.perf_counter() - t
+        n_plain = out["usage"]["completion_tokens"]
+        fresh = LlamaGenerator.__new__(LlamaGenerator)
+        fresh.__dict__.update(ours.__dict__)
+        ours._slots["main"].tokens = []  # force a cold prompt, like the plain run
+        before = ours.stats.tokens_generated
+        t = time.perf_counter()
+        for _tok in ours.stream(prompt, max_tokens=n_tokens, slot="main"):
+            pass
+        t_ours = time.perf_counter() - t
+        n_ours = ours.stats.tokens_generated - before
+        rounds.append((n_plain / t_plain, n_ours / t_ours))
+    plain_tps = statistics.median(r[0] for r in rounds)
+    ours_tps = statistics.median(r[1] for r in rounds)
+    results["plain_tokens_per_s"] = plain_tps
+    results["logprob_tokens_per_s"] = ours_tps
+    results["logprob_speed_ratio"] = ours_tps / plain_tps
+
+
+def bench_logits_all(results: dict, n_tokens: int = 12) -> None:
+    """The slow path the design avoids, for reference (a short run)."""
+    from llama_cpp import Llama
+
+    from ragcli import prompts
+    from ragcli.generation.llama import _quiet_stderr, embedded_model_path
+
+    with _quiet_stderr():
+        llm = Llama(str(embedded_model_path()), n_ctx=4096, logits_all=True, verbose=False)
+    prompt = prompts.answer_prompt("Write about the history of the city of Rome in detail.")
+    t = time.perf_counter()
+    out = llm.create_completion(prompt, max_tokens=n_tokens, temperature=0.0, logprobs=1, stop=[])
+    dt = time.perf_counter() - t
+    results["logits_all_tokens_per_s"] = out["usage"]["completion_tokens"] / dt
+    del llm
+
+
+def _run_strategy(strategy: str, qs: list[str], index: str, cache: bool, max_tokens: int) -> dict:
+    from ragcli.config import Settings
+    from ragcli.engine import Engine
+
+    settings = Settings.resolve({"index": index, "strategy": strategy, "cache": cache, "max_tokens": max_tokens},
+                                env={}, config_path=Path("/nonexistent"))
+    engine = Engine(settings)
+    engine.generator  # load before timing
+    engine.retriever
+    answers, prompt_tokens, retrievals, opportunities = [], 0, 0, 0
+    t = time.perf_counter()
+    for q in qs:
+        final = list(engine.ask(q))[-1]
+        answers.append(final.answer)
+        prompt_tokens += final.stats.prompt_tokens_evaluated
+        retrievals += final.stats.retrievals
+        opportunities += final.stats.retrieval_opportunities
+    wall = time.perf_counter() - t
+    return {"answers": answers, "prompt_tokens": prompt_tokens, "wall": wall,
+            "retrieval_rate": retrievals / max(opportunities, 1)}
+
+
+def bench_cache(n_questions: int, max_tokens: int, results: dict) -> None:
+    from ragcli.ingest.indexer import build_index
+
+    qs = questions(n_questions)
+    with tempfile.TemporaryDirectory() as tmp:
+        index = str(Path(tmp) / "index")
+        build_index([SAMPLE], Path(index))
+        cached = _run_strategy("flare", qs, index, True, max_tokens)
+        naive = _run_strategy("flare", qs, index, False, max_tokens)
+        single = _run_strategy("single", qs, index, True, max_tokens)
+    results["cache_prompt_tokens_ratio"] = cached["prompt_tokens"] / naive["prompt_tokens"]
+    results["cache_wall_ratio"] = cached["wall"] / naive["wall"]
+    results["cache_same_answers"] = cached["answers"] == naive["answers"]
+    results["flare_prompt_tokens"] = cached["prompt_tokens"]
+    results["flare_no_cache_prompt_tokens"] = naive["prompt_tokens"]
+    results["flare_wall_s"] = cached["wall"]
+    results["flare_no_cache_wall_s"] = naive["wall"]
+    results["single_wall_s"] = single["wall"]
+    results["flare_vs_single_wall_ratio"] = cached["wall"] / single["wall"]
+    results["flare_retrieval_rate"] = cached["retrieval_rate"]
+    results["cache_questions"] = len(qs)
+
+
+# ------------------------------------------------------------------------------------ index and search
+def _records(path: Path) -> list[dict]:
+    with path.open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def bench_index(results: dict) -> None:
+    import tantivy
+
+    from ragcli.ingest.indexer import build_index
+    from ragcli.ingest.reader import read_passages
+    from ragcli.retrieval.index import _schema
+
+    corpus = corpus_path()
+    passages = read_passages(corpus.resolve())
+    raw_times, ours_times = [], []
+    for _ in range(3):
+        with tempfile.TemporaryDirectory() as tmp:
+            idx = tantivy.Index(_schema(), path=tmp)
+            t = time.perf_counter()
+            w = idx.writer(heap_size=256 * 1024 * 1024)
+            for p in passages:
+                w.add_document(tantivy.Document(pid=p.pid, title=p.title, text=p.text, path=p.path, location=p.location))
+            w.commit()
+            w.wait_merging_threads()
+            raw_times.append(time.perf_counter() - t)
+        with tempfile.TemporaryDirectory() as tmp:
+            t = time.perf_counter()
+            build_index([corpus], Path(tmp) / "index")
+            ours_times.append(time.perf_counter() - t)
+    raw, ours = min(raw_times), min(ours_times)
+    results["index_passages"] = len(passages)
+    results["raw_tantivy_passages_per_s"] = len(passages) / raw
+    results["ragcli_index_passages_per_s"] = len(passages) / ours
+    results["index_throughput_ratio"] = raw / ours
+
+
+def _perturbed(records: list[dict], n: int, seed: int = 0):
+    rng = random.Random(seed)
+    i = 0
+    while i < n:
+        for r in records:
+            if i >= n:
+                return
+            words = r["text"].split()
+            rng.shuffle(words)
+            yield {"title": r.get("title", ""), "text": " ".join(words), "pid": f"syn{i}"}
+            i += 1
+
+
+def _search_latency(index_dir: Path, queries: list[str]) -> tuple[float, float]:
+    from ragcli.retrieval.index import TantivyIndex
+
+    idx = TantivyIndex.open(index_dir)
+    for q in queries[:20]:
+        idx.search(q, 5)  # warm up
+    times = []
+    for q in queries:
+        t = time.perf_counter()
+        idx.search(q, 5)
+        times.append((time.perf_counter() - t) * 1000)
+    times.sort()
+    return times[len(times) // 2], times[int(len(times) * 0.95) - 1]
+
+
+def bench_search(results: dict, big: bool) -> None:
+    from ragcli.ingest.indexer import build_index
+
+    pool = SHARED / "pool_dev.jsonl"
+    source = pool if pool.is_file() else ROOT / "examples" / "sample_questions.jsonl"
+    queries = [json.loads(line)["question"] for line in source.read_text(encoding="utf-8").splitlines()][:500]
+    records = _records(corpus_path())
+    sizes = [("10k", 10_000), ("100k", 100_000)] + ([("1m", 1_000_000)] if big else [])
+    for label, n in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            src = Path(tmp) / "corpus.jsonl"
+            with src.open("w", encoding="utf-8") as fh:
+                for r in (records[:n] if n <= len(records) else _perturbed(records, n)):
+                    fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+            t = time.perf_counter()
+            build_index([src], Path(tmp) / "index")
+            build_s = time.perf_counter() - t
+            p50, p95 = _search_latency(Path(tmp) / "index", queries)
+            size = sum(f.stat().st_size for f in (Path(tmp) / "index").iterdir() if f.is_file())
+        results[f"search_p50_ms_{label}"] = p50
+        results[f"search_p95_ms_{label}"] = p95
+        results[f"index_mb_{label}"] = size / 1e6
+        results[f"index_build_s_{label}"] = build_s
+
+
+# ------------------------------------------------------------------------------------ start-up and memory
+def bench_help(results: dict) -> None:
+    times = []
+    for _ in range(7):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "ragcli", "--help"], capture_output=True, check=True)
+        times.append(time.perf_counter() - t)
+    results["help_seconds"] = statistics.median(times)
+    code = "import sys; from ragcli import cli; print(sorted(m for m in ('llama_cpp','tantivy','nltk','numpy') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    results["help_heavy_imports"] = out
+
+
+def bench_rss(results: dict) -> None:
+    from ragcli.ingest.indexer import build_index
+
+    with tempfile.TemporaryDirectory() as tmp:
+        index = Path(tmp) / "index"
+        build_index([SAMPLE], index)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        subprocess.run([sys.executable, "-m", "ragcli", "ask", "--index", str(index), "--quiet",
+                        "Who was born earlier, Simone Bolelli or Caroline Wozniacki?"],
+                       capture_output=True, check=True, env={**os.environ, "NO_COLOR": "1"})
+        after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    results["peak_rss_mb"] = max(before, after) / 1024
+
+
+# ------------------------------------------------------------------------------------ report
+ROWS = [
+    ("generation with per-token probabilities", "logprob_tokens_per_s", "plain llama.cpp generation", "plain_tokens_per_s", "logprob_speed_ratio", "≥ 0.9"),
+    ("FLARE prompt tokens evaluated (KV reuse)", "flare_prompt_tokens", "FLARE without prefix reuse", "flare_no_cache_prompt_tokens", "cache_prompt_tokens_ratio", "≤ 0.5"),
+    ("FLARE wall time (KV reuse)", "flare_wall_s", "FLARE without prefix reuse", "flare_no_cache_wall_s", "cache_wall_ratio", "≤ 0.7"),
+    ("FLARE wall time", "flare_wall_s", "single retrieval wall time", "single_wall_s", "flare_vs_single_wall_ratio", "≤ 2"),
+    ("raw tantivy ingestion (passages/s)", "raw_tantivy_passages_per_s", "ragcli index (passages/s)", "ragcli_index_passages_per_s", "index_throughput_ratio", "≥ 0.8 (raw time ÷ ours)"),
+]
+
+
+def print_table(results: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="ragcli benchmarks (ratios from the same run)", title_justify="left")
+    for col in ("measure", "value", "baseline", "value", "ratio", "goal"):
+        table.add_column(col, justify="right" if col in ("value", "ratio") else "left")
+    for name, key, base, base_key, ratio, goal in ROWS:
+        if ratio in results:
+            table.add_row(name, _fmt(results.get(key)), base, _fmt(results.get(base_key)), _fmt(results[ratio]), goal)
+    Console().print(table)
+    rest = {k: v for k, v in results.items() if k not in {r[4] for r in ROWS}}
+    other = Table(title="other figures", title_justify="left")
+    other.add_column("figure")
+    other.add_column("value", justify="right")
+    for k, v in rest.items():
+        other.add_row(k, _fmt(v))
+    Console().print(other)
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.3f}" if abs(v) < 10 else f"{v:.1f}"
+    return str(v)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--json", action="store_true", help="print one JSON object")
+    ap.add_argument("--quick", action="store_true", help="fewer questions and tokens")
+    ap.add_argument("--big", action="store_true", help="also a 1M-passage index")
+    ap.add_argument("--only", default="", help="comma-separated: logprobs,logits_all,cache,index,search,help,rss")
+    args = ap.parse_args(argv)
+    only = set(filter(None, args.only.split(",")))
+    want = lambda name: not only or name in only  # noqa: E731
+    results: dict = {}
+    steps = [
+        ("help", lambda: bench_help(results)),
+        ("index", lambda: bench_index(results)),
+        ("search", lambda: bench_search(results, args.big)),
+        ("logprobs", lambda: bench_logprobs(48 if args.quick else 128, results)),
+        ("logits_all", lambda: bench_logits_all(results)),
+        ("cache", lambda: bench_cache(3 if args.quick else 8, 64 if args.quick else 96, results)),
+        ("rss", lambda: bench_rss(results)),
+    ]
+    for name, fn in steps:
+        if want(name):
+            print(f"… {name}", file=sys.stderr, flush=True)
+            fn()
+    if args.json:
+        print(json.dumps(results, indent=2, default=str))
+    else:
+        print_table(results)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
