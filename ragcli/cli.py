@@ -114,9 +114,14 @@ def _stderr_console():
 def index(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders (.txt, .md, .rst, .jsonl).", show_default=False)],
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Start the index over.")] = False,
+    exclude: Annotated[Optional[list[str]], typer.Option("--exclude", "-x", help="gitignore-style pattern to skip (repeatable); a .ragcliignore file works too.")] = None,
+    hidden: Annotated[bool, typer.Option("--hidden", help="Include hidden files and folders.")] = False,
     flags: dict | None = None,
 ) -> None:
-    """Build or update the index from files and folders (only new or changed files are read)."""
+    """Build or update the index from files and folders (only new or changed files are read).
+
+    Formats: .txt .md .rst .html .pdf, source code, and JSONL corpora ({"title", "text"} per line).
+    """
     from ragcli.ingest.indexer import build_index
 
     settings = Settings.resolve(flags)
@@ -143,7 +148,7 @@ def index(
 
     try:
         report = build_index(paths, Path(settings.index), rebuild=rebuild, on_progress=on_progress,
-                             on_warning=on_warning)
+                             on_warning=on_warning, exclude=exclude or [], include_hidden=hidden)
     finally:
         if progress is not None:
             progress.stop()
@@ -153,6 +158,36 @@ def index(
         f"{report.passages_added} passages added, {report.passages_total} in the index, "
         f"{report.seconds:.1f}s ({report.passages_per_second:.0f} passages/s) → {settings.index}"
     )
+
+
+@app.command()
+@with_settings("index")
+def info(
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    flags: dict | None = None,
+) -> None:
+    """Index statistics: passages, files, size on disk, last update, how it was built."""
+    import datetime
+
+    from ragcli.retrieval.index import TantivyIndex
+
+    settings = Settings.resolve(flags)
+    idx = TantivyIndex.open(settings.index)
+    stats = idx.stats()
+    if as_json:
+        typer.echo(json.dumps(stats, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(show_header=False, title=f"index {settings.index}", title_justify="left")
+    for key, value in stats.items():
+        if key in ("updated", "created") and value:
+            value = datetime.datetime.fromtimestamp(value).isoformat(timespec="seconds")
+        if key == "size_bytes":
+            key, value = "size on disk", f"{value / 1e6:.1f} MB"
+        table.add_row(key.replace("_", " "), str(value))
+    Console(highlight=False).print(table)
 
 
 # ----------------------------------------------------------------------------- search

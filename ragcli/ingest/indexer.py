@@ -63,13 +63,15 @@ def build_index(
     on_progress: ProgressFn | None = None,
     on_warning: WarnFn | None = None,
     commit_every: int = COMMIT_EVERY_PASSAGES,
+    exclude: list[str] | None = None,
+    include_hidden: bool = False,
 ) -> IndexReport:
     started = time.perf_counter()
     for p in paths:
         if not p.exists():
             raise InputPathError(f"path does not exist: {p}")
     warn = on_warning or (lambda msg: None)
-    files = list(iter_files(paths))
+    files = list(iter_files(paths, include_hidden=include_hidden, exclude=exclude or ()))
     report = IndexReport(files_seen=len(files))
     index = TantivyIndex.open_or_create(index_dir)
     with index.writer() as writer:
@@ -118,8 +120,8 @@ def build_index(
     report.seconds = time.perf_counter() - started
     if report.passages_total == 0:
         raise EmptyCorpusError(
-            "no passages were indexed: the paths hold no readable .txt, .md, .rst or .jsonl files",
-            hint="supported files: " + ", ".join(sorted({".txt", ".md", ".rst", ".jsonl"})),
+            "no passages were indexed: the paths hold no readable supported files",
+            hint="supported: text, Markdown, reStructuredText, HTML, PDF, source code and JSONL corpora",
         )
     return report
 

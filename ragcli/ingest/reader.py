@@ -1,4 +1,8 @@
-"""Find files and turn each one into passages. Unreadable or binary files are reported, not fatal."""
+"""Find files and turn each one into passages. Unreadable or binary files are reported, not fatal.
+
+Ignore rules: hidden files and folders are skipped unless asked for; a ``.ragcliignore`` in a
+folder (gitignore syntax, via pathspec) and ``--exclude`` patterns remove more.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +10,16 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
+from ragcli.ingest import formats
+from ragcli.ingest.formats import SUPPORTED_SUFFIXES, Section, SkipFile
 from ragcli.ingest.passages import Passage, chunk_text, normalise, passage_id
 
-SUPPORTED_SUFFIXES = {".txt", ".md", ".markdown", ".rst", ".jsonl"}
 MAX_FILE_BYTES = 200 * 1024 * 1024
+IGNORE_FILE = ".ragcliignore"
 
-
-class SkipFile(Exception):
-    """A file that cannot be indexed; the message says why (shown as a warning)."""
+__all__ = ["SUPPORTED_SUFFIXES", "SkipFile", "FileInfo", "iter_files", "read_passages", "read_text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,84 +29,133 @@ class FileInfo:
     mtime_ns: int
 
 
-def iter_files(paths: list[Path], *, include_hidden: bool = False) -> Iterator[FileInfo]:
+def _spec(patterns: Iterable[str]):
+    import pathspec
+
+    return pathspec.GitIgnoreSpec.from_lines([p for p in patterns if p.strip()])
+
+
+def iter_files(paths: list[Path], *, include_hidden: bool = False, exclude: Iterable[str] = ()) -> Iterator[FileInfo]:
     """Every supported file under ``paths`` (files given directly are taken as they are)."""
     seen: set[Path] = set()
+    excluded = list(exclude)
     for root in paths:
-        if root.is_file():
-            candidates: Iterator[Path] = iter([root])
-        else:
-            candidates = _walk(root, include_hidden)
+        candidates: Iterable[Path] = [root] if root.is_file() else _walk(root, include_hidden, excluded)
         for path in candidates:
-            resolved = path.resolve()
-            if resolved in seen:
-                continue
-            seen.add(resolved)
             try:
+                resolved = path.resolve()
+                if resolved in seen:
+                    continue
+                seen.add(resolved)
                 st = path.stat()
-            except OSError:
+            except (OSError, RuntimeError):  # vanished, or a symlink loop
                 continue
             yield FileInfo(resolved, st.st_size, st.st_mtime_ns)
 
 
-def _walk(root: Path, include_hidden: bool) -> Iterator[Path]:
+def _walk(root: Path, include_hidden: bool, exclude: list[str]) -> Iterator[Path]:
+    specs: list[tuple[Path, object]] = []
+    if exclude:
+        specs.append((root, _spec(exclude)))
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        if not include_hidden:
-            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-        dirnames.sort()
+        here = Path(dirpath)
+        ignore = here / IGNORE_FILE
+        if ignore.is_file():
+            try:
+                specs.append((here, _spec(ignore.read_text(encoding="utf-8", errors="replace").splitlines())))
+            except OSError:
+                pass
+        active = [(base, spec) for base, spec in specs if here == base or base in here.parents]
+
+        def ignored(p: Path, is_dir: bool) -> bool:
+            for base, spec in active:
+                rel = p.relative_to(base).as_posix() + ("/" if is_dir else "")
+                if spec.match_file(rel):
+                    return True
+            return False
+
+        kept = []
+        for d in sorted(dirnames):
+            if (not include_hidden and d.startswith(".")) or ignored(here / d, True):
+                continue
+            kept.append(d)
+        dirnames[:] = kept
         for name in sorted(filenames):
             if not include_hidden and name.startswith("."):
                 continue
-            if Path(name).suffix.lower() in SUPPORTED_SUFFIXES:
-                yield Path(dirpath) / name
+            p = here / name
+            if p.suffix.lower() in SUPPORTED_SUFFIXES and not ignored(p, False):
+                yield p
 
 
-def read_text(path: Path) -> str:
+def read_bytes(path: Path) -> bytes:
     try:
-        raw = path.read_bytes()
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise SkipFile(f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MB")
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise SkipFile("vanished while indexing") from None
     except OSError as exc:
         raise SkipFile(f"cannot read: {exc.strerror or exc}") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise SkipFile(f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MB")
+
+
+def read_text(path: Path, raw: bytes | None = None) -> str:
+    raw = read_bytes(path) if raw is None else raw
     if b"\x00" in raw[:8192]:
         raise SkipFile("looks binary")
     try:
-        text = raw.decode("utf-8-sig")
+        return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise SkipFile(f"not UTF-8 (byte {exc.start})") from None
-    return text
 
 
 def read_passages(path: Path, display: str | None = None) -> list[Passage]:
-    """Passages of one file. ``display`` is the path as shown to users and stored in the index."""
+    """Passages of one file. ``display`` is the path as shown to users; the stored path is absolute."""
     shown = display or str(path)
-    text = read_text(path)
-    if path.suffix.lower() == ".jsonl":
-        passages = _jsonl_passages(text, shown)
+    suffix = path.suffix.lower()
+    if suffix in formats.JSONL_SUFFIXES:
+        passages = list(_jsonl_passages(read_text(path), shown))
     else:
-        passages = _text_passages(text, shown, _title_for(path, text))
-    # the stored path is the absolute one: it is the key for updates and deletions
+        passages = []
+        for section in _sections(path, suffix):
+            passages.extend(_section_passages(section, shown))
     key = str(path)
     return [Passage(p.pid, p.title, p.text, key, p.location) for p in passages]
 
 
-def _title_for(path: Path, text: str) -> str:
-    if path.suffix.lower() in {".md", ".markdown"}:
-        for line in text.splitlines()[:20]:
-            if line.startswith("# "):
-                return line[2:].strip()
-    return path.stem
+def _sections(path: Path, suffix: str) -> list[Section]:
+    if suffix in formats.PDF_SUFFIXES:
+        read_bytes(path)  # size cap and readability checks
+        return formats.pdf_sections(path)
+    if suffix in formats.HTML_SUFFIXES:
+        raw = read_bytes(path)
+        if b"\x00" in raw[:8192]:
+            raise SkipFile("looks binary")
+        return formats.html_sections(path, raw)
+    text = read_text(path)
+    if suffix in formats.MARKDOWN_SUFFIXES:
+        return formats.markdown_sections(path, text)
+    return formats.text_sections(path, text)
 
 
-def _text_passages(text: str, shown: str, title: str) -> Iterator[Passage]:
-    line_starts = _line_starts(text)
-    for a, b in chunk_text(text):
+def _section_passages(section: Section, shown: str) -> Iterator[Passage]:
+    text = section.text
+    line_starts = _line_starts(text) if section.first_line is not None else None
+    pieces = chunk_text(text)
+    for i, (a, b) in enumerate(pieces, start=1):
         body = normalise(text[a:b])
         if not body:
             continue
-        first, last = _line_of(line_starts, a), _line_of(line_starts, b - 1)
-        location = f"{shown}:{first}" if first == last else f"{shown}:{first}-{last}"
-        yield Passage(passage_id(title, body), title, body, shown, location)
+        if section.page is not None:
+            location = f"{shown} p. {section.page}"
+        elif line_starts is not None:
+            base = section.first_line - 1
+            first, last = base + _line_of(line_starts, a), base + _line_of(line_starts, b - 1)
+            location = f"{shown}:{first}" if first == last else f"{shown}:{first}-{last}"
+        else:
+            location = f"{shown} §{i}" if len(pieces) > 1 else shown
+        yield Passage(passage_id(section.title, body), section.title, body, shown, location)
 
 
 def _jsonl_passages(text: str, shown: str) -> Iterator[Passage]:

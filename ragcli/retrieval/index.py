@@ -153,6 +153,21 @@ class TantivyIndex:
     def num_passages(self) -> int:
         return self._searcher_().num_docs
 
+    def stats(self) -> dict[str, Any]:
+        from ragcli.ingest.passages import TARGET_WORDS
+
+        size = sum(f.stat().st_size for f in self.directory.rglob("*") if f.is_file())
+        return {
+            "passages": self.num_passages(),
+            "files": len(self.load_manifest()),
+            "size_bytes": size,
+            "created": self.meta.created,
+            "updated": self.meta.updated,
+            "schema_version": self.meta.schema_version,
+            "built_with": f"ragcli {self.meta.ragcli_version}, BM25 over title+text (en_stem), "
+                          f"~{TARGET_WORDS}-word sentence-aligned passages",
+        }
+
     def _searcher_(self):
         if self._searcher is None:
             self._searcher = self._index.searcher()

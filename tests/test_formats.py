@@ -1,0 +1,136 @@
+"""Each corpus format with small real files, ignore rules, and the add/change/delete cycle."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ragcli.ingest.indexer import build_index
+from ragcli.ingest.reader import iter_files, read_passages
+from ragcli.retrieval.index import TantivyIndex
+
+
+def make_pdf(path: Path, pages: list[str], title: str = "Test Report") -> None:
+    """A minimal valid PDF with one line of Helvetica text per page (no PDF library needed)."""
+    objects: list[bytes] = []
+    n_pages = len(pages)
+    page_ids = [4 + 2 * i for i in range(n_pages)]
+    objects.append(b"<< /Type /Catalog /Pages 2 0 R >>")
+    objects.append(b"<< /Type /Pages /Kids [" + b" ".join(f"{p} 0 R".encode() for p in page_ids)
+                   + f"] /Count {n_pages} >>".encode())
+    objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    for i, text in enumerate(pages):
+        content = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode()
+        objects.append(f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> "
+                       f"/Contents {page_ids[i] + 1} 0 R >>".encode())
+        objects.append(b"<< /Length " + str(len(content)).encode() + b" >>\nstream\n" + content + b"\nendstream")
+    info_id = len(objects) + 1
+    objects.append(f"<< /Title ({title}) >>".encode())
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for i, obj in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += f"{i} 0 obj\n".encode() + obj + b"\nendobj\n"
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
+    for off in offsets:
+        out += f"{off:010d} 00000 n \n".encode()
+    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R /Info {info_id} 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    path.write_bytes(bytes(out))
+
+
+def test_pdf_pages_are_cited(tmp_path):
+    pdf = tmp_path / "report.pdf"
+    make_pdf(pdf, ["The quokka lives on Rottnest Island.", "Page two talks about wombats in Tasmania."])
+    passages = read_passages(pdf, "report.pdf")
+    assert [p.location for p in passages] == ["report.pdf p. 1", "report.pdf p. 2"]
+    assert passages[0].title == "Test Report"
+    assert "wombats" in passages[1].text
+
+
+HTML = """<html><head><title>Quokka facts</title><script>var tracking = 1;</script></head>
+<body><nav><a href="/">Home</a> | <a href="/about">About us</a> | Subscribe now</nav>
+<header>Site banner with login</header>
+<main><h1>Quokka</h1><p>The quokka is a small macropod about the size of a domestic cat.</p>
+<ul><li>It is nocturnal.</li><li>It lives on Rottnest Island.</li></ul></main>
+<footer>Copyright 2024, all rights reserved. Cookie policy.</footer></body></html>"""
+
+
+def test_html_boilerplate_removed_title_kept(tmp_path):
+    page = tmp_path / "quokka.html"
+    page.write_text(HTML, encoding="utf-8")
+    passages = read_passages(page, "quokka.html")
+    text = " ".join(p.text for p in passages)
+    assert passages[0].title == "Quokka facts"
+    assert "macropod" in text and "Rottnest" in text
+    for junk in ("Subscribe", "About us", "Copyright", "tracking", "banner"):
+        assert junk not in text
+
+
+def test_markdown_heading_path_is_the_title(tmp_path):
+    md = tmp_path / "guide.md"
+    md.write_text("# User Guide\n\nIntro text here.\n\n## Install\n\nRun the installer.\n\n### Linux\n\n"
+                  "Use apt to install it on Debian.\n\n```\n# not a heading\n```\n", encoding="utf-8")
+    passages = read_passages(md, "guide.md")
+    titles = {p.title: p for p in passages}
+    assert "User Guide > Install > Linux" in titles
+    linux = titles["User Guide > Install > Linux"]
+    assert "apt" in linux.text and linux.location.startswith("guide.md:11")
+
+
+def test_source_code_and_rst(tmp_path):
+    (tmp_path / "tool.py").write_text("def quokka():\n    '''Return the quokka count.'''\n    return 42\n")
+    (tmp_path / "notes.rst").write_text("Notes\n=====\n\nWombats dig burrows.\n")
+    assert read_passages(tmp_path / "tool.py", "tool.py")[0].location == "tool.py:1-3"
+    assert "Wombats" in read_passages(tmp_path / "notes.rst", "notes.rst")[0].text
+
+
+def test_hidden_files_ignore_file_and_exclude(tmp_path):
+    (tmp_path / ".secret.txt").write_text("hidden")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "x.txt").write_text("git internals")
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "out.txt").write_text("build output")
+    (tmp_path / "keep.txt").write_text("keep me")
+    (tmp_path / "draft.md").write_text("draft")
+    (tmp_path / "image.png").write_bytes(b"\x89PNG")
+    (tmp_path / ".ragcliignore").write_text("build/\n")
+    names = {f.path.name for f in iter_files([tmp_path], exclude=["*.md"])}
+    assert names == {"keep.txt"}
+    names = {f.path.name for f in iter_files([tmp_path], include_hidden=True)}
+    assert ".secret.txt" in names and "x.txt" in names and "out.txt" not in names
+
+
+def test_symlink_loop_does_not_hang(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "doc.txt").write_text("content")
+    os.symlink(tmp_path / "a", tmp_path / "a" / "loop")
+    os.symlink(tmp_path / "nowhere", tmp_path / "dangling.txt")
+    names = [f.path.name for f in iter_files([tmp_path])]
+    assert names == ["doc.txt"]
+
+
+def test_add_change_delete_cycle_reports_counts(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("Alpha document about aardvarks.")
+    (docs / "b.md").write_text("# B\n\nBeta document about badgers.")
+    make_pdf(docs / "c.pdf", ["Gamma document about gazelles."])
+    index = tmp_path / "index"
+    r = build_index([docs], index)
+    assert (r.added, r.updated, r.removed, r.unchanged) == (3, 0, 0, 0)
+    (docs / "a.txt").write_text("Alpha document about anteaters now.")
+    os.utime(docs / "a.txt", ns=(10**18, 10**18))
+    (docs / "b.md").unlink()
+    (docs / "d.txt").write_text("Delta document about dingoes.")
+    r = build_index([docs], index)
+    assert (r.added, r.updated, r.removed, r.unchanged) == (1, 1, 1, 1)
+    idx = TantivyIndex.open(index)
+    assert idx.search("anteaters", 1)[0].location.endswith("a.txt:1")
+    assert idx.search("aardvarks", 3) == [] or all("aardvarks" not in d.text for d in idx.search("aardvarks", 3))
+    assert idx.search("badgers", 3) == []
+    assert idx.search("gazelles", 1)[0].location.endswith("c.pdf p. 1")
+    # touching a file without changing it: size/mtime differ, hash equal -> unchanged
+    os.utime(docs / "d.txt", ns=(2 * 10**18, 2 * 10**18))
+    r = build_index([docs], index)
+    assert r.unchanged == 3 and r.added == r.updated == r.removed == 0
