@@ -21,8 +21,9 @@ from ragcli.errors import Interrupted, RagcliError, UsageError
 
 app = typer.Typer(
     name="ragcli",
-    help="Answer questions over your own documents with active retrieval (FLARE, IRCoT, RALM, CRAG).",
-    no_args_is_help=True,
+    help="Answer questions over your own documents with active retrieval (FLARE, IRCoT, RALM, CRAG).\n\n"
+         "Without a command on a terminal, opens the chat REPL.",
+    invoke_without_command=True,
     add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode="rich",
@@ -59,11 +60,17 @@ def version_text() -> str:
 
 @app.callback()
 def main(
+    ctx: typer.Context,
     version: Annotated[Optional[bool], typer.Option("--version", callback=_version_callback, is_eager=True,
                                                     help="Print versions and exit.")] = None,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
 ) -> None:
     _state["debug"] = debug
+    if ctx.invoked_subcommand is None:
+        if sys.stdin.isatty() and sys.stdout.isatty():
+            ctx.invoke(chat)
+        else:
+            typer.echo(ctx.get_help())
 
 
 # ----------------------------------------------------------------------------- settings flags
@@ -242,6 +249,7 @@ def ask(
     question: Annotated[Optional[str], typer.Argument(help="The question; '-' or a pipe reads standard input.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON event per line.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print the answer only.")] = False,
+    no_log: Annotated[bool, typer.Option("--no-log", help="Do not record this answer in `ragcli history`.")] = False,
     flags: dict | None = None,
 ) -> None:
     """Answer a question with live active retrieval over the index."""
@@ -252,11 +260,104 @@ def ask(
     settings = Settings.resolve(flags)
     engine = Engine(settings)
     renderer = make_renderer(json=as_json, quiet=quiet, highlight=settings.highlight_threshold)
+    events = []
     try:
         for event in engine.ask(question):
+            events.append(event)
             renderer.handle(event)
     finally:
         renderer.close()
+    if not no_log:
+        _log_answer(question, settings.to_dict(), events)
+
+
+def _log_answer(question: str, settings: dict, events: list) -> None:
+    import sqlite3
+
+    from ragcli.logs import AnswerLog
+
+    try:
+        log = AnswerLog()
+        log.record(question, settings, events)
+        log.close()
+    except (sqlite3.Error, OSError) as exc:  # logging must never cost the user their answer
+        _stderr_console().print(f"[yellow]warning:[/] could not write the history log: {exc}")
+
+
+@app.command()
+@with_settings()
+def chat(
+    no_log: Annotated[bool, typer.Option("--no-log", help="Do not record answers in `ragcli history`.")] = False,
+    flags: dict | None = None,
+) -> None:
+    """Interactive REPL: the model and index load once; /help lists the slash commands."""
+    from ragcli.engine import Engine
+    from ragcli.repl import Repl
+
+    settings = Settings.resolve(flags)
+    engine = Engine(settings)
+    Repl(engine, log=None if no_log else _log_answer).run()
+
+
+history_app = typer.Typer(help="Answers logged by `ask` and `chat` (SQLite in the user data dir).",
+                          invoke_without_command=True)
+app.add_typer(history_app, name="history")
+
+
+@history_app.callback()
+def history_list(
+    ctx: typer.Context,
+    limit: Annotated[int, typer.Option("-n", "--limit", help="How many recent answers.")] = 20,
+) -> None:
+    """List recent answers (`ragcli history show N` prints one with its trace)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    from ragcli.logs import AnswerLog
+
+    log = AnswerLog()
+    table = Table("id", "when", "strategy", "question", "answer")
+    import datetime
+
+    for row in log.recent(limit):
+        when = datetime.datetime.fromtimestamp(row["created"]).strftime("%Y-%m-%d %H:%M")
+        table.add_row(str(row["id"]), when, row["strategy"], _safe(row["question"][:60]), _safe(row["answer"][:80]))
+    Console(highlight=False).print(table)
+
+
+@history_app.command("show")
+def history_show(
+    entry: Annotated[int, typer.Argument(help="The id from `ragcli history`.")],
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Print one logged answer with its sources, settings and event trace."""
+    from ragcli.logs import AnswerLog
+
+    row = AnswerLog().get(entry)
+    if row is None:
+        raise UsageError(f"no history entry {entry}")
+    if as_json:
+        typer.echo(json.dumps(row, indent=2, ensure_ascii=False))
+        return
+    from rich.console import Console
+
+    from ragcli.render.text import summary_line
+    from ragcli.types import RunStats
+
+    c = Console(highlight=False)
+    c.print(f"[bold]{_safe(row['question'])}[/]  [dim]({row['strategy']})[/]")
+    c.print(_safe(row["answer"]))
+    for i, d in enumerate(row["sources"], start=1):
+        c.print(f"  [{i}] {_safe(d['title'])} — {_safe(d['location'])}")
+    for e in row["events"]:
+        if e["event"] == "retrieve":
+            c.print(f"[magenta]search[/] [{e['query']['origin']}] {_safe(e['query']['text'])}")
+        elif e["event"] == "sentence":
+            c.print(f"[cyan]sentence[/] {_safe(e['sentence']['text'])}")
+    stats = {k: v for k, v in row["stats"].items() if k in RunStats.__dataclass_fields__}
+    c.print(f"[dim]{summary_line(RunStats(**stats), row['stop_reason'])}[/]")
 
 
 def _read_question(question: str | None) -> str:

@@ -48,6 +48,11 @@ class Engine:
             self._retriever = TantivyIndex.open(self.settings.index)
         return self._retriever
 
+    def reload_index(self) -> None:
+        """Pick up a changed index (after `/index`)."""
+        if self._retriever is not None and hasattr(self._retriever, "reload"):
+            self._retriever.reload()
+
     def strategy_class(self, name: str, *, allow_eval: bool = False):
         from ragcli.strategies import EVAL_ONLY, STRATEGIES
 

@@ -1,0 +1,75 @@
+"""A small SQLite log of answers and their traces (like `llm logs`): `ragcli history`."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+from ragcli.events import AnswerFinished, Event, event_to_dict
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS answers (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    created REAL NOT NULL,
+    question TEXT NOT NULL,
+    answer TEXT NOT NULL,
+    strategy TEXT NOT NULL,
+    settings TEXT NOT NULL,
+    stats TEXT NOT NULL,
+    sources TEXT NOT NULL,
+    events TEXT NOT NULL,
+    stop_reason TEXT NOT NULL DEFAULT 'end'
+);
+"""
+
+
+def default_path() -> Path:
+    from ragcli.config import user_data_dir
+
+    return user_data_dir() / "logs.db"
+
+
+class AnswerLog:
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or default_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.path, timeout=5)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.executescript(SCHEMA)
+
+    def record(self, question: str, settings: dict[str, Any], events: Iterable[Event]) -> int | None:
+        events = list(events)
+        final = next((e for e in reversed(events) if isinstance(e, AnswerFinished)), None)
+        if final is None:
+            return None
+        trace = [event_to_dict(e) for e in events if e.kind != "token"]
+        cur = self.db.execute(
+            "INSERT INTO answers (created, question, answer, strategy, settings, stats, sources, events, stop_reason)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (time.time(), question, final.answer, settings.get("strategy", ""), json.dumps(settings),
+             json.dumps(final.stats.to_dict()), json.dumps([d.to_dict() for d in final.sources]),
+             json.dumps(trace, ensure_ascii=False), final.stop_reason),
+        )
+        self.db.commit()
+        return cur.lastrowid
+
+    def recent(self, limit: int = 20) -> list[dict[str, Any]]:
+        rows = self.db.execute(
+            "SELECT id, created, strategy, question, answer FROM answers ORDER BY id DESC LIMIT ?", (limit,))
+        return [dict(zip(("id", "created", "strategy", "question", "answer"), r)) for r in rows]
+
+    def get(self, entry_id: int) -> dict[str, Any] | None:
+        row = self.db.execute("SELECT * FROM answers WHERE id = ?", (entry_id,)).fetchone()
+        if row is None:
+            return None
+        names = [d[0] for d in self.db.execute("SELECT * FROM answers LIMIT 0").description]
+        entry = dict(zip(names, row))
+        for key in ("settings", "stats", "sources", "events"):
+            entry[key] = json.loads(entry[key])
+        return entry
+
+    def close(self) -> None:
+        self.db.close()

@@ -1,0 +1,243 @@
+"""The interactive REPL (`ragcli chat`): prompt_toolkit input, the same engine and live renderer.
+
+The model and index load once per session. Enter sends, Alt-Enter (or Esc Enter) adds a line;
+pasted text keeps its newlines. Ctrl-C cancels a running answer; Ctrl-C twice (or Ctrl-D, /exit)
+leaves. Follow-up questions see the previous exchange until /new.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ragcli.config import Settings, user_state_dir
+from ragcli.engine import Engine
+from ragcli.errors import RagcliError
+from ragcli.events import AnswerFinished, Event
+from ragcli.render import safe
+
+COMMANDS = {
+    "/help": "show this help",
+    "/strategy": "/strategy NAME — switch strategy",
+    "/set": "/set NAME VALUE — change any setting (e.g. /set theta 0.5)",
+    "/show": "/show settings — the settings in effect",
+    "/sources": "full text of the last answer's documents",
+    "/search": "/search QUERY — BM25 search of the index",
+    "/index": "/index PATH — add files or folders to the index",
+    "/save": "/save FILE — write the transcript as Markdown",
+    "/new": "forget the conversation (follow-ups start fresh)",
+    "/clear": "clear the screen",
+    "/exit": "leave (Ctrl-D works too)",
+}
+
+
+@dataclass
+class Exchange:
+    question: str
+    answer: str
+    sources: list = field(default_factory=list)
+    strategy: str = ""
+
+
+def history_path() -> Path:
+    path = user_state_dir() / "history"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+class Repl:
+    def __init__(self, engine: Engine, *, console: Console | None = None, out: Console | None = None,
+                 input=None, output=None, log: Callable[[str, dict, list], None] | None = None) -> None:
+        self.engine = engine
+        self.settings = engine.settings
+        self.console = console or Console(stderr=True, highlight=False)
+        self.out = out or Console(highlight=False)
+        self.transcript: list[Exchange] = []
+        self.context: list[Exchange] = []
+        self.log = log
+        self._session = self._make_session(input, output)
+
+    # ---------------------------------------------------------------- prompt_toolkit
+    def _make_session(self, input, output):
+        from prompt_toolkit import PromptSession
+        from prompt_toolkit.completion import Completer, Completion
+        from prompt_toolkit.history import FileHistory, InMemoryHistory
+        from prompt_toolkit.key_binding import KeyBindings
+
+        from ragcli.strategies import STRATEGIES
+
+        settings_names = Settings.names()
+
+        class SlashCompleter(Completer):
+            def get_completions(self, document, complete_event):
+                text = document.text_before_cursor
+                if not text.startswith("/"):
+                    return
+                parts = text.split(" ")
+                if len(parts) == 1:
+                    for cmd in COMMANDS:
+                        if cmd.startswith(parts[0]):
+                            yield Completion(cmd, start_position=-len(parts[0]))
+                elif len(parts) == 2:
+                    options = {"/strategy": list(STRATEGIES), "/set": settings_names, "/show": ["settings"]}
+                    for opt in options.get(parts[0], []):
+                        if opt.startswith(parts[1]):
+                            yield Completion(opt, start_position=-len(parts[1]))
+
+        bindings = KeyBindings()
+
+        @bindings.add("escape", "enter")
+        def _newline(event):
+            event.current_buffer.insert_text("\n")
+
+        try:
+            history = FileHistory(str(history_path()))
+        except OSError:
+            history = InMemoryHistory()
+        return PromptSession(history=history, completer=SlashCompleter(), key_bindings=bindings,
+                             input=input, output=output, multiline=False, enable_history_search=True)
+
+    # ---------------------------------------------------------------- loop
+    def run(self) -> int:
+        self.console.print(f"[bold]ragcli[/] chat · strategy [cyan]{self.settings.strategy}[/] · index "
+                           f"{escape(self.settings.index)} · /help for commands, Ctrl-D to leave")
+        interrupts = 0
+        while True:
+            try:
+                text = self._session.prompt("› ")
+            except KeyboardInterrupt:
+                interrupts += 1
+                if interrupts >= 2:
+                    return 0
+                self.console.print("[dim](Ctrl-C again or Ctrl-D to leave)[/]")
+                continue
+            except EOFError:
+                return 0
+            interrupts = 0
+            text = text.strip()
+            if not text:
+                continue
+            try:
+                if text.startswith("/"):
+                    if self.command(text) == "exit":
+                        return 0
+                else:
+                    self.ask(text)
+            except RagcliError as exc:
+                self.console.print(f"[red]error:[/] {escape(exc.message)}" + (f" ({escape(exc.hint)})" if exc.hint else ""))
+
+    def ask(self, question: str) -> Exchange | None:
+        from ragcli.render.live import RichLiveRenderer
+
+        renderer = RichLiveRenderer(highlight=self.settings.highlight_threshold, err=self.console, out=self.out)
+        events: list[Event] = []
+        final: AnswerFinished | None = None
+        try:
+            for event in self.engine.ask(self._with_context(question), self.settings):
+                events.append(event)
+                renderer.handle(event)
+                if isinstance(event, AnswerFinished):
+                    final = event
+        except KeyboardInterrupt:
+            renderer.close()
+            self.console.print("[yellow]cancelled[/]")
+            return None
+        finally:
+            renderer.close()
+        if final is None:
+            return None
+        exchange = Exchange(question, final.answer, list(final.sources), self.settings.strategy)
+        self.transcript.append(exchange)
+        self.context = [exchange]
+        if self.log is not None:
+            self.log(question, self.settings.to_dict(), events)
+        return exchange
+
+    def _with_context(self, question: str) -> str:
+        if not self.context:
+            return question
+        prev = self.context[-1]
+        return f"{question} (Earlier question: {prev.question} Earlier answer: {prev.answer})"
+
+    # ---------------------------------------------------------------- slash commands
+    def command(self, text: str) -> str | None:
+        try:
+            parts = shlex.split(text)
+        except ValueError:
+            parts = text.split()
+        cmd, args = parts[0].lower(), parts[1:]
+        if cmd in ("/exit", "/quit"):
+            return "exit"
+        if cmd == "/help":
+            table = Table(show_header=False, box=None)
+            for name, what in COMMANDS.items():
+                table.add_row(f"[cyan]{name}[/]", what)
+            self.console.print(table)
+        elif cmd == "/strategy":
+            if not args:
+                self.console.print(f"strategy: {self.settings.strategy}")
+            else:
+                self.engine.strategy_class(args[0])
+                self.settings.set("strategy", args[0])
+                self.console.print(f"strategy → [cyan]{args[0]}[/]")
+        elif cmd == "/set":
+            if len(args) != 2:
+                self.console.print("usage: /set NAME VALUE")
+            else:
+                self.settings.set(args[0], args[1])
+                self.settings._sources[args[0].replace("-", "_")] = "/set"
+                self.console.print(f"{args[0]} → {getattr(self.settings, args[0].replace('-', '_'))}")
+        elif cmd == "/show":
+            table = Table("setting", "value", "from")
+            for name, value in self.settings.to_dict().items():
+                table.add_row(name, escape(str(value)), self.settings.source(name))
+            self.console.print(table)
+        elif cmd == "/sources":
+            if not self.transcript:
+                self.console.print("no answer yet")
+            for i, d in enumerate(self.transcript[-1].sources if self.transcript else [], start=1):
+                self.out.print(f"[bold][{i}] {escape(safe(d.title))}[/] [dim]{escape(safe(d.location))}[/]")
+                self.out.print(escape(safe(d.text)) + "\n")
+        elif cmd == "/search":
+            query = " ".join(args)
+            for i, d in enumerate(self.engine.retriever.search(query, self.settings.k), start=1):
+                self.out.print(f"[{i}] {escape(safe(d.title))} ({d.score:.2f}) [dim]{escape(safe(d.location))}[/]")
+                self.out.print("    " + escape(safe(d.text[:200])))
+        elif cmd == "/index":
+            from ragcli.ingest.indexer import build_index
+
+            report = build_index([Path(a).expanduser() for a in args], Path(self.settings.index),
+                                 on_warning=lambda m: self.console.print(f"[yellow]warning:[/] {escape(safe(m))}"))
+            self.engine.reload_index()
+            self.console.print(f"indexed: {report.added} added, {report.updated} updated, {report.removed} removed; "
+                               f"{report.passages_total} passages")
+        elif cmd == "/save":
+            if not args:
+                self.console.print("usage: /save FILE")
+            else:
+                Path(args[0]).expanduser().write_text(self.markdown(), encoding="utf-8")
+                self.console.print(f"saved {len(self.transcript)} exchanges → {escape(args[0])}")
+        elif cmd == "/new":
+            self.context = []
+            self.console.print("new conversation")
+        elif cmd == "/clear":
+            self.console.clear()
+        else:
+            self.console.print(f"unknown command {escape(cmd)} (/help lists them)")
+        return None
+
+    def markdown(self) -> str:
+        lines = ["# ragcli transcript", ""]
+        for ex in self.transcript:
+            lines += [f"## {ex.question}", "", f"*strategy: {ex.strategy}*", "", ex.answer, ""]
+            if ex.sources:
+                lines.append("Sources:")
+                lines += [f"{i}. {d.title} — {d.location}" for i, d in enumerate(ex.sources, start=1)]
+                lines.append("")
+        return "\n".join(lines)
