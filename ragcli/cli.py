@@ -370,6 +370,25 @@ def _read_question(question: str | None) -> str:
     return question.strip()
 
 
+@app.command()
+@with_settings("index", "model", "n_gpu_layers", "web", "web_timeout")
+def doctor(flags: dict | None = None) -> None:
+    """Check the model, llama.cpp backend, index, sentence splitter and web search."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from ragcli.doctor import run_checks
+
+    checks = run_checks(Settings.resolve(flags))
+    table = Table("check", "status", "detail", "what to do")
+    for c in checks:
+        status = "[green]ok[/]" if c.ok else ("[yellow]warning[/]" if c.warn_only else "[red]problem[/]")
+        table.add_row(c.name, status, _safe(c.detail), _safe(c.fix))
+    Console(highlight=False).print(table)
+    if any(not c.ok and not c.warn_only for c in checks):
+        raise typer.Exit(1)
+
+
 # ----------------------------------------------------------------------------- strategies / config
 @app.command()
 def strategies() -> None:
@@ -568,7 +587,9 @@ def run(argv: list[str] | None = None) -> None:
     import click
 
     try:
-        app(args=argv, standalone_mode=False)
+        rc = app(args=argv, standalone_mode=False)
+        if isinstance(rc, int) and rc:
+            raise SystemExit(rc)
     except RagcliError as exc:
         _report(exc, exc.exit_code)
     except KeyboardInterrupt:

@@ -9,7 +9,7 @@ from typing import Iterator
 
 from ragcli.config import Settings
 from ragcli.errors import UsageError
-from ragcli.events import Event
+from ragcli.events import Event, Notice
 from ragcli.generation import Generator
 from ragcli.retrieval import Retriever
 
@@ -70,5 +70,8 @@ class Engine:
             raise UsageError("the question is empty")
         cls = self.strategy_class(settings.strategy, allow_eval=allow_eval)
         needs_index = cls.name != "none" and retriever is None
-        strategy = cls(self.generator, (self.retriever if needs_index else retriever), settings)
+        generator = self.generator
+        strategy = cls(generator, (self.retriever if needs_index else retriever), settings)
+        for message in getattr(generator, "notices", ()):
+            yield Notice(message, "warning")
         yield from strategy.run(question)

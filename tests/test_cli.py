@@ -113,3 +113,29 @@ def test_help_is_fast_and_imports_nothing_heavy():
             "print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_doctor_reports_a_missing_index_with_the_fix(tmp_path, capsys):
+    code, out, _ = call(["doctor", "--index", str(tmp_path / "none"), "--no-web"], capsys)
+    assert code == 1
+    assert "problem" in out and "ragcli index" in out
+    assert "sentences" in out and "ok" in out
+
+
+def test_history_lists_and_shows_logged_answers(small_corpus, tmp_path, capsys, fake_model):
+    idx = str(tmp_path / "idx")
+    call(["index", str(small_corpus), "--index", idx], capsys)
+    call(["ask", "Which band?", "--index", idx, "--strategy", "single"], capsys)
+    call(["ask", "Not logged?", "--index", idx, "--strategy", "none", "--no-log"], capsys)
+    code, out, _ = call(["history"], capsys)
+    assert code == 0 and "Which band?" in out and "Not logged?" not in out
+    code, out, _ = call(["history", "show", "1"], capsys)
+    assert code == 0 and "Rush is the band." in out and "search" in out
+    code, _, err = call(["history", "show", "99"], capsys)
+    assert code == 2 and "no history entry 99" in err
+
+
+def test_info_shows_index_stats(built_index, settings, capsys):
+    code, out, _ = call(["info", "--index", settings.index, "--json"], capsys)
+    stats = json.loads(out)
+    assert code == 0 and stats["passages"] == built_index.num_passages() and stats["files"] == 2

@@ -84,6 +84,11 @@ class LlamaGenerator:
         from llama_cpp import Llama
 
         self._np = np
+        self.notices: list[str] = []
+        if n_gpu_layers and not gpu_offload_supported():
+            self.notices.append(f"--n-gpu-layers {n_gpu_layers} asked for, but this llama.cpp build has no GPU "
+                                "backend: running on the CPU")
+            n_gpu_layers = 0
         kwargs = dict(model_path=str(model_path), n_ctx=n_ctx, n_gpu_layers=n_gpu_layers, seed=seed,
                       logits_all=False, verbose=False, n_batch=512)
         if threads > 0:

@@ -1,0 +1,89 @@
+"""`ragcli doctor`: check each part a run needs and say what to do about each problem."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ragcli.config import Settings
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+    warn_only: bool = False
+
+
+def run_checks(settings: Settings, *, web: bool = True) -> list[Check]:
+    return [_model(settings), _backend(settings), _index(settings), _sentences(), *([_web(settings)] if web else [])]
+
+
+def _model(settings: Settings) -> Check:
+    from ragcli.errors import ModelError
+    from ragcli.generation.llama import check_gguf, embedded_model_path
+
+    try:
+        path = Path(settings.model).expanduser() if settings.model else embedded_model_path()
+        check_gguf(path)
+        return Check("model", True, f"{path} ({path.stat().st_size / 1e6:.0f} MB)")
+    except ModelError as exc:
+        return Check("model", False, exc.message, exc.hint or "pass --model PATH.gguf")
+
+
+def _backend(settings: Settings) -> Check:
+    try:
+        from importlib.metadata import version
+
+        from ragcli.generation.llama import gpu_offload_supported
+
+        gpu = gpu_offload_supported()
+        detail = f"llama-cpp-python {version('llama-cpp-python')}, {'GPU offload available' if gpu else 'CPU only'}"
+        if settings.n_gpu_layers and not gpu:
+            return Check("llama.cpp", False, detail + f"; --n-gpu-layers {settings.n_gpu_layers} will run on the CPU",
+                         'rebuild with CMAKE_ARGS="-DGGML_CUDA=on" scripts/setup.sh', warn_only=True)
+        return Check("llama.cpp", True, detail)
+    except Exception as exc:  # noqa: BLE001 - doctor reports, never crashes
+        return Check("llama.cpp", False, f"llama_cpp does not import: {exc}", "reinstall: scripts/setup.sh")
+
+
+def _index(settings: Settings) -> Check:
+    from ragcli.errors import RagcliError
+    from ragcli.retrieval.index import TantivyIndex
+
+    try:
+        idx = TantivyIndex.open(settings.index)
+        n = idx.num_passages()
+        if n == 0:
+            return Check("index", False, f"{settings.index} is empty", "ragcli index PATH")
+        return Check("index", True, f"{settings.index}: {n} passages")
+    except RagcliError as exc:
+        return Check("index", False, exc.message, exc.hint or "ragcli index PATH")
+
+
+def _sentences() -> Check:
+    from ragcli.sentences import PARAMS_FILE, split_sentences
+
+    try:
+        ok = split_sentences("Dr. Smith arrived. He sat.") == ["Dr. Smith arrived.", "He sat."]
+        detail = f"NLTK Punkt with shipped parameters ({PARAMS_FILE.name})"
+        return Check("sentences", ok, detail if ok else detail + " split 'Dr. Smith' wrongly",
+                     "" if ok else "reinstall ragcli (ragcli/data/punkt_en.json is missing)")
+    except Exception as exc:  # noqa: BLE001
+        return Check("sentences", False, f"NLTK does not work: {exc}", "pip install nltk")
+
+
+def _web(settings: Settings) -> Check:
+    from ragcli.errors import WebSearchError
+    from ragcli.retrieval.web import DdgsWebSearcher
+
+    if not settings.web:
+        return Check("web search", True, "off (--no-web)")
+    try:
+        results = DdgsWebSearcher(timeout=min(settings.web_timeout, 5.0)).search("Wikipedia", 1)
+        return Check("web search", True, f"reachable ({len(results)} result)")
+    except WebSearchError as exc:
+        return Check("web search", False, exc.message,
+                     "CRAG will answer from local documents; use --no-web to skip the attempt", warn_only=True)
