@@ -86,11 +86,12 @@ def bench_logits_all(results: dict, n_tokens: int = 12) -> None:
     del llm
 
 
-def _run_strategy(strategy: str, qs: list[str], index: str, cache: bool, max_tokens: int) -> dict:
+def _run_strategy(strategy: str, qs: list[str], index: str, cache: bool, max_tokens: int, theta: float = 0.2) -> dict:
     from ragcli.config import Settings
     from ragcli.engine import Engine
 
-    settings = Settings.resolve({"index": index, "strategy": strategy, "cache": cache, "max_tokens": max_tokens},
+    settings = Settings.resolve({"index": index, "strategy": strategy, "cache": cache, "max_tokens": max_tokens,
+                                 "theta": theta},
                                 env={}, config_path=Path("/nonexistent"))
     engine = Engine(settings)
     engine.generator  # load before timing

@@ -89,6 +89,16 @@ class Strategy:
         yield DocumentsRetrieved(query, tuple(docs), time.perf_counter() - t)
         return docs
 
+    def reuse_order(self, docs: Sequence[Document], previous: Sequence[Document]) -> list[Document]:
+        """Documents that were also in the previous prompt first, in their previous order, then the
+        new ones by rank: when a retrieval returns overlapping documents, the prompt keeps a common
+        prefix and the KV cache re-evaluates only from the first new document. The order depends
+        only on the strategy's own state, so cached and uncached runs see the same prompt."""
+        ids = {d.id for d in docs}
+        kept = [d for d in previous if d.id in ids]
+        kept_ids = {d.id for d in kept}
+        return kept + [d for d in docs if d.id not in kept_ids]
+
     def cite(self, docs: Sequence[Document]) -> None:
         for d in docs:
             if d.id not in self._source_ids:

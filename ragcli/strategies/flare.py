@@ -139,7 +139,9 @@ class Flare(Strategy):
         """Generate one sentence conditioned on ``docs``; commit it. Returns (sentence | None, ended)."""
         st = self.settings
         so_far = " ".join(answer)
+        docs = self.reuse_order(docs, getattr(self, "_prompt_docs", ()))
         docs = self.fit_documents(docs, lambda d: prompts.answer_prompt(question, d, so_far), reserve=st.lookahead)
+        self._prompt_docs = docs
         self.cite(docs)
         yield self.step("regenerate" if regenerated else "generate")
         chunk = yield from self.generate(prompts.answer_prompt(question, docs, so_far),

@@ -33,10 +33,8 @@ class IRCoT(Strategy):
         self._add(pool, seen, docs, 0)
         stop_reason = "max_steps"
         while self.stats.steps < st.max_steps:
-            ranked = [d for _, _, d in sorted(pool, key=lambda x: (x[0], x[1]))]
             so_far = " ".join(reasoning)
-            ranked = self.fit_documents(ranked, lambda d: prompts.cot_prompt(question, d, so_far),
-                                        reserve=st.lookahead)
+            ranked = self._fit_pool(pool, lambda d: prompts.cot_prompt(question, d, so_far), st.lookahead)
             self.stats.retrieval_opportunities += 1
             yield self.step("cot")
             chunk = yield from self.generate(prompts.cot_prompt(question, ranked, so_far),
@@ -56,9 +54,21 @@ class IRCoT(Strategy):
             docs = yield from self.retrieve(Query(" ".join(sentence.text.split()[: st.max_query_words]), "cot"),
                                             "the last reasoning sentence")
             self._add(pool, seen, docs, self.stats.retrievals)
-        ranked = [d for _, _, d in sorted(pool, key=lambda x: (x[0], x[1]))]
+        ranked = [d for _, _, d in pool]
         answer = yield from self._read(question, ranked, reasoning)
         yield self.finish(answer, stop_reason)
+
+    def _fit_pool(self, pool, build, reserve: int) -> list[Document]:
+        """The pool in the order paragraphs arrived (new ones are appended, so the prompt keeps
+        its prefix and the KV cache evaluates only the new paragraphs); when it does not fit, the
+        lowest-ranked paragraphs (latest retrieval, lowest rank) are dropped first."""
+        by_rank = sorted(pool, key=lambda x: (x[0], x[1]))
+        kept = self.fit_documents([d for _, _, d in by_rank], build, reserve)
+        kept_ids = {d.id for d in kept}
+        in_order = [d for _, _, d in pool if d.id in kept_ids]
+        if len(in_order) == len(kept) and self.gen.count_tokens(build(in_order)) <= self.gen.n_ctx - reserve:
+            return in_order
+        return kept
 
     def _add(self, pool, seen, docs, retrieval_no: int) -> None:
         for rank, d in enumerate(docs):

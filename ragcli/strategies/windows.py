@@ -31,13 +31,15 @@ class PreviousWindow(Strategy):
         pending: list[Token] = []  # tokens of the sentence not yet committed
         answer: list[str] = []
         stop_reason = "max_tokens"
+        prompt_docs: list[Document] = []
         self._question = question
         while len(generated) < st.max_tokens:  # one window per stride: bounded by max_tokens, not max_steps
             query = self._window_query(question, generated)
             docs = yield from self._retrieve(query, generated)
             so_far = "".join(t.text for t in generated)
             budget = min(st.stride, st.max_tokens - len(generated))
-            docs = self.fit_documents(docs, lambda d: prompts.answer_prompt(question, d, so_far), reserve=budget)
+            docs = self.reuse_order(docs, prompt_docs)
+            docs = prompt_docs = self.fit_documents(docs, lambda d: prompts.answer_prompt(question, d, so_far), reserve=budget)
             self.cite(docs)
             self.stats.retrieval_opportunities += 1
             yield self.step("window")
@@ -111,6 +113,7 @@ class PreviousSentence(Strategy):
         answer: list[str] = []
         used = 0
         stop_reason = "max_steps"
+        prompt_docs: list[Document] = []
         query = Query(question, "question")
         while self.stats.steps < st.max_steps:
             if used >= st.max_tokens:
@@ -118,8 +121,9 @@ class PreviousSentence(Strategy):
                 break
             docs = yield from self.retrieve(query, "previous sentence" if answer else "first step: the question")
             so_far = " ".join(answer)
-            docs = self.fit_documents(docs, lambda d: prompts.answer_prompt(question, d, so_far),
-                                      reserve=st.lookahead)
+            docs = self.reuse_order(docs, prompt_docs)
+            docs = prompt_docs = self.fit_documents(docs, lambda d: prompts.answer_prompt(question, d, so_far),
+                                                    reserve=st.lookahead)
             self.cite(docs)
             self.stats.retrieval_opportunities += 1
             yield self.step("generate")
