@@ -67,6 +67,7 @@ class Settings:
     seed: int = field(default=0, metadata={"help": "sampling seed"})
     temperature: float = field(default=0.0, metadata={"help": "0 is greedy decoding"})
     top_p: float = field(default=0.95, metadata={"help": "nucleus sampling when temperature > 0"})
+    require_gpu: bool = field(default=False, metadata={"help": "fail instead of falling back to the CPU"})
     prompt_style: str = field(default="auto", metadata={"help": "auto | completion | chat"})
     cache: bool = field(default=True, metadata={"help": "reuse the KV cache across steps"})
     # strategy
@@ -74,6 +75,7 @@ class Settings:
     k: int = field(default=3, metadata={"help": "documents per retrieval"})
     max_tokens: int = field(default=160, metadata={"help": "maximum answer length in tokens"})
     max_steps: int = field(default=10, metadata={"help": "maximum generation steps"})
+    timeout: float = field(default=0.0, metadata={"help": "seconds per question before the answer stops (0: none)"})
     theta: float = field(default=0.4, metadata={"help": "FLARE: retrieve when any draft token has p < theta"})
     beta: float = field(default=0.4, metadata={"help": "FLARE: mask draft tokens with p < beta from the query"})
     lookahead: int = field(default=64, metadata={"help": "FLARE: look-ahead tokens per draft"})

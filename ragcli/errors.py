@@ -45,6 +45,10 @@ class EmptyCorpusError(RagcliError):
     exit_code = 5
 
 
+class IndexWriteError(RagcliError):
+    exit_code = 9
+
+
 class ModelError(RagcliError):
     exit_code = 6
 

@@ -90,7 +90,8 @@ class _Slot:
 
 class LlamaGenerator:
     def __init__(self, model_path: Path, *, n_ctx: int = 4096, n_gpu_layers: int = 0, threads: int = 0,
-                 seed: int = 0, temperature: float = 0.0, top_p: float = 0.95, cache: bool = True) -> None:
+                 seed: int = 0, temperature: float = 0.0, top_p: float = 0.95, cache: bool = True,
+                 require_gpu: bool = False) -> None:
         check_gguf(model_path)
         import numpy as np
         from llama_cpp import Llama
@@ -98,6 +99,9 @@ class LlamaGenerator:
         self._np = np
         self.notices: list[str] = []
         if n_gpu_layers and not gpu_offload_supported():
+            if require_gpu:
+                raise ModelError("--require-gpu: this llama.cpp build has no GPU backend",
+                                 hint='rebuild llama-cpp-python with CMAKE_ARGS="-DGGML_CUDA=on" scripts/setup.sh')
             self.notices.append(f"--n-gpu-layers {n_gpu_layers} asked for, but this llama.cpp build has no GPU "
                                 "backend: running on the CPU")
             n_gpu_layers = 0
@@ -128,7 +132,7 @@ class LlamaGenerator:
         path = Path(settings.model).expanduser() if settings.model else embedded_model_path()
         return cls(path, n_ctx=settings.ctx, n_gpu_layers=settings.n_gpu_layers, threads=settings.threads,
                    seed=settings.seed, temperature=settings.temperature, top_p=settings.top_p,
-                   cache=settings.cache)
+                   cache=settings.cache, require_gpu=settings.require_gpu)
 
     # ---------------------------------------------------------------- tokens
     def tokenize(self, text: str, *, bos: bool = True) -> list[int]:
@@ -179,8 +183,12 @@ class LlamaGenerator:
         if slot is None:
             from llama_cpp._internals import LlamaBatch, LlamaContext
 
-            with _quiet_stderr():
-                ctx = LlamaContext(model=self.llm._model, params=self.llm.context_params, verbose=False)
+            try:
+                with _quiet_stderr():
+                    ctx = LlamaContext(model=self.llm._model, params=self.llm.context_params, verbose=False)
+            except ValueError:
+                raise ModelError(f"llama.cpp could not create another {self.n_ctx}-token context (out of memory?)",
+                                 hint="lower --ctx") from None
             batch = LlamaBatch(n_tokens=self.llm.n_batch, embd=0, n_seq_max=1, verbose=False)
             slot = self._slots[name] = _Slot(ctx, batch)
         return slot
@@ -215,7 +223,10 @@ class LlamaGenerator:
             n = min(CHUNK - pos % CHUNK, len(tokens) - i)
             part = tokens[i : i + n]
             slot.batch.set_batch(batch=part, n_past=pos, logits_all=False)
-            slot.ctx.decode(slot.batch)
+            try:
+                slot.ctx.decode(slot.batch)
+            except RuntimeError as exc:
+                raise ModelError(f"llama.cpp failed to evaluate the prompt: {exc}", hint="lower --ctx or -k") from None
             slot.tokens.extend(part)
             i += n
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ragcli.errors import EmptyCorpusError, InputPathError
+from ragcli.errors import EmptyCorpusError, IndexWriteError, InputPathError
 from ragcli.ingest.reader import FileInfo, SkipFile, iter_files, read_passages
 from ragcli.retrieval.index import TantivyIndex
 
@@ -73,11 +73,11 @@ def build_index(
     warn = on_warning or (lambda msg: None)
     files = list(iter_files(paths, include_hidden=include_hidden, exclude=exclude or ()))
     report = IndexReport(files_seen=len(files))
+    if rebuild:
+        TantivyIndex.remove(index_dir)
     index = TantivyIndex.open_or_create(index_dir)
     with index.writer() as writer:
-        manifest = {} if rebuild else index.load_manifest()
-        if rebuild:
-            writer.delete_all()
+        manifest = index.load_manifest()
         roots = [str(p.resolve()) for p in paths]
         current = {str(f.path) for f in files}
         pending: dict[str, dict] = {}
@@ -86,7 +86,12 @@ def build_index(
 
         def commit() -> None:
             nonlocal batch
-            writer.commit()
+            try:
+                writer.commit()
+            except (OSError, ValueError) as exc:  # e.g. disk full: the last commit stays intact
+                raise IndexWriteError(f"could not write the index at {index_dir}: {exc}",
+                                      hint="free disk space and run `ragcli index` again; "
+                                           "the index still holds its last commit") from None
             for key in pending_removed:
                 manifest.pop(key, None)
             manifest.update(pending)
@@ -147,8 +152,10 @@ def _index_one(info: FileInfo, previous: dict | None, writer, pending: dict, rep
         report.skipped.append((display_path(info.path), str(exc)))
         warn(f"skipped {display_path(info.path)}: {exc}")
         return 0
+    # Delete by path even for a file the manifest does not know: after a crash between a commit
+    # and the manifest write, re-running must not add its passages twice.
+    writer.delete_path(key)
     if previous:
-        writer.delete_path(key)
         report.updated += 1
     else:
         report.added += 1

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from ragcli.errors import IndexCorruptError, IndexLockedError, IndexMissingError
+from ragcli.errors import IndexCorruptError, IndexLockedError, IndexMissingError, UsageError
 from ragcli.ingest.passages import Passage
 from ragcli.retrieval.query import query_terms
 from ragcli.types import Document
@@ -114,6 +114,26 @@ class TantivyIndex:
         meta.save(directory)
         return cls(directory, index, meta)
 
+    @staticmethod
+    def remove(directory: str | Path) -> None:
+        """Delete an index directory (for --rebuild), refusing folders that are not indexes."""
+        import shutil
+
+        directory = Path(directory)
+        if not directory.exists():
+            return
+        if not ((directory / META_FILE).exists() or (directory / "meta.json").exists()):
+            if any(p for p in directory.iterdir() if p.name not in ("README.md", LOCK_FILE)):
+                raise UsageError(f"{directory} is not a ragcli index; refusing to delete it")
+            return
+        for child in directory.iterdir():
+            if child.name == "README.md":
+                continue
+            if child.is_dir():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+
     @classmethod
     def open_or_create(cls, directory: str | Path) -> "TantivyIndex":
         directory = Path(directory)
@@ -142,8 +162,14 @@ class TantivyIndex:
                 w = self._index.writer(heap_size=heap_mb * 1024 * 1024, num_threads=threads)
             except ValueError as exc:  # tantivy's own writer lock
                 raise IndexLockedError(f"index at {self.directory} is locked by another writer ({exc})") from None
-            yield IndexWriter(w)
-            # nothing here: callers commit explicitly, uncommitted work is dropped on error
+            wrapper = IndexWriter(w)
+            try:
+                yield wrapper
+            finally:
+                # Callers commit explicitly. On an error, drop uncommitted work and release
+                # tantivy's writer lock now, not when a traceback lets go of the objects.
+                wrapper.release()
+                del w
 
     def reload(self) -> None:
         self._index.reload()
@@ -226,6 +252,15 @@ class IndexWriter:
 
     def finish(self) -> None:
         self._w.wait_merging_threads()
+        self._w = None
+
+    def release(self) -> None:
+        if self._w is not None:
+            try:
+                self._w.rollback()
+            except (ValueError, OSError):
+                pass
+            self._w = None
 
 
 @contextmanager

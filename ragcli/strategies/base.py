@@ -25,6 +25,25 @@ from ragcli.sentences import first_sentence_end
 from ragcli.types import Document, Query, RunStats, Sentence, Token
 
 
+REPEATS = 4  # a block of tokens repeated this many times in a row is degenerate repetition
+MAX_PERIOD = 16
+
+
+def repeating(tokens: Sequence[Token]) -> int:
+    """The period (in tokens) if the last tokens are one block repeated REPEATS times, else 0."""
+    texts = [t.text for t in tokens]
+    for period in range(1, MAX_PERIOD + 1):
+        span = period * REPEATS
+        if len(texts) < span:
+            break
+        block = texts[-period:]
+        if "".join(block).strip() == "":
+            continue
+        if all(texts[-(k + 1) * period: len(texts) - k * period] == block for k in range(1, REPEATS)):
+            return period
+    return 0
+
+
 @dataclass
 class Chunk:
     """Result of one generation call: tokens, their text, and whether the model ended the answer."""
@@ -65,8 +84,9 @@ class Strategy:
         self.stats = RunStats()
         self.sources: list[Document] = []
         self._source_ids: set[str] = set()
-        self._t0 = 0.0
+        self._t0 = time.perf_counter()
         self._gen0 = (0, 0, 0)
+        self.stop_reason: str | None = None  # set when a limit (repetition, timeout) ended the answer
 
     # -------------------------------------------------------------------- entry point
     def run(self, question: str) -> Iterator[Event]:
@@ -127,6 +147,9 @@ class Strategy:
         if max_tokens <= 0:
             chunk.ended = True
             return chunk
+        if self.out_of_time():
+            chunk.ended = True
+            return chunk
         for tok in self.gen.stream(prompt, max_tokens=max_tokens, stop=stop, slot=slot, bias=bias,
                                    suppress_first=suppress_first):
             chunk.tokens.append(tok)
@@ -136,8 +159,25 @@ class Strategy:
                 return chunk
             if watch is not None and watch(text):
                 return chunk
+            period = repeating(chunk.tokens)
+            if period:
+                del chunk.tokens[len(chunk.tokens) - period * (REPEATS - 1):]
+                self.stop_reason = "repetition"
+                yield Notice("the model started repeating itself; stopped", "warning")
+                chunk.ended = True
+                return chunk
+            if self.out_of_time():
+                yield Notice(f"time budget of {self.settings.timeout:g}s reached; stopped", "warning")
+                chunk.ended = True
+                return chunk
         chunk.ended = len(chunk.tokens) < max_tokens
         return chunk
+
+    def out_of_time(self) -> bool:
+        if self.settings.timeout > 0 and time.perf_counter() - self._t0 > self.settings.timeout:
+            self.stop_reason = "timeout"
+            return True
+        return False
 
     def fit_documents(self, docs: Sequence[Document], build: Callable[[Sequence[Document]], str],
                       reserve: int) -> list[Document]:
@@ -173,6 +213,7 @@ class Strategy:
         return StepStarted(self.stats.steps, what)
 
     def finish(self, answer: str, stop_reason: str = "end") -> AnswerFinished:
+        stop_reason = self.stop_reason or stop_reason
         s = self.gen.stats
         self.stats.prompt_tokens_evaluated = s.prompt_tokens_evaluated - self._gen0[0]
         self.stats.tokens_generated = s.tokens_generated - self._gen0[1]

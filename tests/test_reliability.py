@@ -1,0 +1,215 @@
+"""Failure modes: each case gives a clear message, the right exit code, and loses nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+
+from ragcli import cli, engine as engine_mod
+from ragcli.errors import IndexCorruptError, IndexWriteError, ModelError
+from ragcli.events import AnswerFinished, Notice
+from ragcli.generation.fake import FakeGenerator, toks
+from ragcli.ingest.indexer import build_index
+from ragcli.retrieval.index import META_FILE, TantivyIndex
+from ragcli.strategies.baselines import NoRetrieval
+from ragcli.strategies.flare import Flare
+from tests.conftest import ROOT
+from tests.test_flare import RecordingRetriever, of
+
+
+def call(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.run(argv)
+    out = capsys.readouterr()
+    return exc.value.code, out.out, out.err
+
+
+# ------------------------------------------------------------------------------- generation limits
+def test_degenerate_repetition_is_stopped_and_reported(settings):
+    gen = FakeGenerator([[(" The", 0.9)] + [(" Earl", 0.9), (" of", 0.9), (" Gloucester,", 0.9)] * 30])
+    events = list(NoRetrieval(gen, None, settings.copy(max_tokens=200)).run("Who?"))
+    fin = of(events, AnswerFinished)[0]
+    assert fin.stop_reason == "repetition"
+    assert fin.answer.count("Gloucester") == 1
+    assert any("repeating" in n.message for n in of(events, Notice))
+
+
+def test_time_budget_stops_the_answer(settings):
+    from ragcli.types import Token
+
+    class Slow(FakeGenerator):
+        def stream(self, prompt, **kw):
+            for i in range(100):
+                time.sleep(0.02)
+                self.stats.tokens_generated += 1
+                yield Token(f" word{i}", -0.1)
+
+    t = time.perf_counter()
+    events = list(NoRetrieval(Slow(), None, settings.copy(timeout=0.3, max_tokens=100)).run("Slow?"))
+    assert time.perf_counter() - t < 2.0
+    assert of(events, AnswerFinished)[0].stop_reason == "timeout"
+    assert any("time budget" in n.message for n in of(events, Notice))
+
+
+def test_look_ahead_cap_without_a_sentence_end(settings):
+    gen = FakeGenerator(default=[(f" w{i}", 0.9) for i in range(500)])
+    events = list(Flare(gen, RecordingRetriever(), settings.copy(lookahead=16, max_tokens=40, theta=0.0)).run("Q?"))
+    fin = of(events, AnswerFinished)[0]
+    assert fin.stats.tokens_generated <= 40 + 16
+    assert fin.stop_reason in ("max_tokens", "max_steps")
+
+
+def test_question_longer_than_the_context_window(monkeypatch, built_index, settings, capsys):
+    monkeypatch.setattr(engine_mod, "make_generator", lambda s: FakeGenerator(default=toks(" x.", 0.9), n_ctx=300))
+    code, _, err = call(["ask", "why " * 400, "--index", settings.index, "--strategy", "single"], capsys)
+    assert code == 7
+    assert err.strip().splitlines()[-1].startswith("error: the question and answer need more than the 300-token context")
+
+
+# ------------------------------------------------------------------------------- model files
+def test_truncated_and_wrong_model_files(tmp_path):
+    from ragcli.generation.llama import LlamaGenerator
+
+    truncated = tmp_path / "cut.gguf"
+    truncated.write_bytes(b"GGUF" + b"\x03\x00\x00\x00" + b"\x00" * 40)
+    with pytest.raises(ModelError, match="could not load"):
+        LlamaGenerator(truncated)
+    with pytest.raises(ModelError, match="not found"):
+        LlamaGenerator(tmp_path / "missing.gguf")
+    text = tmp_path / "notes.gguf"
+    text.write_text("hello")
+    with pytest.raises(ModelError, match="not a GGUF"):
+        LlamaGenerator(text)
+
+
+def test_require_gpu_without_a_gpu_build(tmp_path, monkeypatch):
+    from ragcli.generation import llama
+
+    monkeypatch.setattr(llama, "gpu_offload_supported", lambda: False)
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF" + b"\x00" * 16)
+    with pytest.raises(ModelError, match="no GPU backend"):
+        llama.LlamaGenerator(model, n_gpu_layers=-1, require_gpu=True)
+
+
+# ------------------------------------------------------------------------------- index robustness
+def test_corrupt_and_old_indexes_are_detected_with_the_fix(built_index, settings, small_corpus):
+    meta = json.loads((Path(settings.index) / META_FILE).read_text())
+    meta["schema_version"] = 0
+    (Path(settings.index) / META_FILE).write_text(json.dumps(meta))
+    with pytest.raises(IndexCorruptError, match="schema v0") as exc:
+        TantivyIndex.open(settings.index)
+    assert "--rebuild" in exc.value.hint
+    (Path(settings.index) / META_FILE).write_text("{ half-written")
+    with pytest.raises(IndexCorruptError, match="unreadable"):
+        TantivyIndex.open(settings.index)
+    report = build_index([small_corpus], Path(settings.index), rebuild=True)  # the printed fix works
+    assert TantivyIndex.open(settings.index).num_passages() == report.passages_total > 0
+
+
+def test_rebuild_refuses_a_folder_that_is_not_an_index(tmp_path, small_corpus):
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "thesis.tex").write_text("do not delete")
+    from ragcli.errors import UsageError
+
+    with pytest.raises(UsageError, match="not a ragcli index"):
+        build_index([small_corpus], precious, rebuild=True)
+    assert (precious / "thesis.tex").exists()
+
+
+def test_disk_full_during_commit_keeps_the_last_commit(built_index, settings, tmp_path, monkeypatch):
+    from ragcli.retrieval import index as index_mod
+
+    before = built_index.num_passages()
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "new.txt").write_text("Wombats are marsupials.")
+
+    def full(self):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(index_mod.IndexWriter, "commit", full)
+    with pytest.raises(IndexWriteError, match="No space left") as exc:
+        build_index([extra], Path(settings.index))
+    assert "last commit" in exc.value.hint
+    monkeypatch.undo()
+    assert TantivyIndex.open(settings.index).num_passages() == before
+    build_index([extra], Path(settings.index))
+    assert TantivyIndex.open(settings.index).num_passages() == before + 1
+
+
+def test_unreadable_files_are_skipped(small_corpus, settings, monkeypatch):
+    locked = small_corpus / "locked.txt"
+    locked.write_text("secret")
+    real = Path.read_bytes
+
+    def read_bytes(self):  # chmod 0 does not stop root, so simulate the permission error
+        if self.name == "locked.txt":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    monkeypatch.setattr("ragcli.ingest.indexer.file_hash", lambda p: "x" if p.name != "locked.txt" else read_bytes(p))
+    warnings = []
+    report = build_index([small_corpus], Path(settings.index), on_warning=warnings.append)
+    assert any("locked.txt" in p for p, _ in report.skipped)
+    assert any("Permission denied" in w for w in warnings)
+    assert report.passages_total > 0
+
+
+def test_huge_files_are_capped_with_a_warning(small_corpus, settings, monkeypatch):
+    from ragcli.ingest import reader
+
+    monkeypatch.setattr(reader, "MAX_FILE_BYTES", 400)
+    (small_corpus / "big.txt").write_text("word " * 100)
+    warnings = []
+    build_index([small_corpus], Path(settings.index), on_warning=warnings.append)
+    assert any("big.txt" in w and "larger than" in w for w in warnings)
+
+
+def test_kill_9_during_indexing_then_rerun_completes_without_duplicates(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    lines = (ROOT / "examples" / "sample" / "wiki_paragraphs.jsonl").read_text().splitlines()
+    for i in range(60):  # many files, small batches: several commits happen before the kill
+        (corpus / f"part{i:02d}.jsonl").write_text("\n".join(lines[i * 5:(i + 1) * 5]) + "\n")
+    index = tmp_path / "index"
+    code = ("import sys, time; from pathlib import Path; from ragcli.ingest.indexer import build_index\n"
+            "def slow(done, total, n): time.sleep(0.05)\n"
+            f"build_index([Path({str(corpus)!r})], Path({str(index)!r}), commit_every=10, on_progress=slow)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT)
+    deadline = time.time() + 30
+    manifest = index / "ragcli-files.json"
+    while time.time() < deadline and not (manifest.exists() and len(json.loads(manifest.read_text() or "{}")) >= 4):
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    opened = TantivyIndex.open(index)  # still opens, holds the last commit
+    assert opened.num_passages() > 0
+    build_index([corpus], index)
+    total = TantivyIndex.open(index).num_passages()
+    fresh = build_index([corpus], tmp_path / "fresh")
+    assert total == fresh.passages_total  # nothing lost, nothing duplicated
+
+
+# ------------------------------------------------------------------------------- queries
+@hsettings(max_examples=150, deadline=2000, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(alphabet=st.characters(), max_size=300) | st.sampled_from(['"', "(", ")", ":", "*", "~", "^", "[", "]", "{",
+       "}", "AND", "OR", "NOT", "-", "+", "\\", "title:", "a TO b", '"unclosed']).map(lambda s: s * 7))
+def test_fuzzed_queries_never_raise_or_hang(built_index, query):
+    t = time.perf_counter()
+    assert isinstance(built_index.search(query, 3), list)
+    assert time.perf_counter() - t < 1.0
+
+
+def test_very_long_query(built_index):
+    assert isinstance(built_index.search("shrub " * 100_000, 3), list)
