@@ -88,6 +88,7 @@ class Settings:
     reader: str = field(default="direct", metadata={"help": "ircot: cot | direct"})
     upper: float = field(default=0.6, metadata={"help": "crag: a document above this is Correct"})
     lower: float = field(default=0.2, metadata={"help": "crag: all documents below this is Incorrect"})
+    correct: bool = field(default=False, metadata={"help": "pass every retrieval through CRAG's grading and refinement"})
     web: bool = field(default=True, metadata={"help": "crag: search the web when retrieval is Incorrect"})
     web_timeout: float = field(default=5.0, metadata={"help": "seconds before a web search gives up"})
     # output

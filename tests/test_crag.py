@@ -227,3 +227,18 @@ def test_correct_documents_wraps_another_strategys_retrieval(settings):
     assert [type(e).__name__ for e in events] == ["DocumentsGraded"]
     assert [(d.id, d.text) for d in docs] == [("good", "Rome was founded by Romulus. He was the first king.")]
     assert web.queries == [] and strategy.stats.extra["web"] == "not needed"
+
+
+def test_correct_flag_wraps_the_retrieval_of_other_strategies(settings):
+    """--correct: FLARE's retrievals pass through CRAG's grading (one notice when the web is off)."""
+    from ragcli.events import DocumentsGraded
+    from ragcli.strategies.flare import Flare
+    from tests.test_flare import FIRST, RecordingRetriever, of
+
+    gen = FakeGenerator([FIRST, toks(" He was the son of Mars.", 0.9, low={"Mars.": 0.1}) + [(" X", 0.9)],
+                         toks(" Jupiter it was.", 0.9) + toks("\n\nQuestion:", 0.9)], yes_prob=lambda p: 0.0)
+    events = list(Flare(gen, RecordingRetriever(), settings.copy(correct=True, web=False, theta=0.5)).run("Who?"))
+    graded = of(events, DocumentsGraded)
+    assert len(graded) == 2 and all(g.action == "incorrect" for g in graded)
+    notices = [e for e in events if e.kind == "notice"]
+    assert len(notices) == 1  # web off: said once per answer, not at every corrective step

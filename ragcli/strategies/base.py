@@ -90,6 +90,7 @@ class Strategy:
 
     # -------------------------------------------------------------------- entry point
     def run(self, question: str) -> Iterator[Event]:
+        self.question = question
         self._t0 = time.perf_counter()
         s = self.gen.stats
         self._gen0 = (s.prompt_tokens_evaluated, s.tokens_generated, s.prompt_tokens_reused)
@@ -107,6 +108,10 @@ class Strategy:
         docs = self.retriever.search(query.text, k) if (self.retriever and query.text.strip()) else []
         self.stats.retrievals += 1
         yield DocumentsRetrieved(query, tuple(docs), time.perf_counter() - t)
+        if self.settings.correct and self.name != "crag" and docs:
+            from ragcli.strategies.crag import correct_documents  # CRAG as a wrapper (--correct)
+
+            docs = yield from correct_documents(self, self.question, docs)
         return docs
 
     def reuse_order(self, docs: Sequence[Document], previous: Sequence[Document]) -> list[Document]:

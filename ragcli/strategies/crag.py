@@ -193,6 +193,8 @@ def correct_documents(strategy: Strategy, question: str, docs: Sequence[Document
         return local
 
     fallback = "answering from local documents" if local else "answering without documents"
+    if strategy.stats.extra.get("web") in ("unavailable", "off"):  # said once in this run already
+        return local
     if not st.web:
         strategy.stats.extra["web"] = "off"
         yield Notice(f"web search unavailable: turned off (web = false); {fallback}", "warning")
