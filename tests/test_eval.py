@@ -10,7 +10,7 @@ import pytest
 from ragcli import engine as engine_mod
 from ragcli.engine import Engine
 from ragcli.eval import metrics as m
-from ragcli.eval.dataset import Example, load_examples
+from ragcli.eval.dataset import load_examples
 from ragcli.eval.runner import expand_grid, run_eval, summarize
 from ragcli.generation.fake import FakeGenerator, toks
 from ragcli.ingest.indexer import build_index

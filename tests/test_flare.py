@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragcli.events import AnswerFinished, DocumentsRetrieved, DraftSentence, RetrievalTriggered, SentenceCommitted
+from ragcli.events import AnswerFinished, DraftSentence, RetrievalTriggered, SentenceCommitted
 from ragcli.generation.fake import FakeGenerator, toks
 from ragcli.retrieval import StaticRetriever
 from ragcli.strategies.flare import Flare, FlareInstruct, masked_query

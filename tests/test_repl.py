@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import io
-from pathlib import Path
 
-import pytest
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from rich.console import Console

@@ -6,12 +6,11 @@ most the question in flight; re-running with the same ``--out`` skips what is al
 
 from __future__ import annotations
 
-import hashlib
 import json
 import platform
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -237,11 +236,9 @@ def run_metadata(settings: Settings, dataset: Path, index_dir: str, model_path: 
 
 
 def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    from ragcli.ingest.indexer import file_hash
+
+    return file_hash(path, "sha256")
 
 
 def _git_commit() -> str | None:

@@ -47,8 +47,8 @@ def display_path(path: Path) -> str:
         return str(path)
 
 
-def file_hash(path: Path) -> str:
-    h = hashlib.sha1()
+def file_hash(path: Path, algorithm: str = "sha1") -> str:
+    h = hashlib.new(algorithm)
     with path.open("rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)

@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar, Iterator, Mapping, Sequence
 
+from ragcli import prompts
 from ragcli.config import Settings
 from ragcli.errors import ContextOverflowError
 from ragcli.events import (
@@ -87,6 +88,7 @@ class Strategy:
         self._t0 = time.perf_counter()
         self._gen0 = (0, 0, 0)
         self.stop_reason: str | None = None  # set when a limit (repetition, timeout) ended the answer
+        self._prompt_docs: list[Document] = []  # documents in the main prompt now (for reuse_order)
 
     # -------------------------------------------------------------------- entry point
     def run(self, question: str) -> Iterator[Event]:
@@ -183,6 +185,27 @@ class Strategy:
             self.stop_reason = "timeout"
             return True
         return False
+
+    def sentence_with(self, question: str, docs: Sequence[Document], answer: list[str], *, what: str):
+        """Generate one sentence of the answer conditioned on ``docs`` (main slot) and commit it.
+        Returns (sentence or None when the model ended, whether the answer ended with it)."""
+        st = self.settings
+        so_far = " ".join(answer)
+        docs = self.reuse_order(docs, self._prompt_docs)
+        docs = self.fit_documents(docs, lambda d: prompts.answer_prompt(question, d, so_far), reserve=st.lookahead)
+        self._prompt_docs = docs
+        self.cite(docs)
+        yield self.step(what)
+        chunk = yield from self.generate(prompts.answer_prompt(question, docs, so_far),
+                                         max_tokens=st.lookahead, slot="main", until_sentence=True)
+        sentence, rest = cut_sentence(chunk.tokens, first_sentence_end(chunk.text))
+        if not sentence.text:
+            return None, True
+        yield self.commit(sentence, regenerated=(what == "regenerate"))
+        return sentence, chunk.ended and not rest
+
+    def trim_query(self, text: str) -> str:
+        return " ".join(text.split()[: self.settings.max_query_words])
 
     def fit_documents(self, docs: Sequence[Document], build: Callable[[Sequence[Document]], str],
                       reserve: int) -> list[Document]:

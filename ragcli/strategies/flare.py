@@ -87,8 +87,8 @@ class Flare(Strategy):
         stop_reason = "max_steps"
 
         # Step 1: retrieve with the question, generate the first sentence with those documents.
-        docs = yield from self.retrieve(Query(self._trim(question), "question"), "first step: the question")
-        sentence, ended = yield from self._sentence_with(question, docs, answer, regenerated=False)
+        docs = yield from self.retrieve(Query(self.trim_query(question), "question"), "first step: the question")
+        sentence, ended = yield from self.sentence_with(question, docs, answer, what="generate")
         self.stats.retrieval_opportunities += 1
         if sentence is not None:
             answer.append(sentence.text)
@@ -123,7 +123,7 @@ class Flare(Strategy):
                     continue
                 yield DraftSentence(draft, tuple(low), accepted=False)
                 docs = yield from self._query_and_retrieve(draft, low)
-                sentence, ended = yield from self._sentence_with(question, docs, answer, regenerated=True)
+                sentence, ended = yield from self.sentence_with(question, docs, answer, what="regenerate")
                 if sentence is None:
                     stop_reason = "end"
                     break
@@ -135,23 +135,6 @@ class Flare(Strategy):
         yield self.finish(" ".join(answer), stop_reason)
 
     # ---------------------------------------------------------------- pieces
-    def _sentence_with(self, question: str, docs: Sequence[Document], answer: list[str], *, regenerated: bool):
-        """Generate one sentence conditioned on ``docs``; commit it. Returns (sentence | None, ended)."""
-        st = self.settings
-        so_far = " ".join(answer)
-        docs = self.reuse_order(docs, getattr(self, "_prompt_docs", ()))
-        docs = self.fit_documents(docs, lambda d: prompts.answer_prompt(question, d, so_far), reserve=st.lookahead)
-        self._prompt_docs = docs
-        self.cite(docs)
-        yield self.step("regenerate" if regenerated else "generate")
-        chunk = yield from self.generate(prompts.answer_prompt(question, docs, so_far),
-                                         max_tokens=st.lookahead, slot="main", until_sentence=True)
-        sentence, rest = cut_sentence(chunk.tokens, first_sentence_end(chunk.text))
-        if not sentence.text:
-            return None, True
-        yield self.commit(sentence, regenerated=regenerated)
-        return sentence, chunk.ended and not rest
-
     def _query_and_retrieve(self, draft: Sentence, low: list[Token]):
         st = self.settings
         lowest = ", ".join(f"{t.text.strip()!r} p={t.prob:.2f}" for t in sorted(low, key=lambda t: t.prob)[:4])
@@ -161,12 +144,12 @@ class Flare(Strategy):
             lists = []
             for span in spans[:4]:
                 q = yield from self._generate_question(draft.text, span)
-                docs = yield from self.retrieve(Query(self._trim(q or span), "qgen"), f"question for {span!r}; {reason}")
+                docs = yield from self.retrieve(Query(self.trim_query(q or span), "qgen"), f"question for {span!r}; {reason}")
                 lists.append(docs)
             return interleave(lists, st.k)
         query = masked_query(draft, st.beta, st.max_query_words)
         if not query.text.strip():  # everything was masked: fall back to the unmasked draft
-            query = Query(self._trim(draft.text), "masked", query.shown)
+            query = Query(self.trim_query(draft.text), "masked", query.shown)
         docs = yield from self.retrieve(query, reason)
         return docs
 
@@ -175,8 +158,6 @@ class Flare(Strategy):
                                          stop=prompts.QUESTION_STOP, slot="qgen", draft=True)
         return chunk.text.strip()
 
-    def _trim(self, text: str) -> str:
-        return " ".join(text.split()[: self.settings.max_query_words])
 
 
 SEARCH = re.compile(r"\[Search\((.*?)\)\]?\]", re.S)
@@ -195,7 +176,7 @@ class FlareInstruct(Strategy):
         st = self.settings
         answer = ""
         used = 0
-        docs = yield from self.retrieve(Query(self._trim(question), "question"), "first step: the question")
+        docs = yield from self.retrieve(Query(self.trim_query(question), "question"), "first step: the question")
         self.stats.retrieval_opportunities += 1
         suppress = None
         stop_reason = "max_steps"
@@ -222,13 +203,11 @@ class FlareInstruct(Strategy):
                 stop_reason = "end" if chunk.ended else "max_tokens"
                 break
             self.stats.retrieval_opportunities += 1
-            query = Query(self._trim(m.group(1).strip().strip('"')), "instruct")
+            query = Query(self.trim_query(m.group(1).strip().strip('"')), "instruct")
             docs = yield from self.retrieve(query, "the model asked: " + m.group(0))
             suppress = {"[": self.SUPPRESS_AFTER_SEARCH}
         yield self.finish(answer, stop_reason)
 
-    def _trim(self, text: str) -> str:
-        return " ".join(text.split()[: self.settings.max_query_words])
 
 
 def _search_closed(text: str) -> bool:

@@ -51,7 +51,7 @@ class IRCoT(Strategy):
             if len(pool) >= st.pool_cap:
                 yield self.notice(f"paragraph pool is full ({st.pool_cap}); no more retrieval")
                 continue
-            docs = yield from self.retrieve(Query(" ".join(sentence.text.split()[: st.max_query_words]), "cot"),
+            docs = yield from self.retrieve(Query(self.trim_query(sentence.text), "cot"),
                                             "the last reasoning sentence")
             self._add(pool, seen, docs, self.stats.retrievals)
         ranked = [d for _, _, d in pool]

@@ -12,7 +12,7 @@ from typing import Iterator, Sequence
 
 from ragcli import prompts
 from ragcli.events import Event
-from ragcli.sentences import first_sentence_end, split_spans
+from ragcli.sentences import split_spans
 from ragcli.strategies.base import Strategy, cut_sentence
 from ragcli.types import Document, Query, Token
 
@@ -113,31 +113,21 @@ class PreviousSentence(Strategy):
         answer: list[str] = []
         used = 0
         stop_reason = "max_steps"
-        prompt_docs: list[Document] = []
         query = Query(question, "question")
         while self.stats.steps < st.max_steps:
             if used >= st.max_tokens:
                 stop_reason = "max_tokens"
                 break
             docs = yield from self.retrieve(query, "previous sentence" if answer else "first step: the question")
-            so_far = " ".join(answer)
-            docs = self.reuse_order(docs, prompt_docs)
-            docs = prompt_docs = self.fit_documents(docs, lambda d: prompts.answer_prompt(question, d, so_far),
-                                                    reserve=st.lookahead)
-            self.cite(docs)
             self.stats.retrieval_opportunities += 1
-            yield self.step("generate")
-            chunk = yield from self.generate(prompts.answer_prompt(question, docs, so_far),
-                                             max_tokens=min(st.lookahead, st.max_tokens - used), until_sentence=True)
-            sentence, rest = cut_sentence(chunk.tokens, first_sentence_end(chunk.text))
-            if not sentence.text:
+            sentence, ended = yield from self.sentence_with(question, docs, answer, what="generate")
+            if sentence is None:
                 stop_reason = "end"
                 break
             answer.append(sentence.text)
             used += len(sentence.tokens)
-            yield self.commit(sentence)
-            if chunk.ended and not rest:
+            if ended:
                 stop_reason = "end"
                 break
-            query = Query(sentence.text, "sentence")
+            query = Query(self.trim_query(sentence.text), "sentence")
         yield self.finish(" ".join(answer), stop_reason)
