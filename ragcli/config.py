@@ -68,7 +68,7 @@ class Settings:
     temperature: float = field(default=0.0, metadata={"help": "0 is greedy decoding"})
     top_p: float = field(default=0.95, metadata={"help": "nucleus sampling when temperature > 0"})
     require_gpu: bool = field(default=False, metadata={"help": "fail instead of falling back to the CPU"})
-    prompt_style: str = field(default="auto", metadata={"help": "auto | completion | chat"})
+    prompt_style: str = field(default="auto", metadata={"help": "auto | completion | chat (the GGUF's chat template)"})
     cache: bool = field(default=True, metadata={"help": "reuse the KV cache across steps"})
     # strategy
     strategy: str = field(default="flare", metadata={"help": "retrieval strategy (see `ragcli strategies`)"})

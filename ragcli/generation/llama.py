@@ -91,7 +91,7 @@ class _Slot:
 class LlamaGenerator:
     def __init__(self, model_path: Path, *, n_ctx: int = 4096, n_gpu_layers: int = 0, threads: int = 0,
                  seed: int = 0, temperature: float = 0.0, top_p: float = 0.95, cache: bool = True,
-                 require_gpu: bool = False) -> None:
+                 require_gpu: bool = False, prompt_style: str = "auto") -> None:
         check_gguf(model_path)
         import numpy as np
         from llama_cpp import Llama
@@ -126,20 +126,34 @@ class LlamaGenerator:
         self._pieces: dict[int, bytes] = {}
         self._slots: dict[str, _Slot] = {"main": _Slot(self.llm._ctx, self.llm._batch)}
         self.chat_template = self.llm.metadata.get("tokenizer.chat_template")
+        from ragcli.generation.chat import use_chat
+
+        name = f"{model_path.name} {self.llm.metadata.get('general.name', '')} {self.llm.metadata.get('general.finetune', '')}"
+        self.chat = use_chat(prompt_style, self.chat_template, name)
+        if prompt_style == "chat" and not self.chat_template:
+            self.notices.append("--prompt-style chat: the model has no chat template; using completion prompts")
 
     @classmethod
     def from_settings(cls, settings) -> "LlamaGenerator":
         path = Path(settings.model).expanduser() if settings.model else embedded_model_path()
         return cls(path, n_ctx=settings.ctx, n_gpu_layers=settings.n_gpu_layers, threads=settings.threads,
                    seed=settings.seed, temperature=settings.temperature, top_p=settings.top_p,
-                   cache=settings.cache, require_gpu=settings.require_gpu)
+                   cache=settings.cache, require_gpu=settings.require_gpu, prompt_style=settings.prompt_style)
 
     # ---------------------------------------------------------------- tokens
     def tokenize(self, text: str, *, bos: bool = True) -> list[int]:
         return self.llm.tokenize(text.encode("utf-8"), add_bos=bos, special=True)
 
+    def format(self, prompt: str) -> str:
+        """The prompt as the model sees it: wrapped in its chat template in chat style."""
+        if not self.chat:
+            return prompt
+        from ragcli.generation.chat import wrap
+
+        return wrap(prompt, self.chat_template)
+
     def count_tokens(self, text: str) -> int:
-        return len(self.tokenize(text))
+        return len(self.tokenize(self.format(text)))
 
     def _is_eog(self, token: int) -> bool:
         import llama_cpp
@@ -240,7 +254,7 @@ class LlamaGenerator:
                suppress_first: Mapping[str, int] | None = None) -> Iterator[Token]:
         np = self._np
         s = self._slot(slot)
-        tokens = self.tokenize(prompt)
+        tokens = self.tokenize(self.format(prompt))
         self._prepare(s, tokens)
         self.stats.calls += 1
         bias_ids = self._string_ids(bias)
@@ -307,7 +321,7 @@ class LlamaGenerator:
     def next_token_probs(self, prompt: str, candidates: Sequence[str], *, slot: str = "score") -> dict[str, float]:
         np = self._np
         s = self._slot(slot)
-        self._prepare(s, self.tokenize(prompt))
+        self._prepare(s, self.tokenize(self.format(prompt)))
         logits = self._logits(s).astype(np.float64)
         logits -= logits.max()
         probs = np.exp(logits)
