@@ -97,7 +97,7 @@ def with_settings(*names: str) -> Callable:
                                            annotation=Annotated[Optional[typ], option]))
 
         def wrapper(**kwargs: Any) -> Any:
-            flags = {p.name: kwargs.pop(p.name) for p in extra}
+            flags = {p.name: kwargs.pop(p.name, None) for p in extra}
             return fn(**kwargs, flags=flags)
 
         wrapper.__signature__ = sig.replace(parameters=params + extra, return_annotation=None)  # type: ignore[attr-defined]
@@ -601,6 +601,12 @@ def run(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         exc.show()
         raise SystemExit(exc.exit_code) from None
+    except Exception as exc:  # noqa: BLE001 - a bug: one line, exit 1, traceback with --debug
+        if _state.get("debug"):
+            raise
+        print(f"error: internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)",
+              file=sys.stderr)
+        raise SystemExit(1) from None
     raise SystemExit(0)
 
 

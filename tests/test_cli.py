@@ -138,3 +138,17 @@ def test_info_shows_index_stats(built_index, settings, capsys):
     code, out, _ = call(["info", "--index", settings.index, "--json"], capsys)
     stats = json.loads(out)
     assert code == 0 and stats["passages"] == built_index.num_passages() and stats["files"] == 2
+
+
+def test_unexpected_errors_are_one_line_with_exit_1(monkeypatch, capsys, tmp_path):
+    def broken(*a, **k):
+        raise ZeroDivisionError("boom")
+
+    monkeypatch.setattr("ragcli.retrieval.index.TantivyIndex.open", broken)
+    code, _, err = call(["search", "x", "--index", str(tmp_path)], capsys)
+    assert code == 1 and err.strip() == "error: internal error: ZeroDivisionError: boom (run with --debug for the traceback)"
+
+
+def test_bare_ragcli_without_a_terminal_prints_help(capsys):
+    code, out, _ = call([], capsys)
+    assert code == 0 and "Usage" in out and "chat" in out
