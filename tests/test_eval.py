@@ -153,3 +153,13 @@ def test_eval_cli_writes_summary_and_compare(tmp_path, settings, monkeypatch, ca
         cli.run(["eval", "compare", str(summary), str(summary)])
     assert exc.value.code == 0
     assert "flare theta=0.2" in capsys.readouterr().out
+
+
+def test_plot_writes_a_png(tmp_path):
+    from ragcli.eval.report import plot_sweep
+
+    runs = {"flare theta=0.2": {"retrieval_rate": 30.0, "f1": 20.0}, "flare theta=0.8": {"retrieval_rate": 90.0, "f1": 25.0},
+            "single": {"retrieval_rate": 100.0, "f1": 22.0}}
+    out = tmp_path / "sweep.png"
+    plot_sweep(runs, out)
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 5000
