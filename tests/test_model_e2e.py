@@ -42,7 +42,7 @@ def test_flare_answers_with_sources_and_retrieves(engine):
 
 
 @pytest.mark.parametrize("strategy", ["none", "single", "flare-instruct", "previous-window", "previous-sentence",
-                                      "ircot", "self-ask"])
+                                      "ircot", "self-ask", "crag"])
 def test_every_strategy_runs_end_to_end(engine, strategy):
     events = list(engine.ask(QUESTION, engine.settings.copy(strategy=strategy, max_steps=4, max_tokens=48)))
     final = events[-1]

@@ -213,3 +213,39 @@ def test_fuzzed_queries_never_raise_or_hang(built_index, query):
 
 def test_very_long_query(built_index):
     assert isinstance(built_index.search("shrub " * 100_000, 3), list)
+
+
+def test_file_vanishing_during_indexing_is_skipped(small_corpus, settings, monkeypatch):
+    from ragcli.ingest import indexer
+
+    ghost = small_corpus / "ghost.txt"
+    ghost.write_text("here for a moment")
+    real_iter = indexer.iter_files
+
+    def vanishing(*a, **k):
+        files = list(real_iter(*a, **k))
+        ghost.unlink()  # deleted after the walk, before it is read
+        return files
+
+    monkeypatch.setattr(indexer, "iter_files", vanishing)
+    warnings = []
+    report = build_index([small_corpus], Path(settings.index), on_warning=warnings.append)
+    assert any("ghost.txt" in w for w in warnings) and report.passages_total > 0
+
+
+def test_empty_files_add_nothing_and_do_not_fail(small_corpus, settings):
+    (small_corpus / "empty.txt").write_text("")
+    (small_corpus / "blank.md").write_text("\n\n   \n")
+    report = build_index([small_corpus], Path(settings.index))
+    assert report.added == 4 and report.passages_total == TantivyIndex.open(settings.index).num_passages()
+
+
+def test_search_during_indexing_reads_the_last_commit(built_index, settings):
+    from ragcli.ingest.passages import Passage
+
+    before = built_index.num_passages()
+    with built_index.writer() as w:  # an indexer in progress, nothing committed yet
+        w.add(Passage("p_new", "Quokka", "Quokkas are uncommitted marsupials.", "/x", "/x:1"))
+        reader = TantivyIndex.open(settings.index)
+        assert reader.num_passages() == before
+        assert reader.search("uncommitted quokkas", 3) == []
