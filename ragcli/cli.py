@@ -529,7 +529,10 @@ def eval_run(
     runs = runner.summarize(rows)
     from rich.console import Console
 
-    Console(highlight=False).print(report.summary_table(runs, f"{len(examples)} questions from {dataset.name}"))
+    out_console = Console(highlight=False)
+    if not out_console.is_terminal:  # redirected to a file: do not squeeze the table into 80 columns
+        out_console = Console(highlight=False, width=150)
+    out_console.print(report.summary_table(runs, f"{len(examples)} questions from {dataset.name}"))
     if summary is not None:
         summary.parent.mkdir(parents=True, exist_ok=True)
         summary.write_text(json.dumps({"meta": meta, "runs": runs}, indent=2), encoding="utf-8")

@@ -30,12 +30,12 @@ class IRCoT(Strategy):
         seen: set[str] = set()
         reasoning: list[str] = []
         docs = yield from self.retrieve(Query(question, "question"), "first step: the question")
+        self.stats.retrieval_opportunities += 1
         self._add(pool, seen, docs, 0)
         stop_reason = "max_steps"
         while self.stats.steps < st.max_steps:
             so_far = " ".join(reasoning)
             ranked = self._fit_pool(pool, lambda d: prompts.cot_prompt(question, d, so_far), st.lookahead)
-            self.stats.retrieval_opportunities += 1
             yield self.step("cot")
             chunk = yield from self.generate(prompts.cot_prompt(question, ranked, so_far),
                                              max_tokens=st.lookahead, until_sentence=True)
@@ -48,6 +48,7 @@ class IRCoT(Strategy):
             if "answer is" in sentence.text.lower():
                 stop_reason = "answer"
                 break
+            self.stats.retrieval_opportunities += 1
             if len(pool) >= st.pool_cap:
                 yield self.notice(f"paragraph pool is full ({st.pool_cap}); no more retrieval")
                 continue
