@@ -133,3 +133,29 @@ def test_long_text_file_locations(tmp_path, settings):
     hit = TantivyIndex.open(settings.index).search("topic 55", 1)[0]
     first, last = hit.location.rsplit(":", 1)[1].split("-")
     assert int(first) <= 55 <= int(last)
+
+
+def test_large_jsonl_is_streamed_past_the_size_cap_and_committed_in_batches(tmp_path, monkeypatch):
+    from ragcli.ingest import reader
+
+    monkeypatch.setattr(reader, "MAX_FILE_BYTES", 1000)  # the cap is for whole-file formats only
+    big = tmp_path / "big.jsonl"
+    big.write_text("".join(f'{{"title": "T{i}", "text": "passage number {i} about quokkas"}}\n' for i in range(2500)))
+    commits = []
+    from ragcli.retrieval import index as index_mod
+
+    real = index_mod.IndexWriter.commit
+    monkeypatch.setattr(index_mod.IndexWriter, "commit", lambda self: (commits.append(1), real(self)))
+    report = build_index([big], tmp_path / "idx", commit_every=1000)
+    assert report.passages_total == 2500 and len(commits) >= 3
+
+
+def test_bad_line_in_jsonl_skips_the_file_without_leaving_partial_passages(tmp_path):
+    good = tmp_path / "c"
+    good.mkdir()
+    (good / "ok.txt").write_text("Fine text about wombats.")
+    lines = [f'{{"title": "T{i}", "text": "row {i}"}}' for i in range(1500)] + ["{broken"]
+    (good / "bad.jsonl").write_text("\n".join(lines) + "\n")
+    report = build_index([good], tmp_path / "idx")
+    assert [p for p, _ in report.skipped] == [str(good / "bad.jsonl")] or any("bad.jsonl" in p for p, _ in report.skipped)
+    assert report.passages_total == 1

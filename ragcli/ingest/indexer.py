@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from ragcli.errors import EmptyCorpusError, IndexWriteError, InputPathError
-from ragcli.ingest.reader import FileInfo, SkipFile, iter_files, read_passages
+from ragcli.ingest.reader import FileInfo, SkipFile, iter_files, iter_passages
 from ragcli.retrieval.index import TantivyIndex
 
 COMMIT_EVERY_PASSAGES = 50_000
@@ -107,11 +107,14 @@ def build_index(
                 pending_removed.append(key)
                 report.removed += 1
 
-        for done, info in enumerate(files, start=1):
-            status = _index_one(info, manifest.get(str(info.path)), writer, pending, report, warn)
-            batch += status
+        def added(n: int) -> None:  # called as passages are added, so huge files commit in batches too
+            nonlocal batch
+            batch += n
             if batch >= commit_every:
                 commit()
+
+        for done, info in enumerate(files, start=1):
+            _index_one(info, manifest.get(str(info.path)), writer, pending, report, warn, added)
             if on_progress:
                 on_progress(done, len(files), report.passages_added)
         commit()
@@ -131,36 +134,42 @@ def build_index(
     return report
 
 
-def _index_one(info: FileInfo, previous: dict | None, writer, pending: dict, report: IndexReport, warn: WarnFn) -> int:
+def _index_one(info: FileInfo, previous: dict | None, writer, pending: dict, report: IndexReport, warn: WarnFn,
+               added: Callable[[int], None]) -> None:
     key = str(info.path)
+    shown = display_path(info.path)
     if previous and previous.get("size") == info.size and previous.get("mtime_ns") == info.mtime_ns:
         report.unchanged += 1
-        return 0
+        return
     try:
         digest = file_hash(info.path)
     except OSError as exc:
-        report.skipped.append((display_path(info.path), exc.strerror or str(exc)))
-        warn(f"skipped {display_path(info.path)}: {exc.strerror or exc}")
-        return 0
+        report.skipped.append((shown, exc.strerror or str(exc)))
+        warn(f"skipped {shown}: {exc.strerror or exc}")
+        return
     if previous and previous.get("sha1") == digest:
         pending[key] = {**previous, "size": info.size, "mtime_ns": info.mtime_ns}
         report.unchanged += 1
-        return 0
-    try:
-        passages = read_passages(info.path, display_path(info.path))
-    except SkipFile as exc:
-        report.skipped.append((display_path(info.path), str(exc)))
-        warn(f"skipped {display_path(info.path)}: {exc}")
-        return 0
+        return
     # Delete by path even for a file the manifest does not know: after a crash between a commit
     # and the manifest write, re-running must not add its passages twice.
     writer.delete_path(key)
+    count = 0
+    try:
+        for p in iter_passages(info.path, shown):
+            writer.add(p)
+            count += 1
+            if count % 1000 == 0:
+                added(1000)
+    except SkipFile as exc:
+        writer.delete_path(key)  # drop what was added of it; it is retried next run
+        report.skipped.append((shown, str(exc)))
+        warn(f"skipped {shown}: {exc}")
+        return
     if previous:
         report.updated += 1
     else:
         report.added += 1
-    for p in passages:
-        writer.add(p)
-    report.passages_added += len(passages)
-    pending[key] = {"size": info.size, "mtime_ns": info.mtime_ns, "sha1": digest, "passages": len(passages)}
-    return len(passages)
+    report.passages_added += count
+    pending[key] = {"size": info.size, "mtime_ns": info.mtime_ns, "sha1": digest, "passages": count}
+    added(count % 1000)  # after `pending`: a commit now records this file as done

@@ -19,7 +19,7 @@ from ragcli.ingest.passages import Passage, chunk_text, normalise, passage_id
 MAX_FILE_BYTES = 200 * 1024 * 1024
 IGNORE_FILE = ".ragcliignore"
 
-__all__ = ["SUPPORTED_SUFFIXES", "SkipFile", "FileInfo", "iter_files", "read_passages", "read_text"]
+__all__ = ["SUPPORTED_SUFFIXES", "SkipFile", "FileInfo", "iter_files", "iter_passages", "read_passages", "read_text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,16 +112,38 @@ def read_text(path: Path, raw: bytes | None = None) -> str:
 
 def read_passages(path: Path, display: str | None = None) -> list[Passage]:
     """Passages of one file. ``display`` is the path as shown to users; the stored path is absolute."""
+    return list(iter_passages(path, display))
+
+
+def iter_passages(path: Path, display: str | None = None) -> Iterator[Passage]:
+    """Passages of one file, lazily. JSONL corpora are streamed line by line (no size cap), so a
+    multi-GB corpus never sits in memory; ``SkipFile`` can then come mid-way."""
     shown = display or str(path)
+    key = str(path)
     suffix = path.suffix.lower()
     if suffix in formats.JSONL_SUFFIXES:
-        passages = list(_jsonl_passages(read_text(path), shown))
-    else:
-        passages = []
-        for section in _sections(path, suffix):
-            passages.extend(_section_passages(section, shown))
-    key = str(path)
-    return [Passage(p.pid, p.title, p.text, key, p.location) for p in passages]
+        yield from _jsonl_passages(_jsonl_lines(path), shown, key)
+        return
+    for section in _sections(path, suffix):
+        for p in _section_passages(section, shown):
+            yield Passage(p.pid, p.title, p.text, key, p.location)
+
+
+def _jsonl_lines(path: Path) -> Iterator[str]:
+    try:
+        with path.open("rb") as fh:
+            if b"\x00" in fh.read(8192):
+                raise SkipFile("looks binary")
+            fh.seek(0)
+            for lineno, raw in enumerate(fh, start=1):
+                try:
+                    yield raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+                except UnicodeDecodeError as exc:
+                    raise SkipFile(f"line {lineno} is not UTF-8 (byte {exc.start})") from None
+    except FileNotFoundError:
+        raise SkipFile("vanished while indexing") from None
+    except OSError as exc:
+        raise SkipFile(f"cannot read: {exc.strerror or exc}") from None
 
 
 def _sections(path: Path, suffix: str) -> list[Section]:
@@ -158,8 +180,8 @@ def _section_passages(section: Section, shown: str) -> Iterator[Passage]:
         yield Passage(passage_id(section.title, body), section.title, body, shown, location)
 
 
-def _jsonl_passages(text: str, shown: str) -> Iterator[Passage]:
-    for lineno, line in enumerate(text.splitlines(), start=1):
+def _jsonl_passages(lines: Iterable[str], shown: str, key: str) -> Iterator[Passage]:
+    for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
@@ -181,7 +203,7 @@ def _jsonl_passages(text: str, shown: str) -> Iterator[Passage]:
                 pid = str(given) if given else passage_id(title, piece)
             else:
                 pid = f"{given}#{i}" if given else passage_id(title, piece)
-            yield Passage(pid, title, piece, shown, f"{shown}#L{lineno}")
+            yield Passage(pid, title, piece, key, f"{shown}#L{lineno}")
 
 
 def _line_starts(text: str) -> list[int]:
