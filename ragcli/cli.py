@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Callable, Optional
@@ -553,11 +554,17 @@ def _eval_index(dataset: Path, corpus: Path | None) -> Path:
     from ragcli.ingest.indexer import build_index
     from ragcli.retrieval.index import META_FILE
 
+    from ragcli.errors import InputPathError
+
     source = corpus or dataset
+    if not source.is_file():
+        raise InputPathError(f"corpus not found: {source}")
     digest = hashlib.sha1(source.read_bytes()).hexdigest()[:16]
     target = user_cache_dir() / "eval-index" / f"{source.stem}-{digest}"
     if (target / META_FILE).is_file():
         return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
     with tempfile.TemporaryDirectory() as tmp:
         if corpus is None:
             records = corpus_records(load_examples(dataset))
@@ -566,7 +573,14 @@ def _eval_index(dataset: Path, corpus: Path | None) -> Path:
         else:
             src = corpus
         _stderr_console().print(f"building the eval index from {source.name} → {target}")
-        build_index([src], target)
+        try:
+            build_index([src], building)
+            os.replace(building, target)  # only a complete index is ever found at `target`
+        finally:
+            if building.exists():
+                import shutil
+
+                shutil.rmtree(building, ignore_errors=True)
     return target
 
 

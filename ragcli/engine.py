@@ -29,6 +29,7 @@ class Engine:
         self.settings = settings
         self._generator = generator
         self._retriever = retriever
+        self._index_path: str | None = None  # the index the retriever was opened for (None: injected)
         self._model_key: tuple | None = None if generator is None else ("injected",)
 
     # ---------------------------------------------------------------- parts, built lazily
@@ -42,15 +43,18 @@ class Engine:
 
     @property
     def retriever(self) -> Retriever:
-        if self._retriever is None:
+        if self._retriever is None or (self._index_path is not None and self._index_path != self.settings.index):
             from ragcli.retrieval.index import TantivyIndex
 
             self._retriever = TantivyIndex.open(self.settings.index)
+            self._index_path = self.settings.index
         return self._retriever
 
     def reload_index(self) -> None:
         """Pick up a changed index (after `/index`)."""
-        if self._retriever is not None and hasattr(self._retriever, "reload"):
+        if self._index_path is not None and self._index_path != self.settings.index:
+            self._retriever = None  # opened again, at the new path, on next use
+        elif self._retriever is not None and hasattr(self._retriever, "reload"):
             self._retriever.reload()
 
     def strategy_class(self, name: str, *, allow_eval: bool = False):

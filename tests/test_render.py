@@ -48,7 +48,7 @@ def test_live_renderer_shows_the_loop_at_80_columns():
     assert "He was the son of ▁▁▁" in trace
     assert "Romulus and Remus" in trace and "myth.md:3-9" in trace
     assert "regenerated" in trace and "He was the son of Jupiter." in trace
-    assert "2 retrievals (100% of steps)" in trace
+    assert "2 retrievals (retrieval rate 100%)" in trace
     assert all(len(line) <= 80 for line in trace.splitlines())
     assert "\x1b[31m" not in trace and "\\x1b" in trace  # document escape codes neutralised
     answer = out.export_text()

@@ -90,7 +90,7 @@ def plot_sweep(runs: dict[str, dict[str, Any]], path: Path) -> None:
         for x, y, label in points:
             if label:
                 ax.annotate(label, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
-    ax.set_xlabel("retrieval rate (% of steps)")
+    ax.set_xlabel("retrieval rate (%)")
     ax.set_ylabel("answer F1")
     ax.set_title("Retrieval rate vs F1")
     ax.grid(alpha=0.3)

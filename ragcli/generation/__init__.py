@@ -21,6 +21,7 @@ class GenStats:
 class Generator(Protocol):
     n_ctx: int
     stats: GenStats
+    last_finish: str  # why the last stream() ended: "stop", "eog" or "length"
 
     def stream(
         self,

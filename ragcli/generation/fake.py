@@ -38,6 +38,7 @@ class FakeGenerator:
         self.prompts: list[str] = []
         self.calls: list[dict] = []
         self.yes_prob = yes_prob
+        self.last_finish = "eog"
 
     def count_tokens(self, text: str) -> int:
         return max(1, len(text.split())) if text else 0
@@ -58,11 +59,14 @@ class FakeGenerator:
         self.stats.calls += 1
         self.stats.prompt_tokens_evaluated += self.count_tokens(prompt)
         text = ""
+        self.last_finish = "eog"
         for i, (piece, prob) in enumerate(pairs):
             if i >= max_tokens:
+                self.last_finish = "length"
                 return
             new_text, stopped = apply_stops(text + piece, stop)
             if stopped:
+                self.last_finish = "stop"
                 emitted = new_text[len(text):]
                 if emitted:
                     self.stats.tokens_generated += 1
@@ -70,6 +74,8 @@ class FakeGenerator:
                 return
             text = new_text
             self.stats.tokens_generated += 1
+            if i + 1 >= max_tokens:
+                self.last_finish = "length"
             yield Token(piece, math.log(max(prob, 1e-12)))
 
     def next_token_probs(self, prompt: str, candidates: Sequence[str], *, slot: str = "score") -> dict[str, float]:

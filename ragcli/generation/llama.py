@@ -259,6 +259,7 @@ class LlamaGenerator:
         self.stats.calls += 1
         bias_ids = self._string_ids(bias)
         suppress_ids = self._string_ids(suppress_first)
+        self.last_finish = "length"  # "stop" (stop string), "eog" (end of generation) or "length"
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         text = ""  # generated text so far
         emitted = 0  # characters already yielded
@@ -281,6 +282,7 @@ class LlamaGenerator:
                 tok = self._sample(logits)
             logprob = float(logits[tok]) - lse
             if self._is_eog(tok):
+                self.last_finish = "eog"
                 break
             self.stats.tokens_generated += 1
             piece = decoder.decode(self._piece(tok))
@@ -288,6 +290,7 @@ class LlamaGenerator:
             cut, stopped = apply_stops(text, stop)
             pending.append((tok, logprob))
             if stopped:
+                self.last_finish = "stop"
                 if len(cut) > emitted:
                     yield Token(cut[emitted:], pending[0][1] if len(pending) == 1 else min(p for _, p in pending), tok)
                 return

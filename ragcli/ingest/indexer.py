@@ -14,7 +14,7 @@ from typing import Callable
 
 from ragcli.errors import EmptyCorpusError, IndexWriteError, InputPathError
 from ragcli.ingest.reader import FileInfo, SkipFile, iter_files, iter_passages
-from ragcli.retrieval.index import TantivyIndex
+from ragcli.retrieval.index import TantivyIndex, exclusive_lock
 
 COMMIT_EVERY_PASSAGES = 50_000
 
@@ -74,7 +74,9 @@ def build_index(
     files = list(iter_files(paths, include_hidden=include_hidden, exclude=exclude or ()))
     report = IndexReport(files_seen=len(files))
     if rebuild:
-        TantivyIndex.remove(index_dir)
+        index_dir.mkdir(parents=True, exist_ok=True)
+        with exclusive_lock(index_dir):  # never delete an index another writer is using
+            TantivyIndex.remove(index_dir)
     index = TantivyIndex.open_or_create(index_dir)
     with index.writer() as writer:
         manifest = index.load_manifest()

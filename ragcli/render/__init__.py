@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from typing import Protocol
@@ -35,7 +36,7 @@ def make_renderer(*, json: bool = False, quiet: bool = False, highlight: float =
 
     if quiet:
         return PlainRenderer(stdout, None)
-    if _is_tty(stderr):
+    if _is_tty(stderr) and not os.environ.get("NO_COLOR"):
         from ragcli.render.live import RichLiveRenderer
 
         return RichLiveRenderer(highlight=highlight, stdout=stdout, stderr=stderr)

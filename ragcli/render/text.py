@@ -14,7 +14,7 @@ def source_line(d: Document) -> str:
 def summary_line(stats: RunStats, stop_reason: str = "end") -> str:
     return (
         f"{stats.steps} steps · {stats.sentences} sentences · {stats.retrievals} retrievals "
-        f"({stats.retrieval_rate:.0%} of steps) · {stats.tokens_generated} tokens generated · "
+        f"(retrieval rate {stats.retrieval_rate:.0%}) · {stats.tokens_generated} tokens generated · "
         f"{stats.prompt_tokens_evaluated} prompt tokens evaluated · {stats.seconds:.1f}s"
         + ("" if stop_reason == "end" else f" · stopped: {stop_reason}")
     )

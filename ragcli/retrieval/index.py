@@ -127,7 +127,7 @@ class TantivyIndex:
                 raise UsageError(f"{directory} is not a ragcli index; refusing to delete it")
             return
         for child in directory.iterdir():
-            if child.name == "README.md":
+            if child.name in ("README.md", LOCK_FILE):
                 continue
             if child.is_dir():
                 shutil.rmtree(child)
@@ -157,7 +157,7 @@ class TantivyIndex:
     # ---------------------------------------------------------------- writing
     @contextmanager
     def writer(self, *, heap_mb: int = 256, threads: int = 0) -> Iterator["IndexWriter"]:
-        with _exclusive_lock(self.directory):
+        with exclusive_lock(self.directory):
             try:
                 w = self._index.writer(heap_size=heap_mb * 1024 * 1024, num_threads=threads)
             except ValueError as exc:  # tantivy's own writer lock
@@ -264,7 +264,7 @@ class IndexWriter:
 
 
 @contextmanager
-def _exclusive_lock(directory: Path) -> Iterator[None]:
+def exclusive_lock(directory: Path) -> Iterator[None]:
     """One writer per index. A second one fails at once with the holder's PID."""
     import fcntl
 

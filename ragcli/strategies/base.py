@@ -22,7 +22,7 @@ from ragcli.events import (
 )
 from ragcli.generation import Generator
 from ragcli.retrieval import Retriever
-from ragcli.sentences import first_sentence_end
+from ragcli.sentences import first_sentence_end, split_spans
 from ragcli.types import Document, Query, RunStats, Sentence, Token
 
 
@@ -70,6 +70,24 @@ def cut_sentence(tokens: Sequence[Token], offset: int | None) -> tuple[Sentence,
         head.append(tok)
         pos += len(tok.text)
     return Sentence(text[:offset].strip(), tuple(head)), []
+
+
+def sentences_of(tokens: Sequence[Token], *, final: bool = True) -> tuple[list[Sentence], list[Token]]:
+    """Cut tokens into sentences. With ``final`` False the last (possibly unfinished) sentence is
+    returned as leftover tokens instead."""
+    out: list[Sentence] = []
+    remaining = list(tokens)
+    while remaining:
+        spans = split_spans("".join(t.text for t in remaining))
+        if len(spans) < 2 and not final:
+            break
+        end = spans[0][1] if len(spans) >= 2 else None
+        sentence, remaining = cut_sentence(remaining, end)
+        if sentence.text:
+            out.append(sentence)
+        if end is None:
+            break
+    return out, remaining
 
 
 class Strategy:
@@ -177,7 +195,10 @@ class Strategy:
                 yield Notice(f"time budget of {self.settings.timeout:g}s reached; stopped", "warning")
                 chunk.ended = True
                 return chunk
-        chunk.ended = len(chunk.tokens) < max_tokens
+        # Ended means the model finished (stop string or end of generation), not the token cap. The
+        # generator says which: it may merge several model tokens into one Token when it holds text
+        # back, so counting Tokens would mistake the cap for an end.
+        chunk.ended = getattr(self.gen, "last_finish", "eog") in ("stop", "eog")
         return chunk
 
     def out_of_time(self) -> bool:
@@ -186,18 +207,20 @@ class Strategy:
             return True
         return False
 
-    def sentence_with(self, question: str, docs: Sequence[Document], answer: list[str], *, what: str):
-        """Generate one sentence of the answer conditioned on ``docs`` (main slot) and commit it.
-        Returns (sentence or None when the model ended, whether the answer ended with it)."""
-        st = self.settings
+    def sentence_with(self, question: str, docs: Sequence[Document], answer: list[str], *, what: str,
+                      budget: int):
+        """Generate one sentence of the answer (at most ``budget`` tokens) conditioned on ``docs`` in
+        the main slot, and commit it. Returns (sentence or None when the model ended, answer ended)."""
         so_far = " ".join(answer)
+        if budget <= 0:
+            return None, True
         docs = self.reuse_order(docs, self._prompt_docs)
-        docs = self.fit_documents(docs, lambda d: prompts.answer_prompt(question, d, so_far), reserve=st.lookahead)
+        docs = self.fit_documents(docs, lambda d: prompts.answer_prompt(question, d, so_far), reserve=budget)
         self._prompt_docs = docs
         self.cite(docs)
         yield self.step(what)
         chunk = yield from self.generate(prompts.answer_prompt(question, docs, so_far),
-                                         max_tokens=st.lookahead, slot="main", until_sentence=True)
+                                         max_tokens=budget, slot="main", until_sentence=True)
         sentence, rest = cut_sentence(chunk.tokens, first_sentence_end(chunk.text))
         if not sentence.text:
             return None, True

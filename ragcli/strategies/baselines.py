@@ -6,8 +6,7 @@ from typing import Iterator, Sequence
 
 from ragcli import prompts
 from ragcli.events import Event
-from ragcli.sentences import split_spans
-from ragcli.strategies.base import Strategy, cut_sentence
+from ragcli.strategies.base import Strategy, sentences_of
 from ragcli.types import Document, Query
 
 
@@ -22,17 +21,11 @@ class _OneShot(Strategy):
         self.cite(docs)
         yield self.step("generate")
         chunk = yield from self.generate(prompts.answer_prompt(question, docs), max_tokens=max_new, slot="main")
-        tokens = chunk.tokens
-        answer = []
-        while tokens:
-            text = "".join(t.text for t in tokens)
-            spans = split_spans(text)
-            end = spans[0][1] if len(spans) > 1 else None
-            sentence, tokens = cut_sentence(tokens, end)
-            if sentence.text:
-                answer.append(sentence.text)
-                yield self.commit(sentence)
-        self.stats.retrieval_opportunities = 1
+        sentences, _ = sentences_of(chunk.tokens)
+        for sentence in sentences:
+            yield self.commit(sentence)
+        answer = [s.text for s in sentences]
+        self.stats.retrieval_opportunities += 1
         yield self.finish(" ".join(answer), "end" if chunk.ended else "max_tokens")
 
 

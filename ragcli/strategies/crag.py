@@ -213,6 +213,7 @@ def correct_documents(strategy: Strategy, question: str, docs: Sequence[Document
         yield Notice(f"web search unavailable: {reason}; {fallback}", "warning")
         return local
     strategy.stats.retrievals += 1
+    strategy.stats.retrieval_opportunities += 1  # the web search was a decision to retrieve, as well
     strategy.stats.extra["web"] = "used"
     yield DocumentsRetrieved(query, tuple(found), time.perf_counter() - t)
     return local + refine(gen, question, found, st.lower)

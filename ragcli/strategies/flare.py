@@ -17,8 +17,8 @@ from typing import Iterator, Sequence
 
 from ragcli import prompts
 from ragcli.events import DraftSentence, Event
-from ragcli.sentences import first_sentence_end, split_spans
-from ragcli.strategies.base import Strategy, cut_sentence
+from ragcli.sentences import first_sentence_end
+from ragcli.strategies.base import Strategy, cut_sentence, sentences_of
 from ragcli.types import Document, Query, Sentence, Token
 
 MASK = "▁▁▁"
@@ -88,7 +88,8 @@ class Flare(Strategy):
 
         # Step 1: retrieve with the question, generate the first sentence with those documents.
         docs = yield from self.retrieve(Query(self.trim_query(question), "question"), "first step: the question")
-        sentence, ended = yield from self.sentence_with(question, docs, answer, what="generate")
+        sentence, ended = yield from self.sentence_with(question, docs, answer, what="generate",
+                                                        budget=min(st.lookahead, st.max_tokens))
         self.stats.retrieval_opportunities += 1
         if sentence is not None:
             answer.append(sentence.text)
@@ -123,7 +124,8 @@ class Flare(Strategy):
                     continue
                 yield DraftSentence(draft, tuple(low), accepted=False)
                 docs = yield from self._query_and_retrieve(draft, low)
-                sentence, ended = yield from self.sentence_with(question, docs, answer, what="regenerate")
+                sentence, ended = yield from self.sentence_with(question, docs, answer, what="regenerate",
+                                                                budget=min(st.lookahead, st.max_tokens - used))
                 if sentence is None:
                     stop_reason = "end"
                     break
@@ -195,8 +197,7 @@ class FlareInstruct(Strategy):
             text = chunk.text
             m = SEARCH.search(text)
             before = text[: m.start()] if m else text
-            piece_tokens = _tokens_for(chunk.tokens, len(before))
-            for sentence in _sentences(before, piece_tokens):
+            for sentence in sentences_of(_tokens_for(chunk.tokens, len(before)))[0]:
                 yield self.commit(sentence)
             answer = (answer + before).rstrip() if m else answer + before
             if not m:
@@ -216,23 +217,13 @@ def _search_closed(text: str) -> bool:
 
 
 def _tokens_for(tokens: Sequence[Token], n_chars: int) -> list[Token]:
+    """The tokens spelling the first ``n_chars`` characters (the one crossing the cut is truncated)."""
     out, pos = [], 0
     for t in tokens:
         if pos >= n_chars:
             break
+        if pos + len(t.text) > n_chars:
+            t = Token(t.text[: n_chars - pos], t.logprob, t.id)
         out.append(t)
         pos += len(t.text)
-    return out
-
-
-def _sentences(text: str, tokens: Sequence[Token]) -> list[Sentence]:
-    out = []
-    spans = split_spans(text)
-    remaining = list(tokens)
-    for i, (a, b) in enumerate(spans):
-        end = b if i < len(spans) - 1 else None
-        base = len(text) - len("".join(t.text for t in remaining))
-        sentence, remaining = cut_sentence(remaining, None if end is None else end - base)
-        if sentence.text:
-            out.append(sentence)
     return out

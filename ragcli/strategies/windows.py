@@ -12,8 +12,7 @@ from typing import Iterator, Sequence
 
 from ragcli import prompts
 from ragcli.events import Event
-from ragcli.sentences import split_spans
-from ragcli.strategies.base import Strategy, cut_sentence
+from ragcli.strategies.base import Strategy, sentences_of
 from ragcli.types import Document, Query, Token
 
 RERANK_CANDIDATES = 8
@@ -87,19 +86,11 @@ class PreviousWindow(Strategy):
         return [d for _, d in scored]
 
     def _commit_complete(self, pending: list[Token], answer: list[str], final: bool = False):
-        while pending:
-            text = "".join(t.text for t in pending)
-            spans = split_spans(text)
-            if len(spans) < 2 and not final:
-                break
-            end = spans[0][1] if len(spans) >= 2 else None
-            sentence, pending = cut_sentence(pending, end)
-            if sentence.text:
-                answer.append(sentence.text)
-                yield self.commit(sentence)
-            if end is None:
-                break
-        return pending
+        sentences, rest = sentences_of(pending, final=final)
+        for sentence in sentences:
+            answer.append(sentence.text)
+            yield self.commit(sentence)
+        return rest
 
 
 class PreviousSentence(Strategy):
@@ -120,7 +111,8 @@ class PreviousSentence(Strategy):
                 break
             docs = yield from self.retrieve(query, "previous sentence" if answer else "first step: the question")
             self.stats.retrieval_opportunities += 1
-            sentence, ended = yield from self.sentence_with(question, docs, answer, what="generate")
+            sentence, ended = yield from self.sentence_with(question, docs, answer, what="generate",
+                                                            budget=min(st.lookahead, st.max_tokens - used))
             if sentence is None:
                 stop_reason = "end"
                 break

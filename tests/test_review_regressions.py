@@ -1,0 +1,144 @@
+"""Regressions for defects found in review (each failed before its fix)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
+from rich.console import Console
+
+from ragcli.engine import Engine
+from ragcli.events import AnswerFinished, SentenceCommitted
+from ragcli.generation.fake import FakeGenerator, toks
+from ragcli.ingest.indexer import build_index
+from ragcli.retrieval.index import TantivyIndex
+from ragcli.strategies.base import Strategy
+from ragcli.strategies.flare import Flare, FlareInstruct
+from ragcli.types import Token
+from tests.test_flare import RecordingRetriever, of
+
+
+class Merging(FakeGenerator):
+    """Yields fewer Tokens than model tokens (as the llama adapter does when it holds text back)."""
+
+    def stream(self, prompt, *, max_tokens, **kw):
+        self.last_finish = "length"
+        self.stats.tokens_generated += max_tokens
+        yield Token(" France.\n The tower is in", -0.1)
+
+
+def test_token_cap_is_not_mistaken_for_the_end(settings):
+    chunk = None
+
+    class Probe(Strategy):
+        def answer(self, question):
+            nonlocal chunk
+            chunk = yield from self.generate("p", max_tokens=8)
+            yield self.finish("")
+
+    list(Probe(Merging(), None, settings).run("q"))
+    assert chunk is not None and chunk.ended is False
+
+
+def test_flare_instruct_commits_whole_sentences_before_a_search(settings):
+    pieces = [(" Rome", 0.9), (" was", 0.9), (" founded.", 0.9), (" It", 0.9), (" grew.", 0.9), (" [", 0.9),
+              ("Search", 0.9), ("(Romulus)]", 0.9)]
+    gen = FakeGenerator([pieces, toks(" Done.", 0.9) + toks("\n\nQuestion:", 0.9)])
+    events = list(FlareInstruct(gen, RecordingRetriever(), settings).run("Who founded Rome?"))
+    assert [e.sentence.text for e in of(events, SentenceCommitted)] == ["Rome was founded.", "It grew.", "Done."]
+
+
+def test_flare_respects_max_tokens_in_every_step(settings):
+    gen = FakeGenerator([toks(" One two three four five.", 0.9) + [(" X", 0.9)],
+                         toks(" Six seven eight nine ten eleven.", 0.1) + [(" Y", 0.9)],
+                         toks(" Regenerated sentence is here now.", 0.9) + [(" Z", 0.9)]])
+    list(Flare(gen, RecordingRetriever(), settings.copy(max_tokens=12, theta=0.5)).run("Q?"))
+    assert [c["max_tokens"] for c in gen.calls] == [12, 7, 7, 2]  # never more than what is left
+
+
+def test_rebuild_waits_for_no_other_writer(built_index, settings, small_corpus):
+    from ragcli.errors import IndexLockedError
+
+    with built_index.writer():
+        with pytest.raises(IndexLockedError):
+            build_index([small_corpus], Path(settings.index), rebuild=True)
+    assert TantivyIndex.open(settings.index).num_passages() > 0
+
+
+def test_interrupted_eval_index_build_is_not_reused(tmp_path, monkeypatch):
+    from ragcli import cli
+    from ragcli.ingest import indexer
+
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"title": f"T{i}", "text": f"text {i}"}) + "\n" for i in range(30)))
+    real = indexer.build_index
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(indexer, "build_index", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        cli._eval_index(corpus, corpus)
+    monkeypatch.setattr(indexer, "build_index", real)
+    target = cli._eval_index(corpus, corpus)
+    assert TantivyIndex.open(target).num_passages() == 30
+
+
+def test_set_index_in_the_repl_switches_the_index(settings, built_index, tmp_path):
+    from ragcli.repl import Repl
+
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "b.txt").write_text("Bananas grow in bunches.")
+    build_index([other], tmp_path / "idx_b")
+    engine = Engine(settings, generator=FakeGenerator())
+    out = Console(file=io.StringIO(), width=100, record=True)
+    err = Console(file=io.StringIO(), width=100, record=True)
+    with create_pipe_input() as pipe:
+        pipe.send_text(f"/search shrub\r/set index {tmp_path / 'idx_b'}\r/search bananas\r/save /no/such/dir/t.md\r/exit\r")
+        code = Repl(engine, console=err, out=out, input=pipe, output=DummyOutput()).run()
+    assert code == 0
+    shown = out.export_text()
+    assert "Field notes" in shown and "Bananas grow" in shown
+    assert "error:" in err.export_text()  # /save into a missing folder is reported, the session goes on
+
+
+def test_no_color_gives_plain_output(monkeypatch):
+    from ragcli.render import make_renderer
+    from ragcli.render.plain import PlainRenderer
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert isinstance(make_renderer(stdout=Tty(), stderr=Tty()), PlainRenderer)
+
+
+def test_missing_eval_corpus_is_an_input_error(tmp_path, capsys):
+    from ragcli import cli
+
+    data = tmp_path / "q.jsonl"
+    data.write_text(json.dumps({"id": "1", "question": "q?", "answers": ["a"]}) + "\n")
+    with pytest.raises(SystemExit) as exc:
+        cli.run(["eval", str(data), "--strategy", "none", "--corpus", str(tmp_path / "nope.jsonl")])
+    assert exc.value.code == 2 and "corpus not found" in capsys.readouterr().err
+
+
+def test_crag_web_search_keeps_the_rate_at_most_one(settings):
+    from ragcli.strategies.crag import Crag
+
+    class Web:
+        def search(self, q, k):
+            from ragcli.types import Document
+
+            return [Document("w1", "Web", "Web text about Rome founding.", 1.0, "web", "https://x")]
+
+    gen = FakeGenerator(default=toks(" Romulus.", 0.9) + toks("\n\nQuestion:", 0.9), yes_prob=lambda p: 0.0)
+    events = list(Crag(gen, RecordingRetriever(), settings, web=Web()).run("Who founded Rome?"))
+    stats = of(events, AnswerFinished)[0].stats
+    assert stats.retrievals == 2 and stats.retrieval_rate == 1.0
