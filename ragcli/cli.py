@@ -6,19 +6,18 @@ time, so ``ragcli --help`` and shell completion stay instant.
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
 import json
-import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Callable, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
 from ragcli import __version__
+from ragcli.cli_support import markup_safe, stderr_console, with_settings
 from ragcli.config import Settings
 from ragcli.errors import Interrupted, RagcliError, UsageError
+from ragcli.eval.cli import eval_app
 
 app = typer.Typer(
     name="ragcli",
@@ -31,6 +30,7 @@ app = typer.Typer(
 )
 config_app = typer.Typer(help="Show the settings in effect and where they come from.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
+app.add_typer(eval_app, name="eval")
 
 _state: dict[str, Any] = {"debug": False}
 
@@ -74,48 +74,6 @@ def main(
             typer.echo(ctx.get_help())
 
 
-# ----------------------------------------------------------------------------- settings flags
-def with_settings(*names: str) -> Callable:
-    """Add one ``--flag`` per setting to a command; the command receives ``flags: dict``."""
-
-    def decorate(fn: Callable) -> Callable:
-        import typing
-
-        sig = inspect.signature(fn)
-        hints = typing.get_type_hints(fn, include_extras=True)
-        params = [p.replace(annotation=hints.get(p.name, p.annotation))
-                  for p in sig.parameters.values() if p.name != "flags"]
-        extra = []
-        for f in dataclasses.fields(Settings):
-            if f.name.startswith("_") or (names and f.name not in names):
-                continue
-            typ = type(getattr(Settings(index="."), f.name))
-            dashed = f.name.replace("_", "-")
-            decls = [f"--{dashed}/--no-{dashed}"] if typ is bool else [f"--{dashed}"]
-            option = typer.Option(*decls, help=f.metadata.get("help", ""), rich_help_panel="Settings",
-                                  show_default=False)
-            extra.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=None,
-                                           annotation=Annotated[Optional[typ], option]))
-
-        def wrapper(**kwargs: Any) -> Any:
-            flags = {p.name: kwargs.pop(p.name, None) for p in extra}
-            return fn(**kwargs, flags=flags)
-
-        wrapper.__signature__ = sig.replace(parameters=params + extra, return_annotation=None)  # type: ignore[attr-defined]
-        wrapper.__annotations__ = {p.name: p.annotation for p in params + extra}
-        wrapper.__name__ = fn.__name__
-        wrapper.__doc__ = fn.__doc__
-        return wrapper
-
-    return decorate
-
-
-def _stderr_console():
-    from rich.console import Console
-
-    return Console(stderr=True, highlight=False)
-
-
 # ----------------------------------------------------------------------------- index
 @app.command()
 @with_settings("index")
@@ -133,7 +91,7 @@ def index(
     from ragcli.ingest.indexer import build_index
 
     settings = Settings.resolve(flags)
-    console = _stderr_console()
+    console = stderr_console()
     warnings: list[str] = []
     progress = None
     task = None
@@ -152,7 +110,7 @@ def index(
 
     def on_warning(msg: str) -> None:
         warnings.append(msg)
-        console.print(f"[yellow]warning:[/] {_safe(msg)}")
+        console.print(f"[yellow]warning:[/] {markup_safe(msg)}")
 
     try:
         report = build_index(paths, Path(settings.index), rebuild=rebuild, on_progress=on_progress,
@@ -230,17 +188,9 @@ def search(
     table.add_column("title / location", ratio=1)
     table.add_column("text", ratio=2)
     for i, d in enumerate(docs, start=1):
-        table.add_row(str(i), f"{d.score:.2f}", f"{_safe(d.title)}\n[dim]{_safe(d.location)}[/]",
-                      _safe(d.text[:300]) + ("…" if len(d.text) > 300 else ""))
+        table.add_row(str(i), f"{d.score:.2f}", f"{markup_safe(d.title)}\n[dim]{markup_safe(d.location)}[/]",
+                      markup_safe(d.text[:300]) + ("…" if len(d.text) > 300 else ""))
     Console(highlight=False).print(table)
-
-
-def _safe(text: str) -> str:
-    from rich.markup import escape
-
-    from ragcli.render import safe
-
-    return escape(safe(text))
 
 
 # ----------------------------------------------------------------------------- ask
@@ -282,7 +232,7 @@ def _log_answer(question: str, settings: dict, events: list) -> None:
         log.record(question, settings, events)
         log.close()
     except (sqlite3.Error, OSError) as exc:  # logging must never cost the user their answer
-        _stderr_console().print(f"[yellow]warning:[/] could not write the history log: {exc}")
+        stderr_console().print(f"[yellow]warning:[/] could not write the history log: {exc}")
 
 
 @app.command()
@@ -324,7 +274,7 @@ def history_list(
 
     for row in log.recent(limit):
         when = datetime.datetime.fromtimestamp(row["created"]).strftime("%Y-%m-%d %H:%M")
-        table.add_row(str(row["id"]), when, row["strategy"], _safe(row["question"][:60]), _safe(row["answer"][:80]))
+        table.add_row(str(row["id"]), when, row["strategy"], markup_safe(row["question"][:60]), markup_safe(row["answer"][:80]))
     Console(highlight=False).print(table)
 
 
@@ -348,15 +298,15 @@ def history_show(
     from ragcli.types import RunStats
 
     c = Console(highlight=False)
-    c.print(f"[bold]{_safe(row['question'])}[/]  [dim]({row['strategy']})[/]")
-    c.print(_safe(row["answer"]))
+    c.print(f"[bold]{markup_safe(row['question'])}[/]  [dim]({row['strategy']})[/]")
+    c.print(markup_safe(row["answer"]))
     for i, d in enumerate(row["sources"], start=1):
-        c.print(f"  [{i}] {_safe(d['title'])} — {_safe(d['location'])}")
+        c.print(f"  [{i}] {markup_safe(d['title'])} — {markup_safe(d['location'])}")
     for e in row["events"]:
         if e["event"] == "retrieve":
-            c.print(f"[magenta]search[/] [{e['query']['origin']}] {_safe(e['query']['text'])}")
+            c.print(f"[magenta]search[/] [{e['query']['origin']}] {markup_safe(e['query']['text'])}")
         elif e["event"] == "sentence":
-            c.print(f"[cyan]sentence[/] {_safe(e['sentence']['text'])}")
+            c.print(f"[cyan]sentence[/] {markup_safe(e['sentence']['text'])}")
     stats = {k: v for k, v in row["stats"].items() if k in RunStats.__dataclass_fields__}
     c.print(f"[dim]{summary_line(RunStats(**stats), row['stop_reason'])}[/]")
 
@@ -384,7 +334,7 @@ def doctor(flags: dict | None = None) -> None:
     table = Table("check", "status", "detail", "what to do")
     for c in checks:
         status = "[green]ok[/]" if c.ok else ("[yellow]warning[/]" if c.warn_only else "[red]problem[/]")
-        table.add_row(c.name, status, _safe(c.detail), _safe(c.fix))
+        table.add_row(c.name, status, markup_safe(c.detail), markup_safe(c.fix))
     Console(highlight=False).print(table)
     if any(not c.ok and not c.warn_only for c in checks):
         raise typer.Exit(1)
@@ -433,169 +383,6 @@ def config_path() -> None:
     from ragcli.config import config_file_path
 
     typer.echo(str(config_file_path()))
-
-
-# ----------------------------------------------------------------------------- eval
-
-
-
-class _DefaultRunGroup(typer.core.TyperGroup):
-    """`ragcli eval DATASET ...` means `ragcli eval run DATASET ...`."""
-
-    def parse_args(self, ctx, args):
-        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
-            args = ["run", *args]
-        return super().parse_args(ctx, args)
-
-
-eval_app = typer.Typer(cls=_DefaultRunGroup, no_args_is_help=True,
-                       help="Measure strategies on a QA dataset (EM, F1, recall, retrieval rate, cost).")
-app.add_typer(eval_app, name="eval")
-
-GRID = ("theta", "beta", "k", "lookahead", "stride", "query_len", "upper", "lower")
-
-
-@eval_app.command("run")
-@with_settings(*[n for n in Settings.names() if n not in GRID and n != "strategy"])
-def eval_run(
-    dataset: Annotated[Path, typer.Argument(help="JSONL questions (pool_dev.jsonl format).")],
-    strategy: Annotated[str, typer.Option("--strategy", "-s", help="Comma-separated strategies (oracle = gold paragraphs).")] = "none,single,flare",
-    theta: Annotated[Optional[str], typer.Option(help="Comma-separated grid, e.g. 0.2,0.5,0.8")] = None,
-    beta: Annotated[Optional[str], typer.Option(help="Comma-separated grid")] = None,
-    k: Annotated[Optional[str], typer.Option(help="Comma-separated grid")] = None,
-    lookahead: Annotated[Optional[str], typer.Option(help="Comma-separated grid")] = None,
-    stride: Annotated[Optional[str], typer.Option(help="Comma-separated grid")] = None,
-    query_len: Annotated[Optional[str], typer.Option(help="Comma-separated grid")] = None,
-    upper: Annotated[Optional[str], typer.Option(help="Comma-separated grid")] = None,
-    lower: Annotated[Optional[str], typer.Option(help="Comma-separated grid")] = None,
-    only_dataset: Annotated[Optional[str], typer.Option("--dataset", help="Keep these datasets (comma-separated).")] = None,
-    only_type: Annotated[Optional[str], typer.Option("--type", help="Keep these question types.")] = None,
-    limit: Annotated[Optional[int], typer.Option(help="First N questions (after filters and sampling).")] = None,
-    sample: Annotated[Optional[int], typer.Option(help="Random sample of N questions.")] = None,
-    sample_seed: Annotated[int, typer.Option("--sample-seed", help="Seed for --sample.")] = 0,
-    corpus: Annotated[Optional[Path], typer.Option(help="Corpus JSONL to index (default: the dataset's own paragraphs).")] = None,
-    out: Annotated[Optional[Path], typer.Option(help="Per-question results JSONL (resumable).")] = None,
-    summary: Annotated[Optional[Path], typer.Option(help="Write the summary JSON here.")] = None,
-    plot: Annotated[Optional[Path], typer.Option(help="Write a retrieval-rate vs F1 PNG here.")] = None,
-    flags: dict | None = None,
-) -> None:
-    """Run strategies (and parameter grids) over a dataset; print and save the metrics."""
-    from ragcli.eval import dataset as ds
-    from ragcli.eval import report, runner
-
-    flags = dict(flags or {})
-    base = Settings.resolve(flags)
-    examples = ds.load_examples(dataset, dataset=only_dataset, type_=only_type, limit=limit, sample=sample,
-                                seed=sample_seed)
-    grid = {name: value for name, value in [("theta", theta), ("beta", beta), ("k", k), ("lookahead", lookahead),
-                                            ("stride", stride), ("query_len", query_len), ("upper", upper),
-                                            ("lower", lower)] if value is not None}
-    grid_values = {name: runner.iter_grid_values(v) for name, v in grid.items()}
-    for name, values in grid_values.items():
-        if len(values) == 1:
-            base.set(name, values[0])
-    grid_values = {n: v for n, v in grid_values.items() if len(v) > 1}
-    for name, values in grid_values.items():
-        for v in values:
-            base.copy().set(name, v)  # validates every value up front
-    specs = runner.expand_grid([s.strip() for s in strategy.split(",") if s.strip()], grid_values)
-    from ragcli.engine import Engine
-
-    engine = Engine(base)
-    for spec in specs:
-        engine.strategy_class(spec.strategy, allow_eval=True)
-    if base.source("index") == "default":
-        base.index = str(_eval_index(dataset, corpus))
-    else:
-        from ragcli.retrieval.index import TantivyIndex
-
-        TantivyIndex.open(base.index)
-    gen = engine.generator
-    meta = runner.run_metadata(base, dataset, base.index, str(getattr(gen, "model_path", "")) or None)
-    meta["runs"] = [s.key for s in specs]
-    meta["questions"] = len(examples)
-    console = _stderr_console()
-    total = len(specs) * len(examples)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TextColumn("ETA"), TimeRemainingColumn(), console=console, transient=True,
-                  disable=not console.is_terminal) as progress:
-        task = progress.add_task("eval", total=total)
-
-        def on_result(row: dict, resumed: bool) -> None:
-            progress.update(task, advance=1, description=f"{row['run']} F1={100 * row['f1']:.0f}")
-
-        rows = runner.run_eval(engine, specs, examples, base, out=out, meta=meta, on_result=on_result)
-    runs = runner.summarize(rows)
-    from rich.console import Console
-
-    out_console = Console(highlight=False)
-    if not out_console.is_terminal:  # redirected to a file: do not squeeze the table into 80 columns
-        out_console = Console(highlight=False, width=150)
-    out_console.print(report.summary_table(runs, f"{len(examples)} questions from {dataset.name}"))
-    if summary is not None:
-        summary.parent.mkdir(parents=True, exist_ok=True)
-        summary.write_text(json.dumps({"meta": meta, "runs": runs}, indent=2), encoding="utf-8")
-        console.print(f"summary → {summary}")
-    if plot is not None:
-        report.plot_sweep(runs, plot)
-        console.print(f"plot → {plot}")
-
-
-def _eval_index(dataset: Path, corpus: Path | None) -> Path:
-    """Index the corpus (or the dataset's own paragraphs) once, cached by content hash."""
-    import hashlib
-    import tempfile
-
-    from ragcli.config import user_cache_dir
-    from ragcli.eval.dataset import corpus_records
-    from ragcli.eval.dataset import load_examples
-    from ragcli.ingest.indexer import build_index
-    from ragcli.retrieval.index import META_FILE
-
-    from ragcli.errors import InputPathError
-
-    source = corpus or dataset
-    if not source.is_file():
-        raise InputPathError(f"corpus not found: {source}")
-    digest = hashlib.sha1(source.read_bytes()).hexdigest()[:16]
-    target = user_cache_dir() / "eval-index" / f"{source.stem}-{digest}"
-    if (target / META_FILE).is_file():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    building = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
-    with tempfile.TemporaryDirectory() as tmp:
-        if corpus is None:
-            records = corpus_records(load_examples(dataset))
-            src = Path(tmp) / f"{dataset.stem}-paragraphs.jsonl"
-            src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
-        else:
-            src = corpus
-        _stderr_console().print(f"building the eval index from {source.name} → {target}")
-        try:
-            build_index([src], building)
-            os.replace(building, target)  # only a complete index is ever found at `target`
-        finally:
-            if building.exists():
-                import shutil
-
-                shutil.rmtree(building, ignore_errors=True)
-    return target
-
-
-@eval_app.command("compare")
-def eval_compare(
-    a: Annotated[Path, typer.Argument(help="Earlier summary.json")],
-    b: Annotated[Path, typer.Argument(help="Later summary.json")],
-) -> None:
-    """Print the differences between two eval summaries."""
-    from rich.console import Console
-
-    from ragcli.eval import report
-
-    sa, sb = report.load_summary(a), report.load_summary(b)
-    Console(highlight=False).print(report.compare_table(sa, sb, a.name, b.name))
 
 
 # ----------------------------------------------------------------------------- errors -> exit codes

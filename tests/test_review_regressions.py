@@ -70,7 +70,7 @@ def test_rebuild_waits_for_no_other_writer(built_index, settings, small_corpus):
 
 
 def test_interrupted_eval_index_build_is_not_reused(tmp_path, monkeypatch):
-    from ragcli import cli
+    from ragcli.eval import cli as eval_cli
     from ragcli.ingest import indexer
 
     corpus = tmp_path / "c.jsonl"
@@ -82,9 +82,9 @@ def test_interrupted_eval_index_build_is_not_reused(tmp_path, monkeypatch):
 
     monkeypatch.setattr(indexer, "build_index", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        cli._eval_index(corpus, corpus)
+        eval_cli._eval_index(corpus, corpus)
     monkeypatch.setattr(indexer, "build_index", real)
-    target = cli._eval_index(corpus, corpus)
+    target = eval_cli._eval_index(corpus, corpus)
     assert TantivyIndex.open(target).num_passages() == 30
 
 

@@ -1,0 +1,64 @@
+"""Helpers shared by the command modules: settings flags, the stderr console, safe markup."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from typing import Annotated, Any, Callable, Optional
+
+import typer
+
+from ragcli.config import Settings
+
+
+# ----------------------------------------------------------------------------- settings flags
+def with_settings(*names: str) -> Callable:
+    """Add one ``--flag`` per setting to a command; the command receives ``flags: dict``."""
+
+    def decorate(fn: Callable) -> Callable:
+        import typing
+
+        sig = inspect.signature(fn)
+        hints = typing.get_type_hints(fn, include_extras=True)
+        params = [p.replace(annotation=hints.get(p.name, p.annotation))
+                  for p in sig.parameters.values() if p.name != "flags"]
+        extra = []
+        for f in dataclasses.fields(Settings):
+            if f.name.startswith("_") or (names and f.name not in names):
+                continue
+            typ = type(getattr(Settings(index="."), f.name))
+            dashed = f.name.replace("_", "-")
+            decls = [f"--{dashed}/--no-{dashed}"] if typ is bool else [f"--{dashed}"]
+            option = typer.Option(*decls, help=f.metadata.get("help", ""), rich_help_panel="Settings",
+                                  show_default=False)
+            extra.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=None,
+                                           annotation=Annotated[Optional[typ], option]))
+
+        def wrapper(**kwargs: Any) -> Any:
+            flags = {p.name: kwargs.pop(p.name, None) for p in extra}
+            return fn(**kwargs, flags=flags)
+
+        wrapper.__signature__ = sig.replace(parameters=params + extra, return_annotation=None)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in params + extra}
+        wrapper.__name__ = fn.__name__
+        wrapper.__doc__ = fn.__doc__
+        return wrapper
+
+    return decorate
+
+
+def stderr_console():
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False)
+
+
+
+def markup_safe(text: str) -> str:
+    from rich.markup import escape
+
+    from ragcli.render import safe
+
+    return escape(safe(text))
+
+

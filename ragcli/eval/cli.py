@@ -1,0 +1,175 @@
+"""`ragcli eval run|compare`: the eval command group (registered by ragcli.cli)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ragcli.cli_support import stderr_console, with_settings
+from ragcli.config import Settings
+
+
+
+
+class _DefaultRunGroup(typer.core.TyperGroup):
+    """`ragcli eval DATASET ...` means `ragcli eval run DATASET ...`."""
+
+    def parse_args(self, ctx, args):
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+eval_app = typer.Typer(cls=_DefaultRunGroup, no_args_is_help=True,
+                       help="Measure strategies on a QA dataset (EM, F1, recall, retrieval rate, cost).")
+
+GRID = ("theta", "beta", "k", "lookahead", "stride", "query_len", "upper", "lower")
+
+
+@eval_app.command("run")
+@with_settings(*[n for n in Settings.names() if n not in GRID and n != "strategy"])
+def eval_run(
+    dataset: Annotated[Path, typer.Argument(help="JSONL questions (pool_dev.jsonl format).")],
+    strategy: Annotated[str, typer.Option("--strategy", "-s", help="Comma-separated strategies (oracle = gold paragraphs).")] = "none,single,flare",
+    theta: Annotated[Optional[str], typer.Option(help="Comma-separated grid, e.g. 0.2,0.5,0.8")] = None,
+    beta: Annotated[Optional[str], typer.Option(help="Comma-separated grid")] = None,
+    k: Annotated[Optional[str], typer.Option(help="Comma-separated grid")] = None,
+    lookahead: Annotated[Optional[str], typer.Option(help="Comma-separated grid")] = None,
+    stride: Annotated[Optional[str], typer.Option(help="Comma-separated grid")] = None,
+    query_len: Annotated[Optional[str], typer.Option(help="Comma-separated grid")] = None,
+    upper: Annotated[Optional[str], typer.Option(help="Comma-separated grid")] = None,
+    lower: Annotated[Optional[str], typer.Option(help="Comma-separated grid")] = None,
+    only_dataset: Annotated[Optional[str], typer.Option("--dataset", help="Keep these datasets (comma-separated).")] = None,
+    only_type: Annotated[Optional[str], typer.Option("--type", help="Keep these question types.")] = None,
+    limit: Annotated[Optional[int], typer.Option(help="First N questions (after filters and sampling).")] = None,
+    sample: Annotated[Optional[int], typer.Option(help="Random sample of N questions.")] = None,
+    sample_seed: Annotated[int, typer.Option("--sample-seed", help="Seed for --sample.")] = 0,
+    corpus: Annotated[Optional[Path], typer.Option(help="Corpus JSONL to index (default: the dataset's own paragraphs).")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="Per-question results JSONL (resumable).")] = None,
+    summary: Annotated[Optional[Path], typer.Option(help="Write the summary JSON here.")] = None,
+    plot: Annotated[Optional[Path], typer.Option(help="Write a retrieval-rate vs F1 PNG here.")] = None,
+    flags: dict | None = None,
+) -> None:
+    """Run strategies (and parameter grids) over a dataset; print and save the metrics."""
+    from ragcli.eval import dataset as ds
+    from ragcli.eval import report, runner
+
+    flags = dict(flags or {})
+    base = Settings.resolve(flags)
+    examples = ds.load_examples(dataset, dataset=only_dataset, type_=only_type, limit=limit, sample=sample,
+                                seed=sample_seed)
+    grid = {name: value for name, value in [("theta", theta), ("beta", beta), ("k", k), ("lookahead", lookahead),
+                                            ("stride", stride), ("query_len", query_len), ("upper", upper),
+                                            ("lower", lower)] if value is not None}
+    grid_values = {name: runner.iter_grid_values(v) for name, v in grid.items()}
+    for name, values in grid_values.items():
+        if len(values) == 1:
+            base.set(name, values[0])
+    grid_values = {n: v for n, v in grid_values.items() if len(v) > 1}
+    for name, values in grid_values.items():
+        for v in values:
+            base.copy().set(name, v)  # validates every value up front
+    specs = runner.expand_grid([s.strip() for s in strategy.split(",") if s.strip()], grid_values)
+    from ragcli.engine import Engine
+
+    engine = Engine(base)
+    for spec in specs:
+        engine.strategy_class(spec.strategy, allow_eval=True)
+    if base.source("index") == "default":
+        base.index = str(_eval_index(dataset, corpus))
+    else:
+        from ragcli.retrieval.index import TantivyIndex
+
+        TantivyIndex.open(base.index)
+    gen = engine.generator
+    meta = runner.run_metadata(base, dataset, base.index, str(getattr(gen, "model_path", "")) or None)
+    meta["runs"] = [s.key for s in specs]
+    meta["questions"] = len(examples)
+    console = stderr_console()
+    total = len(specs) * len(examples)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("ETA"), TimeRemainingColumn(), console=console, transient=True,
+                  disable=not console.is_terminal) as progress:
+        task = progress.add_task("eval", total=total)
+
+        def on_result(row: dict, resumed: bool) -> None:
+            progress.update(task, advance=1, description=f"{row['run']} F1={100 * row['f1']:.0f}")
+
+        rows = runner.run_eval(engine, specs, examples, base, out=out, meta=meta, on_result=on_result)
+    runs = runner.summarize(rows)
+    from rich.console import Console
+
+    out_console = Console(highlight=False)
+    if not out_console.is_terminal:  # redirected to a file: do not squeeze the table into 80 columns
+        out_console = Console(highlight=False, width=150)
+    out_console.print(report.summary_table(runs, f"{len(examples)} questions from {dataset.name}"))
+    if summary is not None:
+        summary.parent.mkdir(parents=True, exist_ok=True)
+        summary.write_text(json.dumps({"meta": meta, "runs": runs}, indent=2), encoding="utf-8")
+        console.print(f"summary → {summary}")
+    if plot is not None:
+        report.plot_sweep(runs, plot)
+        console.print(f"plot → {plot}")
+
+
+def _eval_index(dataset: Path, corpus: Path | None) -> Path:
+    """Index the corpus (or the dataset's own paragraphs) once, cached by content hash."""
+    import hashlib
+    import tempfile
+
+    from ragcli.config import user_cache_dir
+    from ragcli.eval.dataset import corpus_records
+    from ragcli.eval.dataset import load_examples
+    from ragcli.ingest.indexer import build_index
+    from ragcli.retrieval.index import META_FILE
+
+    from ragcli.errors import InputPathError
+
+    source = corpus or dataset
+    if not source.is_file():
+        raise InputPathError(f"corpus not found: {source}")
+    digest = hashlib.sha1(source.read_bytes()).hexdigest()[:16]
+    target = user_cache_dir() / "eval-index" / f"{source.stem}-{digest}"
+    if (target / META_FILE).is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
+    with tempfile.TemporaryDirectory() as tmp:
+        if corpus is None:
+            records = corpus_records(load_examples(dataset))
+            src = Path(tmp) / f"{dataset.stem}-paragraphs.jsonl"
+            src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+        else:
+            src = corpus
+        stderr_console().print(f"building the eval index from {source.name} → {target}")
+        try:
+            build_index([src], building)
+            os.replace(building, target)  # only a complete index is ever found at `target`
+        finally:
+            if building.exists():
+                import shutil
+
+                shutil.rmtree(building, ignore_errors=True)
+    return target
+
+
+@eval_app.command("compare")
+def eval_compare(
+    a: Annotated[Path, typer.Argument(help="Earlier summary.json")],
+    b: Annotated[Path, typer.Argument(help="Later summary.json")],
+) -> None:
+    """Print the differences between two eval summaries."""
+    from rich.console import Console
+
+    from ragcli.eval import report
+
+    sa, sb = report.load_summary(a), report.load_summary(b)
+    Console(highlight=False).print(report.compare_table(sa, sb, a.name, b.name))
+
+
