@@ -33,23 +33,11 @@ class Sentence:
         return [t for t in self.tokens if t.prob < threshold and t.text.strip()]
 
 
-# Where a query came from (DESIGN.md): the question, a masked look-ahead, a generated question,
-# the previous window of tokens, a chain-of-thought sentence, a keyword rewrite, a model-issued search.
-QUERY_ORIGINS = (
-    "question",
-    "masked",
-    "qgen",
-    "window",
-    "sentence",
-    "cot",
-    "follow-up",
-    "keywords",
-    "instruct",
-)
-
-
 @dataclass(frozen=True, slots=True)
 class Query:
+    """A search. ``origin`` says where it came from: question, masked (FLARE look-ahead), qgen
+    (generated question), window, sentence, cot, follow-up, keywords (CRAG rewrite), instruct."""
+
     text: str
     origin: str = "question"
     # For masked queries: the words of the draft, with None where a low-confidence token was removed.
@@ -67,11 +55,6 @@ class Document:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-    @property
-    def first_line(self) -> str:
-        line = self.text.strip().split("\n", 1)[0]
-        return line
 
 
 @dataclass(slots=True)

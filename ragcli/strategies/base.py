@@ -214,10 +214,7 @@ class Strategy:
         so_far = " ".join(answer)
         if budget <= 0:
             return None, True
-        docs = self.reuse_order(docs, self._prompt_docs)
-        docs = self.fit_documents(docs, lambda d: prompts.answer_prompt(question, d, so_far), reserve=budget)
-        self._prompt_docs = docs
-        self.cite(docs)
+        docs = self.prompt_documents(docs, lambda d: prompts.answer_prompt(question, d, so_far), reserve=budget)
         yield self.step(what)
         chunk = yield from self.generate(prompts.answer_prompt(question, docs, so_far),
                                          max_tokens=budget, slot="main", until_sentence=True)
@@ -226,6 +223,15 @@ class Strategy:
             return None, True
         yield self.commit(sentence, regenerated=(what == "regenerate"))
         return sentence, chunk.ended and not rest
+
+    def prompt_documents(self, docs: Sequence[Document], build: Callable[[Sequence[Document]], str],
+                         reserve: int) -> list[Document]:
+        """The documents for the next main-slot prompt: kept in reuse order, fitted to the context,
+        remembered for the next call, and cited."""
+        docs = self.fit_documents(self.reuse_order(docs, self._prompt_docs), build, reserve)
+        self._prompt_docs = docs
+        self.cite(docs)
+        return docs
 
     def trim_query(self, text: str) -> str:
         return " ".join(text.split()[: self.settings.max_query_words])

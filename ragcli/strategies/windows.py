@@ -30,16 +30,12 @@ class PreviousWindow(Strategy):
         pending: list[Token] = []  # tokens of the sentence not yet committed
         answer: list[str] = []
         stop_reason = "max_tokens"
-        prompt_docs: list[Document] = []
-        self._question = question
         while len(generated) < st.max_tokens:  # one window per stride: bounded by max_tokens, not max_steps
             query = self._window_query(question, generated)
             docs = yield from self._retrieve(query, generated)
             so_far = "".join(t.text for t in generated)
             budget = min(st.stride, st.max_tokens - len(generated))
-            docs = self.reuse_order(docs, prompt_docs)
-            docs = prompt_docs = self.fit_documents(docs, lambda d: prompts.answer_prompt(question, d, so_far), reserve=budget)
-            self.cite(docs)
+            docs = self.prompt_documents(docs, lambda d: prompts.answer_prompt(question, d, so_far), reserve=budget)
             self.stats.retrieval_opportunities += 1
             yield self.step("window")
             chunk = yield from self.generate(prompts.answer_prompt(question, docs, so_far), max_tokens=budget)
@@ -77,7 +73,7 @@ class PreviousWindow(Strategy):
         l = self.settings.query_len
         recent = "".join(t.text for t in generated[-l:])
         before = "".join(t.text for t in generated[:-l]) if len(generated) > l else ""
-        question = self._question
+        question = self.question
         scored = []
         for d in candidates:
             lp = self.gen.continuation_logprob(prompts.answer_prompt(question, [d], before), recent)
