@@ -72,6 +72,9 @@ class Settings:
     cache: bool = field(default=True, metadata={"help": "reuse the KV cache across steps"})
     # strategy
     strategy: str = field(default="flare", metadata={"help": "retrieval strategy (see `ragcli strategies`)"})
+    answer_style: str = field(default="auto", metadata={
+        "help": "auto | short (a phrase and one sentence) | long (a paragraph); auto: long for 'Tell me about…', "
+                "'Describe…', 'Explain…'"})
     k: int = field(default=3, metadata={"help": "documents per retrieval"})
     max_tokens: int = field(default=160, metadata={"help": "maximum answer length in tokens"})
     max_steps: int = field(default=10, metadata={"help": "maximum generation steps"})
@@ -142,7 +145,10 @@ class Settings:
         if name not in self.names():
             raise UsageError(f"unknown setting {name!r}", hint=f"known settings: {', '.join(self.names())}")
         current = getattr(self, name)
-        setattr(self, name, _coerce(name, value, type(current)))
+        value = _coerce(name, value, type(current))
+        if name in CHOICES and value not in CHOICES[name]:
+            raise UsageError(f"setting {name!r} must be one of {', '.join(CHOICES[name])}, got {value!r}")
+        setattr(self, name, value)
         self._sources[name] = self._sources.get(name, "set")
 
     def source(self, name: str) -> str:
@@ -161,6 +167,15 @@ class Settings:
     @property
     def highlight_threshold(self) -> float:
         return self.theta if self.highlight < 0 else self.highlight
+
+
+CHOICES: dict[str, tuple[str, ...]] = {
+    "prompt_style": ("auto", "completion", "chat"),
+    "answer_style": ("auto", "short", "long"),
+    "query_mode": ("masked", "qgen"),
+    "rerank": ("none", "lm"),
+    "reader": ("cot", "direct"),
+}
 
 
 def _coerce(name: str, value: Any, typ: type) -> Any:

@@ -39,6 +39,39 @@ INSTRUCT_EXEMPLARS = (
 )
 
 
+# Long-form answers (FLARE's setting: several sentences, each of which may need its own retrieval).
+LONG_INSTRUCTION = "Answer each question with a paragraph of several sentences.\n\n"
+
+LONG_EXEMPLARS = (
+    "Question: Tell me about the Eiffel Tower.\n"
+    "Answer: The Eiffel Tower is a wrought-iron lattice tower in Paris, France. It was designed by the company of "
+    "Gustave Eiffel and built for the 1889 World's Fair. At 330 metres, it was the tallest man-made structure in the "
+    "world until 1930. Today it is one of the most visited monuments in the world.\n\n"
+    "Question: Who was William Shakespeare?\n"
+    "Answer: William Shakespeare was an English playwright and poet, born in Stratford-upon-Avon in 1564. He wrote "
+    "about 39 plays, including Hamlet, Macbeth and Romeo and Juliet. He was also an actor and a part-owner of the "
+    "Globe Theatre in London. He died in 1616 and is widely regarded as the greatest writer in the English language.\n\n"
+)
+
+ANSWER_STYLES = ("auto", "short", "long")
+_LONG_OPENINGS = ("tell me about", "tell me more about", "describe", "explain", "summarize", "summarise",
+                  "give an overview", "give me an overview", "write about", "write a paragraph", "write a summary",
+                  "what do you know about", "an overview of", "overview of")
+
+
+def answer_style(question: str, setting: str = "auto") -> str:
+    """``short`` (a phrase, then one sentence) or ``long`` (a paragraph). ``auto`` picks long only for
+    requests that ask for an explanation or overview ("Tell me about …", "Describe …", "Explain …");
+    factoid questions, the eval data sets' kind, stay short."""
+    if setting in ("short", "long"):
+        return setting
+    q = " ".join(question.lower().split()).lstrip("\"'([ ")
+    for prefix in ("please ", "can you ", "could you "):
+        if q.startswith(prefix):
+            q = q[len(prefix):]
+    return "long" if q.startswith(_LONG_OPENINGS) else "short"
+
+
 def format_documents(documents: Sequence[Document]) -> str:
     if not documents:
         return ""
@@ -55,9 +88,12 @@ def _continuation(answer_so_far: str) -> str:
     return f" {text}" if text else ""
 
 
-def answer_prompt(question: str, documents: Sequence[Document] = (), answer_so_far: str = "") -> str:
-    """The main QA prompt (none, single, FLARE drafts and regenerations, windows)."""
-    head = f"{INSTRUCTION}{EXEMPLARS}{format_documents(documents)}Question: {question.strip()}\nAnswer:"
+def answer_prompt(question: str, documents: Sequence[Document] = (), answer_so_far: str = "",
+                  style: str = "short") -> str:
+    """The main QA prompt (none, single, FLARE drafts and regenerations, windows); ``style`` is
+    ``short`` or ``long`` (see answer_style)."""
+    intro = f"{LONG_INSTRUCTION}{LONG_EXEMPLARS}" if style == "long" else f"{INSTRUCTION}{EXEMPLARS}"
+    head = f"{intro}{format_documents(documents)}Question: {question.strip()}\nAnswer:"
     return head + _continuation(answer_so_far)
 
 

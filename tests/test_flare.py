@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragcli.events import AnswerFinished, DraftSentence, RetrievalTriggered, SentenceCommitted
+from ragcli.events import AnswerFinished, DraftSentence, Notice, RetrievalTriggered, SentenceCommitted
 from ragcli.generation.fake import FakeGenerator, toks
 from ragcli.retrieval import StaticRetriever
 from ragcli.strategies.flare import Flare, FlareInstruct, masked_query
@@ -130,11 +130,29 @@ def test_prompt_never_exceeds_context_window_documents_trimmed_first(settings):
 
 
 def test_stops_at_max_steps(settings):
-    gen = FakeGenerator(default=toks(" Again and again.", 0.9) + [(" X", 0.9)])
+    gen = FakeGenerator([toks(f" Sentence number {i}.", 0.9) + [(" X", 0.9)] for i in range(10)])
     events, _ = run(Flare, gen, settings.copy(theta=0.0, max_steps=4, max_tokens=1000))
     fin = of(events, AnswerFinished)[0]
     assert fin.stop_reason == "max_steps"
     assert fin.stats.steps == 4
+
+
+def test_a_repeated_sentence_ends_the_answer(settings):
+    # small models loop sentence by sentence: an accepted draft that repeats the answer stops it
+    gen = FakeGenerator(default=toks(" Again and again.", 0.9) + [(" X", 0.9)])
+    events, _ = run(Flare, gen, settings.copy(theta=0.0, max_steps=10, max_tokens=1000))
+    fin = of(events, AnswerFinished)[0]
+    assert fin.stop_reason == "repetition"
+    assert fin.answer == "Again and again."
+    assert any("repeated" in n.message for n in of(events, Notice))
+
+
+def test_a_repeated_regenerated_sentence_ends_the_answer(settings):
+    gen = FakeGenerator(default=toks(" Again and again.", 0.1) + [(" X", 0.1)])
+    events, _ = run(Flare, gen, settings.copy(theta=0.5, max_steps=10, max_tokens=1000))
+    fin = of(events, AnswerFinished)[0]
+    assert fin.stop_reason == "repetition" and fin.answer == "Again and again."
+    assert len(of(events, SentenceCommitted)) == 1
 
 
 def test_instruct_runs_the_query_and_strips_the_marker(settings):

@@ -60,7 +60,7 @@ def test_time_budget_stops_the_answer(settings):
 
 
 def test_look_ahead_cap_without_a_sentence_end(settings):
-    gen = FakeGenerator(default=[(f" w{i}", 0.9) for i in range(500)])
+    gen = FakeGenerator([[(f" w{j}-{i}", 0.9) for i in range(500)] for j in range(20)])
     events = list(Flare(gen, RecordingRetriever(), settings.copy(lookahead=16, max_tokens=40, theta=0.0)).run("Q?"))
     fin = of(events, AnswerFinished)[0]
     assert fin.stats.tokens_generated <= 40 + 16

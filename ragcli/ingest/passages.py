@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from typing import Iterator, NamedTuple
 
 from ragcli.sentences import split_spans
 
 TARGET_WORDS = 100
 
 
-@dataclass(frozen=True, slots=True)
-class Passage:
+class Passage(NamedTuple):  # a named tuple: created ~10k times a second while indexing
     pid: str
     title: str
     text: str
@@ -33,49 +32,114 @@ def chunk_text(text: str, target_words: int = TARGET_WORDS) -> list[tuple[int, i
     A paragraph break (blank line) ends a passage once it holds at least half the target, so
     passages follow the document's structure. A single sentence longer than twice the target is
     cut on word boundaries.
+
+    Sentence boundaries are only looked for where a cut is needed: a paragraph that fits is taken
+    whole, and Punkt checks only the candidate ends (". ", "? " ...) nearest each cut, on a small
+    window of text, not every sentence of a long document (Punkt is pure Python and was the main
+    cost of indexing long records).
     """
     spans: list[tuple[int, int]] = []
-    start: int | None = None
-    end = 0
-    words = 0
-    for a, b in _sentence_spans(text):
-        n = len(text[a:b].split())
-        if n > 2 * target_words:  # a run-on "sentence" (tables, code): cut it by words
-            if start is not None:
-                spans.append((start, end))
-                start, words = None, 0
-            spans.extend(_cut_words(text, a, b, target_words))
-            continue
-        paragraph_break = start is not None and "\n\n" in text[end:a].replace("\r", "")
-        if start is not None and (words + n > target_words or (paragraph_break and words >= target_words // 2)):
-            spans.append((start, end))
-            start, words = None, 0
-        if start is None:
-            start = a
-        end = b
-        words += n
-    if start is not None:
-        spans.append((start, end))
+    cur: list[int] | None = None  # [start, end, words] of the passage being filled
+    half = target_words // 2
+    for a, b in _paragraphs(text):
+        words = [m.span() for m in _WORD.finditer(text, a, b)]
+        if cur is not None and cur[2] >= half:
+            spans.append((cur[0], cur[1]))  # the paragraph break ends it
+            cur = None
+        i = 0  # index of the first word of the paragraph not yet in a passage
+        while i < len(words):
+            room = target_words - (cur[2] if cur else 0)
+            if len(words) - i <= room:  # the rest of the paragraph fits
+                if cur is None:
+                    cur = [words[i][0], b, 0]
+                cur[1] = b
+                cur[2] += len(words) - i
+                break
+            cut = _last_boundary(text, words, i, i + room, b)
+            if cut is not None:  # fill the passage up to the last sentence end that fits
+                j, end = cut
+                if cur is None:
+                    cur = [words[i][0], end, 0]
+                spans.append((cur[0], end))
+                cur, i = None, j
+                continue
+            if cur is not None:  # no sentence of this paragraph fits: close the passage, start afresh
+                spans.append((cur[0], cur[1]))
+                cur = None
+                continue
+            # a sentence longer than the target: up to twice the target it is a passage of its own,
+            # longer "sentences" (tables, code) are cut by words
+            nxt = _next_boundary(text, words, i + room, min(len(words), i + 2 * target_words), b)
+            j = nxt[0] if nxt else i + target_words
+            spans.append((words[i][0], nxt[1] if nxt else words[j - 1][1]))
+            i = j
+    if cur is not None:
+        spans.append((cur[0], cur[1]))
     return spans
 
 
-def _sentence_spans(text: str) -> list[tuple[int, int]]:
-    # Split paragraphs first (cheap, and Punkt never joins across a blank line), then sentences.
-    out: list[tuple[int, int]] = []
-    for m in re.finditer(r"\S(?:.*?\S)?(?=\s*\n\s*\n|\s*$)", text, flags=re.S):
-        base = m.start()
-        for a, b in split_spans(m.group(0)):
-            out.append((base + a, base + b))
-    return out
+_WORD = re.compile(r"\S+")
+_PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n\s*")
+_ENDS = frozenset(".!?…")
+_CLOSERS = "\"'”’)]"
+WINDOW = 40  # characters of context Punkt sees on each side of a candidate sentence end (it looks at one token either side)
 
 
-def _cut_words(text: str, a: int, b: int, target: int) -> list[tuple[int, int]]:
-    positions = [m.span() for m in re.finditer(r"\S+", text[a:b])]
-    out = []
-    for i in range(0, len(positions), target):
-        group = positions[i : i + target]
-        out.append((a + group[0][0], a + group[-1][1]))
-    return out
+def _paragraphs(text: str) -> Iterator[tuple[int, int]]:
+    """Spans of the non-blank stretches between blank lines (linear; no backtracking regex)."""
+    pos = 0
+    for m in _PARAGRAPH_BREAK.finditer(text):
+        yield from _stripped(text, pos, m.start())
+        pos = m.end()
+    yield from _stripped(text, pos, len(text))
+
+
+def _stripped(text: str, a: int, b: int) -> Iterator[tuple[int, int]]:
+    while a < b and text[a].isspace():
+        a += 1
+    while b > a and text[b - 1].isspace():
+        b -= 1
+    if a < b:
+        yield a, b
+
+
+def _ends_sentence(text: str, word: tuple[int, int], paragraph_end: int) -> int | None:
+    """If ``word`` may end a sentence, the offset just after its final punctuation, when Punkt agrees."""
+    a, b = word
+    end = b
+    while end > a and text[end - 1] in _CLOSERS:
+        end -= 1
+    if end == a or text[end - 1] not in _ENDS:
+        return None
+    if b >= paragraph_end:
+        return b
+    lo = text.rfind(" ", 0, max(a - WINDOW, 0)) + 1 if a > WINDOW else 0
+    hi = text.find(" ", min(b + WINDOW, paragraph_end))
+    hi = paragraph_end if hi == -1 or hi > paragraph_end else hi
+    for _s, e in split_spans(text[lo:hi]):
+        if lo + e in (end, b):
+            return b
+        if lo + e > b:
+            break
+    return None
+
+
+def _last_boundary(text: str, words, i: int, limit: int, paragraph_end: int) -> tuple[int, int] | None:
+    """(index of the next word, end offset) of the last sentence end among words[i:limit]."""
+    for j in range(limit - 1, i - 1, -1):
+        end = _ends_sentence(text, words[j], paragraph_end)
+        if end is not None:
+            return j + 1, end
+    return None
+
+
+def _next_boundary(text: str, words, start: int, limit: int, paragraph_end: int) -> tuple[int, int] | None:
+    """The first sentence end among words[start:limit]."""
+    for j in range(start, limit):
+        end = _ends_sentence(text, words[j], paragraph_end)
+        if end is not None:
+            return j + 1, end
+    return None
 
 
 def normalise(text: str) -> str:

@@ -229,14 +229,14 @@ def _first(doc: Any, name: str) -> str:
 
 class IndexWriter:
     def __init__(self, writer: Any) -> None:
-        self._w = writer
-
-    def add(self, p: Passage) -> None:
         import tantivy
 
-        self._w.add_document(
-            tantivy.Document(pid=p.pid, title=p.title, text=p.text, path=p.path, location=p.location)
-        )
+        self._w = writer
+        self._add = writer.add_document
+        self._doc = tantivy.Document
+
+    def add(self, p: Passage) -> None:
+        self._add(self._doc(pid=p.pid, title=p.title, text=p.text, path=p.path, location=p.location))
 
     def delete_path(self, path: str) -> None:
         self._w.delete_documents_by_term("path", path)
@@ -252,7 +252,7 @@ class IndexWriter:
 
     def finish(self) -> None:
         self._w.wait_merging_threads()
-        self._w = None
+        self._w = self._add = None
 
     def release(self) -> None:
         if self._w is not None:
@@ -260,7 +260,7 @@ class IndexWriter:
                 self._w.rollback()
             except (ValueError, OSError):
                 pass
-            self._w = None
+            self._w = self._add = None
 
 
 @contextmanager

@@ -107,10 +107,12 @@ class Strategy:
         self._gen0 = (0, 0, 0)
         self.stop_reason: str | None = None  # set when a limit (repetition, timeout) ended the answer
         self._prompt_docs: list[Document] = []  # documents in the main prompt now (for reuse_order)
+        self.style = "short"  # answer style of the current question (prompts.answer_style)
 
     # -------------------------------------------------------------------- entry point
     def run(self, question: str) -> Iterator[Event]:
         self.question = question
+        self.style = prompts.answer_style(question, self.settings.answer_style)
         self._t0 = time.perf_counter()
         s = self.gen.stats
         self._gen0 = (s.prompt_tokens_evaluated, s.tokens_generated, s.prompt_tokens_reused)
@@ -214,15 +216,31 @@ class Strategy:
         so_far = " ".join(answer)
         if budget <= 0:
             return None, True
-        docs = self.prompt_documents(docs, lambda d: prompts.answer_prompt(question, d, so_far), reserve=budget)
+        docs = self.prompt_documents(docs, lambda d: self.answer_prompt(question, d, so_far), reserve=budget)
         yield self.step(what)
-        chunk = yield from self.generate(prompts.answer_prompt(question, docs, so_far),
+        chunk = yield from self.generate(self.answer_prompt(question, docs, so_far),
                                          max_tokens=budget, slot="main", until_sentence=True)
         sentence, rest = cut_sentence(chunk.tokens, first_sentence_end(chunk.text))
         if not sentence.text:
             return None, True
+        if self.repeated(sentence, answer):
+            yield self.notice("the model repeated an earlier sentence; stopped", "warning")
+            return None, True
         yield self.commit(sentence, regenerated=(what == "regenerate"))
         return sentence, chunk.ended and not rest
+
+    def repeated(self, sentence: Sentence, answer: Sequence[str]) -> bool:
+        """True (and the stop reason set) when ``sentence`` repeats one already in the answer: small
+        models loop sentence by sentence, which token-level repetition checks cannot see."""
+        key = " ".join(sentence.text.lower().split())
+        if key and any(" ".join(a.lower().split()) == key for a in answer):
+            self.stop_reason = "repetition"
+            return True
+        return False
+
+    def answer_prompt(self, question: str, docs: Sequence[Document] = (), so_far: str = "") -> str:
+        """The main answer prompt in this question's answer style."""
+        return prompts.answer_prompt(question, docs, so_far, self.style)
 
     def prompt_documents(self, docs: Sequence[Document], build: Callable[[Sequence[Document]], str],
                          reserve: int) -> list[Document]:

@@ -17,10 +17,10 @@ class _OneShot(Strategy):
 
     def _answer_with(self, question: str, docs: Sequence[Document]) -> Iterator[Event]:
         max_new = self.settings.max_tokens
-        docs = self.fit_documents(docs, lambda d: prompts.answer_prompt(question, d), reserve=max_new)
+        docs = self.fit_documents(docs, lambda d: self.answer_prompt(question, d), reserve=max_new)
         self.cite(docs)
         yield self.step("generate")
-        chunk = yield from self.generate(prompts.answer_prompt(question, docs), max_tokens=max_new, slot="main")
+        chunk = yield from self.generate(self.answer_prompt(question, docs), max_tokens=max_new, slot="main")
         sentences, _ = sentences_of(chunk.tokens)
         for sentence in sentences:
             yield self.commit(sentence)

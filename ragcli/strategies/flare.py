@@ -104,7 +104,7 @@ class Flare(Strategy):
                 yield self.step("draft")
                 budget = min(st.lookahead, st.max_tokens - used)
                 chunk = yield from self.generate(
-                    prompts.answer_prompt(question, (), " ".join(answer)),
+                    self.answer_prompt(question, (), " ".join(answer)),
                     max_tokens=budget, slot="draft", draft=True, until_sentence=True)
                 draft, _rest = cut_sentence(chunk.tokens, first_sentence_end(chunk.text))
                 if not draft.text:
@@ -115,6 +115,9 @@ class Flare(Strategy):
                 draft_is_last = chunk.ended and not _rest
                 if not low:
                     yield DraftSentence(draft, (), accepted=True)
+                    if self.repeated(draft, answer):
+                        yield self.notice("the model repeated an earlier sentence; stopped", "warning")
+                        break
                     yield self.commit(draft)
                     answer.append(draft.text)
                     used += len(draft.tokens)

@@ -35,10 +35,10 @@ class PreviousWindow(Strategy):
             docs = yield from self._retrieve(query, generated)
             so_far = "".join(t.text for t in generated)
             budget = min(st.stride, st.max_tokens - len(generated))
-            docs = self.prompt_documents(docs, lambda d: prompts.answer_prompt(question, d, so_far), reserve=budget)
+            docs = self.prompt_documents(docs, lambda d: self.answer_prompt(question, d, so_far), reserve=budget)
             self.stats.retrieval_opportunities += 1
             yield self.step("window")
-            chunk = yield from self.generate(prompts.answer_prompt(question, docs, so_far), max_tokens=budget)
+            chunk = yield from self.generate(self.answer_prompt(question, docs, so_far), max_tokens=budget)
             generated.extend(chunk.tokens)
             pending.extend(chunk.tokens)
             pending = yield from self._commit_complete(pending, answer)
@@ -76,7 +76,7 @@ class PreviousWindow(Strategy):
         question = self.question
         scored = []
         for d in candidates:
-            lp = self.gen.continuation_logprob(prompts.answer_prompt(question, [d], before), recent)
+            lp = self.gen.continuation_logprob(self.answer_prompt(question, [d], before), recent)
             scored.append((lp, d))
         scored.sort(key=lambda x: -x[0])
         return [d for _, d in scored]
