@@ -92,50 +92,76 @@ def bench_logits_all(results: dict, n_tokens: int = 12) -> None:
     del llm
 
 
-def _run_strategy(strategy: str, qs: list[str], index: str, cache: bool, max_tokens: int, theta: float = 0.2) -> dict:
+def _run_interleaved(configs: dict[str, dict], qs: list[str], index: str, max_tokens: int, theta: float) -> dict:
+    """Run each configuration on the same questions, interleaved question by question (the order
+    alternating), so that load from elsewhere on this shared machine hits every configuration alike:
+    measured one after another, the same run varied by 60% here."""
     from ragcli.config import Settings
     from ragcli.engine import Engine
 
-    settings = Settings.resolve({"index": index, "strategy": strategy, "cache": cache, "max_tokens": max_tokens,
-                                 "theta": theta},
-                                env={}, config_path=Path("/nonexistent"))
-    engine = Engine(settings)
-    engine.generator  # load before timing
-    engine.retriever
-    answers, prompt_tokens, retrievals, opportunities = [], 0, 0, 0
-    t = time.perf_counter()
-    for q in qs:
-        final = list(engine.ask(q))[-1]
-        answers.append(final.answer)
-        prompt_tokens += final.stats.prompt_tokens_evaluated
-        retrievals += final.stats.retrievals
-        opportunities += final.stats.retrieval_opportunities
-    wall = time.perf_counter() - t
-    return {"answers": answers, "prompt_tokens": prompt_tokens, "wall": wall,
-            "retrieval_rate": retrievals / max(opportunities, 1)}
+    engines, out = {}, {}
+    for name, cfg in configs.items():
+        settings = Settings.resolve({"index": index, "max_tokens": max_tokens, "theta": theta, **cfg},
+                                    env={}, config_path=Path("/nonexistent"))
+        engine = engines[name] = Engine(settings)
+        engine.generator  # load before timing
+        engine.retriever
+        out[name] = {"answers": [], "prompt_tokens": 0, "wall": 0.0, "retrievals": 0, "opportunities": 0,
+                     "forced0": engine.generator.stats.prompt_tokens_forced}
+    names = list(configs)
+    for i, q in enumerate(qs):
+        for name in (names if i % 2 == 0 else names[::-1]):
+            r = out[name]
+            t = time.perf_counter()
+            final = list(engines[name].ask(q))[-1]
+            r["wall"] += time.perf_counter() - t
+            r["answers"].append(final.answer)
+            r["prompt_tokens"] += final.stats.prompt_tokens_evaluated
+            r["retrievals"] += final.stats.retrievals
+            r["opportunities"] += final.stats.retrieval_opportunities
+    for name, r in out.items():
+        r["forced"] = engines[name].generator.stats.prompt_tokens_forced - r.pop("forced0")
+        r["retrieval_rate"] = r.pop("retrievals") / max(r.pop("opportunities"), 1)
+    return out
 
 
-def bench_cache(n_questions: int, max_tokens: int, results: dict) -> None:
+# Two workloads. "long" is FLARE's own setting, long-form answers ("Tell me about X.", answered as a
+# paragraph), with theta set for a retrieval rate around 50% as the issue asks; its figures carry
+# the tracked keys. "short" is the multi-hop QA samples (an answer of one or two sentences, so the
+# first step's documents, which no cache can avoid, are most of the work); suffix _short.
+WORKLOADS = {
+    "long": {"questions": lambda n: longform_questions(n), "theta": 0.05, "max_tokens": 128},
+    "short": {"questions": lambda n: questions(n), "theta": 0.2, "max_tokens": 96},
+}
+
+
+def bench_cache(n_questions: int, quick: bool, results: dict) -> None:
     from ragcli.ingest.indexer import build_index
 
-    qs = questions(n_questions)
     with tempfile.TemporaryDirectory() as tmp:
         index = str(Path(tmp) / "index")
         build_index([SAMPLE], Path(index))
-        cached = _run_strategy("flare", qs, index, True, max_tokens)
-        naive = _run_strategy("flare", qs, index, False, max_tokens)
-        single = _run_strategy("single", qs, index, True, max_tokens)
-    results["cache_prompt_tokens_ratio"] = cached["prompt_tokens"] / naive["prompt_tokens"]
-    results["cache_wall_ratio"] = cached["wall"] / naive["wall"]
-    results["cache_same_answers"] = cached["answers"] == naive["answers"]
-    results["flare_prompt_tokens"] = cached["prompt_tokens"]
-    results["flare_no_cache_prompt_tokens"] = naive["prompt_tokens"]
-    results["flare_wall_s"] = cached["wall"]
-    results["flare_no_cache_wall_s"] = naive["wall"]
-    results["single_wall_s"] = single["wall"]
-    results["flare_vs_single_wall_ratio"] = cached["wall"] / single["wall"]
-    results["flare_retrieval_rate"] = cached["retrieval_rate"]
-    results["cache_questions"] = len(qs)
+        for name, w in WORKLOADS.items():
+            qs = w["questions"](n_questions)
+            max_tokens = min(w["max_tokens"], 64) if quick else w["max_tokens"]
+            runs = _run_interleaved({"cached": {"strategy": "flare"}, "naive": {"strategy": "flare", "cache": False},
+                                     "single": {"strategy": "single"}}, qs, index, max_tokens, w["theta"])
+            cached, naive, single = runs["cached"], runs["naive"], runs["single"]
+            sfx = "" if name == "long" else f"_{name}"
+            results[f"cache_prompt_tokens_ratio{sfx}"] = cached["prompt_tokens"] / naive["prompt_tokens"]
+            results[f"cache_wall_ratio{sfx}"] = cached["wall"] / naive["wall"]
+            results[f"cache_same_answers{sfx}"] = cached["answers"] == naive["answers"]
+            results[f"flare_vs_single_wall_ratio{sfx}"] = cached["wall"] / single["wall"]
+            results[f"cache_forced_tokens_ratio{sfx}"] = cached["forced"] / naive["prompt_tokens"]
+            results[f"flare_prompt_tokens{sfx}"] = cached["prompt_tokens"]
+            results[f"flare_no_cache_prompt_tokens{sfx}"] = naive["prompt_tokens"]
+            results[f"flare_forced_prompt_tokens{sfx}"] = cached["forced"]
+            results[f"flare_wall_s{sfx}"] = cached["wall"]
+            results[f"flare_no_cache_wall_s{sfx}"] = naive["wall"]
+            results[f"single_wall_s{sfx}"] = single["wall"]
+            results[f"flare_retrieval_rate{sfx}"] = cached["retrieval_rate"]
+            results[f"cache_questions{sfx}"] = len(qs)
+            results[f"cache_theta{sfx}"] = w["theta"]
 
 
 # ------------------------------------------------------------------------------------ index and search
@@ -260,9 +286,14 @@ def bench_rss(results: dict) -> None:
 # ------------------------------------------------------------------------------------ report
 ROWS = [
     ("generation with per-token probabilities", "logprob_tokens_per_s", "plain llama.cpp generation", "plain_tokens_per_s", "logprob_speed_ratio", "≥ 0.9"),
-    ("FLARE prompt tokens evaluated (KV reuse)", "flare_prompt_tokens", "FLARE without prefix reuse", "flare_no_cache_prompt_tokens", "cache_prompt_tokens_ratio", "≤ 0.5"),
-    ("FLARE wall time (KV reuse)", "flare_wall_s", "FLARE without prefix reuse", "flare_no_cache_wall_s", "cache_wall_ratio", "≤ 0.7"),
-    ("FLARE wall time", "flare_wall_s", "single retrieval wall time", "single_wall_s", "flare_vs_single_wall_ratio", "≤ 2"),
+    ("FLARE prompt tokens evaluated (KV reuse), long-form", "flare_prompt_tokens", "FLARE without prefix reuse", "flare_no_cache_prompt_tokens", "cache_prompt_tokens_ratio", "≤ 0.5"),
+    ("  floor: tokens no prefix cache can avoid", "flare_forced_prompt_tokens", "FLARE without prefix reuse", "flare_no_cache_prompt_tokens", "cache_forced_tokens_ratio", "(reference)"),
+    ("FLARE wall time (KV reuse), long-form", "flare_wall_s", "FLARE without prefix reuse", "flare_no_cache_wall_s", "cache_wall_ratio", "≤ 0.7"),
+    ("FLARE wall time, long-form", "flare_wall_s", "single retrieval wall time", "single_wall_s", "flare_vs_single_wall_ratio", "≤ 2"),
+    ("FLARE prompt tokens evaluated (KV reuse), short QA", "flare_prompt_tokens_short", "FLARE without prefix reuse", "flare_no_cache_prompt_tokens_short", "cache_prompt_tokens_ratio_short", "(reference)"),
+    ("  floor: tokens no prefix cache can avoid", "flare_forced_prompt_tokens_short", "FLARE without prefix reuse", "flare_no_cache_prompt_tokens_short", "cache_forced_tokens_ratio_short", "(reference)"),
+    ("FLARE wall time (KV reuse), short QA", "flare_wall_s_short", "FLARE without prefix reuse", "flare_no_cache_wall_s_short", "cache_wall_ratio_short", "(reference)"),
+    ("FLARE wall time, short QA", "flare_wall_s_short", "single retrieval wall time", "single_wall_s_short", "flare_vs_single_wall_ratio_short", "(reference)"),
     ("raw tantivy ingestion (passages/s)", "raw_tantivy_passages_per_s", "ragcli index (passages/s)", "ragcli_index_passages_per_s", "index_throughput_ratio", "≥ 0.8 (raw time ÷ ours)"),
 ]
 
@@ -309,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
         ("search", lambda: bench_search(results, args.big)),
         ("logprobs", lambda: bench_logprobs(48 if args.quick else 128, results)),
         ("logits_all", lambda: bench_logits_all(results)),
-        ("cache", lambda: bench_cache(3 if args.quick else 8, 64 if args.quick else 96, results)),
+        ("cache", lambda: bench_cache(3 if args.quick else 8, args.quick, results)),
         ("rss", lambda: bench_rss(results)),
     ]
     for name, fn in steps:

@@ -63,7 +63,7 @@ class Settings:
     # llama.cpp
     n_gpu_layers: int = field(default=0, metadata={"help": "layers to offload to the GPU (-1: all)"})
     ctx: int = field(default=4096, metadata={"help": "context window in tokens"})
-    threads: int = field(default=0, metadata={"help": "CPU threads (0: llama.cpp's default)"})
+    threads: int = field(default=0, metadata={"help": "CPU threads for the model (0: every CPU ragcli may use)"})
     seed: int = field(default=0, metadata={"help": "sampling seed"})
     temperature: float = field(default=0.0, metadata={"help": "0 is greedy decoding"})
     top_p: float = field(default=0.95, metadata={"help": "nucleus sampling when temperature > 0"})

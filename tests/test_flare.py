@@ -176,3 +176,14 @@ def test_search_marker_inside_a_document_is_never_executed(settings):
     events, r = run(FlareInstruct, gen, settings, retriever=RecordingRetriever(evil))
     assert r.queries == ["Who founded Rome?"]
     assert of(events, AnswerFinished)[0].answer == "It is fine."
+
+
+def test_one_shot_generation_stops_when_a_sentence_repeats(settings):
+    from ragcli.strategies.baselines import NoRetrieval
+
+    loop = toks(" Paris is in France.", 0.9) + toks(" It is big.", 0.9) + toks(" It is big.", 0.9) + toks(" More.", 0.9)
+    gen = FakeGenerator([loop])
+    events = list(NoRetrieval(gen, None, settings.copy(max_tokens=100)).run("Where is Paris?"))
+    fin = of(events, AnswerFinished)[0]
+    assert fin.answer == "Paris is in France. It is big."
+    assert fin.stop_reason == "repetition"

@@ -59,3 +59,22 @@ def test_cache_never_changes_the_answer(engine):
     naive = list(naive_engine.ask(QUESTION))[-1]
     assert cached.answer == naive.answer
     assert cached.stats.prompt_tokens_evaluated < naive.stats.prompt_tokens_evaluated
+
+
+def test_cache_gives_bit_identical_probabilities_on_a_long_answer(engine):
+    # Long-form answers exercise every reuse path: documents replaced, the answer growing sentence
+    # by sentence in the draft context, exemplars shared across questions. Every token and its
+    # probability must be the same as without the cache, and the cache must skip most of the work.
+    s = engine.settings.copy(strategy="flare", theta=0.3, max_tokens=96)
+    question = "Tell me about Elia Kazan."
+
+    def run(eng):
+        events = list(eng.ask(question, s) if eng is engine else eng.ask(question))
+        return [(e.token.text, e.token.logprob) for e in events if isinstance(e, TokenGenerated)], events[-1]
+
+    cached_tokens, cached = run(engine)
+    naive_tokens, naive = run(Engine(s.copy(cache=False)))
+    assert cached.answer == naive.answer and len(cached.answer.split(". ")) >= 2
+    assert cached_tokens == naive_tokens
+    assert cached.stats.retrievals >= 2
+    assert cached.stats.prompt_tokens_evaluated < 0.7 * naive.stats.prompt_tokens_evaluated

@@ -14,6 +14,10 @@ class GenStats:
 
     prompt_tokens_evaluated: int = 0
     prompt_tokens_reused: int = 0
+    # what an ideal per-context prefix cache would still evaluate: the tokens after the longest
+    # common prefix with everything the context holds (generated tokens included, no batch
+    # alignment); the floor prompt_tokens_evaluated is measured against in benchmarks
+    prompt_tokens_forced: int = 0
     tokens_generated: int = 0
     calls: int = 0
 

@@ -3,6 +3,7 @@ cutting, context budgeting and the closing AnswerFinished. Strategies yield even
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar, Iterator, Mapping, Sequence
@@ -43,6 +44,21 @@ def repeating(tokens: Sequence[Token]) -> int:
         if all(texts[-(k + 1) * period: len(texts) - k * period] == block for k in range(1, REPEATS)):
             return period
     return 0
+
+
+_ENDS_SENTENCE = re.compile(r"[.!?]")
+
+
+def repeated_sentence(tokens: Sequence[Token]) -> int | None:
+    """If the last complete sentence in ``tokens`` repeats an earlier one, the number of tokens
+    before it (where to cut); else None. Catches loops longer than ``repeating`` can see."""
+    sentences, _ = sentences_of(tokens)  # called when a token ends with . ! or ?: the last one is complete
+    if len(sentences) < 2:
+        return None
+    key = " ".join(sentences[-1].text.lower().split())
+    if any(" ".join(s.text.lower().split()) == key for s in sentences[:-1]):
+        return sum(len(s.tokens) for s in sentences[:-1])
+    return None
 
 
 @dataclass
@@ -185,6 +201,12 @@ class Strategy:
             if until_sentence and first_sentence_end(text) is not None:
                 return chunk
             if watch is not None and watch(text):
+                return chunk
+            if _ENDS_SENTENCE.search(tok.text) and (keep := repeated_sentence(chunk.tokens)) is not None:
+                del chunk.tokens[keep:]
+                self.stop_reason = "repetition"
+                yield Notice("the model repeated an earlier sentence; stopped", "warning")
+                chunk.ended = True
                 return chunk
             period = repeating(chunk.tokens)
             if period:
