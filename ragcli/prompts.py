@@ -72,6 +72,24 @@ def answer_style(question: str, setting: str = "auto") -> str:
     return "long" if q.startswith(_LONG_OPENINGS) else "short"
 
 
+def request_topic(question: str) -> str:
+    """What a long-form request is about, for the search query: "Tell me about Christer Fuglesang."
+    searches "Christer Fuglesang." ("tell me" is rare, so BM25 would rank song lyrics for it)."""
+    q = " ".join(question.split())
+    low = q.lower()
+    for prefix in ("please ", "can you ", "could you "):
+        if low.startswith(prefix):
+            q, low = q[len(prefix):], low[len(prefix):]
+    for opening in sorted(_LONG_OPENINGS, key=len, reverse=True):
+        if low.startswith(opening):
+            rest = q[len(opening):].strip(" :,")
+            for filler in ("about ", "of ", "me "):
+                if rest.lower().startswith(filler):
+                    rest = rest[len(filler):]
+            return rest or question
+    return question
+
+
 def format_documents(documents: Sequence[Document]) -> str:
     if not documents:
         return ""

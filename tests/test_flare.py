@@ -187,3 +187,23 @@ def test_one_shot_generation_stops_when_a_sentence_repeats(settings):
     fin = of(events, AnswerFinished)[0]
     assert fin.answer == "Paris is in France. It is big."
     assert fin.stop_reason == "repetition"
+
+
+def test_long_form_requests_get_the_paragraph_prompt_and_a_topic_query(settings):
+    from ragcli import prompts
+
+    assert prompts.answer_style("Tell me about Christer Fuglesang.") == "long"
+    assert prompts.answer_style("Please describe the band Rush") == "long"
+    assert prompts.answer_style("Who was Christer Fuglesang?") == "short"
+    assert prompts.answer_style("Who was he?", "long") == "long"
+    assert prompts.request_topic("Tell me about Christer Fuglesang.") == "Christer Fuglesang."
+    assert prompts.request_topic("What do you know about Neil Peart?") == "Neil Peart?"
+    assert prompts.request_topic("Who was Neil Peart?") == "Who was Neil Peart?"
+
+    gen = FakeGenerator([toks(" He is a Swedish physicist.", 0.9) + [(END, 0.9)]])
+    retriever = RecordingRetriever()
+    events, _ = run(Flare, gen, settings.copy(theta=0.0), retriever=retriever, question="Tell me about Christer Fuglesang.")
+    assert of(events, RetrievalTriggered)[0].query.text == "Christer Fuglesang."
+    assert gen.calls[0]["prompt"].startswith(prompts.LONG_INSTRUCTION)
+    # answers never get "[" (small models copy the "[1] Title: text" document list); instruct keeps its own bias
+    assert gen.calls[0]["bias"] == {"[": -100.0}

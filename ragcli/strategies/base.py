@@ -46,6 +46,11 @@ def repeating(tokens: Sequence[Token]) -> int:
     return 0
 
 
+# Answers never need "[": with documents listed as "[1] Title: text", small models otherwise go on
+# copying the list into the answer ("... in space. [4] Ulf Merbold: Dr. Ulf ..."). FLARE-instruct,
+# whose [Search(...)] needs it, passes its own bias.
+NO_BRACKETS = {"[": -100.0}
+
 _ENDS_SENTENCE = re.compile(r"[.!?]")
 
 
@@ -187,6 +192,7 @@ class Strategy:
         chunk = Chunk()
         text = ""
         stop = self.answer_stop if stop is None else stop
+        bias = NO_BRACKETS if bias is None else bias
         if max_tokens <= 0:
             chunk.ended = True
             return chunk
@@ -272,6 +278,10 @@ class Strategy:
         self._prompt_docs = docs
         self.cite(docs)
         return docs
+
+    def question_query(self, question: str) -> Query:
+        """The first-step query: the question (a long-form request without its "Tell me about")."""
+        return Query(self.trim_query(prompts.request_topic(question)), "question")
 
     def trim_query(self, text: str) -> str:
         return " ".join(text.split()[: self.settings.max_query_words])

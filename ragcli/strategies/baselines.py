@@ -44,7 +44,7 @@ class SingleRetrieval(_OneShot):
     params = ("k", "max_tokens")
 
     def answer(self, question: str) -> Iterator[Event]:
-        docs = yield from self.retrieve(Query(question, "question"), "the question")
+        docs = yield from self.retrieve(self.question_query(question), "the question")
         yield from self._answer_with(question, docs)
 
 

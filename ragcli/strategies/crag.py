@@ -231,6 +231,6 @@ class Crag(_OneShot):
         self.web = web
 
     def answer(self, question: str) -> Iterator[Event]:
-        docs = yield from self.retrieve(Query(question, "question"), "the question")
+        docs = yield from self.retrieve(self.question_query(question), "the question")
         docs = yield from correct_documents(self, question, docs, self.web)
         yield from self._answer_with(question, docs)

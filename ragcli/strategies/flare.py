@@ -87,7 +87,7 @@ class Flare(Strategy):
         stop_reason = "max_steps"
 
         # Step 1: retrieve with the question, generate the first sentence with those documents.
-        docs = yield from self.retrieve(Query(self.trim_query(question), "question"), "first step: the question")
+        docs = yield from self.retrieve(self.question_query(question), "first step: the question")
         sentence, ended = yield from self.sentence_with(question, docs, answer, what="generate",
                                                         budget=min(st.lookahead, st.max_tokens))
         self.stats.retrieval_opportunities += 1
@@ -181,7 +181,7 @@ class FlareInstruct(Strategy):
         st = self.settings
         answer = ""
         used = 0
-        docs = yield from self.retrieve(Query(self.trim_query(question), "question"), "first step: the question")
+        docs = yield from self.retrieve(self.question_query(question), "first step: the question")
         self.stats.retrieval_opportunities += 1
         suppress = None
         stop_reason = "max_steps"

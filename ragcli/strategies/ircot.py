@@ -29,7 +29,7 @@ class IRCoT(Strategy):
         pool: list[tuple[int, int, Document]] = []  # (rank within its retrieval, retrieval no., doc)
         seen: set[str] = set()
         reasoning: list[str] = []
-        docs = yield from self.retrieve(Query(question, "question"), "first step: the question")
+        docs = yield from self.retrieve(self.question_query(question), "first step: the question")
         self.stats.retrieval_opportunities += 1
         self._add(pool, seen, docs, 0)
         stop_reason = "max_steps"

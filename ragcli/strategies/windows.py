@@ -100,7 +100,7 @@ class PreviousSentence(Strategy):
         answer: list[str] = []
         used = 0
         stop_reason = "max_steps"
-        query = Query(question, "question")
+        query = self.question_query(question)
         while self.stats.steps < st.max_steps:
             if used >= st.max_tokens:
                 stop_reason = "max_tokens"
