@@ -180,7 +180,7 @@ def bench_index(results: dict) -> None:
     corpus = corpus_path()
     passages = read_passages(corpus.resolve())
     raw_times, ours_times = [], []
-    for _ in range(5):  # alternating, best of 5 each: the machine is shared and noisy
+    for _ in range(7):  # alternating rounds: the machine is shared and noisy
         with tempfile.TemporaryDirectory() as tmp:
             idx = tantivy.Index(_schema(), path=tmp)
             t = time.perf_counter()
@@ -198,7 +198,9 @@ def bench_index(results: dict) -> None:
     results["index_passages"] = len(passages)
     results["raw_tantivy_passages_per_s"] = len(passages) / raw
     results["ragcli_index_passages_per_s"] = len(passages) / ours
-    results["index_throughput_ratio"] = raw / ours
+    # median of the per-round ratios (each round runs both back to back): steadier than a ratio
+    # of two minima when load from elsewhere comes and goes (0.77-0.98 across runs here)
+    results["index_throughput_ratio"] = statistics.median(r / o for r, o in zip(raw_times, ours_times))
 
 
 def _perturbed(records: list[dict], n: int, seed: int = 0):
