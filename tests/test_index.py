@@ -159,3 +159,27 @@ def test_bad_line_in_jsonl_skips_the_file_without_leaving_partial_passages(tmp_p
     report = build_index([good], tmp_path / "idx")
     assert [p for p, _ in report.skipped] == [str(good / "bad.jsonl")] or any("bad.jsonl" in p for p, _ in report.skipped)
     assert report.passages_total == 1
+
+
+def test_jsonl_batches_name_the_bad_line_and_accept_what_json_accepts(tmp_path):
+    from ragcli.ingest.formats import SkipFile
+    from ragcli.ingest.reader import read_passages
+
+    ok = tmp_path / "ok.jsonl"
+    ok.write_bytes(b'\xef\xbb\xbf{"title": "A", "text": "Alpha text."}\n\n'
+                   b'{"title": "B", "text": "Beta  text.\\nmore", "pid": 123456789012345678901234567890}\n'
+                   b'{"title": "C", "text": "Gamma.", "score": NaN}\n')
+    got = read_passages(ok)
+    assert [(p.title, p.text, p.location.rsplit("#", 1)[1]) for p in got] == [
+        ("A", "Alpha text.", "L1"), ("B", "Beta text. more", "L3"), ("C", "Gamma.", "L4")]
+    assert got[1].pid == "123456789012345678901234567890"
+
+    two = tmp_path / "two.jsonl"  # two records on one line would parse inside one JSON array
+    two.write_text('{"text": "a"}\n{"text": "b"}, {"text": "c"}\n', encoding="utf-8")
+    with pytest.raises(SkipFile, match="line 2 is not JSON"):
+        read_passages(two)
+
+    latin = tmp_path / "latin.jsonl"
+    latin.write_bytes(b'{"text": "ok"}\n{"text": "caf\xe9"}\n')
+    with pytest.raises(SkipFile, match="line 2 is not UTF-8"):
+        read_passages(latin)

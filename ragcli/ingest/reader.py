@@ -159,12 +159,16 @@ def _jsonl_records(batches: Iterable[list[tuple[int, bytes]]]) -> Iterator[tuple
     """(line number, parsed value) of each non-blank line. A batch is parsed as one JSON array;
     if that fails or does not give one value per line, its lines are parsed one by one so the
     error names the right line."""
+    try:
+        from orjson import loads  # ~2.5x faster than json on corpora; errors fall back to json below
+    except ImportError:
+        loads = json.loads
     for batch in batches:
         lines = [(n, raw) for n, raw in batch if raw.strip()]
         if not lines:
             continue
         try:
-            values = json.loads(b"[" + b",".join(raw for _, raw in lines) + b"]")
+            values = loads(b"[" + b",".join(raw for _, raw in lines) + b"]")
             if not isinstance(values, list) or len(values) != len(lines):
                 raise ValueError
         except (ValueError, UnicodeDecodeError):
