@@ -62,6 +62,32 @@ def split_spans(text: str) -> list[tuple[int, int]]:
     return list(_tokenizer().span_tokenize(text))
 
 
+_PLAIN_WORD = re.compile(r"[\"'(\[“‘]*([^\W\d_]{2,})\.")
+
+
+@lru_cache(maxsize=1)
+def _collocation_starts() -> frozenset[str]:
+    return frozenset(first for first, _ in _tokenizer()._params.collocations)
+
+
+def plain_sentence_end(word: str, next_char: str) -> bool:
+    """True when Punkt ends a sentence after ``word`` when the next word starts with ``next_char``
+    (a letter or digit): a plain word (letters only) with a period that is no abbreviation and
+    starts no learned collocation. Punkt's later
+    passes only revisit abbreviations, initials, numbers and collocations, so checking this here
+    saves running Punkt on the text around most candidate sentence ends."""
+    if not next_char.isalnum():
+        return False
+    if word.endswith(("?", "!")):
+        return word.rstrip("?!")[-1:].isalpha()
+    m = _PLAIN_WORD.fullmatch(word)
+    if not m:
+        return False
+    core = m.group(1).lower()
+    abbrevs = _tokenizer()._params.abbrev_types
+    return core not in abbrevs and core not in _collocation_starts()
+
+
 def split_sentences(text: str) -> list[str]:
     return [text[a:b] for a, b in split_spans(text)]
 

@@ -41,3 +41,25 @@ def test_no_download_needed(monkeypatch):
 
     monkeypatch.setattr(nltk, "download", boom)
     assert split_sentences("One. Two.") == ["One.", "Two."]
+
+
+def test_plain_sentence_end_agrees_with_punkt_and_defers_the_hard_cases():
+    from ragcli.sentences import plain_sentence_end, split_sentences
+
+    assert plain_sentence_end("home.", "H") and plain_sentence_end("why?", "T")
+    for word, nxt in [("Dr.", "S"), ("U.S.", "I"), ("1957.", "H"), ("e.g.", "t"), ("St.", "L"), ("a.", "B"),
+                      ("home.", '"'), ("home.", "")]:
+        assert not plain_sentence_end(word, nxt), word
+    # wherever the shortcut says "sentence end", Punkt agrees
+    text = ("Dr. Smith went home. He slept in St. Louis. The U.S. Army came. Why? Nobody knows. "
+            "It was 1957. Then came (Jones. Later) more.")
+    words = text.split()
+    breaks, pos = set(), 0
+    for s in split_sentences(text):
+        pos = text.index(s, pos) + len(s)
+        breaks.add(pos)
+    pos = 0
+    for w, nxt in zip(words, words[1:]):
+        pos = text.index(w, pos) + len(w)
+        if plain_sentence_end(w, nxt[0]):
+            assert pos in breaks, w

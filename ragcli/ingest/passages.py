@@ -6,7 +6,7 @@ import hashlib
 import re
 from typing import Iterator, NamedTuple
 
-from ragcli.sentences import split_spans
+from ragcli.sentences import plain_sentence_end, split_spans
 
 TARGET_WORDS = 100
 
@@ -113,6 +113,12 @@ def _ends_sentence(text: str, word: tuple[int, int], paragraph_end: int) -> int 
         return None
     if b >= paragraph_end:
         return b
+    if end == b:
+        nxt = b
+        while nxt < paragraph_end and text[nxt].isspace():
+            nxt += 1
+        if plain_sentence_end(text[a:b], text[nxt:nxt + 1]):
+            return b
     lo = text.rfind(" ", 0, max(a - WINDOW, 0)) + 1 if a > WINDOW else 0
     hi = text.find(" ", min(b + WINDOW, paragraph_end))
     hi = paragraph_end if hi == -1 or hi > paragraph_end else hi
