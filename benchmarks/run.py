@@ -203,6 +203,35 @@ def bench_index(results: dict) -> None:
     results["index_throughput_ratio"] = statistics.median(r / o for r, o in zip(raw_times, ours_times))
 
 
+def bench_index_jobs(results: dict, n_files: int = 2000) -> None:
+    """HTML pages (BeautifulSoup parsing is the slow part of such corpora): one parser process
+    against every CPU (`ragcli index --jobs`)."""
+    import html
+
+    from ragcli.ingest.indexer import _cpus, build_index
+
+    records = _records(corpus_path())[: n_files * 4]
+    with tempfile.TemporaryDirectory() as tmp:
+        pages = Path(tmp) / "pages"
+        pages.mkdir()
+        for i in range(n_files):
+            body = "".join(f"<h2>{html.escape(r.get('title', ''))}</h2><p>{html.escape(r['text'])}</p>"
+                           for r in records[i * 4:(i + 1) * 4])
+            (pages / f"p{i}.html").write_text(f"<html><head><title>Page {i}</title></head><body><nav>home</nav>"
+                                             f"{body}<footer>site</footer></body></html>", encoding="utf-8")
+        times = {1: [], 0: []}
+        for r in range(3):
+            for jobs in ((1, 0) if r % 2 == 0 else (0, 1)):
+                t = time.perf_counter()
+                build_index([pages], Path(tmp) / f"index{jobs}_{r}", jobs=jobs)
+                times[jobs].append(time.perf_counter() - t)
+    results["index_html_files"] = n_files
+    results["index_html_jobs1_s"] = min(times[1])
+    results["index_html_jobs_all_s"] = min(times[0])
+    results["index_jobs_cpus"] = _cpus()
+    results["index_jobs_speedup"] = min(times[1]) / min(times[0])
+
+
 def _perturbed(records: list[dict], n: int, seed: int = 0):
     rng = random.Random(seed)
     i = 0
@@ -297,6 +326,7 @@ ROWS = [
     ("FLARE wall time (KV reuse), short QA", "flare_wall_s_short", "FLARE without prefix reuse", "flare_no_cache_wall_s_short", "cache_wall_ratio_short", "(reference)"),
     ("FLARE wall time, short QA", "flare_wall_s_short", "single retrieval wall time", "single_wall_s_short", "flare_vs_single_wall_ratio_short", "(reference)"),
     ("raw tantivy ingestion (passages/s)", "raw_tantivy_passages_per_s", "ragcli index (passages/s)", "ragcli_index_passages_per_s", "index_throughput_ratio", "≥ 0.8 (raw time ÷ ours)"),
+    ("index 2,000 HTML files, --jobs 1 (s)", "index_html_jobs1_s", "--jobs 0, one per CPU (s)", "index_html_jobs_all_s", "index_jobs_speedup", "(reference)"),
 ]
 
 
@@ -331,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.add_argument("--quick", action="store_true", help="fewer questions and tokens")
     ap.add_argument("--big", action="store_true", help="also a 1M-passage index")
-    ap.add_argument("--only", default="", help="comma-separated: logprobs,logits_all,cache,index,search,help,rss")
+    ap.add_argument("--only", default="", help="comma-separated: help,index,index_jobs,search,logprobs,logits_all,cache,rss")
     args = ap.parse_args(argv)
     only = set(filter(None, args.only.split(",")))
     want = lambda name: not only or name in only  # noqa: E731
@@ -339,6 +369,7 @@ def main(argv: list[str] | None = None) -> int:
     steps = [
         ("help", lambda: bench_help(results)),
         ("index", lambda: bench_index(results)),
+        ("index_jobs", lambda: bench_index_jobs(results)),
         ("search", lambda: bench_search(results, args.big)),
         ("logprobs", lambda: bench_logprobs(48 if args.quick else 128, results)),
         ("logits_all", lambda: bench_logits_all(results)),

@@ -78,10 +78,11 @@ def main(
 @app.command()
 @with_settings("index")
 def index(
-    paths: Annotated[list[Path], typer.Argument(help="Files or folders (.txt, .md, .rst, .jsonl).", show_default=False)],
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders (.txt, .md, .rst, .html, .pdf, code, .jsonl).", show_default=False)],
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Start the index over.")] = False,
     exclude: Annotated[Optional[list[str]], typer.Option("--exclude", "-x", help="gitignore-style pattern to skip (repeatable); a .ragcliignore file works too.")] = None,
     hidden: Annotated[bool, typer.Option("--hidden", help="Include hidden files and folders.")] = False,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Processes parsing PDF/HTML/text files (0: one per CPU); pays for PDF-heavy corpora on many cores.")] = 1,
     flags: dict | None = None,
 ) -> None:
     """Build or update the index from files and folders (only new or changed files are read).
@@ -114,7 +115,7 @@ def index(
 
     try:
         report = build_index(paths, Path(settings.index), rebuild=rebuild, on_progress=on_progress,
-                             on_warning=on_warning, exclude=exclude or [], include_hidden=hidden)
+                             on_warning=on_warning, exclude=exclude or [], include_hidden=hidden, jobs=jobs)
     finally:
         if progress is not None:
             progress.stop()

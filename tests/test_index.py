@@ -183,3 +183,58 @@ def test_jsonl_batches_name_the_bad_line_and_accept_what_json_accepts(tmp_path):
     latin.write_bytes(b'{"text": "ok"}\n{"text": "caf\xe9"}\n')
     with pytest.raises(SkipFile, match="line 2 is not UTF-8"):
         read_passages(latin)
+
+
+def test_parallel_parsing_gives_the_same_index_and_reports_skips(tmp_path):
+    from ragcli.ingest import indexer
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(12):
+        (docs / f"page{i}.html").write_text(
+            f"<html><head><title>Page {i}</title></head><body><nav>menu</nav><p>Wombat number {i} digs "
+            f"burrows. It sleeps by day.</p><p>Second paragraph {i}.</p></body></html>", encoding="utf-8")
+        (docs / f"note{i}.md").write_text(f"# Note {i}\n\nQuokkas number {i} smile.\n", encoding="utf-8")
+    (docs / "broken.pdf").write_bytes(b"%PDF-1.4 not really a pdf")
+
+    def contents(index_dir, jobs):
+        warnings = []
+        report = indexer.build_index([docs], index_dir, jobs=jobs, on_warning=warnings.append)
+        idx = TantivyIndex.open(index_dir)
+        hits = sorted((d.id, d.title, d.text, d.location) for d in idx.search("wombat quokkas number", 100))
+        return report, hits, warnings
+
+    r1, serial, w1 = contents(tmp_path / "serial", 1)
+    r2, parallel, w2 = contents(tmp_path / "parallel", 2)
+    assert serial == parallel and len(serial) == 24
+    assert r1.passages_added == r2.passages_added and r2.added == 24
+    assert [p for p, _ in r2.skipped] == [p for p, _ in r1.skipped] and len(r2.skipped) == 1 and w2
+    # no processes for one job, nor for files the manifest says are unchanged
+    files = list(indexer.iter_files([docs]))
+    assert indexer._Parsers.start(files, {}, 1).pool is None
+    manifest = {str(f.path): {"size": f.size, "mtime_ns": f.mtime_ns} for f in files}
+    assert indexer._Parsers.start(files, manifest, 4).pool is None
+
+
+def test_broken_parser_processes_fall_back_to_parsing_in_process(tmp_path):
+    from concurrent.futures.process import BrokenProcessPool
+
+    from ragcli.ingest import indexer
+
+    for i in range(3):
+        (tmp_path / f"n{i}.md").write_text(f"# N{i}\n\nNumbats eat termites {i}.\n", encoding="utf-8")
+    files = list(indexer.iter_files([tmp_path]))
+
+    class Broken:
+        def submit(self, *a, **k):
+            raise BrokenProcessPool("a worker died")
+
+        def shutdown(self, **k):
+            pass
+
+    warnings = []
+    parsers = indexer._Parsers(Broken(), list(files), ahead=4, warn=warnings.append)
+    parsers._fill()
+    got = [list(parsers.passages(f, f.path.name)) for f in files]
+    assert [len(g) for g in got] == [1, 1, 1] and parsers.pool is None
+    assert warnings == ["the parser processes stopped; parsing the remaining files here"]

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Callable
 
 from ragcli.errors import EmptyCorpusError, IndexWriteError, InputPathError
-from ragcli.ingest.reader import FileInfo, SkipFile, iter_files, iter_passages
+from ragcli.ingest.formats import JSONL_SUFFIXES
+from ragcli.ingest.reader import FileInfo, SkipFile, iter_files, iter_passages, read_passages
 from ragcli.retrieval.index import TantivyIndex, exclusive_lock
 
 COMMIT_EVERY_PASSAGES = 50_000
@@ -65,7 +66,10 @@ def build_index(
     commit_every: int = COMMIT_EVERY_PASSAGES,
     exclude: list[str] | None = None,
     include_hidden: bool = False,
+    jobs: int = 1,
 ) -> IndexReport:
+    """Index ``paths`` into ``index_dir``. ``jobs`` processes parse files other than JSONL corpora
+    in parallel (0: one per CPU)."""
     started = time.perf_counter()
     for p in paths:
         if not p.exists():
@@ -78,7 +82,9 @@ def build_index(
         with exclusive_lock(index_dir):  # never delete an index another writer is using
             TantivyIndex.remove(index_dir)
     index = TantivyIndex.open_or_create(index_dir)
-    with index.writer() as writer:
+    # start parser processes before the index writer's threads exist
+    parsers = _Parsers.start(files, index.load_manifest(), jobs, warn)
+    with parsers, index.writer() as writer:
         manifest = index.load_manifest()
         roots = [str(p.resolve()) for p in paths]
         current = {str(f.path) for f in files}
@@ -116,7 +122,7 @@ def build_index(
                 commit()
 
         for done, info in enumerate(files, start=1):
-            _index_one(info, manifest.get(str(info.path)), writer, pending, report, warn, added)
+            _index_one(info, manifest.get(str(info.path)), writer, pending, report, warn, added, parsers)
             if on_progress:
                 on_progress(done, len(files), report.passages_added)
         commit()
@@ -137,7 +143,7 @@ def build_index(
 
 
 def _index_one(info: FileInfo, previous: dict | None, writer, pending: dict, report: IndexReport, warn: WarnFn,
-               added: Callable[[int], None]) -> None:
+               added: Callable[[int], None], parsers: "_Parsers") -> None:
     key = str(info.path)
     shown = display_path(info.path)
     if previous and previous.get("size") == info.size and previous.get("mtime_ns") == info.mtime_ns:
@@ -150,6 +156,7 @@ def _index_one(info: FileInfo, previous: dict | None, writer, pending: dict, rep
         warn(f"skipped {shown}: {exc.strerror or exc}")
         return
     if previous and previous.get("sha1") == digest:
+        parsers.discard(info)
         pending[key] = {**previous, "size": info.size, "mtime_ns": info.mtime_ns}
         report.unchanged += 1
         return
@@ -158,7 +165,7 @@ def _index_one(info: FileInfo, previous: dict | None, writer, pending: dict, rep
     writer.delete_path(key)
     count = 0
     try:
-        for p in iter_passages(info.path, shown):
+        for p in parsers.passages(info, shown):
             writer.add(p)
             count += 1
             if count % 1000 == 0:
@@ -175,3 +182,97 @@ def _index_one(info: FileInfo, previous: dict | None, writer, pending: dict, rep
     report.passages_added += count
     pending[key] = {"size": info.size, "mtime_ns": info.mtime_ns, "sha1": digest, "passages": count}
     added(count % 1000)  # after `pending`: a commit now records this file as done
+
+
+def _changed(info: FileInfo, previous: dict | None) -> bool:
+    return not (previous and previous.get("size") == info.size and previous.get("mtime_ns") == info.mtime_ns)
+
+
+def _parse(path: str, shown: str) -> tuple[list | None, str | None]:
+    """In a parser process: the passages of one file, or why it was skipped."""
+    try:
+        return read_passages(Path(path), shown), None
+    except SkipFile as exc:
+        return None, str(exc)
+
+
+class _Parsers:
+    """Parse changed files (all but JSONL corpora, which stream) in a pool of processes, a few files
+    ahead of the indexing loop, which takes their passages in order; without a pool, files are read
+    in the loop. Opt-in (``--jobs``): measured here on 2 CPUs, 2,500 HTML files indexed 1.04x faster
+    with two processes and 400 files 0.53x (starting the processes costs ~0.3 s, and tantivy already
+    indexes on every core). It pays for PDF-heavy corpora and machines with more cores."""
+
+    def __init__(self, pool=None, queue: list[FileInfo] | None = None, ahead: int = 0,
+                 warn: WarnFn | None = None) -> None:
+        self.pool = pool
+        self.queue = queue or []
+        self.ahead = ahead
+        self.warn = warn or (lambda msg: None)
+        self.futures: dict[Path, object] = {}
+
+    @classmethod
+    def start(cls, files: list[FileInfo], manifest: dict, jobs: int, warn: WarnFn | None = None) -> "_Parsers":
+        queue = [f for f in files if f.path.suffix.lower() not in JSONL_SUFFIXES and _changed(f, manifest.get(str(f.path)))]
+        jobs = min(jobs if jobs > 0 else _cpus(), len(queue))
+        if jobs <= 1:
+            return cls()
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method))
+        parsers = cls(pool, queue, ahead=4 * jobs, warn=warn)
+        parsers._fill()
+        return parsers
+
+    def _fill(self) -> None:
+        from concurrent.futures.process import BrokenProcessPool
+
+        while self.pool is not None and self.queue and len(self.futures) < self.ahead:
+            info = self.queue.pop(0)
+            try:
+                self.futures[info.path] = self.pool.submit(_parse, str(info.path), display_path(info.path))
+            except BrokenProcessPool:
+                self._broken()
+
+    def _broken(self) -> None:
+        self.warn("the parser processes stopped; parsing the remaining files here")
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        self.pool, self.futures, self.queue = None, {}, []
+
+    def discard(self, info: FileInfo) -> None:
+        future = self.futures.pop(info.path, None)
+        if future is not None:
+            future.cancel()
+            self._fill()
+
+    def passages(self, info: FileInfo, shown: str):
+        from concurrent.futures.process import BrokenProcessPool
+
+        future = self.futures.pop(info.path, None)
+        if future is None:
+            return iter_passages(info.path, shown)
+        try:
+            passages, skipped = future.result()
+        except BrokenProcessPool:
+            self._broken()
+            return iter_passages(info.path, shown)
+        self._fill()
+        if skipped is not None:
+            raise SkipFile(skipped)
+        return passages
+
+    def __enter__(self) -> "_Parsers":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
