@@ -83,6 +83,9 @@ class Settings:
     beta: float = field(default=0.4, metadata={"help": "FLARE: mask draft tokens with p < beta from the query"})
     lookahead: int = field(default=64, metadata={"help": "FLARE: look-ahead tokens per draft"})
     query_mode: str = field(default="masked", metadata={"help": "FLARE: masked | qgen"})
+    keep_first: str = field(default="auto", metadata={
+        "help": "FLARE: keep the question's documents in the prompt after later retrievals: auto (for long "
+                "answers, as FLARE's WikiAsp setup) | yes | no"})
     max_query_words: int = field(default=32, metadata={"help": "queries are trimmed to this many words"})
     stride: int = field(default=16, metadata={"help": "previous-window: retrieve every s tokens"})
     query_len: int = field(default=32, metadata={"help": "previous-window: query is the last l tokens"})
@@ -173,6 +176,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "prompt_style": ("auto", "completion", "chat"),
     "answer_style": ("auto", "short", "long"),
     "query_mode": ("masked", "qgen"),
+    "keep_first": ("auto", "yes", "no"),
     "rerank": ("none", "lm"),
     "reader": ("cot", "direct"),
 }

@@ -207,3 +207,28 @@ def test_long_form_requests_get_the_paragraph_prompt_and_a_topic_query(settings)
     assert gen.calls[0]["prompt"].startswith(prompts.LONG_INSTRUCTION)
     # answers never get "[" (small models copy the "[1] Title: text" document list); instruct keeps its own bias
     assert gen.calls[0]["bias"] == {"[": -100.0}
+
+
+def test_long_answers_keep_the_question_documents_in_front(settings):
+    q_docs = [Document("q1", "Fuglesang", "Christer Fuglesang is a Swedish astronaut.", 1.0)]
+    later = [Document("x1", "Merbold", "Ulf Merbold is a German astronaut.", 1.0)]
+
+    class Retriever(RecordingRetriever):
+        def search(self, query, k):
+            self.queries.append(query)
+            return q_docs if len(self.queries) == 1 else later
+
+    def script():
+        return [toks(" He is an astronaut.", 0.9) + [(" Next", 0.9)],
+                toks(" He flew in 2006.", 0.1) + [(" X", 0.1)],  # low-confidence draft: retrieve
+                toks(" He flew on STS-116.", 0.9) + [(END, 0.9)]]
+
+    for keep, question, kept in [("auto", "Tell me about Christer Fuglesang.", True),
+                                 ("auto", "Who is Christer Fuglesang?", False),
+                                 ("no", "Tell me about Christer Fuglesang.", False),
+                                 ("yes", "Who is Christer Fuglesang?", True)]:
+        gen = FakeGenerator(script())
+        run(Flare, gen, settings.copy(theta=0.5, keep_first=keep), retriever=Retriever(), question=question)
+        regen = gen.calls[2]["prompt"]
+        assert "[1] Merbold" not in regen or not kept
+        assert ("[1] Fuglesang" in regen and "[2] Merbold" in regen) == kept, (keep, question)

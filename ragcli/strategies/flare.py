@@ -77,7 +77,8 @@ def interleave(lists: Sequence[Sequence[Document]], k: int) -> list[Document]:
 class Flare(Strategy):
     name = "flare"
     description = "FLARE-direct: draft each sentence, retrieve with it when any token is below theta, regenerate."
-    params = ("theta", "beta", "query_mode", "lookahead", "k", "max_steps", "max_tokens", "max_query_words")
+    params = ("theta", "beta", "query_mode", "keep_first", "lookahead", "k", "max_steps", "max_tokens",
+              "max_query_words")
     answer_stop = prompts.ANSWER_STOP
 
     def answer(self, question: str) -> Iterator[Event]:
@@ -88,6 +89,11 @@ class Flare(Strategy):
 
         # Step 1: retrieve with the question, generate the first sentence with those documents.
         docs = yield from self.retrieve(self.question_query(question), "first step: the question")
+        # Long answers wander from their topic sentence by sentence ("He ▁▁▁ the first ▁▁▁" finds other
+        # people): keep the question's documents in front of later ones, as FLARE's own long-form
+        # (WikiAsp) configuration does ("first-keep"). They also stay a cached prompt prefix.
+        keep = st.keep_first == "yes" or (st.keep_first == "auto" and self.style == "long")
+        first = list(docs) if keep else []
         sentence, ended = yield from self.sentence_with(question, docs, answer, what="generate",
                                                         budget=min(st.lookahead, st.max_tokens))
         self.stats.retrieval_opportunities += 1
@@ -127,6 +133,8 @@ class Flare(Strategy):
                     continue
                 yield DraftSentence(draft, tuple(low), accepted=False)
                 docs = yield from self._query_and_retrieve(draft, low)
+                if first:
+                    docs = first + [d for d in docs if d.id not in {f.id for f in first}]
                 sentence, ended = yield from self.sentence_with(question, docs, answer, what="regenerate",
                                                                 budget=min(st.lookahead, st.max_tokens - used))
                 if sentence is None:
