@@ -4,10 +4,11 @@ Probabilities come from the last logits of each decode step (a log-softmax over 
 numpy), never from ``logits_all=True``, which is ~30x slower with a 262k-token vocabulary.
 
 KV-cache reuse: each *slot* is its own llama.cpp context over the one loaded model, holding its
-own token history. A call evaluates only the tokens after the longest common prefix with what the
-slot already holds, so a context that grows by appending (FLARE's drafts) never re-evaluates, and
-a context whose documents changed re-evaluates only from the first changed token. With
-``cache=False`` every call starts from an empty cache (the naive loop, for benchmarks).
+own token history. A call re-evaluates only from the first batch that differs from what the slot
+holds (batches are cut at line and sentence starts, see ``layout``), so a context that grows by
+appending (FLARE's drafts) evaluates only the new sentence, and a context whose documents changed
+re-evaluates from the first changed document. With ``cache=False`` every call starts from an empty
+cache (the naive loop, for benchmarks); both modes give bit-identical probabilities.
 
 llama.cpp dicts and handles never leave this module.
 """
