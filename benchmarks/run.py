@@ -180,7 +180,7 @@ def bench_index(results: dict) -> None:
     corpus = corpus_path()
     passages = read_passages(corpus.resolve())
     raw_times, ours_times = [], []
-    for _ in range(7):  # alternating rounds: the machine is shared and noisy
+    for _ in range(9):  # alternating rounds: the machine is shared and noisy
         with tempfile.TemporaryDirectory() as tmp:
             idx = tantivy.Index(_schema(), path=tmp)
             t = time.perf_counter()
@@ -198,9 +198,10 @@ def bench_index(results: dict) -> None:
     results["index_passages"] = len(passages)
     results["raw_tantivy_passages_per_s"] = len(passages) / raw
     results["ragcli_index_passages_per_s"] = len(passages) / ours
-    # median of the per-round ratios (each round runs both back to back): steadier than a ratio
-    # of two minima when load from elsewhere comes and goes (0.77-0.98 across runs here)
+    # The median of the per-round ratios (each round runs both back to back) is the tracked figure:
+    # across runs here it moved 0.77-0.87, the ratio of the two best rounds 0.69-0.90.
     results["index_throughput_ratio"] = statistics.median(r / o for r, o in zip(raw_times, ours_times))
+    results["index_throughput_ratio_best"] = raw / ours
 
 
 def bench_index_jobs(results: dict, n_files: int = 2000) -> None:
