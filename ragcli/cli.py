@@ -393,6 +393,8 @@ def run(argv: list[str] | None = None) -> None:
 
     try:
         rc = app(args=argv, standalone_mode=False)
+        if rc == 130:  # Typer turns Ctrl-C into Exit(130), which click returns silently
+            _report(Interrupted("interrupted"), 130)
         if isinstance(rc, int) and rc:
             raise SystemExit(rc)
     except RagcliError as exc:

@@ -152,3 +152,16 @@ def test_unexpected_errors_are_one_line_with_exit_1(monkeypatch, capsys, tmp_pat
 def test_bare_ragcli_without_a_terminal_prints_help(capsys):
     code, out, _ = call([], capsys)
     assert code == 0 and "Usage" in out and "chat" in out
+
+
+def test_ctrl_c_says_interrupted_and_exits_130(tmp_path, capsys, monkeypatch):
+    from ragcli.ingest import indexer
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(indexer, "build_index", interrupted)
+    (tmp_path / "a.txt").write_text("Wombats dig.")
+    code, _, err = call(["index", str(tmp_path), "--index", str(tmp_path / "idx")], capsys)
+    assert code == 130
+    assert err.strip().splitlines()[-1] == "interrupted"

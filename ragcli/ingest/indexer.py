@@ -221,7 +221,8 @@ class _Parsers:
         from concurrent.futures import ProcessPoolExecutor
 
         method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method))
+        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method),
+                                   initializer=_ignore_ctrl_c)
         parsers = cls(pool, queue, ahead=4 * jobs, warn=warn)
         parsers._fill()
         return parsers
@@ -269,6 +270,14 @@ class _Parsers:
     def __exit__(self, *exc) -> None:
         if self.pool is not None:
             self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _ignore_ctrl_c() -> None:
+    """In a parser process: Ctrl-C is the indexing loop's to handle (it stops the pool); workers
+    printing their own KeyboardInterrupt tracebacks would bury the one-line message."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _cpus() -> int:
