@@ -94,6 +94,9 @@ class Flare(Strategy):
         # (WikiAsp) configuration does ("first-keep"). They also stay a cached prompt prefix.
         keep = st.keep_first == "yes" or (st.keep_first == "auto" and self.style == "long")
         first = list(docs) if keep else []
+        if first:
+            yield self.notice(f"long answer: the question's {len(first)} document(s) stay in the prompt for "
+                              "every sentence (--keep-first no to drop them)")
         sentence, ended = yield from self.sentence_with(question, docs, answer, what="generate",
                                                         budget=min(st.lookahead, st.max_tokens))
         self.stats.retrieval_opportunities += 1
