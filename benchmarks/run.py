@@ -219,7 +219,8 @@ def bench_index_jobs(results: dict, n_files: int = 2000) -> None:
     against every CPU (`ragcli index --jobs`)."""
     import html
 
-    from ragcli.ingest.indexer import _cpus, build_index
+    from ragcli.config import available_cpus
+    from ragcli.ingest.indexer import build_index
 
     records = _records(corpus_path())[: n_files * 4]
     with tempfile.TemporaryDirectory() as tmp:
@@ -239,7 +240,7 @@ def bench_index_jobs(results: dict, n_files: int = 2000) -> None:
     results["index_html_files"] = n_files
     results["index_html_jobs1_s"] = min(times[1])
     results["index_html_jobs_all_s"] = min(times[0])
-    results["index_jobs_cpus"] = _cpus()
+    results["index_jobs_cpus"] = available_cpus()
     results["index_jobs_speedup"] = min(times[1]) / min(times[0])
 
 

@@ -172,6 +172,14 @@ class Settings:
         return self.theta if self.highlight < 0 else self.highlight
 
 
+def available_cpus() -> int:
+    """CPUs this process may run on (what `--threads 0` and `index --jobs 0` use)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
 CHOICES: dict[str, tuple[str, ...]] = {
     "prompt_style": ("auto", "completion", "chat"),
     "answer_style": ("auto", "short", "long"),

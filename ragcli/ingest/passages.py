@@ -104,7 +104,8 @@ def _stripped(text: str, a: int, b: int) -> Iterator[tuple[int, int]]:
 
 
 def _ends_sentence(text: str, word: tuple[int, int], paragraph_end: int) -> int | None:
-    """If ``word`` may end a sentence, the offset just after its final punctuation, when Punkt agrees."""
+    """The end offset of ``word`` (closing quotes and brackets included) if it ends a sentence: its
+    last character before those is . ! ? or …, and Punkt agrees (asked only about the hard cases)."""
     a, b = word
     end = b
     while end > a and text[end - 1] in _CLOSERS:

@@ -54,14 +54,21 @@ NO_BRACKETS = {"[": -100.0}
 _ENDS_SENTENCE = re.compile(r"[.!?]")
 
 
+REPEATED = "the model repeated an earlier sentence; stopped"
+
+
+def repeats(sentence: str, earlier: Sequence[str]) -> bool:
+    """True when ``sentence`` is one of ``earlier`` (case and spacing aside): small models loop
+    sentence by sentence, which token-level checks (``repeating``) cannot see."""
+    key = " ".join(sentence.lower().split())
+    return bool(key) and any(" ".join(e.lower().split()) == key for e in earlier)
+
+
 def repeated_sentence(tokens: Sequence[Token]) -> int | None:
     """If the last complete sentence in ``tokens`` repeats an earlier one, the number of tokens
-    before it (where to cut); else None. Catches loops longer than ``repeating`` can see."""
+    before it (where to cut); else None."""
     sentences, _ = sentences_of(tokens)  # called when a token ends with . ! or ?: the last one is complete
-    if len(sentences) < 2:
-        return None
-    key = " ".join(sentences[-1].text.lower().split())
-    if any(" ".join(s.text.lower().split()) == key for s in sentences[:-1]):
+    if len(sentences) >= 2 and repeats(sentences[-1].text, [s.text for s in sentences[:-1]]):
         return sum(len(s.tokens) for s in sentences[:-1])
     return None
 
@@ -211,7 +218,7 @@ class Strategy:
             if _ENDS_SENTENCE.search(tok.text) and (keep := repeated_sentence(chunk.tokens)) is not None:
                 del chunk.tokens[keep:]
                 self.stop_reason = "repetition"
-                yield Notice("the model repeated an earlier sentence; stopped", "warning")
+                yield Notice(REPEATED, "warning")
                 chunk.ended = True
                 return chunk
             period = repeating(chunk.tokens)
@@ -252,16 +259,14 @@ class Strategy:
         if not sentence.text:
             return None, True
         if self.repeated(sentence, answer):
-            yield self.notice("the model repeated an earlier sentence; stopped", "warning")
+            yield self.notice(REPEATED, "warning")
             return None, True
         yield self.commit(sentence, regenerated=(what == "regenerate"))
         return sentence, chunk.ended and not rest
 
     def repeated(self, sentence: Sentence, answer: Sequence[str]) -> bool:
-        """True (and the stop reason set) when ``sentence`` repeats one already in the answer: small
-        models loop sentence by sentence, which token-level repetition checks cannot see."""
-        key = " ".join(sentence.text.lower().split())
-        if key and any(" ".join(a.lower().split()) == key for a in answer):
+        """True (and the stop reason set) when ``sentence`` repeats one already in the answer."""
+        if repeats(sentence.text, answer):
             self.stop_reason = "repetition"
             return True
         return False

@@ -18,7 +18,7 @@ from typing import Iterator, Sequence
 from ragcli import prompts
 from ragcli.events import DraftSentence, Event
 from ragcli.sentences import first_sentence_end
-from ragcli.strategies.base import Strategy, cut_sentence, sentences_of
+from ragcli.strategies.base import REPEATED, Strategy, cut_sentence, sentences_of
 from ragcli.types import Document, Query, Sentence, Token
 
 MASK = "▁▁▁"
@@ -94,6 +94,7 @@ class Flare(Strategy):
         # (WikiAsp) configuration does ("first-keep"). They also stay a cached prompt prefix.
         keep = st.keep_first == "yes" or (st.keep_first == "auto" and self.style == "long")
         first = list(docs) if keep else []
+        first_ids = {d.id for d in first}
         if first:
             yield self.notice(f"long answer: the question's {len(first)} document(s) stay in the prompt for "
                               "every sentence (--keep-first no to drop them)")
@@ -125,7 +126,7 @@ class Flare(Strategy):
                 if not low:
                     yield DraftSentence(draft, (), accepted=True)
                     if self.repeated(draft, answer):
-                        yield self.notice("the model repeated an earlier sentence; stopped", "warning")
+                        yield self.notice(REPEATED, "warning")
                         break
                     yield self.commit(draft)
                     answer.append(draft.text)
@@ -137,7 +138,7 @@ class Flare(Strategy):
                 yield DraftSentence(draft, tuple(low), accepted=False)
                 docs = yield from self._query_and_retrieve(draft, low)
                 if first:
-                    docs = first + [d for d in docs if d.id not in {f.id for f in first}]
+                    docs = first + [d for d in docs if d.id not in first_ids]
                 sentence, ended = yield from self.sentence_with(question, docs, answer, what="regenerate",
                                                                 budget=min(st.lookahead, st.max_tokens - used))
                 if sentence is None:
