@@ -73,9 +73,9 @@ def _collocation_starts() -> frozenset[str]:
 def plain_sentence_end(word: str, next_char: str) -> bool:
     """True when Punkt ends a sentence after ``word`` when the next word starts with ``next_char``
     (a letter or digit): a plain word (letters only) with a period that is no abbreviation and
-    starts no learned collocation. Punkt's later
-    passes only revisit abbreviations, initials, numbers and collocations, so checking this here
-    saves running Punkt on the text around most candidate sentence ends."""
+    starts no learned collocation, or a word ending in ? or !. Punkt's later passes only revisit
+    abbreviations, initials, numbers and collocations, so deciding these here saves running Punkt
+    on the text around most candidate sentence ends (False means: ask Punkt)."""
     if not next_char.isalnum():
         return False
     if word.endswith(("?", "!")):
