@@ -232,3 +232,14 @@ def test_long_answers_keep_the_question_documents_in_front(settings):
         regen = gen.calls[2]["prompt"]
         assert "[1] Merbold" not in regen or not kept
         assert ("[1] Fuglesang" in regen and "[2] Merbold" in regen) == kept, (keep, question)
+
+
+def test_a_sentence_said_again_with_also_counts_as_a_repeat():
+    from ragcli.strategies.base import repeats
+
+    first = "He was the first to study the effects of pH on plant growth."
+    assert repeats("He was also the first to study the effects of pH on plant growth.", [first])
+    assert repeats("he was the first to study the effects of ph on plant growth", [first])
+    assert not repeats("He was the first to study the effects of pH on root growth.", [first])
+    assert not repeats("He was born in 1891.", [first])
+    assert not repeats("", [first])

@@ -57,11 +57,20 @@ _ENDS_SENTENCE = re.compile(r"[.!?]")
 REPEATED = "the model repeated an earlier sentence; stopped"
 
 
+_FILLERS = frozenset({"also", "too", "again", "additionally", "furthermore", "moreover", "still"})
+_WORDS = re.compile(r"\w+")
+
+
+def _sentence_key(sentence: str) -> tuple[str, ...]:
+    return tuple(w for w in _WORDS.findall(sentence.lower()) if w not in _FILLERS)
+
+
 def repeats(sentence: str, earlier: Sequence[str]) -> bool:
-    """True when ``sentence`` is one of ``earlier`` (case and spacing aside): small models loop
-    sentence by sentence, which token-level checks (``repeating``) cannot see."""
-    key = " ".join(sentence.lower().split())
-    return bool(key) and any(" ".join(e.lower().split()) == key for e in earlier)
+    """True when ``sentence`` says one of ``earlier`` again: the same words, case, punctuation and
+    fillers ("also", "too", "again") aside. Small models loop sentence by sentence ("He was the
+    first to … He was also the first to …"), which token-level checks (``repeating``) cannot see."""
+    key = _sentence_key(sentence)
+    return bool(key) and any(_sentence_key(e) == key for e in earlier)
 
 
 def repeated_sentence(tokens: Sequence[Token]) -> int | None:
