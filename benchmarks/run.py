@@ -186,7 +186,7 @@ def bench_index(results: dict) -> None:
         return r.ru_utime + r.ru_stime
 
     raw_times, ours_times, raw_cpu, ours_cpu = [], [], [], []
-    for _ in range(9):  # alternating rounds: the machine is shared and noisy
+    for _ in range(15):  # alternating rounds: the machine is shared and noisy
         with tempfile.TemporaryDirectory() as tmp:
             idx = tantivy.Index(_schema(), path=tmp)
             t, c = time.perf_counter(), cpu()
