@@ -130,8 +130,8 @@ def _run_interleaved(configs: dict[str, dict], qs: list[str], index: str, max_to
 # the tracked keys. "short" is the multi-hop QA samples (an answer of one or two sentences, so the
 # first step's documents, which no cache can avoid, are most of the work); suffix _short.
 WORKLOADS = {
-    "long": {"questions": lambda n: longform_questions(n), "theta": 0.05, "max_tokens": 128},
-    "short": {"questions": lambda n: questions(n), "theta": 0.2, "max_tokens": 96},
+    "long": {"questions": longform_questions, "theta": 0.05, "max_tokens": 128},
+    "short": {"questions": questions, "theta": 0.2, "max_tokens": 96},
 }
 
 
