@@ -238,3 +238,26 @@ def test_broken_parser_processes_fall_back_to_parsing_in_process(tmp_path):
     got = [list(parsers.passages(f, f.path.name)) for f in files]
     assert [len(g) for g in got] == [1, 1, 1] and parsers.pool is None
     assert warnings == ["the parser processes stopped; parsing the remaining files here"]
+
+
+def test_jsonl_records_are_split_only_when_long_and_gc_is_restored(tmp_path):
+    import gc
+    import json
+
+    from ragcli.ingest.reader import read_passages
+
+    sentence = "The harbour at Brindle Point was dredged in the spring of that year. "
+    records = [
+        {"id": "short", "title": "S", "text": "a b c d " * 160},  # 640 words but under 1,500 characters
+        {"id": "long", "title": "L", "text": sentence * 40},  # 480 words, 2,800 characters
+    ]
+    path = tmp_path / "c.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    passages = read_passages(path)
+    assert [p.pid for p in passages if p.title == "S"] == ["short"]
+    long = [p for p in passages if p.title == "L"]
+    assert [p.pid for p in long] == [f"long#{i}" for i in range(len(long))] and len(long) >= 4
+    assert all(p.text.endswith("year.") and len(p.text.split()) <= 100 for p in long)
+    assert gc.isenabled()
+    build_index([path], tmp_path / "index")
+    assert gc.isenabled()  # indexing turns the cyclic GC off for its loop only
