@@ -63,3 +63,33 @@ def test_plain_sentence_end_agrees_with_punkt_and_defers_the_hard_cases():
         pos = text.index(w, pos) + len(w)
         if plain_sentence_end(w, nxt[0]):
             assert pos in breaks, w
+
+
+def _run(code: str) -> str:
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+
+
+def test_punkt_loads_without_importing_all_of_nltk_and_nltk_still_imports_whole():
+    out = _run(
+        "import sys\n"
+        "from ragcli.sentences import split_spans\n"
+        "print(split_spans('Dr. Smith went home. Then he slept.'))\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('nltk', 'numpy')))\n"
+        "import nltk\n"
+        "print(nltk.tokenize.punkt.PunktSentenceTokenizer.__name__, callable(nltk.sent_tokenize))\n"
+    )
+    assert out.splitlines() == ["[(0, 20), (21, 35)]", "[]", "PunktSentenceTokenizer True"]
+
+
+def test_punkt_falls_back_to_the_plain_import_when_the_layout_is_unexpected():
+    out = _run(
+        "import importlib.util, sys\n"
+        "real = importlib.util.find_spec\n"
+        "importlib.util.find_spec = lambda name, *a: None if name == 'nltk' else real(name, *a)\n"
+        "from ragcli.sentences import split_spans\n"
+        "print(split_spans('Dr. Smith went home. Then he slept.'), 'nltk' in sys.modules)\n"
+    )
+    assert out.strip() == "[(0, 20), (21, 35)] True"
