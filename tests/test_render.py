@@ -7,7 +7,8 @@ import json
 
 from rich.console import Console
 
-from ragcli.events import AnswerFinished, DocumentsRetrieved, DraftSentence, Notice, RetrievalTriggered, SentenceCommitted, TokenGenerated
+from ragcli.events import (AnswerFinished, DocumentsRetrieved, DraftSentence, Notice, RetrievalTriggered, SentenceCommitted,
+                           StepStarted, TokenGenerated)
 from ragcli.render import make_renderer, safe
 from ragcli.render.jsonl import JsonlRenderer
 from ragcli.render.live import RichLiveRenderer
@@ -92,3 +93,31 @@ def test_make_renderer_picks_plain_when_not_a_terminal():
 def test_safe_neutralises_controls():
     assert safe("a\x1b[2Jb\x07\u202e") == "a\\x1b[2Jb\\x07\\u202e"
     assert safe("line\nnext\ttab") == "line\nnext\ttab"
+
+
+def test_long_lines_wrap_under_their_text_not_under_the_label():
+    err = Console(record=True, width=60, force_terminal=True)
+    r = RichLiveRenderer(highlight=0.4, err=err, out=Console(file=io.StringIO()))
+    long = "Ulf Merbold (born June 20, 1941) is the first West German citizen and second German native."
+    r.handle(SentenceCommitted(Sentence(long)))
+    r.handle(StepStarted(2, "draft"))
+    r.handle(TokenGenerated(Token(" " + long, 0.0), draft=True))
+    live = r._hang(r.current).plain.splitlines()  # the streaming region wraps the same way
+    r.close()
+    lines = err.export_text().splitlines()[:len(live)]
+    for rows, label in ((lines, "   sentence │ "), (live, "      draft │ ")):
+        assert rows[0].startswith(label + "Ulf Merbold")
+        assert len(rows) >= 2 and all(row.startswith("            │ ") for row in rows[1:])
+        assert " ".join(row[14:].strip() for row in rows) == long
+        assert all(len(row) <= 60 for row in rows)
+
+
+def test_answer_on_stdout_is_word_wrapped_only_on_a_terminal():
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    piped = RichLiveRenderer(highlight=0.4, err=Console(file=io.StringIO()), stdout=io.StringIO())
+    assert piped.out.soft_wrap  # `ragcli ask q > answer.txt`: one line per paragraph
+    tty = RichLiveRenderer(highlight=0.4, err=Console(file=io.StringIO()), stdout=Tty())
+    assert tty.out.is_terminal and not tty.out.soft_wrap  # no words cut in half at the terminal's edge

@@ -33,6 +33,10 @@ LOW = "underline bold red"
 COMMITTED = "bold"
 
 
+LABEL_WIDTH = 14  # "   sentence │ "
+CONTINUED = " " * (LABEL_WIDTH - 2) + "│ "
+
+
 def _label(name: str) -> str:
     return f"{name:>11} │ "
 
@@ -41,7 +45,10 @@ class RichLiveRenderer:
     def __init__(self, *, highlight: float, stdout=None, stderr=None, err: Console | None = None,
                  out: Console | None = None) -> None:
         self.err = err or Console(file=stderr, stderr=stderr is None, highlight=False)
-        self.out = out or Console(file=stdout, highlight=False, soft_wrap=True)
+        if out is None:  # word-wrapped on a terminal; a file or pipe gets each paragraph on one line
+            out = Console(file=stdout, highlight=False)
+            out.soft_wrap = not out.is_terminal
+        self.out = out
         self.threshold = highlight
         self.current = Text()
         self.live: Live | None = None
@@ -61,7 +68,27 @@ class RichLiveRenderer:
             self.live.update(self.current, refresh=True)
 
     def _print(self, renderable) -> None:
-        self.err.print(renderable)
+        self.err.print(self._hang(renderable))
+
+    def _hang(self, line):
+        """A labelled line that is too wide wraps under its text, not under the label:
+
+               sentence │ Ulf Merbold (born June 20, 1941) is the first West German citizen and
+                        │ second German native (after Sigmund Jähn) to have flown in space.
+        """
+        width = self.err.width - LABEL_WIDTH
+        if (not isinstance(line, Text) or line.plain[LABEL_WIDTH - 2:LABEL_WIDTH] != "│ "
+                or width < 20 or len(line.plain) <= self.err.width):
+            return line
+        head, body = line.divide([LABEL_WIDTH])
+        out = head.copy()
+        for i, row in enumerate(body.wrap(self.err, width, no_wrap=False)):
+            if i:
+                out.append("\n")
+                out.append(CONTINUED, style="dim")
+            row.rstrip()
+            out.append_text(row)
+        return out
 
     def _token_text(self, tok: Token, draft: bool) -> Text:
         style = DRAFT if draft else ""
@@ -77,7 +104,7 @@ class RichLiveRenderer:
                 self.current.append(self.step_label, style="cyan")
                 tok = Token(tok.text.lstrip(), tok.logprob, tok.id)
             self.current.append_text(self._token_text(tok, event.draft))
-            self._live().update(self.current)
+            self._live().update(self._hang(self.current))
         elif isinstance(event, StepStarted):
             self.step_label = _label(event.what)
         elif isinstance(event, DraftSentence):
