@@ -389,10 +389,9 @@ def config_path() -> None:
 # ----------------------------------------------------------------------------- errors -> exit codes
 def run(argv: list[str] | None = None) -> None:
     """Console-script entry point: the one place where errors become messages and exit codes."""
-    import click
-
+    usage_errors, aborts, exits = _click_exceptions()
     try:
-        rc = app(args=argv, standalone_mode=False)
+        rc = app(args=argv, standalone_mode=False, prog_name="ragcli")
         if rc == 130:  # Typer turns Ctrl-C into Exit(130), which click returns silently
             _report(Interrupted("interrupted"), 130)
         if isinstance(rc, int) and rc:
@@ -401,11 +400,11 @@ def run(argv: list[str] | None = None) -> None:
         _report(exc, exc.exit_code)
     except KeyboardInterrupt:
         _report(Interrupted("interrupted"), 130)
-    except click.exceptions.Abort:
+    except aborts:
         _report(Interrupted("interrupted"), 130)
-    except click.exceptions.Exit as exc:
+    except exits as exc:
         raise SystemExit(exc.exit_code) from None
-    except click.ClickException as exc:
+    except usage_errors as exc:  # unknown option, missing argument, bad value: usage and exit 2
         exc.show()
         raise SystemExit(exc.exit_code) from None
     except Exception as exc:  # noqa: BLE001 - a bug: one line, exit 1, traceback with --debug
@@ -415,6 +414,21 @@ def run(argv: list[str] | None = None) -> None:
               file=sys.stderr)
         raise SystemExit(1) from None
     raise SystemExit(0)
+
+
+def _click_exceptions() -> tuple[tuple[type, ...], tuple[type, ...], tuple[type, ...]]:
+    """(usage errors, aborts, exits) as Typer raises them. Typer 0.29 and later carry their own copy
+    of click (``typer._click``) and no longer depend on click, so both are looked for, among the
+    modules ``import typer`` loaded (importing click for this would only slow every start)."""
+    usage, aborts, exits = [], [typer.Abort], [typer.Exit]
+    for name in ("typer._click.exceptions", "click.exceptions"):
+        module = sys.modules.get(name)
+        if module is None:
+            continue
+        usage.append(module.ClickException)
+        aborts += [module.Abort] if hasattr(module, "Abort") else []
+        exits += [module.Exit] if hasattr(module, "Exit") else []
+    return tuple(usage), tuple(aborts), tuple(exits)
 
 
 def _report(exc: RagcliError, code: int) -> None:

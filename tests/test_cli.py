@@ -165,3 +165,16 @@ def test_ctrl_c_says_interrupted_and_exits_130(tmp_path, capsys, monkeypatch):
     code, _, err = call(["index", str(tmp_path), "--index", str(tmp_path / "idx")], capsys)
     assert code == 130
     assert err.strip().splitlines()[-1] == "interrupted"
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["ask", "--bogus", "q"], "No such option: --bogus"),
+    (["bogus"], "No such command 'bogus'"),
+    (["index"], "Missing argument"),
+    (["ask", "--k", "many", "q"], "Invalid value for '--k'"),
+])
+def test_usage_errors_print_usage_and_exit_2_not_internal_error(argv, says, capsys):
+    code, out, err = call(argv, capsys)
+    assert code == 2
+    assert says in err and "Usage: ragcli" in err
+    assert "internal error" not in err + out
