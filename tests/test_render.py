@@ -121,3 +121,16 @@ def test_answer_on_stdout_is_word_wrapped_only_on_a_terminal():
     assert piped.out.soft_wrap  # `ragcli ask q > answer.txt`: one line per paragraph
     tty = RichLiveRenderer(highlight=0.4, err=Console(file=io.StringIO()), stdout=Tty())
     assert tty.out.is_terminal and not tty.out.soft_wrap  # no words cut in half at the terminal's edge
+
+
+def test_summary_line_counts_in_singular_and_plural():
+    from ragcli.render.text import summary_line
+
+    one = RunStats(steps=1, sentences=1, retrievals=1, retrieval_opportunities=1, tokens_generated=1,
+                   prompt_tokens_evaluated=1, seconds=0.5)
+    assert summary_line(one).startswith("1 step · 1 sentence · 1 retrieval (retrieval rate 100%) · 1 token generated · "
+                                        "1 prompt token evaluated")
+    two = RunStats(steps=2, sentences=0, retrievals=2, retrieval_opportunities=2, tokens_generated=9,
+                   prompt_tokens_evaluated=40, seconds=0.5)
+    assert summary_line(two, "timeout").startswith("2 steps · 0 sentences · 2 retrievals")
+    assert summary_line(two, "timeout").endswith("· stopped: timeout")

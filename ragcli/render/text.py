@@ -11,11 +11,15 @@ def source_line(d: Document) -> str:
     return f"{safe(d.title) or '(untitled)'} — {safe(where)}"
 
 
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def summary_line(stats: RunStats, stop_reason: str = "end") -> str:
     return (
-        f"{stats.steps} steps · {stats.sentences} sentences · {stats.retrievals} retrievals "
-        f"(retrieval rate {stats.retrieval_rate:.0%}) · {stats.tokens_generated} tokens generated · "
-        f"{stats.prompt_tokens_evaluated} prompt tokens evaluated · {stats.seconds:.1f}s"
+        f"{_n(stats.steps, 'step')} · {_n(stats.sentences, 'sentence')} · {_n(stats.retrievals, 'retrieval')} "
+        f"(retrieval rate {stats.retrieval_rate:.0%}) · {_n(stats.tokens_generated, 'token')} generated · "
+        f"{_n(stats.prompt_tokens_evaluated, 'prompt token')} evaluated · {stats.seconds:.1f}s"
         + ("" if stop_reason == "end" else f" · stopped: {stop_reason}")
     )
 
