@@ -7,6 +7,7 @@ from, so ``ragcli config show`` can print both and every run can record them.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import tomllib
 from dataclasses import dataclass, field, fields
@@ -151,6 +152,11 @@ class Settings:
         value = _coerce(name, value, type(current))
         if name in CHOICES and value not in CHOICES[name]:
             raise UsageError(f"setting {name!r} must be one of {', '.join(CHOICES[name])}, got {value!r}")
+        if name in RANGES:
+            low, high = RANGES[name]
+            if not (low <= value <= high) or value != value:  # value != value: NaN
+                bounds = f"at least {low:g}" if high == math.inf else f"between {low:g} and {high:g}"
+                raise UsageError(f"setting {name!r} must be {bounds}, got {value!r}")
         setattr(self, name, value)
         self._sources[name] = self._sources.get(name, "set")
 
@@ -187,6 +193,22 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "keep_first": ("auto", "yes", "no"),
     "rerank": ("none", "lm"),
     "reader": ("cot", "direct"),
+}
+
+
+# Numeric settings outside these (inclusive) bounds are refused: --theta 7 meant 0.7, and would
+# otherwise silently retrieve at every sentence.
+RANGES: dict[str, tuple[float, float]] = {
+    **{name: (0.0, 1.0) for name in ("theta", "beta", "top_p", "upper", "lower")},
+    "highlight": (-1.0, 1.0),  # -1: the same as theta
+    "temperature": (0.0, math.inf),
+    "timeout": (0.0, math.inf),
+    "web_timeout": (0.1, math.inf),
+    "threads": (0, math.inf),
+    "n_gpu_layers": (-1, math.inf),
+    "ctx": (256, math.inf),
+    **{name: (1, math.inf) for name in ("k", "max_tokens", "max_steps", "lookahead", "max_query_words",
+                                         "stride", "query_len", "pool_cap")},
 }
 
 

@@ -32,3 +32,25 @@ def test_bool_coercion():
     assert s.cache is False
     s.set("web", "yes")
     assert s.web is True
+
+
+@pytest.mark.parametrize("name, value, says", [
+    ("theta", 7, "between 0 and 1"), ("beta", -0.1, "between 0 and 1"), ("theta", "nan", "between 0 and 1"),
+    ("k", 0, "at least 1"), ("temperature", -1, "at least 0"), ("ctx", 16, "at least 256"),
+])
+def test_numbers_out_of_range_are_refused_with_the_range(name, value, says):
+    with pytest.raises(UsageError, match=says):
+        Settings(index=".").set(name, value)
+
+
+def test_numbers_at_the_bounds_are_accepted_and_every_default_is_in_range():
+    from ragcli.config import RANGES
+
+    s = Settings(index=".")
+    for name, (low, high) in RANGES.items():
+        assert low <= getattr(s, name) <= high, name
+    s.set("theta", 1)
+    s.set("theta", 0)
+    s.set("highlight", -1)
+    s.set("n_gpu_layers", -1)
+    assert (s.theta, s.highlight, s.n_gpu_layers) == (0.0, -1.0, -1)
