@@ -301,8 +301,16 @@ def history_show(
     c = Console(highlight=False)
     c.print(f"[bold]{markup_safe(row['question'])}[/]  [dim]({row['strategy']})[/]")
     c.print(markup_safe(row["answer"]))
-    for i, d in enumerate(row["sources"], start=1):
-        c.print(f"  [{i}] {markup_safe(d['title'])} — {markup_safe(d['location'])}")
+    from rich.markup import escape
+
+    from ragcli.render.text import source_lines
+    from ragcli.types import Document
+
+    finished = next((e for e in row["events"] if e["event"] == "answer"), {})
+    sources = [Document(d.get("id", ""), d.get("title", ""), d.get("text", ""), source=d.get("source", "index"),
+                        location=d.get("location", "")) for d in row["sources"]]
+    for line in source_lines(sources, finished.get("cited", range(len(sources)))):  # older entries: all
+        c.print(escape(line))
     for e in row["events"]:
         if e["event"] == "retrieve":
             c.print(f"[magenta]search[/] [{e['query']['origin']}] {markup_safe(e['query']['text'])}")

@@ -79,6 +79,7 @@ class AnswerFinished:
     sources: tuple[Document, ...] = ()
     stats: RunStats = field(default_factory=RunStats)
     stop_reason: str = "end"
+    cited: tuple[int, ...] = ()  # indices into sources of the documents the answer draws on (attribution.py)
     kind = "answer"
 
 

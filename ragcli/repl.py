@@ -21,6 +21,7 @@ from ragcli.engine import Engine
 from ragcli.errors import RagcliError
 from ragcli.events import AnswerFinished, Event
 from ragcli.render import safe
+from ragcli.render.text import source_lines
 
 COMMANDS = {
     "/help": "show this help",
@@ -43,6 +44,7 @@ class Exchange:
     answer: str
     sources: list = field(default_factory=list)
     strategy: str = ""
+    cited: tuple = ()  # indices into sources that the answer draws on
 
 
 def history_path() -> Path:
@@ -154,7 +156,7 @@ class Repl:
             renderer.close()
         if final is None:
             return None
-        exchange = Exchange(question, final.answer, list(final.sources), self.settings.strategy)
+        exchange = Exchange(question, final.answer, list(final.sources), self.settings.strategy, final.cited)
         self.transcript.append(exchange)
         self.context = [exchange]
         if self.log is not None:
@@ -203,8 +205,10 @@ class Repl:
         elif cmd == "/sources":
             if not self.transcript:
                 self.console.print("no answer yet")
-            for i, d in enumerate(self.transcript[-1].sources if self.transcript else [], start=1):
-                self.out.print(f"[bold][{i}] {escape(safe(d.title))}[/] [dim]{escape(safe(d.location))}[/]")
+            last = self.transcript[-1] if self.transcript else Exchange("", "")
+            for i, d in enumerate(last.sources, start=1):
+                mark = " [green](cited)[/]" if i - 1 in last.cited else ""
+                self.out.print(f"[bold][{i}] {escape(safe(d.title))}[/]{mark} [dim]{escape(safe(d.location))}[/]")
                 self.out.print(escape(safe(d.text)) + "\n")
         elif cmd == "/search":
             query = " ".join(args)
@@ -239,7 +243,6 @@ class Repl:
         for ex in self.transcript:
             lines += [f"## {ex.question}", "", f"*strategy: {ex.strategy}*", "", ex.answer, ""]
             if ex.sources:
-                lines.append("Sources:")
-                lines += [f"{i}. {d.title} — {d.location}" for i, d in enumerate(ex.sources, start=1)]
-                lines.append("")
+                lines += [f"- {line.strip()}" if i else line
+                          for i, line in enumerate(source_lines(ex.sources, ex.cited))] + [""]
         return "\n".join(lines)

@@ -38,7 +38,7 @@ def test_index_search_ask_round_trip(small_corpus, tmp_path, capsys, fake_model)
     code, out, err = call(["ask", "Which band?", "--index", idx, "--strategy", "single"], capsys)
     assert code == 0, err
     assert out.startswith("Rush is the band. So the answer is Rush.")
-    assert "Sources:" in out and ("notes.md" in out or "paras.jsonl" in out)
+    assert "Sources" in out and ("notes.md" in out or "paras.jsonl" in out)
     assert "\x1b[" not in out  # plain when not a terminal
 
 

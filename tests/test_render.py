@@ -134,3 +134,20 @@ def test_summary_line_counts_in_singular_and_plural():
                    prompt_tokens_evaluated=40, seconds=0.5)
     assert summary_line(two, "timeout").startswith("2 steps · 0 sentences · 2 retrievals")
     assert summary_line(two, "timeout").endswith("· stopped: timeout")
+
+
+def test_plain_answer_is_wrapped_only_when_stdout_is_a_terminal(monkeypatch):
+    import os
+    import shutil
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(shutil, "get_terminal_size", lambda *a: os.terminal_size((40, 20)))
+    long = "Rome was founded by Romulus, who was the son of Mars, in the year 753 BC on the Palatine Hill."
+    for out, wrapped in ((Tty(), True), (io.StringIO(), False)):
+        PlainRenderer(out, None).handle(AnswerFinished(long))
+        lines = out.getvalue().splitlines()
+        assert (len(lines) > 1 and all(len(line) <= 40 for line in lines)) if wrapped else lines == [long]
+        assert " ".join(lines) == long

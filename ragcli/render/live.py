@@ -25,7 +25,7 @@ from ragcli.events import (
     TokenGenerated,
 )
 from ragcli.render import safe
-from ragcli.render.text import shorten, shorten_left, source_line, summary_line
+from ragcli.render.text import shorten, shorten_left, source_lines, summary_line
 from ragcli.types import Sentence, Token
 
 DRAFT = "grey58 italic"
@@ -149,10 +149,8 @@ class RichLiveRenderer:
             self.close()
             self._print(Text(summary_line(event.stats, event.stop_reason), style="dim"))
             self.out.print(Text(safe(event.answer) or "(no answer)", style=COMMITTED))
-            if event.sources:
-                self.out.print(Text("Sources:", style="bold"))
-                for i, d in enumerate(event.sources, start=1):
-                    self.out.print(Text(f"  [{i}] {source_line(d)}"))
+            for i, line in enumerate(source_lines(event.sources, event.cited)):
+                self.out.print(Text(line, style="bold" if i == 0 else "dim" if line.startswith("  also in the prompt") else ""))
 
     def _sentence_text(self, sentence: Sentence, *, draft: bool) -> Text:
         text = Text()

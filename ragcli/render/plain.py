@@ -12,14 +12,25 @@ from ragcli.events import (
     RetrievalTriggered,
     SentenceCommitted,
 )
-from ragcli.render import safe
-from ragcli.render.text import source_line, summary_line
+from ragcli.render import _is_tty, safe
+from ragcli.render.text import source_lines, summary_line
 
 
 class PlainRenderer:
     def __init__(self, out, err) -> None:
         self.out = out
         self.err = err
+
+    def _wrapped(self, text: str) -> str:
+        """Word-wrapped to the terminal's width when stdout is one (``2>/dev/null`` picks this renderer
+        for a terminal too); one line per paragraph into files and pipes."""
+        if not _is_tty(self.out):
+            return text
+        import shutil
+        import textwrap
+
+        width = shutil.get_terminal_size().columns
+        return "\n".join(textwrap.fill(line, width) if line.strip() else line for line in text.split("\n"))
 
     def _trace(self, line: str) -> None:
         if self.err is not None:
@@ -42,11 +53,9 @@ class PlainRenderer:
         elif isinstance(event, Notice):
             self._trace(f"{event.level}: {safe(event.message)}")
         elif isinstance(event, AnswerFinished):
-            self.out.write(safe(event.answer) + "\n")
+            self.out.write(self._wrapped(safe(event.answer)) + "\n")
             if event.sources and self.err is not None:
-                self.out.write("\nSources:\n")
-                for i, d in enumerate(event.sources, start=1):
-                    self.out.write(f"  [{i}] {source_line(d)}\n")
+                self.out.write("\n" + "\n".join(source_lines(event.sources, event.cited)) + "\n")
             self.out.flush()
             self._trace(summary_line(event.stats, event.stop_reason))
 

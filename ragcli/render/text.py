@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from ragcli.render import safe
 from ragcli.types import Document, RunStats
 
@@ -9,6 +11,22 @@ from ragcli.types import Document, RunStats
 def source_line(d: Document) -> str:
     where = d.location or d.source
     return f"{safe(d.title) or '(untitled)'} — {safe(where)}"
+
+
+def source_lines(sources: Sequence[Document], cited: Sequence[int]) -> list[str]:
+    """The sources list under an answer: the documents it cites, numbered as in ``/sources``, then
+    the other documents that were in a prompt, on one line. With nothing cited, all of them, saying so."""
+    if not sources:
+        return []
+    if not cited:
+        return (["Sources (none of them contains the answer's words):"]
+                + [f"  [{i}] {source_line(d)}" for i, d in enumerate(sources, start=1)])
+    lines = ["Sources:"] + [f"  [{i + 1}] {source_line(sources[i])}" for i in cited]
+    rest = [i for i in range(len(sources)) if i not in cited]
+    if rest:
+        lines.append("  also in the prompt: "
+                     + ", ".join(f"[{i + 1}] {shorten(safe(sources[i].title) or '(untitled)', 40)}" for i in rest))
+    return lines
 
 
 def _n(count: int, noun: str) -> str:

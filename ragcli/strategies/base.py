@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar, Iterator, Mapping, Sequence
 
-from ragcli import prompts
+from ragcli import attribution, prompts
 from ragcli.config import Settings
 from ragcli.errors import ContextOverflowError
 from ragcli.events import (
@@ -340,7 +340,9 @@ class Strategy:
         self.stats.tokens_generated = s.tokens_generated - self._gen0[1]
         self.stats.prompt_tokens_reused = s.prompt_tokens_reused - self._gen0[2]
         self.stats.seconds = time.perf_counter() - self._t0
-        return AnswerFinished(answer.strip(), tuple(self.sources), self.stats, stop_reason)
+        answer = answer.strip()
+        return AnswerFinished(answer, tuple(self.sources), self.stats, stop_reason,
+                              attribution.cited(answer, self.sources))
 
     def notice(self, message: str, level: str = "info") -> Notice:
         return Notice(message, level)

@@ -1,0 +1,62 @@
+"""Which of the documents in the prompts an answer's sentences come from, for its sources list.
+
+Every document that was in any prompt stays in ``AnswerFinished.sources`` (for ``/sources`` and the
+history); the *cited* ones are those an answer sentence's content words were taken from. The small
+models ragcli runs mostly copy wording from their documents, so word overlap finds them; a sentence
+whose words appear in no document is not attributed to any (a hint that the model made it up).
+
+Per sentence, a greedy cover: take the document holding most of the sentence's content words not yet
+covered, while it adds at least ``MIN_GAIN`` of them (all of them for a one-word sentence), so a
+sentence joining facts from two documents cites both, and a topic word alone cites nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+from ragcli.types import Document
+
+MIN_GAIN = 2
+_WORD = re.compile(r"\w+", re.UNICODE)
+STOPWORDS = frozenset(
+    """a about above after again against all also am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further had has
+    have having he her here hers herself him himself his how i if in into is it its itself just me more
+    most my myself no nor not now of off on once only or other our ours ourselves out over own same she
+    should so some such than that the their theirs them themselves then there these they this those
+    through to too under until up very was we were what when where which while who whom why will with
+    would you your yours yourself yourselves answer question""".split()
+)
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-cased words that carry content: no stopwords, no single letters (digits count)."""
+    words = set()
+    for m in _WORD.finditer(text):
+        w = m.group(0).lower()
+        if (len(w) > 1 or w.isdigit()) and w not in STOPWORDS:
+            words.add(w)
+    return words
+
+
+def cited(answer: str, docs: Sequence[Document]) -> tuple[int, ...]:
+    """Indices into ``docs`` of the documents the answer's sentences draw on, in order of first use."""
+    if not docs or not answer.strip():
+        return ()
+    from ragcli.sentences import split_sentences
+
+    doc_words = [content_words(f"{d.title} {d.text}") for d in docs]
+    order: list[int] = []
+    for sentence in split_sentences(answer) or [answer]:
+        uncovered = content_words(sentence)
+        need = min(MIN_GAIN, len(uncovered))
+        while uncovered and need:
+            gains = [len(uncovered & words) for words in doc_words]
+            best = max(range(len(docs)), key=lambda i: (gains[i], -i))  # ties: the higher-ranked document
+            if gains[best] < need:
+                break
+            if best not in order:
+                order.append(best)
+            uncovered -= doc_words[best]
+    return tuple(order)

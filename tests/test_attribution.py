@@ -1,0 +1,77 @@
+"""Which documents an answer cites (ragcli.attribution) and how the sources list shows it."""
+
+from __future__ import annotations
+
+from ragcli.attribution import cited, content_words
+from ragcli.render.text import source_lines
+from ragcli.types import Document
+
+MERBOLD = Document("p77", "Ulf Merbold", "Dr. Ulf Dietrich Merbold (born June 20, 1941) is the first West German "
+                   "citizen and second German native (after Sigmund Jähn) to have flown in space. He is also the "
+                   "first member of the European Space Agency Astronaut Corps to participate in a spaceflight "
+                   "mission.", location="wiki.jsonl#L77")
+FUGLESANG = Document("p74", "Christer Fuglesang", "Arne Christer Fuglesang (born March 18, 1957 in Stockholm) is a "
+                     "Swedish physicist and an ESA astronaut.", location="wiki.jsonl#L74")
+JAHN = Document("p73", "Sigmund Jähn", "Sigmund Werner Paul Jähn (born 13 February 1937) is a German cosmonaut and "
+                "pilot, who in 1978 became the first East German to fly in space.", location="wiki.jsonl#L73")
+DOCS = [MERBOLD, FUGLESANG, JAHN]
+
+
+def test_an_answer_copied_from_one_page_cites_that_page_only():
+    answer = ("Ulf Merbold (born June 20, 1941) is the first West German citizen and second German native (after "
+              "Sigmund Jähn) to have flown in space. He is also the first member of the European Space Agency "
+              "Astronaut Corps to participate in a spaceflight mission.")
+    assert cited(answer, DOCS) == (0,)
+
+
+def test_a_sentence_joining_two_pages_cites_both_in_order_of_use():
+    answer = "Christer Fuglesang was born in Stockholm. Sigmund Jähn became the first East German cosmonaut in 1978."
+    assert cited(answer, DOCS) == (1, 2)
+    both = "Fuglesang, a Swedish physicist born in Stockholm, flew after Jähn, an East German cosmonaut and pilot."
+    assert cited(both, DOCS) == (2, 1)  # within a sentence, the page covering most words first
+
+
+def test_words_found_nowhere_cite_nothing_and_a_shared_topic_word_alone_is_not_enough():
+    assert cited("The French Revolution began in 1789.", DOCS) == ()
+    assert cited("Space is big.", DOCS) == ()  # one shared word of two: below the minimum gain
+    assert cited("", DOCS) == () and cited("Merbold.", []) == ()
+
+
+def test_a_one_word_answer_cites_the_page_that_has_the_word():
+    assert cited("Stockholm.", DOCS) == (1,)
+
+
+def test_content_words_drop_stopwords_and_single_letters():
+    assert content_words("He was the first German to fly in space, in 1978 (a record).") == {
+        "first", "german", "fly", "space", "1978", "record"}
+
+
+def test_sources_list_shows_cited_documents_then_the_others_numbered_as_in_sources():
+    lines = source_lines(DOCS, (2,))
+    assert lines[0] == "Sources:"
+    assert lines[1] == "  [3] Sigmund Jähn — wiki.jsonl#L73"
+    assert lines[2] == "  also in the prompt: [1] Ulf Merbold, [2] Christer Fuglesang"
+    none = source_lines(DOCS, ())
+    assert none[0].startswith("Sources (none of them") and len(none) == 4
+    assert source_lines([], ()) == []
+
+
+def test_a_strategy_run_reports_what_it_cites(small_corpus, tmp_path, capsys, monkeypatch):
+    """End to end with the fake model: the answer event carries ``cited``, and the plain output lists them."""
+    import json
+
+    import pytest
+
+    from ragcli import cli, engine
+    from ragcli.generation.fake import FakeGenerator, toks
+
+    gen = FakeGenerator(default=toks(" Rhodotypos is a shrub from Japan.", 0.9) + toks("\n\nQuestion:", 0.9))
+    monkeypatch.setattr(engine, "make_generator", lambda settings: gen)
+    idx = str(tmp_path / "idx")
+    for argv in (["index", str(small_corpus), "--index", idx],
+                 ["ask", "Where is Rhodotypos from?", "--index", idx, "--strategy", "single", "--json"]):
+        with pytest.raises(SystemExit):
+            cli.run(argv)
+    final = [json.loads(line) for line in capsys.readouterr().out.splitlines()][-1]
+    assert final["event"] == "answer" and final["cited"]
+    assert final["sources"][final["cited"][0]]["title"] == "Field notes"
