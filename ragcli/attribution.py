@@ -7,7 +7,9 @@ whose words appear in no document is not attributed to any (a hint that the mode
 
 Per sentence, a greedy cover: take the document holding most of the sentence's content words not yet
 covered, while it adds at least ``MIN_GAIN`` of them (all of them for a one-word sentence), so a
-sentence joining facts from two documents cites both, and a topic word alone cites nothing.
+sentence joining facts from two documents cites both. The documents picked are cited only if they hold
+at least half (``SUPPORT``) of the sentence's content words: "born" and "England" in some biography do
+not make it the source of an invented birthplace.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Sequence
 from ragcli.types import Document
 
 MIN_GAIN = 2
+SUPPORT = 0.5  # share of a sentence's content words the cited documents must hold between them
 _WORD = re.compile(r"\w+", re.UNICODE)
 STOPWORDS = frozenset(
     """a about above after again against all also am an and any are as at be because been before being
@@ -49,14 +52,16 @@ def cited(answer: str, docs: Sequence[Document]) -> tuple[int, ...]:
     doc_words = [content_words(f"{d.title} {d.text}") for d in docs]
     order: list[int] = []
     for sentence in split_sentences(answer) or [answer]:
-        uncovered = content_words(sentence)
-        need = min(MIN_GAIN, len(uncovered))
+        words = content_words(sentence)
+        uncovered, picked = set(words), []
+        need = min(MIN_GAIN, len(words))
         while uncovered and need:
-            gains = [len(uncovered & words) for words in doc_words]
+            gains = [len(uncovered & d) for d in doc_words]
             best = max(range(len(docs)), key=lambda i: (gains[i], -i))  # ties: the higher-ranked document
             if gains[best] < need:
                 break
-            if best not in order:
-                order.append(best)
+            picked.append(best)
             uncovered -= doc_words[best]
+        if len(words) - len(uncovered) >= SUPPORT * len(words):  # else the sentence is not from these
+            order += [i for i in picked if i not in order]
     return tuple(order)

@@ -35,6 +35,8 @@ def test_words_found_nowhere_cite_nothing_and_a_shared_topic_word_alone_is_not_e
     assert cited("The French Revolution began in 1789.", DOCS) == ()
     assert cited("Space is big.", DOCS) == ()  # one shared word of two: below the minimum gain
     assert cited("", DOCS) == () and cited("Merbold.", []) == ()
+    # two generic words of seven ("born", "german") do not make a page the source of an invented sentence
+    assert cited("He was born in Stratford-upon-Avon, a German doctor's son.", DOCS) == ()
 
 
 def test_a_one_word_answer_cites_the_page_that_has_the_word():
