@@ -43,18 +43,18 @@ def content_words(text: str) -> set[str]:
     return words
 
 
-def cited(answer: str, docs: Sequence[Document]) -> tuple[int, ...]:
-    """Indices into ``docs`` of the documents the answer's sentences draw on, in order of first use."""
-    if not docs or not answer.strip():
+def citations(answer: str, docs: Sequence[Document]) -> tuple[tuple[int, int, tuple[int, ...]], ...]:
+    """Per answer sentence: (start, end, indices into ``docs`` it draws on; empty when none)."""
+    if not answer.strip():
         return ()
-    from ragcli.sentences import split_sentences
+    from ragcli.sentences import split_spans
 
     doc_words = [content_words(f"{d.title} {d.text}") for d in docs]
-    order: list[int] = []
-    for sentence in split_sentences(answer) or [answer]:
-        words = content_words(sentence)
+    out = []
+    for a, b in split_spans(answer) or [(0, len(answer))]:
+        words = content_words(answer[a:b])
         uncovered, picked = set(words), []
-        need = min(MIN_GAIN, len(words))
+        need = min(MIN_GAIN, len(words)) if docs else 0
         while uncovered and need:
             gains = [len(uncovered & d) for d in doc_words]
             best = max(range(len(docs)), key=lambda i: (gains[i], -i))  # ties: the higher-ranked document
@@ -62,6 +62,14 @@ def cited(answer: str, docs: Sequence[Document]) -> tuple[int, ...]:
                 break
             picked.append(best)
             uncovered -= doc_words[best]
-        if len(words) - len(uncovered) >= SUPPORT * len(words):  # else the sentence is not from these
-            order += [i for i in picked if i not in order]
+        supported = picked and len(words) - len(uncovered) >= SUPPORT * len(words)
+        out.append((a, b, tuple(picked) if supported else ()))  # else the sentence is not from these
+    return tuple(out)
+
+
+def cited(per_sentence: Sequence[tuple[int, int, tuple[int, ...]]]) -> tuple[int, ...]:
+    """The documents cited by any sentence, in order of first use."""
+    order: list[int] = []
+    for _a, _b, docs in per_sentence:
+        order += [i for i in docs if i not in order]
     return tuple(order)

@@ -80,6 +80,7 @@ class AnswerFinished:
     stats: RunStats = field(default_factory=RunStats)
     stop_reason: str = "end"
     cited: tuple[int, ...] = ()  # indices into sources of the documents the answer draws on (attribution.py)
+    citations: tuple[tuple[int, int, tuple[int, ...]], ...] = ()  # per sentence: start, end, its sources
     kind = "answer"
 
 

@@ -21,7 +21,7 @@ from ragcli.engine import Engine
 from ragcli.errors import RagcliError
 from ragcli.events import AnswerFinished, Event
 from ragcli.render import safe
-from ragcli.render.text import source_lines
+from ragcli.render.text import cited_pieces, source_lines
 
 COMMANDS = {
     "/help": "show this help",
@@ -45,6 +45,7 @@ class Exchange:
     sources: list = field(default_factory=list)
     strategy: str = ""
     cited: tuple = ()  # indices into sources that the answer draws on
+    citations: tuple = ()  # per sentence: start, end, indices into sources
 
 
 def history_path() -> Path:
@@ -156,7 +157,8 @@ class Repl:
             renderer.close()
         if final is None:
             return None
-        exchange = Exchange(question, final.answer, list(final.sources), self.settings.strategy, final.cited)
+        exchange = Exchange(question, final.answer, list(final.sources), self.settings.strategy, final.cited,
+                            final.citations)
         self.transcript.append(exchange)
         self.context = [exchange]
         if self.log is not None:
@@ -241,7 +243,8 @@ class Repl:
     def markdown(self) -> str:
         lines = ["# ragcli transcript", ""]
         for ex in self.transcript:
-            lines += [f"## {ex.question}", "", f"*strategy: {ex.strategy}*", "", ex.answer, ""]
+            answer = "".join(piece + marker for piece, marker in cited_pieces(ex.answer, ex.citations))
+            lines += [f"## {ex.question}", "", f"*strategy: {ex.strategy}*", "", answer, ""]
             if ex.sources:
                 lines += [f"- {line.strip()}" if i else line
                           for i, line in enumerate(source_lines(ex.sources, ex.cited))] + [""]

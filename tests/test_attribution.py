@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ragcli.attribution import cited, content_words
+from ragcli import attribution
+from ragcli.attribution import content_words
 from ragcli.render.text import source_lines
 from ragcli.types import Document
 
@@ -15,6 +16,10 @@ FUGLESANG = Document("p74", "Christer Fuglesang", "Arne Christer Fuglesang (born
 JAHN = Document("p73", "Sigmund Jähn", "Sigmund Werner Paul Jähn (born 13 February 1937) is a German cosmonaut and "
                 "pilot, who in 1978 became the first East German to fly in space.", location="wiki.jsonl#L73")
 DOCS = [MERBOLD, FUGLESANG, JAHN]
+
+
+def cited(answer, docs):
+    return attribution.cited(attribution.citations(answer, docs))
 
 
 def test_an_answer_copied_from_one_page_cites_that_page_only():
@@ -77,3 +82,21 @@ def test_a_strategy_run_reports_what_it_cites(small_corpus, tmp_path, capsys, mo
     final = [json.loads(line) for line in capsys.readouterr().out.splitlines()][-1]
     assert final["event"] == "answer" and final["cited"]
     assert final["sources"][final["cited"][0]]["title"] == "Field notes"
+
+
+def test_each_sentence_gets_its_own_sources_and_the_answer_shows_their_numbers():
+    from rich.console import Console
+
+    from ragcli.events import AnswerFinished
+    from ragcli.render.live import RichLiveRenderer
+
+    answer = "Christer Fuglesang was born in Stockholm. The sky is green. Jähn was an East German cosmonaut."
+    per = attribution.citations(answer, DOCS)
+    assert [(answer[a:b], docs) for a, b, docs in per] == [
+        ("Christer Fuglesang was born in Stockholm.", (1,)), ("The sky is green.", ()),
+        ("Jähn was an East German cosmonaut.", (2,))]
+    out = Console(record=True, width=200)
+    r = RichLiveRenderer(highlight=0.4, err=Console(record=True), out=out)
+    r.handle(AnswerFinished(answer, tuple(DOCS), cited=attribution.cited(per), citations=per))
+    assert out.export_text().splitlines()[0] == (
+        "Christer Fuglesang was born in Stockholm.[2] The sky is green. Jähn was an East German cosmonaut.[3]")

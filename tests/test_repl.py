@@ -40,11 +40,12 @@ def test_question_slash_commands_and_exit(settings, built_index, tmp_path):
     repl, code, err, out = drive(args, keys)
     assert code == 0
     assert repl.settings.theta == 0.25 and repl.settings.strategy == "single"
-    assert "Rhodotypos. It is a shrub from Japan." in out
-    assert "Field notes" in out  # /sources printed the document in full
+    assert "Rhodotypos.[1] It is a shrub from Japan.[1]" in out  # each sentence with its source's number
+    assert "Field notes" in out and "(cited)" in out  # /sources printed the document in full
     assert logged == ["Which shrub grows in Japan?"]
     text = save.read_text()
     assert "## Which shrub grows in Japan?" in text and "Sources:" in text
+    assert "Rhodotypos.[1] It is a shrub from Japan.[1]" in text and "- [1] Field notes" in text
     assert "/set" in err  # /show settings names where theta came from
 
 

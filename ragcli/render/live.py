@@ -25,7 +25,7 @@ from ragcli.events import (
     TokenGenerated,
 )
 from ragcli.render import safe
-from ragcli.render.text import shorten, shorten_left, source_lines, summary_line
+from ragcli.render.text import cited_pieces, shorten, shorten_left, source_lines, summary_line
 from ragcli.types import Sentence, Token
 
 DRAFT = "grey58 italic"
@@ -148,9 +148,20 @@ class RichLiveRenderer:
         elif isinstance(event, AnswerFinished):
             self.close()
             self._print(Text(summary_line(event.stats, event.stop_reason), style="dim"))
-            self.out.print(Text(safe(event.answer) or "(no answer)", style=COMMITTED))
+            self.out.print(self._answer_text(event))
             for i, line in enumerate(source_lines(event.sources, event.cited)):
                 self.out.print(Text(line, style="bold" if i == 0 else "dim" if line.startswith("  also in the prompt") else ""))
+
+    @staticmethod
+    def _answer_text(event: AnswerFinished) -> Text:
+        """The answer, each sentence followed by the numbers of its sources ("…in space.[1]")."""
+        if not event.answer:
+            return Text("(no answer)", style=COMMITTED)
+        text = Text(style=COMMITTED)
+        for piece, marker in cited_pieces(event.answer, event.citations):
+            text.append(piece)
+            text.append(marker, style="cyan")
+        return text
 
     def _sentence_text(self, sentence: Sentence, *, draft: bool) -> Text:
         text = Text()

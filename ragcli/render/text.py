@@ -29,6 +29,18 @@ def source_lines(sources: Sequence[Document], cited: Sequence[int]) -> list[str]
     return lines
 
 
+def cited_pieces(answer: str, citations) -> list[tuple[str, str]]:
+    """The answer as (text, marker) pieces: each sentence with the numbers of the sources it draws on
+    ("[1][3]", numbered as in the sources list), "" for a sentence found in none of them."""
+    pieces, done = [], 0
+    for _a, b, docs in citations:
+        pieces.append((safe(answer[done:b]), "".join(f"[{i + 1}]" for i in docs)))
+        done = b
+    if done < len(answer):
+        pieces.append((safe(answer[done:]), ""))
+    return pieces
+
+
 def _n(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 

@@ -341,8 +341,9 @@ class Strategy:
         self.stats.prompt_tokens_reused = s.prompt_tokens_reused - self._gen0[2]
         self.stats.seconds = time.perf_counter() - self._t0
         answer = answer.strip()
+        per_sentence = attribution.citations(answer, self.sources)
         return AnswerFinished(answer, tuple(self.sources), self.stats, stop_reason,
-                              attribution.cited(answer, self.sources))
+                              attribution.cited(per_sentence), per_sentence)
 
     def notice(self, message: str, level: str = "info") -> Notice:
         return Notice(message, level)
