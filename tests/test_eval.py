@@ -96,6 +96,8 @@ def test_tiny_end_to_end_eval_summary_is_exact(tmp_path, settings):
     assert runs["single"]["recall"] == pytest.approx(75.0)
     assert runs["single"]["retrievals_per_question"] == 1.0 and runs["single"]["retrieval_rate"] == 100.0
     assert runs["oracle"]["recall"] == 100.0
+    # sourced: q1's two sentences ("It is Topic 3.") are in Topic 3's paragraph; q2's "no" has no content word
+    assert runs["none"]["sourced"] == 0.0 and runs["single"]["sourced"] == 50.0 and runs["oracle"]["sourced"] == 50.0
 
 
 def test_resume_after_interruption_gives_the_same_summary(tmp_path, settings):

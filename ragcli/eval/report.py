@@ -14,6 +14,7 @@ COLUMNS = [
     ("f1", "F1", "{:.1f}"),
     ("recall", "recall", "{:.1f}"),
     ("recall_at_15", "R@15", "{:.1f}"),
+    ("sourced", "sourced %", "{:.0f}"),
     ("retrieval_rate", "retr. %", "{:.0f}"),
     ("retrievals_per_question", "retr./q", "{:.2f}"),
     ("tokens_per_question", "tok/q", "{:.0f}"),

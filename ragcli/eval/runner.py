@@ -22,7 +22,7 @@ from ragcli.events import AnswerFinished, DocumentsRetrieved, event_to_dict
 from ragcli.retrieval import StaticRetriever
 
 RECALL_BUDGET = 15
-METRICS = ("em", "f1", "recall", "recall_at_15", "retrieval_rate", "retrievals", "tokens_generated",
+METRICS = ("em", "f1", "recall", "recall_at_15", "sourced", "retrieval_rate", "retrievals", "tokens_generated",
            "prompt_tokens_evaluated", "seconds")
 
 
@@ -111,6 +111,9 @@ def run_one(engine: Engine, spec: RunSpec, example: Example, base: Settings) -> 
         "prompt_tokens_evaluated": stats.prompt_tokens_evaluated,
         "seconds": seconds,
         "stop_reason": final.stop_reason,
+        # share of the answer's sentences drawn from a document in its prompts (ragcli.attribution):
+        # the groundedness of long answers, where EM and F1 say little
+        "sourced": sum(1 for *_, docs in final.citations if docs) / len(final.citations) if final.citations else 0.0,
         "events": trace,
     }
     row.update(score(example, final.answer, retrieved))
@@ -203,6 +206,7 @@ def _means(items: list[dict]) -> dict[str, float]:
         "f1": 100 * mean("f1"),
         "recall": 100 * mean("recall"),
         "recall_at_15": 100 * mean("recall_at_15"),
+        "sourced": 100 * mean("sourced"),
         "retrieval_rate": 100 * mean("retrieval_rate"),
         "retrievals_per_question": mean("retrievals"),
         "tokens_per_question": mean("tokens_generated"),
