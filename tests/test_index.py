@@ -261,3 +261,22 @@ def test_jsonl_records_are_split_only_when_long_and_gc_is_restored(tmp_path):
     assert gc.isenabled()
     build_index([path], tmp_path / "index")
     assert gc.isenabled()  # indexing turns the cyclic GC off for its loop only
+
+
+def test_gc_is_paused_only_while_a_jsonl_corpus_streams_in(tmp_path, monkeypatch):
+    import gc
+
+    from ragcli.retrieval import index as index_mod
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "c.jsonl").write_text('{"id": "a", "title": "A", "text": "Alpha is a letter."}\n', encoding="utf-8")
+    (src / "p.html").write_text("<html><body><p>Beta is a letter too.</p></body></html>", encoding="utf-8")
+    seen = []
+    original = index_mod.IndexWriter.add
+    monkeypatch.setattr(index_mod.IndexWriter, "add",
+                        lambda self, p: (seen.append((Path(p.path).suffix, gc.isenabled())), original(self, p))[1])
+    build_index([src], tmp_path / "index")
+    # HTML parse trees are cyclic garbage that only the GC frees; JSONL records are not
+    assert sorted(seen) == [(".html", True), (".jsonl", False)]
+    assert gc.isenabled()
