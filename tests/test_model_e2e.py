@@ -78,3 +78,30 @@ def test_cache_gives_bit_identical_probabilities_on_a_long_answer(engine):
     assert cached_tokens == naive_tokens
     assert cached.stats.retrievals >= 2
     assert cached.stats.prompt_tokens_evaluated < 0.7 * naive.stats.prompt_tokens_evaluated
+
+
+def test_only_the_prompts_last_batch_computes_logits(engine):
+    # The output layer over a 262k-token vocabulary costs about as much as the rest of the model:
+    # prompt batches before the last must not ask for logits, and the next token's probability is
+    # exactly what it is when every batch computes them (the KV cache does not depend on it).
+    gen = engine.generator
+    original = gen._decode
+    prompt = "Question: Who wrote Hamlet?\nThe answer is William Shakespeare. He was English.\nQuestion: Who"
+
+    def first_token(slot, force_logits):
+        calls = []
+
+        def spy(s, part, logits=True):
+            calls.append(logits)
+            return original(s, part, True if force_logits else logits)
+
+        gen._decode = spy
+        try:
+            return next(gen.stream(prompt, max_tokens=1, slot=slot)), calls
+        finally:
+            del gen._decode
+
+    lean, calls = first_token("logits-lean", False)
+    full, _ = first_token("logits-full", True)
+    assert len(calls) >= 2 and calls == [False] * (len(calls) - 1) + [True]
+    assert (lean.text, lean.logprob) == (full.text, full.logprob)

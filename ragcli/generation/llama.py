@@ -258,14 +258,18 @@ class LlamaGenerator:
         slot.batches = [e for e in ends if e <= keep]
         start = keep
         for end in ends[len(slot.batches):]:
-            self._decode(slot, tokens[start:end])
+            # only the prompt's last token needs logits: with a 262k-token vocabulary the output
+            # layer costs about as much as the rest of the model, once per batch that asks for it
+            self._decode(slot, tokens[start:end], logits=end == len(tokens))
             slot.batches.append(end)
             start = end
         self.stats.prompt_tokens_evaluated += len(tokens) - keep
 
-    def _decode(self, slot: _Slot, part: Sequence[int]) -> None:
-        """Decode one batch after what the slot holds."""
+    def _decode(self, slot: _Slot, part: Sequence[int], logits: bool = True) -> None:
+        """Decode one batch after what the slot holds; ``logits``: for its last token."""
         slot.batch.set_batch(batch=part, n_past=len(slot.tokens), logits_all=False)
+        if not logits:
+            slot.batch.batch.logits[len(part) - 1] = False
         try:
             slot.ctx.decode(slot.batch)
         except RuntimeError as exc:
