@@ -29,7 +29,7 @@ STOPWORDS = frozenset(
     most my myself no nor not now of off on once only or other our ours ourselves out over own same she
     should so some such than that the their theirs them themselves then there these they this those
     through to too under until up very was we were what when where which while who whom why will with
-    would you your yours yourself yourselves answer question""".split()
+    would you your yours yourself yourselves answer question yes""".split()
 )
 
 
@@ -44,7 +44,8 @@ def content_words(text: str) -> set[str]:
 
 
 def citations(answer: str, docs: Sequence[Document]) -> tuple[tuple[int, int, tuple[int, ...]], ...]:
-    """Per answer sentence: (start, end, indices into ``docs`` it draws on; empty when none)."""
+    """Per answer sentence with a content word: (start, end, indices into ``docs`` it draws on; empty
+    when none). A sentence without one ("Yes.") claims nothing to attribute and is left out."""
     if not answer.strip():
         return ()
     from ragcli.sentences import split_spans
@@ -53,9 +54,11 @@ def citations(answer: str, docs: Sequence[Document]) -> tuple[tuple[int, int, tu
     out = []
     for a, b in split_spans(answer) or [(0, len(answer))]:
         words = content_words(answer[a:b])
+        if not words:
+            continue
         uncovered, picked = set(words), []
-        need = min(MIN_GAIN, len(words)) if docs else 0
-        while uncovered and need:
+        need = min(MIN_GAIN, len(words))
+        while uncovered and docs:
             gains = [len(uncovered & d) for d in doc_words]
             best = max(range(len(docs)), key=lambda i: (gains[i], -i))  # ties: the higher-ranked document
             if gains[best] < need:

@@ -294,22 +294,18 @@ def history_show(
         typer.echo(json.dumps(row, indent=2, ensure_ascii=False))
         return
     from rich.console import Console
+    from rich.markup import escape
 
-    from ragcli.render.text import summary_line
-    from ragcli.types import RunStats
+    from ragcli.render.text import cited_pieces, source_lines, summary_line
+    from ragcli.types import Document, RunStats
 
     c = Console(highlight=False)
     c.print(f"[bold]{markup_safe(row['question'])}[/]  [dim]({row['strategy']})[/]")
-    c.print(markup_safe(row["answer"]))
-    from rich.markup import escape
-
-    from ragcli.render.text import source_lines
-    from ragcli.types import Document
-
     finished = next((e for e in row["events"] if e["event"] == "answer"), {})
+    c.print(escape("".join(p + m for p, m in cited_pieces(row["answer"], finished.get("citations") or ()))))
     sources = [Document(d.get("id", ""), d.get("title", ""), d.get("text", ""), source=d.get("source", "index"),
                         location=d.get("location", "")) for d in row["sources"]]
-    for line in source_lines(sources, finished.get("cited", range(len(sources)))):  # older entries: all
+    for line in source_lines(sources, finished.get("citations")):  # entries logged before citations: all
         c.print(escape(line))
     for e in row["events"]:
         if e["event"] == "retrieve":

@@ -128,12 +128,12 @@ class Settings:
             data = data.get("settings", data)
             for key, value in data.items():
                 key = key.replace("-", "_")
-                settings.set(key, value)
+                settings._set_from(key, value, f"config file {path}")
                 sources[key] = f"config ({path})"
         for name in cls.names():
             var = f"RAGCLI_{name.upper()}"
             if var in env and env[var] != "":
-                settings.set(name, env[var])
+                settings._set_from(name, env[var], f"environment variable {var}")
                 sources[name] = f"env {var}"
         for key, value in (flags or {}).items():
             if value is None:
@@ -159,6 +159,13 @@ class Settings:
                 raise UsageError(f"setting {name!r} must be {bounds}, got {value!r}")
         setattr(self, name, value)
         self._sources[name] = self._sources.get(name, "set")
+
+    def _set_from(self, name: str, value: Any, origin: str) -> None:
+        """``set``, with an error that says where the bad value came from."""
+        try:
+            self.set(name, value)
+        except UsageError as exc:
+            raise UsageError(f"{exc.message} (from the {origin})", hint=exc.hint) from None
 
     def source(self, name: str) -> str:
         return self._sources.get(name, "default")

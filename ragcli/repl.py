@@ -247,5 +247,5 @@ class Repl:
             lines += [f"## {ex.question}", "", f"*strategy: {ex.strategy}*", "", answer, ""]
             if ex.sources:
                 lines += [f"- {line.strip()}" if i else line
-                          for i, line in enumerate(source_lines(ex.sources, ex.cited))] + [""]
+                          for i, line in enumerate(source_lines(ex.sources, ex.citations))] + [""]
         return "\n".join(lines)

@@ -54,13 +54,22 @@ def test_content_words_drop_stopwords_and_single_letters():
 
 
 def test_sources_list_shows_cited_documents_then_the_others_numbered_as_in_sources():
-    lines = source_lines(DOCS, (2,))
+    lines = source_lines(DOCS, [(0, 30, (2,))])
     assert lines[0] == "Sources:"
     assert lines[1] == "  [3] Sigmund Jähn — wiki.jsonl#L73"
     assert lines[2] == "  also in the prompt: [1] Ulf Merbold, [2] Christer Fuglesang"
-    none = source_lines(DOCS, ())
+    none = source_lines(DOCS, [(0, 30, ())])  # a claim found in no document
     assert none[0].startswith("Sources (none of them") and len(none) == 4
-    assert source_lines([], ()) == []
+    # nothing to attribute ("Yes."), or an entry logged before citations existed: all, plainly
+    assert source_lines(DOCS, []) == source_lines(DOCS, None) == ["Sources:"] + [f"  [{i}] {d.title} — {d.location}"
+                                                                                for i, d in enumerate(DOCS, 1)]
+    assert source_lines([], []) == []
+
+
+def test_a_sentence_without_content_words_is_not_attributed_nor_counted():
+    per = attribution.citations("Yes. Stockholm.", DOCS)
+    assert [(a, b, docs) for a, b, docs in per] == [(5, 15, (1,))]
+    assert attribution.citations("No.", DOCS) == () and attribution.citations("Stockholm.", []) == ((0, 10, ()),)
 
 
 def test_a_strategy_run_reports_what_it_cites(small_corpus, tmp_path, capsys, monkeypatch):

@@ -178,3 +178,9 @@ def test_usage_errors_print_usage_and_exit_2_not_internal_error(argv, says, caps
     assert code == 2
     assert says in err and "Usage: ragcli" in err
     assert "internal error" not in err + out
+
+
+def test_out_of_range_flag_is_a_one_line_error_with_exit_2(capsys):
+    code, out, err = call(["ask", "q", "--theta", "7"], capsys)
+    assert code == 2
+    assert err.strip() == "error: setting 'theta' must be between 0 and 1, got 7.0"

@@ -54,3 +54,12 @@ def test_numbers_at_the_bounds_are_accepted_and_every_default_is_in_range():
     s.set("highlight", -1)
     s.set("n_gpu_layers", -1)
     assert (s.theta, s.highlight, s.n_gpu_layers) == (0.0, -1.0, -1)
+
+
+def test_a_bad_value_from_env_or_config_says_where_it_came_from(tmp_path):
+    with pytest.raises(UsageError, match="from the environment variable RAGCLI_THETA"):
+        Settings.resolve({}, env={"RAGCLI_THETA": "7"}, config_path=tmp_path / "none.toml")
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("k = 0\n")
+    with pytest.raises(UsageError, match=f"from the config file {cfg}"):
+        Settings.resolve({}, env={}, config_path=cfg)

@@ -151,3 +151,29 @@ def test_plain_answer_is_wrapped_only_when_stdout_is_a_terminal(monkeypatch):
         lines = out.getvalue().splitlines()
         assert (len(lines) > 1 and all(len(line) <= 40 for line in lines)) if wrapped else lines == [long]
         assert " ".join(lines) == long
+
+
+def test_plain_answer_carries_source_numbers_unless_quiet():
+    answer = "Romulus and Remus are the twin brothers. Mars is red."
+    per = ((0, 40, (0,)), (41, 53, ()))
+    final = AnswerFinished(answer, (DOC,), RunStats(), "end", (0,), per)
+    loud, quiet = io.StringIO(), io.StringIO()
+    PlainRenderer(loud, io.StringIO()).handle(final)
+    PlainRenderer(quiet, None).handle(final)
+    assert loud.getvalue().splitlines()[0] == "Romulus and Remus are the twin brothers.[1] Mars is red."
+    assert quiet.getvalue() == answer + "\n"  # --quiet: the answer alone, for scripts
+
+
+def test_plain_wrapping_keeps_hyphenated_words_and_urls_whole(monkeypatch):
+    import os
+    import shutil
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(shutil, "get_terminal_size", lambda *a: os.terminal_size((30, 20)))
+    out = Tty()
+    PlainRenderer(out, None).handle(AnswerFinished("He was born in Stratford-upon-Avon, see https://example.org/a/very/long/path."))
+    assert any(line.startswith("Stratford-upon-Avon") or "Stratford-upon-Avon" in line for line in out.getvalue().splitlines())
+    assert "https://example.org/a/very/long/path." in out.getvalue().splitlines()

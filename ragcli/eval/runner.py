@@ -113,7 +113,7 @@ def run_one(engine: Engine, spec: RunSpec, example: Example, base: Settings) -> 
         "stop_reason": final.stop_reason,
         # share of the answer's sentences drawn from a document in its prompts (ragcli.attribution):
         # the groundedness of long answers, where EM and F1 say little
-        "sourced": sum(1 for *_, docs in final.citations if docs) / len(final.citations) if final.citations else 0.0,
+        "sourced": sum(1 for *_, docs in final.citations if docs) / len(final.citations) if final.citations else None,
         "events": trace,
     }
     row.update(score(example, final.answer, retrieved))
@@ -200,13 +200,16 @@ def summarize(rows: Iterable[dict]) -> dict[str, Any]:
 def _means(items: list[dict]) -> dict[str, float]:
     n = len(items)
     mean = lambda k: sum(float(r.get(k, 0.0)) for r in items) / n if n else 0.0  # noqa: E731
+    # rows resumed from an older --out file have no "sourced"; answers without a content word
+    # (a bare "Yes.") have None: both are left out of that mean rather than counted as 0
+    sourced = [float(r["sourced"]) for r in items if r.get("sourced") is not None]
     return {
         "n": n,
         "em": 100 * mean("em"),
         "f1": 100 * mean("f1"),
         "recall": 100 * mean("recall"),
         "recall_at_15": 100 * mean("recall_at_15"),
-        "sourced": 100 * mean("sourced"),
+        "sourced": 100 * sum(sourced) / len(sourced) if sourced else 0.0,
         "retrieval_rate": 100 * mean("retrieval_rate"),
         "retrievals_per_question": mean("retrievals"),
         "tokens_per_question": mean("tokens_generated"),

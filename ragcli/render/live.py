@@ -149,7 +149,7 @@ class RichLiveRenderer:
             self.close()
             self._print(Text(summary_line(event.stats, event.stop_reason), style="dim"))
             self.out.print(self._answer_text(event))
-            for i, line in enumerate(source_lines(event.sources, event.cited)):
+            for i, line in enumerate(source_lines(event.sources, event.citations)):
                 self.out.print(Text(line, style="bold" if i == 0 else "dim" if line.startswith("  also in the prompt") else ""))
 
     @staticmethod

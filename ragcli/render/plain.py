@@ -13,7 +13,7 @@ from ragcli.events import (
     SentenceCommitted,
 )
 from ragcli.render import _is_tty, safe
-from ragcli.render.text import source_lines, summary_line
+from ragcli.render.text import cited_pieces, source_lines, summary_line
 
 
 class PlainRenderer:
@@ -30,7 +30,8 @@ class PlainRenderer:
         import textwrap
 
         width = shutil.get_terminal_size().columns
-        return "\n".join(textwrap.fill(line, width) if line.strip() else line for line in text.split("\n"))
+        return "\n".join(textwrap.fill(line, width, break_long_words=False, break_on_hyphens=False)
+                         if line.strip() else line for line in text.split("\n"))
 
     def _trace(self, line: str) -> None:
         if self.err is not None:
@@ -53,9 +54,13 @@ class PlainRenderer:
         elif isinstance(event, Notice):
             self._trace(f"{event.level}: {safe(event.message)}")
         elif isinstance(event, AnswerFinished):
-            self.out.write(self._wrapped(safe(event.answer)) + "\n")
+            if self.err is None:  # --quiet: the answer alone, for scripts
+                answer = safe(event.answer)
+            else:  # with the sources list below it, each sentence carries its sources' numbers
+                answer = "".join(piece + marker for piece, marker in cited_pieces(event.answer, event.citations))
+            self.out.write(self._wrapped(answer) + "\n")
             if event.sources and self.err is not None:
-                self.out.write("\n" + "\n".join(source_lines(event.sources, event.cited)) + "\n")
+                self.out.write("\n" + "\n".join(source_lines(event.sources, event.citations)) + "\n")
             self.out.flush()
             self._trace(summary_line(event.stats, event.stop_reason))
 

@@ -13,14 +13,19 @@ def source_line(d: Document) -> str:
     return f"{safe(d.title) or '(untitled)'} — {safe(where)}"
 
 
-def source_lines(sources: Sequence[Document], cited: Sequence[int]) -> list[str]:
-    """The sources list under an answer: the documents it cites, numbered as in ``/sources``, then
-    the other documents that were in a prompt, on one line. With nothing cited, all of them, saying so."""
+def source_lines(sources: Sequence[Document], citations: Sequence | None = None) -> list[str]:
+    """The sources list under an answer: the documents its sentences cite (``citations`` as in
+    ``AnswerFinished``), numbered by their place in ``sources`` as ``/sources`` shows them, then the
+    other documents that were in a prompt, on one line. When the answer has claims but none is in a
+    document, all of them, saying so; with no attribution (older history entries), all of them."""
     if not sources:
         return []
+    from ragcli.attribution import cited as first_use
+
+    cited = first_use(citations or ())
     if not cited:
-        return (["Sources (none of them contains the answer's words):"]
-                + [f"  [{i}] {source_line(d)}" for i, d in enumerate(sources, start=1)])
+        header = "Sources (none of them contains the answer's words):" if citations else "Sources:"
+        return [header] + [f"  [{i}] {source_line(d)}" for i, d in enumerate(sources, start=1)]
     lines = ["Sources:"] + [f"  [{i + 1}] {source_line(sources[i])}" for i in cited]
     rest = [i for i in range(len(sources)) if i not in cited]
     if rest:

@@ -339,9 +339,9 @@ class Strategy:
         self.stats.prompt_tokens_evaluated = s.prompt_tokens_evaluated - self._gen0[0]
         self.stats.tokens_generated = s.tokens_generated - self._gen0[1]
         self.stats.prompt_tokens_reused = s.prompt_tokens_reused - self._gen0[2]
-        self.stats.seconds = time.perf_counter() - self._t0
         answer = answer.strip()
         per_sentence = attribution.citations(answer, self.sources)
+        self.stats.seconds = time.perf_counter() - self._t0
         return AnswerFinished(answer, tuple(self.sources), self.stats, stop_reason,
                               attribution.cited(per_sentence), per_sentence)
 
