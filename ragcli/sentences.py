@@ -42,6 +42,9 @@ def _punkt():  # -> the module nltk.tokenize.punkt
     needs. Empty stand-ins for the two packages are in ``sys.modules`` only during the import, and
     the modules loaded under them are dropped from it afterwards, so a later ``import nltk`` loads
     the ordinary package. Any surprise (a different NLTK layout) falls back to the plain import.
+    The price: ragcli's tokenizer is an instance of its own copy of the Punkt classes, so it is not
+    picklable and not an ``isinstance`` of a later-imported ``nltk.tokenize.punkt`` class (ragcli
+    does neither). Called once, from the cached ``_tokenizer``.
     """
     import importlib
     import importlib.util
