@@ -171,3 +171,27 @@ def test_plot_writes_a_png(tmp_path):
     out = tmp_path / "sweep.png"
     plot_sweep(runs, out)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 5000
+
+
+def test_long_form_asks_about_the_first_supporting_page_and_reports_no_em_f1(tmp_path, settings, monkeypatch, capsys):
+    from ragcli import cli
+    from ragcli.eval.dataset import long_form
+
+    data, corpus = _dataset(tmp_path)
+    examples = long_form(load_examples(data))
+    assert [e.question for e in examples] == ["Tell me about Topic 3.", "Tell me about Topic 5."]
+    assert examples[0].answers == () and examples[0].gold_pids == ["p_03"]  # only that page is gold now
+    monkeypatch.setattr(engine_mod, "make_generator", lambda s: FakeGenerator(
+        default=toks(" Topic 3 is about the word zeta3. It is red.", 0.9) + toks("\n\nQuestion:", 0.9)))
+    summary = tmp_path / "lf.json"
+    with pytest.raises(SystemExit) as exc:
+        cli.run(["eval", str(data), "--long-form", "--strategy", "none,single", "--corpus", str(corpus),
+                 "--summary", str(summary)])
+    assert exc.value.code == 0
+    runs = json.loads(summary.read_text())["runs"]
+    assert runs["single"]["em"] is None and runs["single"]["f1"] is None
+    # "Topic 3 is about the word zeta3." comes from a retrieved page ("topic", "word" alone are half its
+    # content words, enough for q2's Topic 5 page); "It is red." from none: 1 of 2 sentences each
+    assert runs["none"]["sourced"] == 0.0 and runs["single"]["sourced"] == 50.0
+    table = capsys.readouterr().out
+    assert "–" in table  # EM and F1 shown as not computed

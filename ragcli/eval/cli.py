@@ -52,6 +52,7 @@ def eval_run(
     out: Annotated[Optional[Path], typer.Option(help="Per-question results JSONL (resumable).")] = None,
     summary: Annotated[Optional[Path], typer.Option(help="Write the summary JSON here.")] = None,
     plot: Annotated[Optional[Path], typer.Option(help="Write a retrieval-rate vs F1 PNG here.")] = None,
+    long_form: Annotated[bool, typer.Option("--long-form", help="Ask 'Tell me about X.' for each question's first supporting page (paragraph answers; read recall and sourced, no EM/F1).")] = False,
     flags: dict | None = None,
 ) -> None:
     """Run strategies (and parameter grids) over a dataset; print and save the metrics."""
@@ -62,6 +63,8 @@ def eval_run(
     base = Settings.resolve(flags)
     examples = ds.load_examples(dataset, dataset=only_dataset, type_=only_type, limit=limit, sample=sample,
                                 seed=sample_seed)
+    if long_form:
+        examples = ds.long_form(examples)
     grid = {name: value for name, value in [("theta", theta), ("beta", beta), ("k", k), ("lookahead", lookahead),
                                             ("stride", stride), ("query_len", query_len), ("upper", upper),
                                             ("lower", lower)] if value is not None}
@@ -99,7 +102,8 @@ def eval_run(
         task = progress.add_task("eval", total=total)
 
         def on_result(row: dict, resumed: bool) -> None:
-            progress.update(task, advance=1, description=f"{row['run']} F1={100 * row['f1']:.0f}")
+            progress.update(task, advance=1, description=f"{row['run']} " + (
+                f"F1={100 * row['f1']:.0f}" if row.get("f1") is not None else f"sourced={100 * (row.get('sourced') or 0):.0f}"))
 
         rows = runner.run_eval(engine, specs, examples, base, out=out, meta=meta, on_result=on_result)
     runs = runner.summarize(rows)

@@ -62,6 +62,23 @@ def load_examples(path: Path, *, dataset: str | None = None, type_: str | None =
     return out
 
 
+def long_form(examples: list[Example]) -> list[Example]:
+    """Each question turned into a request for a paragraph about its first supporting page
+    ("Tell me about Neil Peart."), FLARE's own setting. Its gold paragraphs are that page's; there is
+    no short answer, so EM and F1 are not computed: read recall and *sourced* (groundedness)."""
+    out = []
+    for ex in examples:
+        title = next((p.get("title", "") for p in ex.paragraphs if p.get("is_supporting")), "")
+        if not title:
+            continue
+        paragraphs = tuple(dict(p, is_supporting=bool(p.get("is_supporting")) and p.get("title") == title)
+                           for p in ex.paragraphs)
+        out.append(Example(ex.id, f"Tell me about {title}.", (), ex.dataset, ex.type, paragraphs))
+    if not out:
+        raise UsageError("--long-form: no question has a supporting paragraph with a title")
+    return out
+
+
 def corpus_records(examples: list[Example]) -> list[dict]:
     """The union of the examples' paragraphs, as {pid, title, text} records (an eval corpus)."""
     seen: dict[str, dict] = {}

@@ -31,11 +31,15 @@ def summary_table(runs: dict[str, dict[str, Any]], title: str = ""):
     for _, label, _ in COLUMNS:
         table.add_column(label, justify="right")
     for key, entry in runs.items():
-        table.add_row(key, *(fmt.format(entry.get(name, 0.0)) for name, _, fmt in COLUMNS))
+        table.add_row(key, *(_cell(fmt, entry.get(name)) for name, _, fmt in COLUMNS))
         if len(entry.get("by_dataset", {})) > 1:
             for ds, sub in entry["by_dataset"].items():
-                table.add_row(f"  {ds}", *(fmt.format(sub.get(name, 0.0)) for name, _, fmt in COLUMNS), style="dim")
+                table.add_row(f"  {ds}", *(_cell(fmt, sub.get(name)) for name, _, fmt in COLUMNS), style="dim")
     return table
+
+
+def _cell(fmt: str, value: float | None) -> str:
+    return "–" if value is None else fmt.format(value)  # not computed (EM/F1 of long-form requests)
 
 
 def load_summary(path: Path) -> dict[str, Any]:
@@ -64,9 +68,12 @@ def compare_table(a: dict[str, Any], b: dict[str, Any], name_a: str, name_b: str
             continue
         cells = []
         for name, _, fmt in COLUMNS[1:]:
-            d = rb.get(name, 0.0) - ra.get(name, 0.0)
-            text = fmt.format(rb.get(name, 0.0)) + f" ({'+' if d >= 0 else ''}{fmt.format(d)})"
-            cells.append(text)
+            va, vb = ra.get(name), rb.get(name)
+            if va is None or vb is None:  # not computed on one side (long-form EM/F1, an older summary)
+                cells.append(_cell(fmt, vb))
+                continue
+            d = vb - va
+            cells.append(fmt.format(vb) + f" ({'+' if d >= 0 else ''}{fmt.format(d)})")
         table.add_row(f"{key} (n {ra['n']}→{rb['n']})", *cells)
     return table
 
@@ -83,6 +90,8 @@ def plot_sweep(runs: dict[str, dict[str, Any]], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(6, 4), dpi=120)
     by_strategy: dict[str, list[tuple[float, float, str]]] = {}
     for key, entry in runs.items():
+        if entry.get("f1") is None:  # long-form requests have no F1
+            continue
         by_strategy.setdefault(key.split(" ", 1)[0], []).append(
             (entry["retrieval_rate"], entry["f1"], key.split(" ", 1)[1] if " " in key else ""))
     for name, points in by_strategy.items():

@@ -64,7 +64,9 @@ def expand_grid(strategies: list[str], grid: dict[str, list[Any]]) -> list[RunSp
 
 def score(example: Example, answer: str, retrieved: list[str]) -> dict[str, float]:
     short = extract_answer(answer)
-    if is_yes_no(example.answers):
+    if not example.answers:  # a long-form request: no reference answer
+        em = f1 = None
+    elif is_yes_no(example.answers):
         em = f1 = yes_no_accuracy(short, example.answers)
     else:
         em, f1 = exact_match(short, example.answers), f1_score(short, example.answers)
@@ -200,16 +202,19 @@ def summarize(rows: Iterable[dict]) -> dict[str, Any]:
 def _means(items: list[dict]) -> dict[str, float]:
     n = len(items)
     mean = lambda k: sum(float(r.get(k, 0.0)) for r in items) / n if n else 0.0  # noqa: E731
-    # rows resumed from an older --out file have no "sourced"; answers without a content word
-    # (a bare "Yes.") have None: both are left out of that mean rather than counted as 0
-    sourced = [float(r["sourced"]) for r in items if r.get("sourced") is not None]
+    def known(k: str) -> float | None:
+        """Mean over the rows that have a value: rows from an older --out file have no "sourced",
+        a bare "Yes." has None for it, long-form requests have None for EM and F1."""
+        values = [float(r[k]) for r in items if r.get(k) is not None]
+        return 100 * sum(values) / len(values) if values else None
+
     return {
         "n": n,
-        "em": 100 * mean("em"),
-        "f1": 100 * mean("f1"),
+        "em": known("em"),
+        "f1": known("f1"),
         "recall": 100 * mean("recall"),
         "recall_at_15": 100 * mean("recall_at_15"),
-        "sourced": 100 * sum(sourced) / len(sourced) if sourced else 0.0,
+        "sourced": known("sourced"),
         "retrieval_rate": 100 * mean("retrieval_rate"),
         "retrievals_per_question": mean("retrievals"),
         "tokens_per_question": mean("tokens_generated"),
