@@ -296,13 +296,13 @@ def history_show(
     from rich.console import Console
     from rich.markup import escape
 
-    from ragcli.render.text import cited_pieces, source_lines, summary_line
+    from ragcli.render.text import marked_answer, source_lines, summary_line
     from ragcli.types import Document, RunStats
 
     c = Console(highlight=False)
     c.print(f"[bold]{markup_safe(row['question'])}[/]  [dim]({row['strategy']})[/]")
     finished = next((e for e in row["events"] if e["event"] == "answer"), {})
-    c.print(escape("".join(p + m for p, m in cited_pieces(row["answer"], finished.get("citations") or ()))))
+    c.print(escape(marked_answer(row["answer"], finished.get("citations") or ())))
     sources = [Document(d.get("id", ""), d.get("title", ""), d.get("text", ""), source=d.get("source", "index"),
                         location=d.get("location", "")) for d in row["sources"]]
     for line in source_lines(sources, finished.get("citations")):  # entries logged before citations: all

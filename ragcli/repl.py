@@ -16,12 +16,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ragcli import attribution
 from ragcli.config import Settings, user_state_dir
 from ragcli.engine import Engine
 from ragcli.errors import RagcliError
 from ragcli.events import AnswerFinished, Event
 from ragcli.render import safe
-from ragcli.render.text import cited_pieces, source_lines
+from ragcli.render.text import marked_answer, source_lines
 
 COMMANDS = {
     "/help": "show this help",
@@ -44,8 +45,7 @@ class Exchange:
     answer: str
     sources: list = field(default_factory=list)
     strategy: str = ""
-    cited: tuple = ()  # indices into sources that the answer draws on
-    citations: tuple = ()  # per sentence: start, end, indices into sources
+    citations: tuple = ()  # per sentence: start, end, indices into sources (ragcli.attribution)
 
 
 def history_path() -> Path:
@@ -157,8 +157,7 @@ class Repl:
             renderer.close()
         if final is None:
             return None
-        exchange = Exchange(question, final.answer, list(final.sources), self.settings.strategy, final.cited,
-                            final.citations)
+        exchange = Exchange(question, final.answer, list(final.sources), self.settings.strategy, final.citations)
         self.transcript.append(exchange)
         self.context = [exchange]
         if self.log is not None:
@@ -208,8 +207,9 @@ class Repl:
             if not self.transcript:
                 self.console.print("no answer yet")
             last = self.transcript[-1] if self.transcript else Exchange("", "")
+            cited = attribution.cited(last.citations)
             for i, d in enumerate(last.sources, start=1):
-                mark = " [green](cited)[/]" if i - 1 in last.cited else ""
+                mark = " [green](cited)[/]" if i - 1 in cited else ""
                 self.out.print(f"[bold][{i}] {escape(safe(d.title))}[/]{mark} [dim]{escape(safe(d.location))}[/]")
                 self.out.print(escape(safe(d.text)) + "\n")
         elif cmd == "/search":
@@ -243,8 +243,7 @@ class Repl:
     def markdown(self) -> str:
         lines = ["# ragcli transcript", ""]
         for ex in self.transcript:
-            answer = "".join(piece + marker for piece, marker in cited_pieces(ex.answer, ex.citations))
-            lines += [f"## {ex.question}", "", f"*strategy: {ex.strategy}*", "", answer, ""]
+            lines += [f"## {ex.question}", "", f"*strategy: {ex.strategy}*", "", marked_answer(ex.answer, ex.citations), ""]
             if ex.sources:
                 lines += [f"- {line.strip()}" if i else line
                           for i, line in enumerate(source_lines(ex.sources, ex.citations))] + [""]

@@ -13,7 +13,7 @@ from ragcli.events import (
     SentenceCommitted,
 )
 from ragcli.render import _is_tty, safe
-from ragcli.render.text import cited_pieces, source_lines, summary_line
+from ragcli.render.text import marked_answer, source_lines, summary_line
 
 
 class PlainRenderer:
@@ -57,7 +57,7 @@ class PlainRenderer:
             if self.err is None:  # --quiet: the answer alone, for scripts
                 answer = safe(event.answer)
             else:  # with the sources list below it, each sentence carries its sources' numbers
-                answer = "".join(piece + marker for piece, marker in cited_pieces(event.answer, event.citations))
+                answer = marked_answer(event.answer, event.citations)
             self.out.write(self._wrapped(answer) + "\n")
             if event.sources and self.err is not None:
                 self.out.write("\n" + "\n".join(source_lines(event.sources, event.citations)) + "\n")

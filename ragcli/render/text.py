@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ragcli.attribution import cited as first_use
 from ragcli.render import safe
 from ragcli.types import Document, RunStats
 
@@ -20,8 +21,6 @@ def source_lines(sources: Sequence[Document], citations: Sequence | None = None)
     document, all of them, saying so; with no attribution (older history entries), all of them."""
     if not sources:
         return []
-    from ragcli.attribution import cited as first_use
-
     cited = first_use(citations or ())
     if not cited:
         header = "Sources (none of them contains the answer's words):" if citations else "Sources:"
@@ -44,6 +43,11 @@ def cited_pieces(answer: str, citations) -> list[tuple[str, str]]:
     if done < len(answer):
         pieces.append((safe(answer[done:]), ""))
     return pieces
+
+
+def marked_answer(answer: str, citations) -> str:
+    """The answer as plain text with its sentences' source numbers ("…in space.[1] He …")."""
+    return "".join(piece + marker for piece, marker in cited_pieces(answer, citations))
 
 
 def _n(count: int, noun: str) -> str:
