@@ -29,7 +29,7 @@ COMMANDS = {
     "/strategy": "/strategy NAME — switch strategy",
     "/set": "/set NAME VALUE — change any setting (e.g. /set theta 0.5)",
     "/show": "/show settings — the settings in effect",
-    "/sources": "full text of the last answer's documents",
+    "/sources": "full text of the last answer's documents (cited ones marked)",
     "/search": "/search QUERY — BM25 search of the index",
     "/index": "/index PATH — add files or folders to the index",
     "/save": "/save FILE — write the transcript as Markdown",
