@@ -230,7 +230,8 @@ class Repl:
                 self.console.print("usage: /save FILE")
             else:
                 Path(args[0]).expanduser().write_text(self.markdown(), encoding="utf-8")
-                self.console.print(f"saved {len(self.transcript)} exchanges → {escape(args[0])}")
+                n = len(self.transcript)
+                self.console.print(f"saved {n} exchange{'' if n == 1 else 's'} → {escape(args[0])}")
         elif cmd == "/new":
             self.context = []
             self.console.print("new conversation")
