@@ -39,6 +39,21 @@ INSTRUCT_EXEMPLARS = (
 )
 
 
+# Reasoning answers (FLARE's, IRCoT's and DRAGIN's multi-hop setting): short sentences, each of which
+# may need its own retrieval, and the short answer last, where evidence found along the way can reach it.
+COT_INSTRUCTION = ('Answer each question by reasoning step by step in short sentences. End with "So the answer '
+                   'is:" and a short answer.\n\n')
+
+COT_EXEMPLARS = (
+    "Question: In which country is the city where the Eiffel Tower stands?\n"
+    "Answer: The Eiffel Tower stands in Paris. Paris is the capital of France. So the answer is: France.\n\n"
+    "Question: Who was born first, Alan Turing or John von Neumann?\n"
+    "Answer: Alan Turing was born on 23 June 1912. John von Neumann was born on 28 December 1903. "
+    "So the answer is: John von Neumann.\n\n"
+)
+
+CONCLUSION = "So the answer is:"
+
 # Long-form answers (FLARE's setting: several sentences, each of which may need its own retrieval).
 LONG_INSTRUCTION = "Answer each question with a paragraph of several sentences.\n\n"
 
@@ -67,11 +82,15 @@ def _request(question: str) -> tuple[str, str]:
     return q, q.lower()
 
 
+ANSWER_STYLES = ("short", "long", "cot")
+
+
 def answer_style(question: str, setting: str = "auto") -> str:
-    """``short`` (a phrase, then one sentence) or ``long`` (a paragraph). ``auto`` picks long only for
-    requests that ask for an explanation or overview ("Tell me about …", "Describe …", "Explain …");
-    factoid questions, the eval data sets' kind, stay short."""
-    if setting in ("short", "long"):
+    """``short`` (a phrase, then one sentence), ``long`` (a paragraph) or ``cot`` (reasoning sentences,
+    then "So the answer is: X."). ``auto`` picks long only for requests that ask for an explanation or
+    overview ("Tell me about …", "Describe …", "Explain …"); factoid questions, the eval data sets'
+    kind, stay short."""
+    if setting in ANSWER_STYLES:
         return setting
     return "long" if _request(question)[1].startswith(_LONG_OPENINGS) else "short"
 
@@ -110,7 +129,8 @@ def answer_prompt(question: str, documents: Sequence[Document] = (), answer_so_f
                   style: str = "short") -> str:
     """The main QA prompt (none, single, FLARE drafts and regenerations, windows); ``style`` is
     ``short`` or ``long`` (see answer_style)."""
-    intro = f"{LONG_INSTRUCTION}{LONG_EXEMPLARS}" if style == "long" else f"{INSTRUCTION}{EXEMPLARS}"
+    intro = {"long": LONG_INSTRUCTION + LONG_EXEMPLARS, "cot": COT_INSTRUCTION + COT_EXEMPLARS}.get(
+        style, INSTRUCTION + EXEMPLARS)
     head = f"{intro}{format_documents(documents)}Question: {question.strip()}\nAnswer:"
     return head + _continuation(answer_so_far)
 
@@ -136,25 +156,17 @@ def question_generation_prompt(context: str, span: str) -> str:
 QUESTION_STOP = ("\n",)
 
 
-# ---------------------------------------------------------------------------- IRCoT
-COT_EXEMPLARS = (
-    "Answer the question by reasoning step by step, one short sentence at a time, using the documents. "
-    'End with "So the answer is ..."\n\n'
-    "Question: Who was born first, Alan Turing or John von Neumann?\n"
-    "Answer: Alan Turing was born on 23 June 1912. John von Neumann was born on 28 December 1903. "
-    "1903 is earlier than 1912. So the answer is John von Neumann.\n\n"
-)
+def concludes(sentence: str) -> bool:
+    """True for the sentence that gives a reasoning answer's short answer ("So the answer is: X.")."""
+    return "answer is" in sentence.lower()
 
+
+# ---------------------------------------------------------------------------- IRCoT
 DIRECT_READER = (
     "Answer the question with a short phrase from the documents.\n\n"
     "Question: In which country is the city where the Eiffel Tower stands?\n"
     "Answer: France\n\n"
 )
-
-
-def cot_prompt(question: str, documents: Sequence[Document] = (), reasoning: str = "") -> str:
-    head = f"{COT_EXEMPLARS}{format_documents(documents)}Question: {question.strip()}\nAnswer:"
-    return head + _continuation(reasoning)
 
 
 def direct_reader_prompt(question: str, documents: Sequence[Document] = ()) -> str:

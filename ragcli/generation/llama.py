@@ -149,6 +149,11 @@ class LlamaGenerator:
                    seed=settings.seed, temperature=settings.temperature, top_p=settings.top_p,
                    cache=settings.cache, require_gpu=settings.require_gpu, prompt_style=settings.prompt_style)
 
+    def fingerprint(self) -> str:
+        from ragcli.generation import file_sha256
+
+        return "gguf:" + file_sha256(self.model_path)
+
     # ---------------------------------------------------------------- tokens
     def tokenize(self, text: str, *, bos: bool = True) -> list[int]:
         return self.llm.tokenize(text.encode("utf-8"), add_bos=bos, special=True)
@@ -306,7 +311,10 @@ class LlamaGenerator:
                 break
             logits = self._logits(s)
             m = float(logits.max())
-            lse = m + math.log(float(np.exp(logits - m).sum()))
+            e = np.exp(logits - m)
+            z = float(e.sum())
+            lse = m + math.log(z)
+            entropy = max(lse - float(e @ logits) / z, 0.0)  # H = log Z - E_p[logit], in nats
             if bias_ids or suppress_ids:
                 adjusted = logits.copy()
                 for tid, b in bias_ids.items():
@@ -325,21 +333,34 @@ class LlamaGenerator:
             piece = decoder.decode(self._piece(tok))
             text += piece
             cut, stopped = apply_stops(text, stop)
-            pending.append((tok, logprob))
+            pending.append(Token(piece, logprob, tok, entropy, self._top(logits, m, lse)))
             if stopped:
                 self.last_finish = "stop"
                 if len(cut) > emitted:
-                    yield Token(cut[emitted:], pending[0][1] if len(pending) == 1 else min(p for _, p in pending), tok)
+                    yield _merged(pending, cut[emitted:])
                 return
             safe_upto = len(text) - held_back(text, stop)
             if safe_upto > emitted:
-                # yield the tokens whose text is now safe; merged pieces keep the lowest probability
-                yield Token(text[emitted:safe_upto], min(p for _, p in pending), tok)
+                # yield the tokens whose text is now safe (several merged when text was held back)
+                yield _merged(pending, text[emitted:safe_upto])
                 emitted = safe_upto
                 pending = []
             self._eval(s, [tok])
         if len(text) > emitted and pending:
-            yield Token(text[emitted:], min(p for _, p in pending), pending[-1][0])
+            yield _merged(pending, text[emitted:])
+
+    def _top(self, logits, m: float, lse: float) -> tuple[tuple[str, float], ...]:
+        """The TOP_N most likely tokens as (text, logprob), best first, without sorting the whole
+        vocabulary: only the logits within TOP_WINDOW nats of the maximum are candidates (a handful
+        in practice; argpartition over 262k logits costs a fifth of a generated token)."""
+        np = self._np
+        idx = np.flatnonzero(logits >= m - TOP_WINDOW)
+        if len(idx) < TOP_N:
+            idx = np.argpartition(logits, -TOP_N)[-TOP_N:]
+        elif len(idx) > 8 * TOP_N:
+            idx = idx[np.argpartition(logits[idx], -TOP_N)[-TOP_N:]]
+        best = idx[np.argsort(-logits[idx], kind="stable")][:TOP_N]
+        return tuple((self._piece(int(t)).decode("utf-8", errors="replace"), float(logits[t]) - lse) for t in best)
 
     def _sample(self, logits) -> int:
         np = self._np
@@ -384,6 +405,18 @@ class LlamaGenerator:
             self._eval(s, [tid])
             self.stats.prompt_tokens_evaluated += 1
         return total
+
+
+TOP_N = 5  # alternatives kept per generated token (Token.top)
+TOP_WINDOW = 12.0  # nats below the best logit where they are looked for (e^-12: far below any top-5 token)
+
+
+def _merged(pending: Sequence[Token], text: str) -> Token:
+    """Tokens yielded as one piece of text (held back while they might start a stop string): the
+    least likely one speaks for them (its probability, id and alternatives), with the highest entropy."""
+    low = min(pending, key=lambda t: t.logprob)
+    entropy = max((t.entropy for t in pending if t.entropy is not None), default=None)
+    return Token(text, low.logprob, low.id, entropy, low.top)
 
 
 class _quiet_stderr:
