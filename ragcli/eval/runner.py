@@ -200,6 +200,9 @@ def summarize(rows: Iterable[dict]) -> dict[str, Any]:
         for r in items:
             by_ds.setdefault(r.get("dataset") or "?", []).append(r)
         entry["by_dataset"] = {ds: _means(v) for ds, v in sorted(by_ds.items())}
+        calibrated = next((e for r in items for e in r.get("events", ()) if e.get("event") == "calibration"), None)
+        if calibrated is not None:  # the automatic threshold this run used (--theta/--tau auto)
+            entry["calibration"] = {k: calibrated[k] for k in ("trigger", "threshold", "target", "drafts")}
         # per question, for paired comparisons between runs (`ragcli eval compare`)
         entry["questions"] = {r["id"]: {"dataset": r.get("dataset") or "?",
                                         **{m: r.get(m) for m in PAIRED}} for r in items}

