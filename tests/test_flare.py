@@ -248,7 +248,7 @@ def test_long_answers_keep_the_question_documents_in_front(settings):
 
 
 def test_a_sentence_said_again_with_also_counts_as_a_repeat():
-    from ragcli.strategies.base import repeats
+    from ragcli.strategies.stream import repeats
 
     first = "He was the first to study the effects of pH on plant growth."
     assert repeats("He was also the first to study the effects of pH on plant growth.", [first])

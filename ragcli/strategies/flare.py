@@ -22,7 +22,8 @@ from typing import Iterator, Sequence
 from ragcli import prompts
 from ragcli.events import DraftSentence, Event
 from ragcli.sentences import first_sentence_end
-from ragcli.strategies.base import REPEATED, Strategy, cut_sentence, sentences_of
+from ragcli.strategies.base import Strategy
+from ragcli.strategies.stream import REPEATED, cut_sentence, sentences_of
 from ragcli.strategies.trigger import Trigger
 from ragcli.types import Document, Query, Sentence, Token
 from ragcli.words import WHOLE_WORD

@@ -16,7 +16,8 @@ from typing import Iterator
 from ragcli import prompts
 from ragcli.events import Event
 from ragcli.sentences import first_sentence_end
-from ragcli.strategies.base import Strategy, cut_sentence
+from ragcli.strategies.base import Strategy
+from ragcli.strategies.stream import cut_sentence
 from ragcli.types import Document, Query
 
 DIRECT_TOKENS = 32  # the direct reader writes a short phrase
