@@ -122,3 +122,4 @@ def test_sentences_of_keeps_every_token_and_the_unfinished_rest():
     assert [s.text for s in done] == ["Dr. Smith came.", "He sat."] and [t.text for t in rest] == [" Then"]
     done, rest = sentences_of(tokens)
     assert [s.text for s in done] == ["Dr. Smith came.", "He sat.", "Then"] and rest == []
+

@@ -104,12 +104,21 @@ CHUNK = 64  # largest batch: llama.cpp's compute buffers stay small, ~6% slower 
 _SENTENCE_END = (b".", b"!", b"?")
 
 
+# The main slot holds the whole context window; the others (drafts without documents, generated
+# questions, grading, scoring) hold far less, so each starts with room for SMALL_SLOT tokens and
+# grows by doubling when a prompt needs more. A KV cache costs memory per token of n_ctx (a 7B model
+# in f16: 0.5 MB a token, 4 GB for 8192), so four full-size contexts would be 4x the KV memory.
+# Attention only spans the cells in use, so a small context computes exactly what a big one does.
+SMALL_SLOT = 1024
+
+
 class _Slot:
     """One llama.cpp context and the tokens its KV cache holds."""
 
-    def __init__(self, ctx, batch) -> None:
+    def __init__(self, ctx, batch, size: int) -> None:
         self.ctx = ctx
         self.batch = batch
+        self.size = size  # tokens its KV cache has room for
         self.tokens: list[int] = []
         self.batches: list[int] = []  # end positions of the prompt batches whose KV the slot holds
 
@@ -154,7 +163,7 @@ class LlamaGenerator:
         self.rng = np.random.default_rng(seed)
         self.stats = GenStats()
         self._pieces: dict[int, bytes] = {}
-        self._slots: dict[str, _Slot] = {"main": _Slot(self.llm._ctx, self.llm._batch)}
+        self._slots: dict[str, _Slot] = {"main": _Slot(self.llm._ctx, self.llm._batch, self.n_ctx)}
         self.chat_template = self.llm.metadata.get("tokenizer.chat_template")
         from ragcli.generation.chat import use_chat
 
@@ -225,21 +234,32 @@ class LlamaGenerator:
         return out
 
     # ---------------------------------------------------------------- slots and evaluation
-    def _slot(self, name: str) -> _Slot:
+    def _slot(self, name: str, need: int) -> _Slot:
+        """The slot called ``name``, with room for ``need`` tokens (grown if it had less; a slot other
+        than main starts with SMALL_SLOT). Without the cache every call uses the main slot."""
         if not self.cache:
             name = "main"
         slot = self._slots.get(name)
-        if slot is None:
-            from llama_cpp._internals import LlamaBatch, LlamaContext
+        if slot is not None and (slot.size >= need or name == "main"):
+            return slot
+        size = SMALL_SLOT if slot is None else slot.size
+        while size < need:
+            size *= 2
+        size = min(size, self.n_ctx)
+        from llama_cpp._internals import LlamaBatch, LlamaContext
 
-            try:
-                with _quiet_stderr():
-                    ctx = LlamaContext(model=self.llm._model, params=self.llm.context_params, verbose=False)
-            except ValueError:
-                raise ModelError(f"llama.cpp could not create another {self.n_ctx}-token context (out of memory?)",
-                                 hint="lower --ctx") from None
-            batch = LlamaBatch(n_tokens=self.llm.n_batch, embd=0, n_seq_max=1, verbose=False)
-            slot = self._slots[name] = _Slot(ctx, batch)
+        params = type(self.llm.context_params).from_buffer_copy(self.llm.context_params)
+        params.n_ctx = size
+        if slot is not None:
+            slot.ctx.close()
+        try:
+            with _quiet_stderr():
+                ctx = LlamaContext(model=self.llm._model, params=params, verbose=False)
+        except ValueError:
+            raise ModelError(f"llama.cpp could not create another {size}-token context (out of memory?)",
+                             hint="lower --ctx") from None
+        batch = LlamaBatch(n_tokens=self.llm.n_batch, embd=0, n_seq_max=1, verbose=False)
+        slot = self._slots[name] = _Slot(ctx, batch, size)
         return slot
 
     def layout(self, tokens: Sequence[int]) -> list[int]:
@@ -291,9 +311,10 @@ class LlamaGenerator:
             start = end
         self.stats.prompt_tokens_evaluated += len(tokens) - keep
 
-    def _decode(self, slot: _Slot, part: Sequence[int], logits: bool = True) -> None:
-        """Decode one batch after what the slot holds; ``logits``: for its last token."""
-        slot.batch.set_batch(batch=part, n_past=len(slot.tokens), logits_all=False)
+    def _decode(self, slot: _Slot, part: Sequence[int], logits: bool | str = True) -> None:
+        """Decode one batch after what the slot holds; ``logits``: for its last token ("all": for
+        every token)."""
+        slot.batch.set_batch(batch=part, n_past=len(slot.tokens), logits_all=logits == "all")
         if not logits:
             slot.batch.batch.logits[len(part) - 1] = False
         try:
@@ -316,8 +337,8 @@ class LlamaGenerator:
                bias: Mapping[str, float] | None = None,
                suppress_first: Mapping[str, int] | None = None) -> Iterator[Token]:
         np = self._np
-        s = self._slot(slot)
         tokens = self.tokenize(self.format(prompt))
+        s = self._slot(slot, len(tokens) + max_tokens + 1)
         self._prepare(s, tokens)
         self.stats.calls += 1
         bias_ids = self._string_ids(bias)
@@ -392,9 +413,7 @@ class LlamaGenerator:
         p = np.exp(z)
         p /= p.sum()
         if self.top_p < 1.0:
-            order = np.argsort(-p)
-            csum = np.cumsum(p[order])
-            keep = order[: int(np.searchsorted(csum, self.top_p)) + 1]
+            keep = nucleus(p, self.top_p)
             q = p[keep] / p[keep].sum()
             return int(keep[self.rng.choice(len(keep), p=q)])
         return int(self.rng.choice(len(p), p=p))
@@ -402,8 +421,9 @@ class LlamaGenerator:
     # ---------------------------------------------------------------- scoring
     def next_token_probs(self, prompt: str, candidates: Sequence[str], *, slot: str = "score") -> dict[str, float]:
         np = self._np
-        s = self._slot(slot)
-        self._prepare(s, self.tokenize(self.format(prompt)))
+        tokens = self.tokenize(self.format(prompt))
+        s = self._slot(slot, len(tokens) + 1)
+        self._prepare(s, tokens)
         logits = self._logits(s).astype(np.float64)
         logits -= logits.max()
         probs = np.exp(logits)
@@ -415,17 +435,44 @@ class LlamaGenerator:
         return out
 
     def continuation_logprob(self, prompt: str, continuation: str, *, slot: str = "score") -> float:
+        """log p(continuation | prompt), the prompt in the model's format: the continuation's tokens
+        (but the last, which predicts nothing) are decoded in batches with logits at every position."""
         np = self._np
-        s = self._slot(slot)
-        self._prepare(s, self.tokenize(self.format(prompt)))
+        tokens = self.tokenize(self.format(prompt))
+        ids = self.tokenize(continuation, bos=False)
+        s = self._slot(slot, len(tokens) + len(ids) + 1)
+        self._prepare(s, tokens)
+        rows = [self._logits(s).astype(np.float64)]  # predicts ids[0]
+        body = ids[:-1]
+        for start in range(0, len(body), CHUNK):
+            part = body[start:start + CHUNK]
+            self._decode(s, part, logits="all")
+            rows += [np.ctypeslib.as_array(s.ctx.get_logits_ith(i), shape=(self.n_vocab,)).astype(np.float64)
+                     for i in range(len(part))]
+        self.stats.prompt_tokens_evaluated += len(body)
         total = 0.0
-        for tid in self.tokenize(continuation, bos=False):
-            logits = self._logits(s).astype(np.float64)
-            m = logits.max()
-            total += float(logits[tid] - m - math.log(np.exp(logits - m).sum()))
-            self._eval(s, [tid])
-            self.stats.prompt_tokens_evaluated += 1
+        for row, tid in zip(rows, ids):
+            m = row.max()
+            total += float(row[tid] - m - math.log(np.exp(row - m).sum()))
         return total
+
+
+def nucleus(p, top_p: float):
+    """Indices of the smallest set of most likely tokens whose probabilities reach ``top_p``, most
+    likely first, without sorting the whole vocabulary: the k most likely are partitioned out and
+    sorted, k growing fourfold until they hold enough mass (a few dozen in practice)."""
+    import numpy as np
+
+    n = len(p)
+    k = 64
+    while True:
+        k = min(k, n)
+        cand = np.argpartition(-p, k - 1)[:k] if k < n else np.arange(n)
+        cand = cand[np.argsort(-p[cand], kind="stable")]
+        csum = np.cumsum(p[cand])
+        if csum[-1] >= top_p or k == n:
+            return cand[: int(np.searchsorted(csum, top_p)) + 1]
+        k *= 4
 
 
 TOP_N = 5  # alternatives kept per generated token (Token.top)
