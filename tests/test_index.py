@@ -280,3 +280,19 @@ def test_gc_is_paused_only_while_a_jsonl_corpus_streams_in(tmp_path, monkeypatch
     # HTML parse trees are cyclic garbage that only the GC frees; JSONL records are not
     assert sorted(seen) == [(".html", True), (".jsonl", False)]
     assert gc.isenabled()
+    # HTML parse trees are cyclic garbage that only the GC frees; JSONL records are not
+    assert sorted(seen) == [(".html", True), (".jsonl", False)]
+    assert gc.isenabled()
+
+
+def test_retrieval_imports_nothing_from_ingest():
+    """One direction only: ingest builds on the index, the index never on ingest (lazy imports too)."""
+    import ast
+
+    from tests.conftest import ROOT
+
+    for path in sorted((ROOT / "ragcli" / "retrieval").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            assert not [n for n in names if n == "ragcli.ingest" or n.startswith("ragcli.ingest.")], path.name

@@ -17,6 +17,7 @@ from typing import Callable, Iterator
 from ragcli.config import available_cpus
 from ragcli.errors import EmptyCorpusError, IndexWriteError, InputPathError
 from ragcli.ingest.formats import JSONL_SUFFIXES
+from ragcli.ingest.passages import TARGET_WORDS
 from ragcli.ingest.reader import FileInfo, SkipFile, iter_files, iter_passages, read_passages
 from ragcli.retrieval.index import TantivyIndex, exclusive_lock
 
@@ -135,6 +136,7 @@ def build_index(
     index.meta.updated = time.time()
     index.meta.passages = report.passages_total
     index.meta.files = len(manifest)
+    index.meta.passage_words = TARGET_WORDS
     index.meta.save(index.directory)
     report.seconds = time.perf_counter() - started
     if report.passages_total == 0:

@@ -4,19 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Iterator, NamedTuple
+from typing import Iterator
 
+from ragcli.retrieval.index import Passage
 from ragcli.sentences import plain_sentence_end, split_spans
 
+__all__ = ["Passage", "TARGET_WORDS", "chunk_text", "normalise", "passage_id"]
+
 TARGET_WORDS = 100
-
-
-class Passage(NamedTuple):  # a named tuple: created ~10k times a second while indexing
-    pid: str
-    title: str
-    text: str
-    path: str
-    location: str  # "path:12-30" for text files, "path#L42" for JSONL records
 
 
 def passage_id(title: str, text: str) -> str:

@@ -12,10 +12,9 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 from ragcli.errors import IndexCorruptError, IndexLockedError, IndexMissingError, UsageError
-from ragcli.ingest.passages import Passage
 from ragcli.retrieval.query import query_terms
 from ragcli.types import Document
 
@@ -23,6 +22,17 @@ SCHEMA_VERSION = 1
 META_FILE = "ragcli.json"
 MANIFEST_FILE = "ragcli-files.json"
 LOCK_FILE = "ragcli.lock"
+
+
+class Passage(NamedTuple):  # a named tuple: created ~10k times a second while indexing
+    """One stored passage: what ``ingest`` produces and the index keeps (ingest imports this, never
+    the other way round)."""
+
+    pid: str
+    title: str
+    text: str
+    path: str
+    location: str  # "path:12-30" for text files, "path#L42" for JSONL records
 
 
 def _schema():
@@ -45,6 +55,7 @@ class IndexMeta:
     passages: int = 0
     files: int = 0
     ragcli_version: str = ""
+    passage_words: int = 0  # the passage size the indexer aimed at (0: not recorded)
 
     @classmethod
     def load(cls, directory: Path) -> "IndexMeta":
@@ -180,8 +191,6 @@ class TantivyIndex:
         return self._searcher_().num_docs
 
     def stats(self) -> dict[str, Any]:
-        from ragcli.ingest.passages import TARGET_WORDS
-
         size = sum(f.stat().st_size for f in self.directory.rglob("*") if f.is_file())
         return {
             "passages": self.num_passages(),
@@ -191,7 +200,8 @@ class TantivyIndex:
             "updated": self.meta.updated,
             "schema_version": self.meta.schema_version,
             "built_with": f"ragcli {self.meta.ragcli_version}, BM25 over title+text (en_stem), "
-                          f"~{TARGET_WORDS}-word sentence-aligned passages",
+                          + (f"~{self.meta.passage_words}-word " if self.meta.passage_words else "")
+                          + "sentence-aligned passages",
         }
 
     def _searcher_(self):
