@@ -83,6 +83,7 @@ def index(
     exclude: Annotated[Optional[list[str]], typer.Option("--exclude", "-x", help="gitignore-style pattern to skip (repeatable); a .ragcliignore file works too.")] = None,
     hidden: Annotated[bool, typer.Option("--hidden", help="Include hidden files and folders.")] = False,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Processes parsing PDF/HTML/text files (0: one per CPU); pays for PDF-heavy corpora on many cores.")] = 1,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List each file read: passages, encoding, bad JSONL lines, or why it was skipped.")] = False,
     flags: dict | None = None,
 ) -> None:
     """Build or update the index from files and folders (only new or changed files are read).
@@ -119,10 +120,16 @@ def index(
     finally:
         if progress is not None:
             progress.stop()
+    if verbose:
+        for result in report.files:
+            console.print(markup_safe(result.describe()), soft_wrap=True)
+    bad = sum(report.bad_lines.values())
     console.print(
         f"indexed {report.files_seen} files ({report.added} added, {report.updated} updated, "
-        f"{report.removed} removed, {report.unchanged} unchanged, {len(report.skipped)} skipped): "
-        f"{report.passages_added} passages added, {report.passages_total} in the index, "
+        f"{report.removed} removed, {report.unchanged} unchanged, {len(report.skipped)} skipped"
+        + (f"; {bad} bad JSONL line{'s' if bad != 1 else ''} skipped in {len(report.bad_lines)} file"
+           f"{'s' if len(report.bad_lines) != 1 else ''}" if bad else "")
+        + f"): {report.passages_added} passages added, {report.passages_total} in the index, "
         f"{report.seconds:.1f}s ({report.passages_per_second:.0f} passages/s) → {settings.index}"
     )
 
@@ -153,6 +160,8 @@ def info(
             value = datetime.datetime.fromtimestamp(value).isoformat(timespec="seconds")
         if key == "size_bytes":
             key, value = "size on disk", f"{value / 1e6:.1f} MB"
+        if key == "encodings":
+            key, value = "encodings (files)", ", ".join(f"{name}: {count}" for name, count in value.items())
         table.add_row(key.replace("_", " "), str(value))
     Console(highlight=False).print(table)
 

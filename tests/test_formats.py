@@ -148,3 +148,13 @@ def test_markdown_setext_headings_and_both_fence_kinds(tmp_path):
         ("Guide > Install now > Linux apt", "notes.md:23")]
     assert "not a heading (tilde fence)" in got[2][2] and "nor this (backtick fence)" in got[2][2]
 
+
+def test_pdf_without_a_text_layer_is_skipped_with_the_reason(tmp_path):
+    import pytest
+
+    from ragcli.ingest.formats import SkipFile
+
+    scan = tmp_path / "scan.pdf"
+    make_pdf(scan, ["", ""])
+    with pytest.raises(SkipFile, match=r"no text layer in its 2 page\(s\)"):
+        read_passages(scan)

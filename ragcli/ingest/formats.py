@@ -103,13 +103,28 @@ BOILERPLATE_TAGS = ("script", "style", "noscript", "nav", "header", "footer", "a
 BOILERPLATE_ROLES = ("navigation", "banner", "contentinfo", "complementary", "search")
 
 
-def html_sections(path: Path, raw: bytes) -> list[Section]:
+def declared_encoding(raw: bytes) -> str | None:
+    """The encoding an HTML page declares (``<meta charset>``, an XML declaration), if it is one
+    Python knows (``codecs`` name, e.g. "cp1252" for windows-1252)."""
+    import codecs
+
+    from bs4.dammit import EncodingDetector
+
+    name = EncodingDetector.find_declared_encoding(raw, is_html=True)
+    try:
+        return codecs.lookup(name).name if name else None
+    except LookupError:
+        return None
+
+
+def html_sections(path: Path, markup: bytes | str) -> list[Section]:
+    """Bytes are decoded by the parser in the encoding the page declares."""
     from bs4 import BeautifulSoup
 
     try:
-        soup = BeautifulSoup(raw, "lxml")
+        soup = BeautifulSoup(markup, "lxml")
     except Exception:  # noqa: BLE001 - fall back to the stdlib parser
-        soup = BeautifulSoup(raw, "html.parser")
+        soup = BeautifulSoup(markup, "html.parser")
     title = ""
     if soup.title and soup.title.string:
         title = soup.title.string.strip()
@@ -161,6 +176,8 @@ def pdf_sections(path: Path) -> list[Section]:
             text = page.extract_text() or ""
             if text.strip():
                 sections.append(Section(title or path.stem, text, page=number))
-        return sections
     except (PdfReadError, ValueError, KeyError, OSError) as exc:
         raise SkipFile(f"unreadable PDF: {exc}") from None
+    if reader.pages and not sections:
+        raise SkipFile(f"no text layer in its {len(reader.pages)} page(s) (a scan? run OCR on it first)")
+    return sections

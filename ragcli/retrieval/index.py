@@ -112,6 +112,11 @@ class TantivyIndex:
                                     hint=f"rebuild it: ragcli index --rebuild --index {directory} PATH") from None
         return cls(directory, index, meta)
 
+    @staticmethod
+    def exists(directory: str | Path) -> bool:
+        """Whether ``directory`` holds a ragcli index (complete or not, usable or not)."""
+        return (Path(directory) / META_FILE).is_file()
+
     @classmethod
     def create(cls, directory: str | Path) -> "TantivyIndex":
         import tantivy
@@ -144,13 +149,6 @@ class TantivyIndex:
                 shutil.rmtree(child)
             else:
                 child.unlink()
-
-    @classmethod
-    def open_or_create(cls, directory: str | Path) -> "TantivyIndex":
-        directory = Path(directory)
-        if (directory / META_FILE).is_file():
-            return cls.open(directory)
-        return cls.create(directory)
 
     # ---------------------------------------------------------------- manifest of indexed files
     def load_manifest(self) -> dict[str, dict[str, Any]]:
@@ -192,9 +190,15 @@ class TantivyIndex:
 
     def stats(self) -> dict[str, Any]:
         size = sum(f.stat().st_size for f in self.directory.rglob("*") if f.is_file())
+        manifest = self.load_manifest()
+        encodings: dict[str, int] = {}
+        for key, entry in manifest.items():
+            name = entry.get("encoding") or ("none (PDF)" if key.lower().endswith(".pdf") else "not recorded")
+            encodings[name] = encodings.get(name, 0) + 1
         return {
             "passages": self.num_passages(),
-            "files": len(self.load_manifest()),
+            "files": len(manifest),
+            "encodings": dict(sorted(encodings.items(), key=lambda kv: -kv[1])),
             "size_bytes": size,
             "created": self.meta.created,
             "updated": self.meta.updated,
