@@ -112,7 +112,7 @@ def index(
 
     def on_warning(msg: str) -> None:
         warnings.append(msg)
-        console.print(f"[yellow]warning:[/] {markup_safe(msg)}")
+        console.print(f"[yellow]warning:[/] {markup_safe(msg)}", soft_wrap=True)  # paths stay on one line
 
     try:
         report = build_index(paths, Path(settings.index), rebuild=rebuild, on_progress=on_progress,
@@ -130,7 +130,8 @@ def index(
         + (f"; {bad} bad JSONL line{'s' if bad != 1 else ''} skipped in {len(report.bad_lines)} file"
            f"{'s' if len(report.bad_lines) != 1 else ''}" if bad else "")
         + f"): {report.passages_added} passages added, {report.passages_total} in the index, "
-        f"{report.seconds:.1f}s ({report.passages_per_second:.0f} passages/s) → {settings.index}"
+        f"{report.seconds:.1f}s ({report.passages_per_second:.0f} passages/s) → {settings.index}",
+        soft_wrap=True,
     )
 
 

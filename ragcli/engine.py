@@ -46,7 +46,7 @@ class Engine:
         if self._retriever is None or (self._index_path is not None and self._index_path != self.settings.index):
             from ragcli.retrieval.index import TantivyIndex
 
-            self._retriever = TantivyIndex.open(self.settings.index)
+            self._retriever = TantivyIndex.open(self.settings.index).check_not_empty()
             self._index_path = self.settings.index
         return self._retriever
 
@@ -74,8 +74,9 @@ class Engine:
             raise UsageError("the question is empty")
         cls = self.strategy_class(settings.strategy, allow_eval=allow_eval)
         needs_index = cls.name != "none" and retriever is None
+        retriever = self.retriever if needs_index else retriever  # a missing index fails before a model loads
         generator = self.generator
-        strategy = cls(generator, (self.retriever if needs_index else retriever), settings)
+        strategy = cls(generator, retriever, settings)
         for message in getattr(generator, "notices", ()):
             yield Notice(message, "warning")
         yield from strategy.run(question)

@@ -87,7 +87,7 @@ def eval_run(
     else:
         from ragcli.retrieval.index import TantivyIndex
 
-        TantivyIndex.open(base.index)
+        TantivyIndex.open(base.index).check_not_empty()
     gen = engine.generator
     meta = runner.run_metadata(base, dataset, base.index, str(getattr(gen, "model_path", "")) or None)
     meta["runs"] = [s.key for s in specs]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, NamedTuple
 
-from ragcli.errors import IndexCorruptError, IndexLockedError, IndexMissingError, UsageError
+from ragcli.errors import IndexCorruptError, IndexEmptyError, IndexLockedError, IndexMissingError, UsageError
 from ragcli.retrieval.query import query_terms
 from ragcli.types import Document
 
@@ -116,6 +116,13 @@ class TantivyIndex:
     def exists(directory: str | Path) -> bool:
         """Whether ``directory`` holds a ragcli index (complete or not, usable or not)."""
         return (Path(directory) / META_FILE).is_file()
+
+    def check_not_empty(self) -> "TantivyIndex":
+        """Raise IndexEmptyError if no passage is searchable: retrieval would silently find nothing."""
+        if self.num_passages() == 0:
+            raise IndexEmptyError(f"the index at {self.directory} is empty: no passage to retrieve",
+                                  hint=f"add documents: ragcli index --index {self.directory} PATH")
+        return self
 
     @classmethod
     def create(cls, directory: str | Path) -> "TantivyIndex":
