@@ -218,17 +218,26 @@ def ask(
     from ragcli.engine import Engine
     from ragcli.render import make_renderer
 
-    question = _read_question(question)
-    settings = Settings.resolve(flags)
-    engine = Engine(settings)
-    renderer = make_renderer(json=as_json, quiet=quiet, highlight=settings.highlight_threshold)
+    renderer = None
     events = []
     try:
+        question = _read_question(question)
+        settings = Settings.resolve(flags)
+        engine = Engine(settings)
+        renderer = make_renderer(json=as_json, quiet=quiet, highlight=settings.highlight_threshold)
         for event in engine.ask(question):
             events.append(event)
             renderer.handle(event)
+    except BaseException as exc:
+        if as_json:  # the stream ends with what went wrong; `run` still says it on stderr and exits
+            from ragcli.events import RunFailed
+
+            renderer = renderer or make_renderer(json=True)
+            renderer.handle(RunFailed(*_failure(exc)))
+        raise
     finally:
-        renderer.close()
+        if renderer is not None:
+            renderer.close()
     if not no_log:
         _log_answer(question, settings.to_dict(), events)
 
@@ -407,15 +416,11 @@ def run(argv: list[str] | None = None) -> None:
     try:
         rc = app(args=argv, standalone_mode=False, prog_name="ragcli")
         if rc == 130:  # Typer turns Ctrl-C into Exit(130), which click returns silently
-            _report(Interrupted("interrupted"), 130)
+            _report(Interrupted("interrupted"))
         if isinstance(rc, int) and rc:
             raise SystemExit(rc)
-    except RagcliError as exc:
-        _report(exc, exc.exit_code)
-    except KeyboardInterrupt:
-        _report(Interrupted("interrupted"), 130)
-    except aborts:
-        _report(Interrupted("interrupted"), 130)
+    except (RagcliError, KeyboardInterrupt, *aborts) as exc:
+        _report(exc)
     except exits as exc:
         raise SystemExit(exc.exit_code) from None
     except usage_errors as exc:  # unknown option, missing argument, bad value: usage and exit 2
@@ -424,10 +429,18 @@ def run(argv: list[str] | None = None) -> None:
     except Exception as exc:  # noqa: BLE001 - a bug: one line, exit 1, traceback with --debug
         if _state.get("debug"):
             raise
-        print(f"error: internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)",
-              file=sys.stderr)
-        raise SystemExit(1) from None
+        _report(exc)
     raise SystemExit(0)
+
+
+def _failure(exc: BaseException) -> tuple[str, str | None, int]:
+    """(message, hint, exit code) of a failure: the one mapping from errors to exit codes, for the
+    ``error:`` line and for the ``--json`` error event alike."""
+    if isinstance(exc, RagcliError):
+        return ("interrupted", None, 130) if isinstance(exc, Interrupted) else (exc.message, exc.hint, exc.exit_code)
+    if isinstance(exc, (KeyboardInterrupt, *_click_exceptions()[1])):
+        return "interrupted", None, 130
+    return f"internal error: {type(exc).__name__}: {exc}", "run with --debug for the traceback", 1
 
 
 def _click_exceptions() -> tuple[tuple[type, ...], tuple[type, ...], tuple[type, ...]]:
@@ -445,15 +458,12 @@ def _click_exceptions() -> tuple[tuple[type, ...], tuple[type, ...], tuple[type,
     return tuple(usage), tuple(aborts), tuple(exits)
 
 
-def _report(exc: RagcliError, code: int) -> None:
+def _report(exc: BaseException) -> None:
     if _state.get("debug"):
         import traceback
 
         traceback.print_exception(exc)
-    msg = f"error: {exc.message}"
-    if exc.hint:
-        msg += f" ({exc.hint})"
-    if code == 130:
-        msg = "interrupted"
+    message, hint, code = _failure(exc)
+    msg = "interrupted" if code == 130 else f"error: {message}" + (f" ({hint})" if hint else "")
     print(msg, file=sys.stderr)
     raise SystemExit(code)
