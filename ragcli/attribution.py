@@ -14,33 +14,13 @@ not make it the source of an invented birthplace.
 
 from __future__ import annotations
 
-import re
 from typing import Sequence
 
 from ragcli.types import Document
+from ragcli.words import content_words
 
 MIN_GAIN = 2
 SUPPORT = 0.5  # share of a sentence's content words the cited documents must hold between them
-_WORD = re.compile(r"\w+", re.UNICODE)
-STOPWORDS = frozenset(
-    """a about above after again against all also am an and any are as at be because been before being
-    below between both but by can could did do does doing down during each few for from further had has
-    have having he her here hers herself him himself his how i if in into is it its itself just me more
-    most my myself no nor not now of off on once only or other our ours ourselves out over own same she
-    should so some such than that the their theirs them themselves then there these they this those
-    through to too under until up very was we were what when where which while who whom why will with
-    would you your yours yourself yourselves answer question yes""".split()
-)
-
-
-def content_words(text: str) -> set[str]:
-    """Lower-cased words that carry content: no stopwords, no single letters (digits count)."""
-    words = set()
-    for m in _WORD.finditer(text):
-        w = m.group(0).lower()
-        if (len(w) > 1 or w.isdigit()) and w not in STOPWORDS:
-            words.add(w)
-    return words
 
 
 def citations(answer: str, docs: Sequence[Document]) -> tuple[tuple[int, int, tuple[int, ...]], ...]:
@@ -50,10 +30,10 @@ def citations(answer: str, docs: Sequence[Document]) -> tuple[tuple[int, int, tu
         return ()
     from ragcli.sentences import split_spans
 
-    doc_words = [content_words(f"{d.title} {d.text}") for d in docs]
+    doc_words = [set(content_words(f"{d.title} {d.text}")) for d in docs]
     out = []
     for a, b in split_spans(answer) or [(0, len(answer))]:
-        words = content_words(answer[a:b])
+        words = set(content_words(answer[a:b]))
         if not words:
             continue
         uncovered, picked = set(words), []

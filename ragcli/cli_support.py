@@ -8,7 +8,7 @@ from typing import Annotated, Any, Callable, Optional
 
 import typer
 
-from ragcli.config import Settings
+from ragcli.config import AUTO, Settings, setting_type
 
 
 # ----------------------------------------------------------------------------- settings flags
@@ -26,7 +26,7 @@ def with_settings(*names: str) -> Callable:
         for f in dataclasses.fields(Settings):
             if f.name.startswith("_") or (names and f.name not in names):
                 continue
-            typ = type(getattr(Settings(index="."), f.name))
+            typ = str if f.name in AUTO else setting_type(f.name)  # "auto" or a number: Settings.set checks
             dashed = f.name.replace("_", "-")
             decls = [f"--{dashed}/--no-{dashed}"] if typ is bool else [f"--{dashed}"]
             option = typer.Option(*decls, help=f.metadata.get("help", ""), rich_help_panel="Settings",

@@ -74,13 +74,25 @@ class Settings:
     # strategy
     strategy: str = field(default="flare", metadata={"help": "retrieval strategy (see `ragcli strategies`)"})
     answer_style: str = field(default="auto", metadata={
-        "help": "auto | short (a phrase and one sentence) | long (a paragraph); auto: long for 'Tell me about…', "
-                "'Describe…', 'Explain…'"})
+        "help": "auto | short (a phrase and one sentence) | long (a paragraph) | cot (reasoning sentences, then "
+                "'So the answer is: X'); auto: long for 'Tell me about…', 'Describe…', 'Explain…'"})
+    final_read: str = field(default="auto", metadata={
+        "help": "after an active strategy's loop, answer again from every document it gathered: auto (short and "
+                "cot answers) | yes | no"})
     k: int = field(default=3, metadata={"help": "documents per retrieval"})
     max_tokens: int = field(default=160, metadata={"help": "maximum answer length in tokens"})
     max_steps: int = field(default=10, metadata={"help": "maximum generation steps"})
     timeout: float = field(default=0.0, metadata={"help": "seconds per question before the answer stops (0: none)"})
-    theta: float = field(default=0.4, metadata={"help": "FLARE: retrieve when any draft token has p < theta"})
+    trigger: str = field(default="prob", metadata={
+        "help": "FLARE: when a draft retrieves: prob (a token with p < theta) | entropy (DRAGIN's RIND without "
+                "attention: a content token's entropy, weighted by position, above tau)"})
+    theta: float | str = field(default=0.4, metadata={
+        "help": "FLARE: retrieve when any draft token has p < theta; auto: calibrated for the model"})
+    tau: float | str = field(default="auto", metadata={
+        "help": "FLARE --trigger entropy: retrieve when a weighted token entropy (nats) exceeds tau; auto: "
+                "calibrated for the model"})
+    retrieval_target: float = field(default=0.5, metadata={
+        "help": "theta/tau auto: the share of drafts that should retrieve"})
     beta: float = field(default=0.4, metadata={"help": "FLARE: mask draft tokens with p < beta from the query"})
     lookahead: int = field(default=64, metadata={"help": "FLARE: look-ahead tokens per draft"})
     query_mode: str = field(default="masked", metadata={"help": "FLARE: masked | qgen"})
@@ -91,7 +103,7 @@ class Settings:
     stride: int = field(default=16, metadata={"help": "previous-window: retrieve every s tokens"})
     query_len: int = field(default=32, metadata={"help": "previous-window: query is the last l tokens"})
     rerank: str = field(default="none", metadata={"help": "previous-window: none | lm"})
-    pool_cap: int = field(default=15, metadata={"help": "ircot: maximum paragraphs kept"})
+    pool_cap: int = field(default=15, metadata={"help": "ircot and the final read: maximum paragraphs kept"})
     reader: str = field(default="direct", metadata={"help": "ircot: cot | direct"})
     upper: float = field(default=0.6, metadata={"help": "crag: a document above this is Correct"})
     lower: float = field(default=0.2, metadata={"help": "crag: all documents below this is Incorrect"})
@@ -148,8 +160,11 @@ class Settings:
         name = name.replace("-", "_")
         if name not in self.names():
             raise UsageError(f"unknown setting {name!r}", hint=f"known settings: {', '.join(self.names())}")
-        current = getattr(self, name)
-        value = _coerce(name, value, type(current))
+        if name in AUTO and str(value).strip().lower() == AUTO_VALUE:
+            setattr(self, name, AUTO_VALUE)
+            self._sources[name] = self._sources.get(name, "set")
+            return
+        value = _coerce(name, value, setting_type(name))
         if name in CHOICES and value not in CHOICES[name]:
             raise UsageError(f"setting {name!r} must be one of {', '.join(CHOICES[name])}, got {value!r}")
         if name in RANGES:
@@ -182,7 +197,11 @@ class Settings:
 
     @property
     def highlight_threshold(self) -> float:
-        return self.theta if self.highlight < 0 else self.highlight
+        """Tokens below this probability are marked: --highlight, else theta (0.4 until an auto theta
+        is calibrated; the renderers take the calibrated value from the run's events)."""
+        if self.highlight >= 0:
+            return self.highlight
+        return self.theta if isinstance(self.theta, float) else 0.4
 
 
 def available_cpus() -> int:
@@ -193,9 +212,23 @@ def available_cpus() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+# Settings that take "auto" besides a number (calibrated per model: ragcli.calibration).
+AUTO_VALUE = "auto"
+AUTO: frozenset[str] = frozenset({"theta", "tau"})
+
+
+def setting_type(name: str) -> type:
+    """The type values of a setting are coerced to (float for the thresholds that also take "auto")."""
+    if name in AUTO:
+        return float
+    return type(getattr(_DEFAULTS, name))
+
+
 CHOICES: dict[str, tuple[str, ...]] = {
     "prompt_style": ("auto", "completion", "chat"),
-    "answer_style": ("auto", "short", "long"),
+    "answer_style": ("auto", "short", "long", "cot"),
+    "final_read": ("auto", "yes", "no"),
+    "trigger": ("prob", "entropy"),
     "query_mode": ("masked", "qgen"),
     "keep_first": ("auto", "yes", "no"),
     "rerank": ("none", "lm"),
@@ -206,7 +239,8 @@ CHOICES: dict[str, tuple[str, ...]] = {
 # Numeric settings outside these (inclusive) bounds are refused: --theta 7 meant 0.7, and would
 # otherwise silently retrieve at every sentence.
 RANGES: dict[str, tuple[float, float]] = {
-    **{name: (0.0, 1.0) for name in ("theta", "beta", "top_p", "upper", "lower")},
+    **{name: (0.0, 1.0) for name in ("theta", "beta", "top_p", "upper", "lower", "retrieval_target")},
+    "tau": (0.0, math.inf),
     "highlight": (-1.0, 1.0),  # -1: the same as theta
     "temperature": (0.0, math.inf),
     "timeout": (0.0, math.inf),
@@ -236,4 +270,8 @@ def _coerce(name: str, value: Any, typ: type) -> Any:
             return float(value)
         return str(value)
     except (TypeError, ValueError):
-        raise UsageError(f"setting {name!r} expects {typ.__name__}, got {value!r}") from None
+        expected = "a number or 'auto'" if name in AUTO else typ.__name__
+        raise UsageError(f"setting {name!r} expects {expected}, got {value!r}") from None
+
+
+_DEFAULTS = Settings(index=".")

@@ -18,15 +18,18 @@ class Check:
 
 
 def run_checks(settings: Settings, *, web: bool = True) -> list[Check]:
-    return [_model(settings), _backend(settings), _index(settings), _sentences(), *([_web(settings)] if web else [])]
+    return [_model(settings), _backend(settings), _index(settings), _sentences(), _calibration(settings),
+            *([_web(settings)] if web else [])]
 
 
 def _model(settings: Settings) -> Check:
     from ragcli.errors import ModelError
     from ragcli.generation.llama import check_gguf, embedded_model_path
 
+    from ragcli import models
+
     try:
-        path = Path(settings.model).expanduser() if settings.model else embedded_model_path()
+        path = models.resolve(settings.model, download=False) if settings.model else embedded_model_path()
         check_gguf(path)
         return Check("model", True, f"{path} ({path.stat().st_size / 1e6:.0f} MB)")
     except ModelError as exc:
@@ -62,6 +65,28 @@ def _index(settings: Settings) -> Check:
                                     + (f"; encodings (files): {encodings}" if encodings else ""))
     except RagcliError as exc:
         return Check("index", False, exc.message, exc.hint or "ragcli index PATH")
+
+
+def _calibration(settings: Settings) -> Check:
+    """The automatic trigger thresholds cached for this model (``--theta auto`` / ``--tau auto``)."""
+    from ragcli import calibration
+    from ragcli.errors import RagcliError
+    from ragcli.generation.llama import embedded_model_path, gguf_fingerprint
+
+    from ragcli import models
+
+    try:
+        path = models.resolve(settings.model, download=False) if settings.model else embedded_model_path()
+        entries = calibration.load_all().get(gguf_fingerprint(path), {})
+    except (RagcliError, OSError):
+        return Check("calibration", True, "no model to look up", warn_only=True)
+    if not entries:
+        return Check("calibration", True, "none cached for this model: --theta auto calibrates on first use "
+                     "(about 30 drafts about the index)")
+    names = {"prob": "θ", "entropy": "τ"}
+    detail = "; ".join(f"{names.get(c['trigger'], c['trigger'])} = {c['threshold']:.3g} ({c['style']} answers, "
+                       f"{c['target']:.0%} of {c['drafts']} drafts)" for c in entries.values())
+    return Check("calibration", True, detail)
 
 
 def _sentences() -> Check:

@@ -12,6 +12,7 @@ from ragcli.errors import UsageError
 from ragcli.events import Event, Notice
 from ragcli.generation import Generator
 from ragcli.retrieval import Retriever
+from ragcli.retrieval.web import WebSearcher
 
 MODEL_KEYS = ("model", "n_gpu_layers", "ctx", "threads", "seed", "temperature", "top_p", "cache", "prompt_style")
 
@@ -66,17 +67,30 @@ class Engine:
         return table[name]
 
     # ---------------------------------------------------------------- the one entry point
+    def web_searcher(self, settings: Settings) -> WebSearcher:
+        """The cached ddgs searcher strategies are handed (it connects only when searched)."""
+        from ragcli.retrieval.web import default_web_searcher
+
+        return default_web_searcher(settings.web_timeout)
+
     def ask(self, question: str, settings: Settings | None = None, *, retriever: Retriever | None = None,
             allow_eval: bool = False) -> Iterator[Event]:
+        from ragcli import calibration, prompts
+        from ragcli.strategies import build
+
         settings = settings or self.settings
         question = question.strip()
         if not question:
             raise UsageError("the question is empty")
         cls = self.strategy_class(settings.strategy, allow_eval=allow_eval)
-        needs_index = cls.name != "none" and retriever is None
-        retriever = self.retriever if needs_index else retriever  # a missing index fails before a model loads
+        if cls.name != "none" and retriever is None:
+            retriever = self.retriever  # opened and checked first: a missing index fails before a model loads
         generator = self.generator
-        strategy = cls(generator, retriever, settings)
         for message in getattr(generator, "notices", ()):
             yield Notice(message, "warning")
+        threshold = None
+        if "theta" in cls.params:  # a strategy with a retrieval trigger: an "auto" threshold is calibrated
+            style = prompts.answer_style(question, settings.answer_style)
+            threshold = yield from calibration.resolve(generator, retriever, settings, style)
+        strategy = build(cls, generator, retriever, settings, web=self.web_searcher(settings), threshold=threshold)
         yield from strategy.run(question)

@@ -79,6 +79,29 @@ class Notice:
 
 
 @dataclass(frozen=True)
+class AnswerRead:
+    """The final read: the answer written again from every document gathered along the way."""
+
+    answer: str
+    previous: str  # the answer before the read
+    documents: tuple[Document, ...] = ()  # what the read saw, most useful first
+    changed: bool = False
+    kind = "read"
+
+
+@dataclass(frozen=True)
+class Calibrated:
+    """An automatic trigger threshold (``--theta auto`` / ``--tau auto``) in effect for this model."""
+
+    trigger: str  # "prob" | "entropy"
+    threshold: float
+    target: float  # the share of drafts meant to retrieve
+    drafts: int  # how many drafts it was calibrated on
+    cached: bool = False  # read from the calibration cache
+    kind = "calibration"
+
+
+@dataclass(frozen=True)
 class AnswerFinished:
     answer: str
     sources: tuple[Document, ...] = ()
@@ -86,6 +109,7 @@ class AnswerFinished:
     stop_reason: str = "end"
     cited: tuple[int, ...] = ()  # indices into sources of the documents the answer draws on (attribution.py)
     citations: tuple[tuple[int, int, tuple[int, ...]], ...] = ()  # per sentence: start, end, its sources
+    context: tuple[str, ...] = ()  # ids of the documents in the prompt that wrote the final answer
     kind = "answer"
 
 
@@ -109,16 +133,25 @@ Event = Union[
     DocumentsGraded,
     SentenceCommitted,
     Notice,
+    AnswerRead,
+    Calibrated,
     AnswerFinished,
     RunFailed,
 ]
 
 
+def _token(t: Token) -> dict[str, Any]:
+    out = {"text": t.text, "logprob": round(t.logprob, 5), "prob": round(t.prob, 5)}
+    if t.entropy is not None:
+        out["entropy"] = round(t.entropy, 5)
+    return out
+
+
 def _plain(value: Any) -> Any:
-    if isinstance(value, Token):
-        return {"text": value.text, "logprob": round(value.logprob, 5), "prob": round(value.prob, 5)}
-    if isinstance(value, Sentence):
-        return {"text": value.text, "min_prob": round(value.min_prob, 5), "tokens": [_plain(t) for t in value.tokens]}
+    if isinstance(value, Token):  # a token event's token: with its alternatives
+        return {**_token(value), "top": [{"text": text, "logprob": round(lp, 5)} for text, lp in value.top]}
+    if isinstance(value, Sentence):  # its tokens were streamed (with alternatives) already
+        return {"text": value.text, "min_prob": round(value.min_prob, 5), "tokens": [_token(t) for t in value.tokens]}
     if isinstance(value, Query):
         return {"text": value.text, "origin": value.origin, "shown": value.shown}
     if isinstance(value, Document):

@@ -1,14 +1,67 @@
 """Every prompt template, as plain functions, in one place.
 
-The default model is a 270M *base* model: prompts are completion-style with short few-shot
-exemplars and clear stop sequences. Order is always [instruction/exemplars, documents, question,
-answer so far] so that what changes least comes first (the KV cache reuses the longest common
-prefix) and documents sit before the input as in FLARE's official code.
+Each function returns a ``Prompt``: the prompt in parts (instruction, few-shot exemplars, documents,
+the request, the answer so far), which *is* its completion-style text (a ``str``) and which a chat
+model's generator renders through the model's own chat template instead (``generation/chat.py``):
+the instruction as the system turn, exemplars as earlier turns, documents and request as the user
+turn, the answer so far after the assistant header. Either way the order is [instruction,
+exemplars, documents, request, answer so far]: what changes least comes first (the KV cache reuses
+the longest common prefix) and documents sit before the input as in FLARE's official code.
+
+The default model is a 270M *base* model: completion-style prompts with short exemplars and clear
+stop sequences.
 """
 
 from __future__ import annotations
 
 from typing import Sequence
+
+
+class Prompt(str):
+    """A prompt's completion-style text, with its parts kept for chat templates.
+
+    Completion text: ``instruction`` + each exemplar as "{input}\n{cue} {output}\n\n" + the
+    documents + "{request}\n{cue}" + ``continuation`` (verbatim: it carries its own leading space).
+    In chat form the cue labels nothing, so it is dropped, unless ``cue_in_chat`` (a format whose
+    answer starts with it, like self-ask's "Are follow up questions needed here:").
+    """
+
+    instruction: str
+    exemplars: tuple[tuple[str, str], ...]
+    documents: tuple
+    request: str
+    cue: str
+    continuation: str
+    cue_in_chat: bool
+
+    def __new__(cls, *, instruction: str = "", exemplars: Sequence[tuple[str, str]] = (),
+                documents: Sequence = (), request: str, cue: str, continuation: str = "",
+                cue_in_chat: bool = False) -> "Prompt":
+        shots = "".join(f"{q}\n{cue} {a}\n\n" for q, a in exemplars)
+        text = f"{instruction}{shots}{format_documents(documents)}{request}\n{cue}{continuation}"
+        self = super().__new__(cls, text)
+        self.instruction, self.exemplars, self.documents = instruction, tuple(exemplars), tuple(documents)
+        self.request, self.cue, self.continuation, self.cue_in_chat = request, cue, continuation, cue_in_chat
+        return self
+
+    def user_text(self) -> str:
+        """The last user turn in chat form: the documents, then the request."""
+        return f"{format_documents(self.documents)}{self.request}"
+
+    def answer_prefix(self) -> str:
+        """What the assistant has written so far, in chat form."""
+        if self.cue_in_chat:
+            return f"{self.cue}{self.continuation}"
+        return self.continuation.lstrip()
+
+
+def _shots(text: str, cue: str = "Answer:") -> tuple[tuple[str, str], ...]:
+    """Exemplars written as completion text ("Question: …\nAnswer: …\n\n" blocks) as (input, output) pairs."""
+    pairs = []
+    for block in text.strip().split("\n\n"):
+        head, _, tail = block.partition(f"\n{cue} ")
+        pairs.append((head, tail))
+    return tuple(pairs)
 
 from ragcli.types import Document
 
@@ -39,6 +92,21 @@ INSTRUCT_EXEMPLARS = (
 )
 
 
+# Reasoning answers (FLARE's, IRCoT's and DRAGIN's multi-hop setting): short sentences, each of which
+# may need its own retrieval, and the short answer last, where evidence found along the way can reach it.
+COT_INSTRUCTION = ('Answer each question by reasoning step by step in short sentences. End with "So the answer '
+                   'is:" and a short answer.\n\n')
+
+COT_EXEMPLARS = (
+    "Question: In which country is the city where the Eiffel Tower stands?\n"
+    "Answer: The Eiffel Tower stands in Paris. Paris is the capital of France. So the answer is: France.\n\n"
+    "Question: Who was born first, Alan Turing or John von Neumann?\n"
+    "Answer: Alan Turing was born on 23 June 1912. John von Neumann was born on 28 December 1903. "
+    "So the answer is: John von Neumann.\n\n"
+)
+
+CONCLUSION = "So the answer is:"
+
 # Long-form answers (FLARE's setting: several sentences, each of which may need its own retrieval).
 LONG_INSTRUCTION = "Answer each question with a paragraph of several sentences.\n\n"
 
@@ -67,11 +135,15 @@ def _request(question: str) -> tuple[str, str]:
     return q, q.lower()
 
 
+ANSWER_STYLES = ("short", "long", "cot")
+
+
 def answer_style(question: str, setting: str = "auto") -> str:
-    """``short`` (a phrase, then one sentence) or ``long`` (a paragraph). ``auto`` picks long only for
-    requests that ask for an explanation or overview ("Tell me about …", "Describe …", "Explain …");
-    factoid questions, the eval data sets' kind, stay short."""
-    if setting in ("short", "long"):
+    """``short`` (a phrase, then one sentence), ``long`` (a paragraph) or ``cot`` (reasoning sentences,
+    then "So the answer is: X."). ``auto`` picks long only for requests that ask for an explanation or
+    overview ("Tell me about …", "Describe …", "Explain …"); factoid questions, the eval data sets'
+    kind, stay short."""
+    if setting in ANSWER_STYLES:
         return setting
     return "long" if _request(question)[1].startswith(_LONG_OPENINGS) else "short"
 
@@ -106,45 +178,46 @@ def _continuation(answer_so_far: str) -> str:
     return f" {text}" if text else ""
 
 
+_STYLES = {"short": (INSTRUCTION, EXEMPLARS), "long": (LONG_INSTRUCTION, LONG_EXEMPLARS),
+           "cot": (COT_INSTRUCTION, COT_EXEMPLARS)}
+
+
 def answer_prompt(question: str, documents: Sequence[Document] = (), answer_so_far: str = "",
-                  style: str = "short") -> str:
-    """The main QA prompt (none, single, FLARE drafts and regenerations, windows); ``style`` is
-    ``short`` or ``long`` (see answer_style)."""
-    intro = f"{LONG_INSTRUCTION}{LONG_EXEMPLARS}" if style == "long" else f"{INSTRUCTION}{EXEMPLARS}"
-    head = f"{intro}{format_documents(documents)}Question: {question.strip()}\nAnswer:"
-    return head + _continuation(answer_so_far)
+                  style: str = "short") -> Prompt:
+    """The main QA prompt (none, single, FLARE drafts and regenerations, windows, the final read) in
+    an answer style (see answer_style)."""
+    instruction, exemplars = _STYLES.get(style, _STYLES["short"])
+    return Prompt(instruction=instruction, exemplars=_shots(exemplars), documents=documents,
+                  request=f"Question: {question.strip()}", cue="Answer:", continuation=_continuation(answer_so_far))
 
 
-def instruct_prompt(question: str, documents: Sequence[Document] = (), answer_so_far: str = "") -> str:
+def instruct_prompt(question: str, documents: Sequence[Document] = (), answer_so_far: str = "") -> Prompt:
     """FLARE-instruct: exemplars teach the model to write [Search(query)]."""
-    head = f"{INSTRUCT_EXEMPLARS}{format_documents(documents)}Question: {question.strip()}\nAnswer:"
-    return head + _continuation(answer_so_far)
+    instruction, _, shots = INSTRUCT_EXEMPLARS.partition("\n\n")
+    return Prompt(instruction=instruction + "\n\n", exemplars=_shots(shots), documents=documents,
+                  request=f"Question: {question.strip()}", cue="Answer:", continuation=_continuation(answer_so_far))
 
 
-def question_generation_prompt(context: str, span: str) -> str:
+def question_generation_prompt(context: str, span: str) -> Prompt:
     """FLARE's generated-question query mode: ask for a question whose answer is ``span``."""
-    return (
-        "Write a question whose answer is the given phrase, using the sentence as context.\n\n"
-        "Sentence: Joe Biden attended the University of Delaware.\nPhrase: the University of Delaware\n"
-        "Question: Which university did Joe Biden attend?\n\n"
-        "Sentence: The Nile flows through eleven countries.\nPhrase: eleven\n"
-        "Question: How many countries does the Nile flow through?\n\n"
-        f"Sentence: {context.strip()}\nPhrase: {span.strip()}\nQuestion:"
-    )
+    return Prompt(
+        instruction="Write a question whose answer is the given phrase, using the sentence as context.\n\n",
+        exemplars=(("Sentence: Joe Biden attended the University of Delaware.\nPhrase: the University of Delaware",
+                    "Which university did Joe Biden attend?"),
+                   ("Sentence: The Nile flows through eleven countries.\nPhrase: eleven",
+                    "How many countries does the Nile flow through?")),
+        request=f"Sentence: {context.strip()}\nPhrase: {span.strip()}", cue="Question:")
 
 
 QUESTION_STOP = ("\n",)
 
 
-# ---------------------------------------------------------------------------- IRCoT
-COT_EXEMPLARS = (
-    "Answer the question by reasoning step by step, one short sentence at a time, using the documents. "
-    'End with "So the answer is ..."\n\n'
-    "Question: Who was born first, Alan Turing or John von Neumann?\n"
-    "Answer: Alan Turing was born on 23 June 1912. John von Neumann was born on 28 December 1903. "
-    "1903 is earlier than 1912. So the answer is John von Neumann.\n\n"
-)
+def concludes(sentence: str) -> bool:
+    """True for the sentence that gives a reasoning answer's short answer ("So the answer is: X.")."""
+    return "answer is" in sentence.lower()
 
+
+# ---------------------------------------------------------------------------- IRCoT
 DIRECT_READER = (
     "Answer the question with a short phrase from the documents.\n\n"
     "Question: In which country is the city where the Eiffel Tower stands?\n"
@@ -152,13 +225,10 @@ DIRECT_READER = (
 )
 
 
-def cot_prompt(question: str, documents: Sequence[Document] = (), reasoning: str = "") -> str:
-    head = f"{COT_EXEMPLARS}{format_documents(documents)}Question: {question.strip()}\nAnswer:"
-    return head + _continuation(reasoning)
-
-
-def direct_reader_prompt(question: str, documents: Sequence[Document] = ()) -> str:
-    return f"{DIRECT_READER}{format_documents(documents)}Question: {question.strip()}\nAnswer:"
+def direct_reader_prompt(question: str, documents: Sequence[Document] = ()) -> Prompt:
+    instruction, _, shots = DIRECT_READER.partition("\n\n")
+    return Prompt(instruction=instruction + "\n\n", exemplars=_shots(shots), documents=documents,
+                  request=f"Question: {question.strip()}", cue="Answer:")
 
 
 # ---------------------------------------------------------------------------- self-ask
@@ -181,6 +251,32 @@ SELF_ASK_EXEMPLARS = (
 SELF_ASK_STOP = ("Intermediate answer:", "\nQuestion:", "\n\n")
 
 
-def self_ask_prompt(question: str, documents: Sequence[Document] = (), scratchpad: str = "") -> str:
-    return (f"{SELF_ASK_EXEMPLARS}{format_documents(documents)}Question: {question.strip()}\n"
-            f"Are follow up questions needed here: Yes.\n{scratchpad}")
+SELF_ASK_CUE = "Are follow up questions needed here:"
+
+
+def self_ask_prompt(question: str, documents: Sequence[Document] = (), scratchpad: str = "") -> Prompt:
+    return Prompt(exemplars=_shots(SELF_ASK_EXEMPLARS, SELF_ASK_CUE), documents=documents,
+                  request=f"Question: {question.strip()}", cue=SELF_ASK_CUE, continuation=f" Yes.\n{scratchpad}",
+                  cue_in_chat=True)
+
+
+# ---------------------------------------------------------------------------- CRAG
+def grading_prompt(question: str, text: str) -> Prompt:
+    """Relevance grading; the next token is " Yes" or " No". The question comes before the document
+    so that grading several documents shares the longest prompt prefix."""
+    return Prompt(
+        instruction="Does the document contain information that answers the question? Answer Yes or No.\n\n",
+        exemplars=(("Question: In which city is the Eiffel Tower?\nDocument: The Eiffel Tower is a wrought-iron "
+                    "lattice tower on the Champ de Mars in Paris, France.", "Yes"),
+                   ("Question: Who wrote the play Hamlet?\nDocument: Mount Everest is Earth's highest mountain above "
+                    "sea level, in the Himalayas.", "No")),
+        request=f"Question: {question.strip()}\nDocument: {' '.join(text.split())}", cue="Answer:")
+
+
+def keyword_prompt(question: str) -> Prompt:
+    """CRAG's query rewrite: a web query of at most three keywords."""
+    return Prompt(
+        instruction="Extract at most three keywords from the question, to use as a web search query.\n\n",
+        exemplars=(("Question: What is Henry Feilden's occupation?", "Henry Feilden occupation"),
+                   ("Question: In which city was the director of the film Titanic born?", "Titanic director birthplace")),
+        request=f"Question: {question.strip()}", cue="Keywords:")

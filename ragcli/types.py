@@ -9,15 +9,23 @@ from typing import Any
 
 @dataclass(frozen=True, slots=True)
 class Token:
-    """One generated token and the log-probability the model gave it when it was sampled."""
+    """One generated token: its text, the log-probability the model gave it when it was sampled,
+    the entropy (nats) of the distribution it was sampled from (None when the backend cannot tell),
+    and the most likely tokens at that step as (text, logprob), best first."""
 
     text: str
     logprob: float
     id: int = -1
+    entropy: float | None = None
+    top: tuple[tuple[str, float], ...] = ()
 
     @property
     def prob(self) -> float:
         return math.exp(self.logprob)
+
+    def with_text(self, text: str) -> "Token":
+        """The same token showing other text (a trimmed or cut piece of it)."""
+        return Token(text, self.logprob, self.id, self.entropy, self.top)
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,9 +36,6 @@ class Sentence:
     @property
     def min_prob(self) -> float:
         return min((t.prob for t in self.tokens), default=1.0)
-
-    def low_tokens(self, threshold: float) -> list[Token]:
-        return [t for t in self.tokens if t.prob < threshold and t.text.strip()]
 
 
 @dataclass(frozen=True, slots=True)

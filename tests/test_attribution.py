@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ragcli import attribution
-from ragcli.attribution import content_words
+from ragcli.words import content_words
 from ragcli.render.text import source_lines
 from ragcli.types import Document
 
@@ -49,8 +49,8 @@ def test_a_one_word_answer_cites_the_page_that_has_the_word():
 
 
 def test_content_words_drop_stopwords_and_single_letters():
-    assert content_words("He was the first German to fly in space, in 1978 (a record).") == {
-        "first", "german", "fly", "space", "1978", "record"}
+    assert content_words("He was the first German to fly in space, in 1978 (a record).") == [
+        "first", "german", "fly", "space", "1978", "record"]
 
 
 def test_sources_list_shows_cited_documents_then_the_others_numbered_as_in_sources():

@@ -46,9 +46,12 @@ def test_numbers_out_of_range_are_refused_with_the_range(name, value, says):
 def test_numbers_at_the_bounds_are_accepted_and_every_default_is_in_range():
     from ragcli.config import RANGES
 
+    from ragcli.config import AUTO
+
     s = Settings(index=".")
     for name, (low, high) in RANGES.items():
-        assert low <= getattr(s, name) <= high, name
+        value = getattr(s, name)
+        assert (name in AUTO and value == "auto") or low <= value <= high, name
     s.set("theta", 1)
     s.set("theta", 0)
     s.set("highlight", -1)
@@ -63,3 +66,19 @@ def test_a_bad_value_from_env_or_config_says_where_it_came_from(tmp_path):
     cfg.write_text("k = 0\n")
     with pytest.raises(UsageError, match=f"from the config file {cfg}"):
         Settings.resolve({}, env={}, config_path=cfg)
+
+
+def test_thresholds_take_auto_or_a_number_in_range():
+    s = Settings(index=".")
+    for name in ("theta", "tau"):
+        s.set(name, "AUTO")
+        assert getattr(s, name) == "auto"
+    s.set("tau", "2.5")
+    assert s.tau == 2.5
+    with pytest.raises(UsageError, match="expects a number or 'auto'"):
+        s.set("theta", "often")
+    with pytest.raises(UsageError, match="between 0 and 1"):
+        s.set("theta", "1.5")
+    with pytest.raises(UsageError, match="at least 0"):
+        s.set("tau", "-1")
+    assert s.copy(theta="auto").highlight_threshold == 0.4  # until the calibrated value arrives

@@ -18,9 +18,9 @@ from ragcli.events import (
 )
 from ragcli.generation.fake import FakeGenerator, toks
 from ragcli.retrieval import StaticRetriever
-from ragcli.strategies import crag as crag_module
 from ragcli.strategies.baselines import SingleRetrieval
-from ragcli.strategies.crag import Crag, correct_documents, decide, lexical_overlap, sanitise_keywords
+from ragcli.strategies.corrective import correct_documents, decide, lexical_overlap, sanitise_keywords
+from ragcli.strategies.crag import Crag
 from ragcli.types import Document
 
 QUESTION = "Who founded the city of Rome?"
@@ -86,10 +86,10 @@ def answer_prompt(gen) -> str:
     return [c for c in gen.calls if c["slot"] == "main"][-1]["prompt"]
 
 
-def test_correct_refines_strips_and_never_searches_the_web(settings, monkeypatch):
-    monkeypatch.setattr(crag_module, "default_web_searcher", lambda *a: pytest.fail("web searcher built"))
-    gen = FakeGenerator([ANSWER], yes_prob=yes_prob)
-    events = list(Crag(gen, StaticRetriever([GOOD, BANANA]), settings).run(QUESTION))  # web=None: lazy
+def test_correct_refines_strips_and_never_searches_the_web(settings):
+    web = FakeWeb(error=AssertionError("the web was searched"))
+    events, gen, _ = run(settings, [GOOD, BANANA], [ANSWER], web=web)
+    assert web.queries == []
     graded = of(events, DocumentsGraded)[0]
     assert graded.action == "correct"
     assert graded.scores == pytest.approx((0.5 * 0.9 + 0.5 * 1.0, 0.5 * 0.05 + 0.0))
@@ -188,13 +188,24 @@ def test_web_failure_falls_back_to_local_documents(settings):
     assert finished.stats.extra["web"] == "unavailable" and finished.answer == "Romulus founded Rome."
 
 
-def test_default_web_searcher_is_built_only_when_needed(settings, monkeypatch):
+def test_the_engine_hands_crag_its_web_searcher(settings, monkeypatch):
+    """Strategies never build network clients: the engine hands them its web searcher (with the
+    run's timeout), and a strategy without one says the web is unavailable."""
+    from ragcli.engine import Engine
+
     fake = FakeWeb()
     built: list[float] = []
-    monkeypatch.setattr(crag_module, "default_web_searcher", lambda timeout: built.append(timeout) or fake)
+    monkeypatch.setattr(Engine, "web_searcher", lambda self, st: built.append(st.web_timeout) or fake)
     gen = FakeGenerator([toks(" Rome\n"), ANSWER], yes_prob=yes_prob)
-    list(Crag(gen, StaticRetriever([BANANA]), settings.copy(web_timeout=2.5)).run(QUESTION))
+    engine = Engine(settings.copy(strategy="crag", web_timeout=2.5), generator=gen,
+                    retriever=StaticRetriever([BANANA]))
+    list(engine.ask(QUESTION))
     assert built == [2.5] and fake.queries == [("Rome", settings.k)]
+
+    events = list(Crag(FakeGenerator([toks(" Rome\n"), ANSWER], yes_prob=yes_prob), StaticRetriever([BANANA]),
+                       settings).run(QUESTION))
+    assert [n.message for n in of(events, Notice)] == [
+        "web search unavailable: no web searcher was given; answering without documents"]
 
 
 @pytest.mark.parametrize("generated, expected", [
@@ -215,9 +226,9 @@ def test_fallback_keywords_are_the_longest_content_words():
 
 def test_correct_documents_wraps_another_strategys_retrieval(settings):
     gen = FakeGenerator([], yes_prob=yes_prob)
-    strategy = SingleRetrieval(gen, StaticRetriever([]), settings)
     web = FakeWeb()
-    flow = correct_documents(strategy, QUESTION, [GOOD, BANANA], web)
+    strategy = SingleRetrieval(gen, StaticRetriever([]), settings, web=web)
+    flow = correct_documents(strategy, QUESTION, [GOOD, BANANA])
     events = []
     try:
         while True:
@@ -237,7 +248,10 @@ def test_correct_flag_wraps_the_retrieval_of_other_strategies(settings):
 
     gen = FakeGenerator([FIRST, toks(" He was the son of Mars.", 0.9, low={"Mars.": 0.1}) + [(" X", 0.9)],
                          toks(" Jupiter it was.", 0.9) + toks("\n\nQuestion:", 0.9)], yes_prob=lambda p: 0.0)
-    events = list(Flare(gen, RecordingRetriever(), settings.copy(correct=True, web=False, theta=0.5)).run("Who?"))
+    from ragcli.strategies import build
+
+    flare = build(Flare, gen, RecordingRetriever(), settings.copy(correct=True, web=False, theta=0.5, final_read="no"))
+    events = list(flare.run("Who?"))
     graded = of(events, DocumentsGraded)
     assert len(graded) == 2 and all(g.action == "incorrect" for g in graded)
     notices = [e for e in events if e.kind == "notice"]

@@ -6,6 +6,7 @@ from ragcli.events import AnswerFinished, DraftSentence, Notice, RetrievalTrigge
 from ragcli.generation.fake import FakeGenerator, toks
 from ragcli.retrieval import StaticRetriever
 from ragcli.strategies.flare import Flare, FlareInstruct, masked_query
+from ragcli.strategies.trigger import ProbTrigger
 from ragcli.types import Document, Sentence, Token
 
 DOCS = [Document(f"d{i}", f"Title {i}", f"Paragraph number {i} about things.", 1.0 / (i + 1)) for i in range(5)]
@@ -21,8 +22,10 @@ class RecordingRetriever(StaticRetriever):
         return super().search(query, k)
 
 
-def run(strategy_cls, gen, settings, question="Who founded Rome?", retriever=None):
+def run(strategy_cls, gen, settings, question="Who founded Rome?", retriever=None, read=False):
+    """The loop alone (no final read unless ``read``), on scripted tokens."""
     retriever = retriever or RecordingRetriever()
+    settings = settings if read else settings.copy(final_read="no")
     events = list(strategy_cls(gen, retriever, settings).run(question))
     return events, retriever
 
@@ -66,7 +69,7 @@ def test_low_probability_token_triggers_retrieval_with_exactly_that_token_masked
     assert r.queries == ["Who founded Rome?", "He was the son of"]
     trig = of(events, RetrievalTriggered)[1]
     assert trig.query.origin == "masked"
-    assert trig.query.shown == "He was the son of ▁▁▁"
+    assert trig.query.shown == "He was the son of ▁▁▁."  # the word goes, its period stays
     assert "Mars." in trig.reason and "0.10" in trig.reason
     draft = of(events, DraftSentence)[0]
     assert not draft.accepted and [t.text for t in draft.low] == [" Mars."]
@@ -91,7 +94,7 @@ def test_theta_zero_never_retrieves_and_theta_one_always_does(settings):
                                    toks(" He was the son of Mars.", 0.999) + toks(END, 0.9)])
     events, r = run(Flare, gen, settings.copy(theta=1.0, beta=0.0))
     assert len(r.queries) == 2
-    assert r.queries[1] == "He was the son of Mars."  # beta=0 keeps the whole sentence
+    assert r.queries[1] == "He was the son of Mars"  # beta=0 keeps every word of the sentence
     assert of(events, AnswerFinished)[0].stats.retrieval_rate == 1.0
 
 
@@ -113,9 +116,19 @@ def test_qgen_issues_one_question_per_low_confidence_span(settings):
 
 def test_masked_query_trims_and_gaps():
     sentence = Sentence("a b c", (Token(" alpha", 0.0), Token(" beta", -5.0), Token(" gamma", 0.0)))
-    q = masked_query(sentence, beta=0.4, max_words=1)
+    q = masked_query(sentence, ProbTrigger(0.5, 0.4).masked(sentence), max_words=1)
     assert q.text == "alpha"
     assert q.shown == "alpha ▁▁▁ gamma"
+
+
+def test_masks_hide_whole_words_never_pieces_nor_punctuation():
+    # "1945" is two tokens; only "45" is uncertain: the whole number goes, not just its tail
+    sentence = Sentence("", (Token(" He", 0.0), Token(" was", 0.0), Token(" born", 0.0), Token(" in", 0.0),
+                             Token(" 19", -0.1), Token("45", -3.0), Token(" in", 0.0), Token(" Mont", -2.0),
+                             Token("réal", -0.01), Token(".", -3.0)))
+    q = masked_query(sentence, ProbTrigger(0.5, 0.4).masked(sentence), max_words=32)
+    assert q.shown == "He was born in ▁▁▁ in ▁▁▁."
+    assert q.text == "He was born in in"
 
 
 def test_prompt_never_exceeds_context_window_documents_trimmed_first(settings):

@@ -46,6 +46,7 @@ def eval_run(
     only_dataset: Annotated[Optional[str], typer.Option("--dataset", help="Keep these datasets (comma-separated).")] = None,
     only_type: Annotated[Optional[str], typer.Option("--type", help="Keep these question types.")] = None,
     limit: Annotated[Optional[int], typer.Option(help="First N questions (after filters and sampling).")] = None,
+    per_dataset: Annotated[Optional[int], typer.Option("--per-dataset", help="First N questions of each data set (after filters).")] = None,
     sample: Annotated[Optional[int], typer.Option(help="Random sample of N questions.")] = None,
     sample_seed: Annotated[int, typer.Option("--sample-seed", help="Seed for --sample.")] = 0,
     corpus: Annotated[Optional[Path], typer.Option(help="Corpus JSONL to index (default: the dataset's own paragraphs).")] = None,
@@ -63,7 +64,7 @@ def eval_run(
     flags = dict(flags or {})
     base = Settings.resolve(flags)
     examples = ds.load_examples(dataset, dataset=only_dataset, type_=only_type, limit=limit, sample=sample,
-                                seed=sample_seed)
+                                seed=sample_seed, per_dataset=per_dataset)
     if long_form:
         examples = ds.long_form(examples)
     grid = {name: value for name, value in [("theta", theta), ("beta", beta), ("k", k), ("lookahead", lookahead),
@@ -117,6 +118,9 @@ def eval_run(
     if not out_console.is_terminal:  # redirected to a file: do not squeeze the table into 80 columns
         out_console = Console(highlight=False, width=150)
     out_console.print(report.summary_table(runs, f"{len(examples)} questions from {dataset.name}"))
+    if "single" in runs and len(runs) > 1 and not long_form:
+        pairs = report.compare_pairs({"runs": runs}, None, dataset.name, "", "single")
+        out_console.print(report.paired_table(pairs, "against single retrieval (paired, bootstrap over questions)"))
     if summary is not None:
         summary.parent.mkdir(parents=True, exist_ok=True)
         summary.write_text(json.dumps({"meta": meta, "runs": runs}, indent=2), encoding="utf-8")
@@ -169,15 +173,25 @@ def _eval_index(dataset: Path, corpus: Path | None) -> Path:
 
 @eval_app.command("compare")
 def eval_compare(
-    a: Annotated[Path, typer.Argument(help="Earlier summary.json")],
-    b: Annotated[Path, typer.Argument(help="Later summary.json")],
+    a: Annotated[Path, typer.Argument(help="A summary.json (the earlier one)")],
+    b: Annotated[Optional[Path], typer.Argument(help="A later summary.json")] = None,
+    base: Annotated[Optional[str], typer.Option("--base", help="Compare every run with this run of the same summary (e.g. single).")] = None,
 ) -> None:
-    """Print the differences between two eval summaries."""
+    """Differences between runs, with paired bootstrap 95% intervals on F1 and answer-context recall
+    per data set: two summaries run by run, or (--base RUN) every run of a summary against one."""
     from rich.console import Console
 
     from ragcli.eval import report
 
-    sa, sb = report.load_summary(a), report.load_summary(b)
-    Console(highlight=False).print(report.compare_table(sa, sb, a.name, b.name))
+    sa = report.load_summary(a)
+    sb = report.load_summary(b) if b is not None else None
+    console = Console(highlight=False)
+    if not console.is_terminal:
+        console = Console(highlight=False, width=160)
+    if sb is not None and base is None:
+        console.print(report.compare_table(sa, sb, a.name, b.name))
+    pairs = report.compare_pairs(sa, sb, a.name, b.name if b else "", base)
+    if pairs:
+        console.print(report.paired_table(pairs, "paired differences (B − A), bootstrap over questions"))
 
 

@@ -14,6 +14,7 @@ COLUMNS = [
     ("f1", "F1", "{:.1f}"),
     ("recall", "recall", "{:.1f}"),
     ("recall_at_15", "R@15", "{:.1f}"),
+    ("answer_context_recall", "ctx R", "{:.1f}"),
     ("sourced", "sourced %", "{:.0f}"),
     ("retrieval_rate", "retr. %", "{:.0f}"),
     ("retrievals_per_question", "retr./q", "{:.2f}"),
@@ -76,6 +77,62 @@ def compare_table(a: dict[str, Any], b: dict[str, Any], name_a: str, name_b: str
             cells.append(fmt.format(vb) + f" ({'+' if d >= 0 else ''}{fmt.format(d)})")
         table.add_row(f"{key} (n {ra['n']}→{rb['n']})", *cells)
     return table
+
+
+PAIRED_METRICS = (("f1", "F1"), ("answer_context_recall", "ctx R"))
+
+
+def paired_table(pairs: list[tuple[str, dict[str, Any], str, dict[str, Any]]], title: str):
+    """For each (label A, run A, label B, run B): per data set and overall, the paired difference B − A
+    in F1 and answer-context recall with its bootstrap 95 % interval (questions both runs scored)."""
+    from rich.table import Table
+
+    from ragcli.eval.stats import pair, paired_bootstrap
+
+    table = Table(title=title, title_justify="left")
+    for name in ("comparison", "data set", "n"):
+        table.add_column(name, no_wrap=True, justify="right" if name == "n" else "left")
+    for _, label in PAIRED_METRICS:
+        table.add_column(f"{label} A → B", justify="right")
+        table.add_column(f"Δ{label} [95% CI]", justify="right")
+    for label_a, run_a, label_b, run_b in pairs:
+        qa, qb = run_a.get("questions") or {}, run_b.get("questions") or {}
+        datasets = sorted({q["dataset"] for q in qa.values()} & {q["dataset"] for q in qb.values()})
+        for ds in ([*datasets, None] if len(datasets) > 1 else [None]):
+            cells = []
+            n = 0
+            for metric, _ in PAIRED_METRICS:
+                xa, xb = pair(qa, qb, metric, ds)
+                if not xa:
+                    cells += ["–", "–"]
+                    continue
+                p = paired_bootstrap([100 * v for v in xa], [100 * v for v in xb])
+                n = max(n, p.n)
+                mark = "*" if p.significant else ""
+                cells += [f"{p.a:.1f} → {p.b:.1f}", f"{p.diff:+.1f} [{p.low:+.1f}, {p.high:+.1f}]{mark}"]
+            table.add_row(f"{label_b} vs {label_a}", ds or "all", str(n), *cells,
+                          style=None if ds is None else "dim")
+    table.caption = "* the interval excludes 0"
+    return table
+
+
+def compare_pairs(a: dict[str, Any], b: dict[str, Any] | None, name_a: str, name_b: str,
+                  base: str | None) -> list[tuple[str, dict, str, dict]]:
+    """What `eval compare` pairs: with ``base``, every other run of each file against that run of
+    the same file; else the runs both files have, A's against B's."""
+    if base is not None:
+        out = []
+        for name, summary in ((name_a, a), (name_b, b)) if b is not None else ((name_a, a),):
+            runs = summary["runs"]
+            if base not in runs:
+                raise UsageError(f"{name} has no run {base!r}", hint=f"its runs: {', '.join(runs)}")
+            out += [(f"{base}", runs[base], key if b is None else f"{key} ({name})", run)
+                    for key, run in runs.items() if key != base]
+        return out
+    if b is None:
+        raise UsageError("compare needs two summaries, or one with --base RUN")
+    return [(f"{key} ({name_a})", a["runs"][key], f"{key} ({name_b})", b["runs"][key])
+            for key in a["runs"] if key in b["runs"]]
 
 
 def plot_sweep(runs: dict[str, dict[str, Any]], path: Path) -> None:

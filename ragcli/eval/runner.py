@@ -25,8 +25,9 @@ from ragcli.events import AnswerFinished, DocumentsRetrieved, event_to_dict
 from ragcli.retrieval import StaticRetriever
 
 RECALL_BUDGET = 15
-METRICS = ("em", "f1", "recall", "recall_at_15", "sourced", "retrieval_rate", "retrievals", "tokens_generated",
-           "prompt_tokens_evaluated", "seconds")
+PAIRED = ("em", "f1", "answer_context_recall")  # kept per question in the summary
+METRICS = ("em", "f1", "recall", "recall_at_15", "answer_context_recall", "sourced", "retrieval_rate", "retrievals",
+           "tokens_generated", "prompt_tokens_evaluated", "seconds")
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,9 @@ def expand_grid(strategies: list[str], grid: dict[str, list[Any]]) -> list[RunSp
     return specs
 
 
-def score(example: Example, answer: str, retrieved: list[str]) -> dict[str, float]:
+def score(example: Example, answer: str, retrieved: list[str], context: list[str] = ()) -> dict[str, float]:
+    """EM and F1 of the short answer; recall of the gold paragraphs among everything retrieved, the
+    first 15 of it, and the documents in the prompt that wrote the final answer (``context``)."""
     short = extract_answer(answer)
     if not example.answers:  # a long-form request: no reference answer
         em = f1 = None
@@ -80,6 +83,7 @@ def score(example: Example, answer: str, retrieved: list[str]) -> dict[str, floa
         "f1": f1,
         "recall": recall(base_ids, gold),
         "recall_at_15": recall(base_ids, gold, RECALL_BUDGET),
+        "answer_context_recall": recall([pid.split("#", 1)[0] for pid in context], gold),
     }
 
 
@@ -121,7 +125,8 @@ def run_one(engine: Engine, spec: RunSpec, example: Example, base: Settings) -> 
         "sourced": sum(1 for *_, docs in final.citations if docs) / len(final.citations) if final.citations else None,
         "events": trace,
     }
-    row.update(score(example, final.answer, retrieved))
+    row["context"] = list(final.context)
+    row.update(score(example, final.answer, retrieved, list(final.context)))
     return row
 
 
@@ -238,6 +243,12 @@ def summarize(rows: Iterable[dict]) -> dict[str, Any]:
         for r in items:
             by_ds.setdefault(r.get("dataset") or "?", []).append(r)
         entry["by_dataset"] = {ds: _means(v) for ds, v in sorted(by_ds.items())}
+        calibrated = next((e for r in items for e in r.get("events", ()) if e.get("event") == "calibration"), None)
+        if calibrated is not None:  # the automatic threshold this run used (--theta/--tau auto)
+            entry["calibration"] = {k: calibrated[k] for k in ("trigger", "threshold", "target", "drafts")}
+        # per question, for paired comparisons between runs (`ragcli eval compare`)
+        entry["questions"] = {r["id"]: {"dataset": r.get("dataset") or "?",
+                                        **{m: r.get(m) for m in PAIRED}} for r in items}
         runs[key] = entry
     return runs
 
@@ -257,6 +268,7 @@ def _means(items: list[dict]) -> dict[str, float]:
         "f1": known("f1"),
         "recall": 100 * mean("recall"),
         "recall_at_15": 100 * mean("recall_at_15"),
+        "answer_context_recall": known("answer_context_recall"),
         "sourced": known("sourced"),
         "retrieval_rate": 100 * mean("retrieval_rate"),
         "retrievals_per_question": mean("retrievals"),

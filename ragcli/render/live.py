@@ -14,6 +14,8 @@ from rich.text import Text
 
 from ragcli.events import (
     AnswerFinished,
+    AnswerRead,
+    Calibrated,
     DocumentsGraded,
     DocumentsRetrieved,
     DraftSentence,
@@ -25,7 +27,7 @@ from ragcli.events import (
     TokenGenerated,
 )
 from ragcli.render import safe
-from ragcli.render.text import cited_pieces, shorten, shorten_left, source_lines, summary_line
+from ragcli.render.text import calibration_line, cited_pieces, shorten, shorten_left, source_lines, summary_line
 from ragcli.types import Sentence, Token
 
 DRAFT = "grey58 italic"
@@ -102,7 +104,7 @@ class RichLiveRenderer:
             tok = event.token
             if not self.current.plain:
                 self.current.append(self.step_label, style="cyan")
-                tok = Token(tok.text.lstrip(), tok.logprob, tok.id)
+                tok = tok.with_text(tok.text.lstrip())
             self.current.append_text(self._token_text(tok, event.draft))
             self._live().update(self._hang(self.current))
         elif isinstance(event, StepStarted):
@@ -145,6 +147,21 @@ class RichLiveRenderer:
             self._clear()
             style = "yellow" if event.level == "warning" else "blue"
             self._print(Text(f"{_label('notice')}{safe(event.message)}", style=style))
+        elif isinstance(event, AnswerRead):
+            self._clear()
+            if event.changed:
+                line = Text(_label("revised"), style="cyan")
+                line.append(safe(event.answer), style=COMMITTED)
+                line.append(f"   ({len(event.documents)} documents read)", style="dim")
+            else:
+                line = Text(f"{_label('read')}the answer stands, read against {len(event.documents)} documents",
+                            style="dim")
+            self._print(line)
+        elif isinstance(event, Calibrated):
+            self._clear()
+            if event.trigger == "prob":
+                self.threshold = event.threshold  # highlight what the calibrated θ flags
+            self._print(Text(f"{_label('notice')}{calibration_line(event)}", style="blue"))
         elif isinstance(event, AnswerFinished):
             self.close()
             self._print(Text(summary_line(event.stats, event.stop_reason), style="dim"))
@@ -168,7 +185,7 @@ class RichLiveRenderer:
         if sentence.tokens:
             for i, tok in enumerate(sentence.tokens):
                 if i == 0:
-                    tok = Token(tok.text.lstrip(), tok.logprob, tok.id)
+                    tok = tok.with_text(tok.text.lstrip())
                 text.append_text(self._token_text(tok, draft))
         else:
             text.append(safe(sentence.text))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from ragcli.events import (
     AnswerFinished,
+    AnswerRead,
+    Calibrated,
     DocumentsGraded,
     DocumentsRetrieved,
     DraftSentence,
@@ -13,7 +15,7 @@ from ragcli.events import (
     SentenceCommitted,
 )
 from ragcli.render import _is_tty, safe
-from ragcli.render.text import marked_answer, source_lines, summary_line
+from ragcli.render.text import calibration_line, marked_answer, source_lines, summary_line
 
 
 class PlainRenderer:
@@ -51,6 +53,13 @@ class PlainRenderer:
                 self._trace(f"draft rejected: {safe(event.sentence.text)}")
         elif isinstance(event, SentenceCommitted):
             self._trace(f"{'regenerated' if event.regenerated else 'sentence'}: {safe(event.sentence.text)}")
+        elif isinstance(event, AnswerRead):
+            if event.changed:
+                self._trace(f"revised after reading {len(event.documents)} documents: {safe(event.answer)}")
+            else:
+                self._trace(f"read: the answer stands ({len(event.documents)} documents)")
+        elif isinstance(event, Calibrated):
+            self._trace(f"info: {calibration_line(event)}")
         elif isinstance(event, Notice):
             self._trace(f"{event.level}: {safe(event.message)}")
         elif isinstance(event, AnswerFinished):

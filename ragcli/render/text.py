@@ -71,3 +71,11 @@ def shorten(text: str, width: int) -> str:
 def shorten_left(text: str, width: int) -> str:
     """Keep the end (file name and line) of a long location."""
     return text if len(text) <= width else "…" + text[-(width - 1):]
+
+
+def calibration_line(event) -> str:
+    """One line for a ``Calibrated`` event: the automatic threshold in effect and where it comes from."""
+    name, rel = ("θ", "below") if event.trigger == "prob" else ("τ", "above")
+    how = "cached calibration" if event.cached else "calibrated now"
+    return (f"{name} auto = {event.threshold:.3g} for this model ({how}: {event.target:.0%} of {event.drafts} "
+            f"drafts about the index had a token {rel} it)")

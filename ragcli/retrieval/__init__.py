@@ -10,6 +10,10 @@ from ragcli.types import Document
 class Retriever(Protocol):
     def search(self, query: str, k: int) -> list[Document]: ...
 
+    def sample(self, n: int) -> list[Document]:
+        """``n`` passages spread over the collection, the same each time (for calibration)."""
+        ...
+
 
 class StaticRetriever:
     """A retriever over a fixed list of documents (tests, and eval's gold-paragraph oracle)."""
@@ -19,3 +23,6 @@ class StaticRetriever:
 
     def search(self, query: str, k: int) -> list[Document]:
         return self.documents[:k]
+
+    def sample(self, n: int) -> list[Document]:
+        return self.documents[:n]

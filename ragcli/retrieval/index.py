@@ -220,27 +220,35 @@ class TantivyIndex:
             self._searcher = self._index.searcher()
         return self._searcher
 
+    def sample(self, n: int) -> list[Document]:
+        """``n`` passages spread evenly over the index, the same ones each time (calibration's
+        questions come from them)."""
+        import tantivy
+
+        searcher = self._searcher_()
+        total = searcher.num_docs
+        if total == 0 or n <= 0:
+            return []
+        step = max(total // n, 1)
+        everything = tantivy.Query.all_query()
+        out = []
+        for offset in range(step // 2, total, step)[:n]:
+            for _score, address in searcher.search(everything, 1, offset=offset).hits:
+                out.append(self._document(searcher.doc(address), 0.0))
+        return out
+
+    def _document(self, d: Any, score: float) -> Document:
+        return Document(id=_first(d, "pid"), title=_first(d, "title"), text=_first(d, "text"), score=score,
+                        source="index", location=_first(d, "location"))
+
     def search(self, query: str, k: int = 5) -> list[Document]:
         terms = query_terms(query)
         if not terms or k <= 0:
             return []
         parsed = self._index.parse_query(" ".join(terms), ["title", "text"])
         searcher = self._searcher_()
-        hits = searcher.search(parsed, k).hits
-        docs = []
-        for score, address in hits:
-            d = searcher.doc(address)
-            docs.append(
-                Document(
-                    id=_first(d, "pid"),
-                    title=_first(d, "title"),
-                    text=_first(d, "text"),
-                    score=float(score),
-                    source="index",
-                    location=_first(d, "location"),
-                )
-            )
-        return docs
+        return [self._document(searcher.doc(address), float(score))
+                for score, address in searcher.search(parsed, k).hits]
 
 
 def _first(doc: Any, name: str) -> str:

@@ -10,9 +10,10 @@ from typing import Callable, ClassVar, Iterator, Mapping, Sequence
 
 from ragcli import attribution, prompts
 from ragcli.config import Settings
-from ragcli.errors import ContextOverflowError
+from ragcli.errors import ContextOverflowError, UsageError
 from ragcli.events import (
     AnswerFinished,
+    AnswerRead,
     DocumentsRetrieved,
     Event,
     Notice,
@@ -23,8 +24,14 @@ from ragcli.events import (
 )
 from ragcli.generation import Generator
 from ragcli.retrieval import Retriever
+from ragcli.retrieval.web import WebSearcher
 from ragcli.sentences import first_sentence_end, split_spans
+from ragcli.strategies.trigger import Trigger, make_trigger
 from ragcli.types import Document, Query, RunStats, Sentence, Token
+
+# A step run on every retrieval's documents (``--correct``: CRAG's grading and refinement). It gets
+# the strategy, the question and the documents, yields events and returns the documents to use.
+PostRetrieval = Callable[["Strategy", str, Sequence[Document]], Iterator[Event]]
 
 
 REPEATS = 4  # a block of tokens repeated this many times in a row is degenerate repetition
@@ -127,16 +134,36 @@ def sentences_of(tokens: Sequence[Token], *, final: bool = True) -> tuple[list[S
     return out, remaining
 
 
+@dataclass
+class Evidence:
+    """A document some retrieval of this answer returned: where it ranked, how often it came back."""
+
+    doc: Document
+    first: int  # the retrieval that first returned it (0: the question's)
+    rank: int  # its best rank in any retrieval (0: top)
+    fused: float = 0.0  # reciprocal-rank fusion over every retrieval that returned it
+
+
+RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al. 2009)
+
+
 class Strategy:
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
     params: ClassVar[tuple[str, ...]] = ("k", "max_tokens")
     answer_stop: ClassVar[tuple[str, ...]] = ()
+    corrective: ClassVar[bool] = False  # runs CRAG's corrective step itself (no --correct wrapper)
+    reads_finally: ClassVar[bool] = False  # an active loop whose answer is re-read over all it gathered
 
-    def __init__(self, generator: Generator, retriever: Retriever | None, settings: Settings) -> None:
+    def __init__(self, generator: Generator, retriever: Retriever | None, settings: Settings, *,
+                 web: WebSearcher | None = None, post_retrieval: PostRetrieval | None = None,
+                 threshold: float | None = None) -> None:
         self.gen = generator
         self.retriever = retriever
         self.settings = settings
+        self.web = web
+        self.post_retrieval = post_retrieval
+        self._threshold = threshold
         self.stats = RunStats()
         self.sources: list[Document] = []
         self._source_ids: set[str] = set()
@@ -145,6 +172,9 @@ class Strategy:
         self.stop_reason: str | None = None  # set when a limit (repetition, timeout) ended the answer
         self._prompt_docs: list[Document] = []  # documents in the main prompt now (for reuse_order)
         self.style = "short"  # answer style of the current question (prompts.answer_style)
+        self.evidence: dict[str, Evidence] = {}  # every document retrieved for this answer, by id
+        self._sentence_docs: list[tuple[Document, ...]] = []  # per committed sentence: its prompt's documents
+        self.answer_context: tuple[Document, ...] | None = None  # documents the final answer was written from
 
     # -------------------------------------------------------------------- entry point
     def run(self, question: str) -> Iterator[Event]:
@@ -158,6 +188,21 @@ class Strategy:
     def answer(self, question: str) -> Iterator[Event]:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    # -------------------------------------------------------------------- the trigger
+    @property
+    def trigger(self) -> Trigger:
+        """FLARE's retrieval trigger with its threshold: the setting, or the value the engine
+        calibrated for the model when the setting is "auto" (ragcli.calibration)."""
+        st = self.settings
+        value = st.tau if st.trigger == "entropy" else st.theta
+        if self._threshold is not None:
+            value = self._threshold
+        if not isinstance(value, (int, float)):
+            name = "tau" if st.trigger == "entropy" else "theta"
+            raise UsageError(f"{name} is {value!r}: an automatic threshold is calibrated by the engine",
+                             hint=f"run through ragcli, or give --{name} a number")
+        return make_trigger(st.trigger, float(value), st.beta)
+
     # -------------------------------------------------------------------- retrieval
     def retrieve(self, query: Query, reason: str, k: int | None = None) -> Iterator[Event]:
         """Yield the retrieval events; the documents are the generator's return value."""
@@ -167,11 +212,27 @@ class Strategy:
         docs = self.retriever.search(query.text, k) if (self.retriever and query.text.strip()) else []
         self.stats.retrievals += 1
         yield DocumentsRetrieved(query, tuple(docs), time.perf_counter() - t)
-        if self.settings.correct and self.name != "crag" and docs:
-            from ragcli.strategies.crag import correct_documents  # CRAG as a wrapper (--correct)
-
-            docs = yield from correct_documents(self, self.question, docs)
+        if self.post_retrieval is not None and docs:
+            docs = yield from self.post_retrieval(self, self.question, docs)
+        self.gather(docs)
         return docs
+
+    def gather(self, docs: Sequence[Document]) -> None:
+        """Remember a retrieval's documents as evidence for the final read."""
+        number = self.stats.retrievals - 1
+        for rank, d in enumerate(docs):
+            e = self.evidence.get(d.id)
+            if e is None:
+                e = self.evidence[d.id] = Evidence(d, number, rank)
+            e.rank = min(e.rank, rank)
+            e.fused += 1.0 / (RRF_K + rank + 1)
+
+    def gathered(self) -> list[Document]:
+        """Every document retrieved for this answer, most useful first: by reciprocal rank fusion
+        over the retrievals (a document several queries found outranks one found once at the same
+        rank), ties broken by the earlier retrieval."""
+        ranked = sorted(self.evidence.values(), key=lambda e: (-e.fused, e.first, e.rank))
+        return [e.doc for e in ranked]
 
     def reuse_order(self, docs: Sequence[Document], previous: Sequence[Document]) -> list[Document]:
         """Documents that were also in the previous prompt first, in their previous order, then the
@@ -270,7 +331,7 @@ class Strategy:
         if self.repeated(sentence, answer):
             yield self.notice(REPEATED, "warning")
             return None, True
-        yield self.commit(sentence, regenerated=(what == "regenerate"))
+        yield self.commit(sentence, regenerated=(what == "regenerate"), docs=docs)
         return sentence, chunk.ended and not rest
 
     def repeated(self, sentence: Sentence, answer: Sequence[str]) -> bool:
@@ -286,12 +347,16 @@ class Strategy:
 
     def prompt_documents(self, docs: Sequence[Document], build: Callable[[Sequence[Document]], str],
                          reserve: int) -> list[Document]:
-        """The documents for the next main-slot prompt: kept in reuse order, fitted to the context,
+        """The documents for the next main-slot prompt: fitted to the context in rank order (the
+        lowest-ranked go first when it is tight), then put in reuse order for the KV cache,
         remembered for the next call, and cited."""
-        docs = self.fit_documents(self.reuse_order(docs, self._prompt_docs), build, reserve)
-        self._prompt_docs = docs
-        self.cite(docs)
-        return docs
+        kept = self.fit_documents(docs, build, reserve)
+        ordered = self.reuse_order(kept, self._prompt_docs)
+        if ordered != kept and self.gen.count_tokens(build(ordered)) > self.gen.n_ctx - reserve:
+            ordered = kept  # the reordered prompt tokenizes longer: keep the order that was checked
+        self._prompt_docs = ordered
+        self.cite(ordered)
+        return ordered
 
     def question_query(self, question: str) -> Query:
         """The first-step query: the question (a long-form request without its "Tell me about")."""
@@ -324,10 +389,71 @@ class Strategy:
             )
         return kept
 
+    # -------------------------------------------------------------------- the final read
+    def final_read_wanted(self) -> bool:
+        mode = self.settings.final_read
+        return self.reads_finally and (mode == "yes" or (mode == "auto" and self.style in ("short", "cot")))
+
+    def final_read(self, question: str, answer: Sequence[str]) -> Iterator[Event]:
+        """Answer once more from every document gathered along the way (IRCoT's reader, for any active
+        loop): most useful first (``gathered``), at most ``pool_cap``, fitted to the context. A
+        reasoning answer keeps its reasoning and re-derives its conclusion; a short answer is
+        written again whole. Yields the step and an ``AnswerRead``; returns the final answer."""
+        before = " ".join(answer).strip()
+        if not self.final_read_wanted() or not self.evidence:
+            return before
+        st = self.settings
+        reasoning = ""
+        if self.style == "cot":
+            reasoning = " ".join(s for s in answer if not prompts.concludes(s))
+        build = lambda d: self.answer_prompt(question, d, reasoning)  # noqa: E731
+        budget = min(st.max_tokens, max(st.lookahead, 16))
+        docs = self.fit_documents(self.gathered()[: st.pool_cap], build, reserve=budget)
+        if [d.id for d in docs] == [d.id for d in self.context_documents()]:
+            return before  # the answer was written from exactly these documents: nothing new to read
+        self.cite(docs)
+        yield self.step("read")
+        chunk = yield from self.generate(build(docs), max_tokens=budget, slot="main")
+        sentences, _ = sentences_of(chunk.tokens)
+        if self.style == "cot":  # up to and including the conclusion
+            cut = next((i for i, s in enumerate(sentences) if prompts.concludes(s.text)), len(sentences) - 1)
+            sentences = sentences[: cut + 1]
+        else:  # the short answer and its one sentence of explanation
+            sentences = sentences[:2]
+        text = " ".join(s.text for s in sentences).strip()
+        after = f"{reasoning} {text}".strip() if reasoning else text
+        if not text:
+            yield self.notice("the final read wrote nothing; keeping the answer as it was", "warning")
+            return before
+        self.answer_context = tuple(docs)
+        yield AnswerRead(after, before, tuple(docs), changed=after != before)
+        return after
+
     # -------------------------------------------------------------------- closing
-    def commit(self, sentence: Sentence, *, regenerated: bool = False) -> Event:
+    def commit(self, sentence: Sentence, *, regenerated: bool = False, docs: Sequence[Document] = ()) -> Event:
+        """Count a sentence of the answer, remembering the documents of the prompt that wrote it."""
         self.stats.sentences += 1
+        self._sentence_docs.append(tuple(docs))
         return SentenceCommitted(sentence, regenerated=regenerated)
+
+    def context_documents(self) -> tuple[Document, ...]:
+        """The documents in the prompt when the final answer was written: the final read's; else the
+        prompt of the sentence that holds the short answer (the first of a short answer, the
+        conclusion of a reasoning one); for a paragraph, every sentence's."""
+        if self.answer_context is not None:
+            return self.answer_context
+        per = self._sentence_docs
+        if not per:
+            return tuple(self._prompt_docs)
+        if self.style == "short":
+            return per[0]
+        if self.style == "cot":
+            return per[-1]
+        seen: dict[str, Document] = {}
+        for docs in per:
+            for d in docs:
+                seen.setdefault(d.id, d)
+        return tuple(seen.values())
 
     def step(self, what: str) -> Event:
         self.stats.steps += 1
@@ -343,7 +469,8 @@ class Strategy:
         per_sentence = attribution.citations(answer, self.sources)
         self.stats.seconds = time.perf_counter() - self._t0
         return AnswerFinished(answer, tuple(self.sources), self.stats, stop_reason,
-                              attribution.cited(per_sentence), per_sentence)
+                              attribution.cited(per_sentence), per_sentence,
+                              tuple(d.id for d in self.context_documents()))
 
     def notice(self, message: str, level: str = "info") -> Notice:
         return Notice(message, level)

@@ -10,7 +10,7 @@ from ragcli.strategies.base import Strategy, sentences_of
 from ragcli.types import Document, Query
 
 
-class _OneShot(Strategy):
+class OneShot(Strategy):
     """Generate the whole answer in one call; commit sentences as they complete."""
 
     answer_stop = prompts.ANSWER_STOP
@@ -19,17 +19,18 @@ class _OneShot(Strategy):
         max_new = self.settings.max_tokens
         docs = self.fit_documents(docs, lambda d: self.answer_prompt(question, d), reserve=max_new)
         self.cite(docs)
+        self.answer_context = tuple(docs)
         yield self.step("generate")
         chunk = yield from self.generate(self.answer_prompt(question, docs), max_tokens=max_new, slot="main")
         sentences, _ = sentences_of(chunk.tokens)
         for sentence in sentences:
-            yield self.commit(sentence)
+            yield self.commit(sentence, docs=docs)
         answer = [s.text for s in sentences]
         self.stats.retrieval_opportunities += 1
         yield self.finish(" ".join(answer), "end" if chunk.ended else "max_tokens")
 
 
-class NoRetrieval(_OneShot):
+class NoRetrieval(OneShot):
     name = "none"
     description = "No retrieval: the model answers from its own knowledge."
     params = ("max_tokens",)
@@ -38,7 +39,7 @@ class NoRetrieval(_OneShot):
         yield from self._answer_with(question, [])
 
 
-class SingleRetrieval(_OneShot):
+class SingleRetrieval(OneShot):
     name = "single"
     description = "Single-time retrieval: search once with the question, prepend the top k documents."
     params = ("k", "max_tokens")
@@ -48,7 +49,7 @@ class SingleRetrieval(_OneShot):
         yield from self._answer_with(question, docs)
 
 
-class GoldOracle(_OneShot):
+class GoldOracle(OneShot):
     """Evaluation only: the reader given the gold paragraphs (an upper reference)."""
 
     name = "oracle"

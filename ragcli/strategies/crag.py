@@ -1,236 +1,28 @@
-"""CRAG (Yan et al. 2024): Corrective Retrieval Augmented Generation, without fine-tuning.
+"""CRAG (Yan et al. 2024): Corrective Retrieval Augmented Generation, as a strategy.
 
-Retrieve k documents with the question, then grade each one. The paper fine-tunes a T5-large
-retrieval evaluator; here the reader model itself is asked, few-shot, whether the document
-answers the question, and P(" Yes") / (P(" Yes") + P(" No")) is averaged with lexical evidence
-(the share of the question's content words found in the document). Then one of three actions:
-
-- Correct (some score > upper): knowledge refinement. Each kept document (score >= lower) is cut
-  into strips of up to two sentences, each strip is graded the same way, strips scoring >= lower
-  are kept in their original order (the best two when none is), and recomposed.
-- Incorrect (every score < lower): the documents are discarded, the question is rewritten into at
-  most three keywords, the web is searched and its snippets refined the same way.
-- Ambiguous: both, refined local documents first.
-
-When the web is off or unavailable, one warning notice is emitted and the answer goes on: with the
-refined local documents when Ambiguous, and with *no* documents when Incorrect (the evaluator
-judged them all irrelevant, and irrelevant passages mislead a small reader more than none).
-The answer itself is generated as in the ``single`` baseline.
-
-``correct_documents`` is the reusable part: any strategy can pass its retrieved documents through it.
+Retrieve k documents with the question, pass them through the corrective step (grade, refine,
+search the web when they fall short: ``ragcli.strategies.corrective``), then answer as the
+``single`` baseline does. The web searcher is the one the engine hands every strategy.
 """
 
 from __future__ import annotations
 
-import re
-import time
-from typing import Iterator, Sequence
+from typing import Iterator
 
 from ragcli import prompts
-from ragcli.config import Settings
-from ragcli.errors import WebSearchError
-from ragcli.events import DocumentsGraded, DocumentsRetrieved, Event, Notice, RetrievalTriggered
-from ragcli.generation import Generator
-from ragcli.retrieval import Retriever
-from ragcli.retrieval.web import WebSearcher, default_web_searcher
-from ragcli.sentences import split_sentences
-from ragcli.strategies.base import Strategy
-from ragcli.strategies.baselines import _OneShot
-from ragcli.types import Document, Query
-
-STRIP_SENTENCES = 2
-MAX_KEYWORDS = 3
-MAX_GRADED_WORDS = 300  # a document is cut to this many words inside the grading prompt
-
-STOPWORDS = frozenset("""
-a an the and or but nor of in on at to for from by with about into onto over under as than then
-is are was were be been being am do does did done has have had having can could shall should will
-would may might must what which who whom whose when where why how that this these those there here
-it its he she they them their his her him we us our you your i me my not no yes so if also just
-all any some each every other such only own same very too more most much many one s t
-""".split())
-
-_WORD = re.compile(r"\w+", re.UNICODE)
-_KEYWORD = re.compile(r"[^\W_][\w'-]*", re.UNICODE)
+from ragcli.events import Event
+from ragcli.strategies.baselines import OneShot
+from ragcli.strategies.corrective import correct_documents
 
 
-# ------------------------------------------------------------------------ prompts
-def grading_prompt(question: str, text: str) -> str:
-    """Completion-style relevance grading; the next token is " Yes" or " No". The question comes
-    before the document so that grading several documents shares the longest prompt prefix."""
-    return (
-        "Does the document contain information that answers the question? Answer Yes or No.\n\n"
-        "Question: In which city is the Eiffel Tower?\n"
-        "Document: The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris, France.\n"
-        "Answer: Yes\n\n"
-        "Question: Who wrote the play Hamlet?\n"
-        "Document: Mount Everest is Earth's highest mountain above sea level, in the Himalayas.\n"
-        "Answer: No\n\n"
-        f"Question: {question.strip()}\nDocument: {' '.join(text.split())}\nAnswer:"
-    )
-
-
-def keyword_prompt(question: str) -> str:
-    """CRAG's query rewrite: a web query of at most three keywords."""
-    return (
-        "Extract at most three keywords from the question, to use as a web search query.\n\n"
-        "Question: What is Henry Feilden's occupation?\nKeywords: Henry Feilden occupation\n\n"
-        "Question: In which city was the director of the film Titanic born?\nKeywords: Titanic director birthplace\n\n"
-        f"Question: {question.strip()}\nKeywords:"
-    )
-
-
-# ------------------------------------------------------------------------ the evaluator
-def content_words(text: str) -> list[str]:
-    """Lower-cased words of ``text`` without stopwords, in order, each once."""
-    out: list[str] = []
-    for m in _WORD.finditer(text.lower()):
-        w = m.group(0).strip("_")
-        if w and w not in STOPWORDS and w not in out:
-            out.append(w)
-    return out
-
-
-def lexical_overlap(question: str, text: str) -> float:
-    """Share of the question's content words that appear in ``text``."""
-    words = content_words(question)
-    if not words:
-        return 0.0
-    present = {m.group(0) for m in _WORD.finditer(text.lower())}
-    return sum(1 for w in words if w in present) / len(words)
-
-
-def _fit_text(gen: Generator, question: str, text: str) -> str:
-    words = text.split()[:MAX_GRADED_WORDS]
-    while len(words) > 20 and gen.count_tokens(grading_prompt(question, " ".join(words))) > gen.n_ctx - 8:
-        words = words[: len(words) // 2]
-    return " ".join(words)
-
-
-def grade(gen: Generator, question: str, text: str) -> float:
-    """0.5 * P(Yes | grading prompt) normalised against No + 0.5 * lexical overlap, in [0, 1]."""
-    probs = gen.next_token_probs(grading_prompt(question, _fit_text(gen, question, text)), [" Yes", " No"],
-                                 slot="score")
-    yes, no = probs.get(" Yes", 0.0), probs.get(" No", 0.0)
-    lm = yes / (yes + no) if yes + no > 0 else 0.5
-    return 0.5 * lm + 0.5 * lexical_overlap(question, text)
-
-
-def decide(scores: Sequence[float], upper: float, lower: float) -> str:
-    """CRAG's action: Correct if any score > upper, Incorrect if all < lower (or none), else Ambiguous."""
-    if any(s > upper for s in scores):
-        return "correct"
-    if all(s < lower for s in scores):
-        return "incorrect"
-    return "ambiguous"
-
-
-def strips(text: str, size: int = STRIP_SENTENCES) -> list[str]:
-    """Decompose a document into strips of up to ``size`` sentences."""
-    sentences = [" ".join(s.split()) for s in split_sentences(text)]
-    sentences = [s for s in sentences if s]
-    return [" ".join(sentences[i:i + size]) for i in range(0, len(sentences), size)]
-
-
-def refine(gen: Generator, question: str, docs: Sequence[Document], lower: float,
-           known: Sequence[float | None] = ()) -> list[Document]:
-    """Decompose-then-recompose: keep each document's strips that grade >= lower (else its best
-    two), in their original order. ``known[i]`` is document i's grade, reused when it is one strip."""
-    out: list[Document] = []
-    for i, d in enumerate(docs):
-        parts = strips(d.text)
-        if not parts:
-            continue
-        if len(parts) == 1 and i < len(known) and known[i] is not None:
-            scores = [float(known[i])]  # type: ignore[arg-type]
-        else:
-            scores = [grade(gen, question, p) for p in parts]
-        keep = [j for j, s in enumerate(scores) if s >= lower]
-        if not keep:
-            keep = sorted(sorted(range(len(parts)), key=lambda j: -scores[j])[:2])
-        out.append(Document(d.id, d.title, " ".join(parts[j] for j in keep), d.score, d.source, d.location))
-    return out
-
-
-def sanitise_keywords(text: str, question: str) -> str:
-    """At most three words from the model's rewrite; the question's three longest content words
-    (in question order) when the model gave nothing usable; its first words if it has none."""
-    line = text.strip().split("\n", 1)[0] if text.strip() else ""
-    words: list[str] = []
-    for m in _KEYWORD.finditer(line):
-        w = m.group(0).strip("'-")
-        if w and w.lower() not in STOPWORDS and w.lower() not in {x.lower() for x in words}:
-            words.append(w)
-    if not words:
-        content = content_words(question)
-        longest = set(sorted(content, key=len, reverse=True)[:MAX_KEYWORDS])
-        words = [w for w in content if w in longest] or question.split()
-    return " ".join(words[:MAX_KEYWORDS])
-
-
-# ------------------------------------------------------------------------ the corrective step
-def rewrite_keywords(strategy: Strategy, question: str) -> Iterator[Event]:
-    chunk = yield from strategy.generate(keyword_prompt(question), max_tokens=16, stop=("\n",), slot="qgen",
-                                         draft=True)
-    return sanitise_keywords(chunk.text, question)
-
-
-def correct_documents(strategy: Strategy, question: str, docs: Sequence[Document],
-                      web: WebSearcher | None = None) -> Iterator[Event]:
-    """Grade ``docs``, pick CRAG's action, refine and/or search the web. Yields events and returns
-    the corrected documents. ``web`` None builds the cached ddgs searcher, only if a search is needed."""
-    st, gen = strategy.settings, strategy.gen
-    docs = list(docs)
-    scores = [grade(gen, question, d.text) for d in docs]
-    action = decide(scores, st.upper, st.lower)
-    strategy.stats.extra["crag_action"] = action
-    yield DocumentsGraded(tuple(docs), tuple(scores), action)
-
-    kept = [(d, s) for d, s in zip(docs, scores) if s >= st.lower] if action != "incorrect" else []
-    local = refine(gen, question, [d for d, _ in kept], st.lower, [s for _, s in kept])
-    if action == "correct":
-        strategy.stats.extra["web"] = "not needed"
-        return local
-
-    fallback = "answering from local documents" if local else "answering without documents"
-    if strategy.stats.extra.get("web") in ("unavailable", "off"):  # said once in this run already
-        return local
-    if not st.web:
-        strategy.stats.extra["web"] = "off"
-        yield Notice(f"web search unavailable: turned off (web = false); {fallback}", "warning")
-        return local
-
-    keywords = yield from rewrite_keywords(strategy, question)
-    query = Query(keywords, "keywords")
-    yield RetrievalTriggered(query, f"CRAG: retrieval judged {action}")
-    t = time.perf_counter()
-    try:
-        searcher = web if web is not None else default_web_searcher(st.web_timeout)
-        found = searcher.search(keywords, st.k) if keywords else []
-    except WebSearchError as exc:
-        strategy.stats.extra["web"] = "unavailable"
-        reason = str(exc).removeprefix("web search unavailable: ")
-        yield Notice(f"web search unavailable: {reason}; {fallback}", "warning")
-        return local
-    strategy.stats.retrievals += 1
-    strategy.stats.retrieval_opportunities += 1  # the web search was a decision to retrieve, as well
-    strategy.stats.extra["web"] = "used"
-    yield DocumentsRetrieved(query, tuple(found), time.perf_counter() - t)
-    return local + refine(gen, question, found, st.lower)
-
-
-class Crag(_OneShot):
+class Crag(OneShot):
     name = "crag"
     description = "CRAG: grade retrieved documents, refine the good ones, search the web when they fall short."
     params = ("k", "upper", "lower", "web", "max_tokens")
     answer_stop = prompts.ANSWER_STOP
-
-    def __init__(self, generator: Generator, retriever: Retriever | None, settings: Settings,
-                 web: WebSearcher | None = None) -> None:
-        super().__init__(generator, retriever, settings)
-        self.web = web
+    corrective = True
 
     def answer(self, question: str) -> Iterator[Event]:
         docs = yield from self.retrieve(self.question_query(question), "the question")
-        docs = yield from correct_documents(self, question, docs, self.web)
+        docs = yield from correct_documents(self, question, docs)
         yield from self._answer_with(question, docs)

@@ -2,9 +2,13 @@
 
 FLARE-direct: step 1 retrieves with the question and generates the first sentence. Every later
 step drafts the next sentence *without* documents (a context that only grows, so its KV cache is
-reused), and if any draft token has probability below theta, forms a query from the draft
-(low-confidence tokens masked, or turned into questions), retrieves, and regenerates the sentence
-with the new documents (earlier ones dropped). Confident drafts are accepted as they are.
+reused), and if the trigger fires (a token below theta, or DRAGIN's weighted entropy above tau:
+``strategies/trigger.py``), forms a query from the draft (the words of the uncertain tokens masked,
+or turned into questions), retrieves, and regenerates the sentence with the new documents (earlier
+ones dropped). Confident drafts are accepted as they are. A reasoning answer (answer style ``cot``)
+stops at its conclusion ("So the answer is: X."). Then the final read (``Strategy.final_read``)
+writes the short answer again from every document retrieved along the way, so evidence found by a
+later sentence reaches it.
 
 FLARE-instruct: exemplars teach the model to write ``[Search(query)]``; generation pauses there,
 the query runs, the marker is removed from the answer and generation continues with the results.
@@ -19,38 +23,45 @@ from ragcli import prompts
 from ragcli.events import DraftSentence, Event
 from ragcli.sentences import first_sentence_end
 from ragcli.strategies.base import REPEATED, Strategy, cut_sentence, sentences_of
+from ragcli.strategies.trigger import Trigger
 from ragcli.types import Document, Query, Sentence, Token
+from ragcli.words import WHOLE_WORD
 
 MASK = "▁▁▁"
+_AFTER_CONCLUSION = re.compile(r"^.*?\banswer is\b:?", re.IGNORECASE)
 
 
-def low_confidence(sentence: Sentence, theta: float) -> list[Token]:
-    """Tokens that trigger retrieval. theta >= 1 always retrieves, theta <= 0 never does."""
-    content = [t for t in sentence.tokens if t.text.strip()]
-    if theta >= 1.0:
-        return content or list(sentence.tokens)
-    return [t for t in content if t.prob < theta]
-
-
-def masked_query(sentence: Sentence, beta: float, max_words: int) -> Query:
-    """The draft with tokens below beta removed (beta = 0 keeps the whole sentence)."""
-    kept, shown = [], []
-    for t in sentence.tokens:
-        if beta > 0 and t.prob < beta and t.text.strip():
-            shown.append((" " if t.text[:1].isspace() else "") + MASK)
+def masked_query(sentence: Sentence, masked: Sequence[bool], max_words: int) -> Query:
+    """The draft without the words that hold a masked token (``masked``, per token): whole words go,
+    never sub-word pieces ("in 19▁▁▁" would still search for "19"); punctuation is never masked
+    (BM25 ignores it). ``shown`` keeps the draft with a gap per hidden word."""
+    text = "".join(t.text for t in sentence.tokens)
+    hidden = [False] * len(text)
+    pos = 0
+    for t, m in zip(sentence.tokens, masked):
+        if m:
+            hidden[pos:pos + len(t.text)] = [True] * len(t.text)
+        pos += len(t.text)
+    kept, shown, last = [], [], 0
+    for m in WHOLE_WORD.finditer(text):
+        between = text[last:m.start()]
+        shown.append(between)
+        if any(hidden[m.start():m.end()]):
+            shown.append(MASK)
         else:
-            kept.append(t.text)
-            shown.append(t.text)
-    text = " ".join("".join(kept).split()[:max_words])
-    return Query(text, "masked", "".join(shown).strip())
+            shown.append(m.group(0))
+            kept.append(m.group(0))
+        last = m.end()
+    shown.append(text[last:])
+    return Query(" ".join(kept[:max_words]), "masked", "".join(shown).strip())
 
 
-def low_spans(sentence: Sentence, beta: float) -> list[str]:
-    """Maximal runs of consecutive content tokens below beta (FLARE's spans for question generation)."""
+def spans_of(sentence: Sentence, masked: Sequence[bool]) -> list[str]:
+    """Maximal runs of masked content tokens (FLARE's spans for question generation)."""
     spans: list[str] = []
     current: list[str] = []
-    for t in sentence.tokens:
-        if t.text.strip() and t.prob < beta:
+    for t, m in zip(sentence.tokens, masked):
+        if t.text.strip() and m:
             current.append(t.text)
         elif current and not t.text.strip():
             current.append(t.text)
@@ -76,13 +87,16 @@ def interleave(lists: Sequence[Sequence[Document]], k: int) -> list[Document]:
 
 class Flare(Strategy):
     name = "flare"
-    description = "FLARE-direct: draft each sentence, retrieve with it when any token is below theta, regenerate."
-    params = ("theta", "beta", "query_mode", "keep_first", "lookahead", "k", "max_steps", "max_tokens",
-              "max_query_words")
+    description = ("FLARE-direct: draft each sentence, retrieve with it when the trigger fires (a token below theta, "
+                   "or --trigger entropy), regenerate; then answer again from everything retrieved.")
+    params = ("theta", "beta", "trigger", "tau", "query_mode", "keep_first", "lookahead", "k", "max_steps",
+              "max_tokens", "max_query_words", "final_read", "pool_cap")
     answer_stop = prompts.ANSWER_STOP
+    reads_finally = True
 
     def answer(self, question: str) -> Iterator[Event]:
         st = self.settings
+        trigger = self.trigger
         answer: list[str] = []
         used = 0
         stop_reason = "max_steps"
@@ -104,7 +118,7 @@ class Flare(Strategy):
         if sentence is not None:
             answer.append(sentence.text)
             used += len(sentence.tokens)
-        if ended or sentence is None:
+        if ended or sentence is None or self._concluded(answer):
             stop_reason = "end"
         else:
             while self.stats.steps < st.max_steps:
@@ -121,7 +135,7 @@ class Flare(Strategy):
                     stop_reason = "end"
                     break
                 self.stats.retrieval_opportunities += 1
-                low = low_confidence(draft, st.theta)
+                low = trigger.fired(draft)
                 draft_is_last = chunk.ended and not _rest
                 if not low:
                     yield DraftSentence(draft, (), accepted=True)
@@ -131,12 +145,12 @@ class Flare(Strategy):
                     yield self.commit(draft)
                     answer.append(draft.text)
                     used += len(draft.tokens)
-                    if draft_is_last:
+                    if draft_is_last or self._concluded(answer):
                         stop_reason = "end"
                         break
                     continue
                 yield DraftSentence(draft, tuple(low), accepted=False)
-                docs = yield from self._query_and_retrieve(draft, low)
+                docs = yield from self._query_and_retrieve(question, draft, low, trigger)
                 if first:
                     docs = first + [d for d in docs if d.id not in first_ids]
                 sentence, ended = yield from self.sentence_with(question, docs, answer, what="regenerate",
@@ -146,25 +160,41 @@ class Flare(Strategy):
                     break
                 answer.append(sentence.text)
                 used += len(sentence.tokens)
-                if ended:
+                if ended or self._concluded(answer):
                     stop_reason = "end"
                     break
-        yield self.finish(" ".join(answer), stop_reason)
+        final = yield from self.final_read(question, answer)
+        yield self.finish(final, stop_reason)
+
+    def _concluded(self, answer: Sequence[str]) -> bool:
+        """A reasoning answer ends with its conclusion ("So the answer is: X.")."""
+        return self.style == "cot" and bool(answer) and prompts.concludes(answer[-1])
 
     # ---------------------------------------------------------------- pieces
-    def _query_and_retrieve(self, draft: Sentence, low: list[Token]):
+    def _query_and_retrieve(self, question: str, draft: Sentence, low: list[Token], trigger: Trigger):
         st = self.settings
-        lowest = ", ".join(f"{t.text.strip()!r} p={t.prob:.2f}" for t in sorted(low, key=lambda t: t.prob)[:4])
-        reason = f"{len(low)} token(s) below θ={st.theta:g}: {lowest}"
+        if trigger.name == "entropy":
+            top = sorted(zip(trigger.weights(draft), draft.tokens), key=lambda x: -x[0])[:4]
+            reason = (f"{len(low)} token(s) above τ={trigger.threshold:.3g} (weighted entropy): "
+                      + ", ".join(f"{t.text.strip()!r} {w:.2f}" for w, t in top if w > trigger.threshold))
+        else:
+            lowest = ", ".join(f"{t.text.strip()!r} p={t.prob:.2f}" for t in sorted(low, key=lambda t: t.prob)[:4])
+            reason = f"{len(low)} token(s) below θ={trigger.threshold:.3g}: {lowest}"
+        masked = trigger.masked(draft)
         if st.query_mode == "qgen":
-            spans = low_spans(draft, st.beta if st.beta > 0 else st.theta) or [t.text.strip() for t in low]
+            spans = spans_of(draft, masked) or spans_of(draft, [t in low for t in draft.tokens])
+            spans = spans or [t.text.strip() for t in low]
             lists = []
             for span in spans[:4]:
                 q = yield from self._generate_question(draft.text, span)
                 docs = yield from self.retrieve(Query(self.trim_query(q or span), "qgen"), f"question for {span!r}; {reason}")
                 lists.append(docs)
             return interleave(lists, st.k)
-        query = masked_query(draft, st.beta, st.max_query_words)
+        query = masked_query(draft, masked, st.max_query_words)
+        if prompts.concludes(draft.text):
+            # "So the answer is: ▁▁▁" says nothing to search for: the question does, with what is left
+            rest = _AFTER_CONCLUSION.sub("", query.text)
+            query = Query(self.trim_query(f"{question} {rest}"), "masked", f"{question} {query.shown}")
         if not query.text.strip():  # everything was masked: fall back to the unmasked draft
             query = Query(self.trim_query(draft.text), "masked", query.shown)
         docs = yield from self.retrieve(query, reason)
@@ -238,7 +268,7 @@ def _tokens_for(tokens: Sequence[Token], n_chars: int) -> list[Token]:
         if pos >= n_chars:
             break
         if pos + len(t.text) > n_chars:
-            t = Token(t.text[: n_chars - pos], t.logprob, t.id)
+            t = t.with_text(t.text[: n_chars - pos])
         out.append(t)
         pos += len(t.text)
     return out

@@ -2,9 +2,11 @@
 
 Retrieve K paragraphs with the question; then alternate: generate the next reasoning sentence with
 every paragraph collected so far (only the first sentence is kept), and retrieve K more with it.
-Stop when a sentence says "answer is" or after ``max_steps``. The pool is capped (paper: 15) and
-the prompt kept inside the context window by dropping the lowest-ranked paragraphs first. A reader
-step then answers with the collected paragraphs (``--reader cot|direct``).
+Stop when a sentence gives the conclusion ("So the answer is: X.") or after ``max_steps``. The pool
+is capped (paper: 15) and the prompt kept inside the context window by dropping the lowest-ranked
+paragraphs first. A reader step then answers from the pool, most useful paragraphs first
+(``Strategy.gathered``): ``--reader direct`` writes the short answer after the reasoning, ``cot``
+reasons again from the start.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from ragcli.events import Event
 from ragcli.sentences import first_sentence_end
 from ragcli.strategies.base import Strategy, cut_sentence
 from ragcli.types import Document, Query
+
+DIRECT_TOKENS = 32  # the direct reader writes a short phrase
 
 
 class IRCoT(Strategy):
@@ -35,17 +39,17 @@ class IRCoT(Strategy):
         stop_reason = "max_steps"
         while self.stats.steps < st.max_steps:
             so_far = " ".join(reasoning)
-            ranked = self._fit_pool(pool, lambda d: prompts.cot_prompt(question, d, so_far), st.lookahead)
+            build = lambda d: prompts.answer_prompt(question, d, so_far, "cot")  # noqa: E731
+            ranked = self._fit_pool(pool, build, st.lookahead)
             yield self.step("cot")
-            chunk = yield from self.generate(prompts.cot_prompt(question, ranked, so_far),
-                                             max_tokens=st.lookahead, until_sentence=True)
+            chunk = yield from self.generate(build(ranked), max_tokens=st.lookahead, until_sentence=True)
             sentence, _ = cut_sentence(chunk.tokens, first_sentence_end(chunk.text))
             if not sentence.text:
                 stop_reason = "end"
                 break
             reasoning.append(sentence.text)
-            yield self.commit(sentence)
-            if "answer is" in sentence.text.lower():
+            yield self.commit(sentence, docs=ranked)
+            if prompts.concludes(sentence.text):
                 stop_reason = "answer"
                 break
             self.stats.retrieval_opportunities += 1
@@ -55,7 +59,8 @@ class IRCoT(Strategy):
             docs = yield from self.retrieve(Query(self.trim_query(sentence.text), "cot"),
                                             "the last reasoning sentence")
             self._add(pool, seen, docs, self.stats.retrievals)
-        ranked = [d for _, _, d in pool]
+        in_pool = {d.id for _, _, d in pool}
+        ranked = [d for d in self.gathered() if d.id in in_pool]
         answer = yield from self._read(question, ranked, reasoning)
         yield self.finish(answer, stop_reason)
 
@@ -81,16 +86,20 @@ class IRCoT(Strategy):
     def _read(self, question: str, ranked: list[Document], reasoning: list[str]):
         st = self.settings
         if st.reader == "cot":
-            docs = self.fit_documents(ranked, lambda d: prompts.cot_prompt(question, d), reserve=st.max_tokens)
-            build = prompts.cot_prompt(question, docs)
+            build = lambda d: prompts.answer_prompt(question, d, "", "cot")  # noqa: E731
+            budget, stop = st.max_tokens, None
         else:
-            docs = self.fit_documents(ranked, lambda d: prompts.direct_reader_prompt(question, d), reserve=32)
-            build = prompts.direct_reader_prompt(question, docs)
+            build = lambda d: prompts.direct_reader_prompt(question, d)  # noqa: E731
+            budget, stop = DIRECT_TOKENS, prompts.ANSWER_STOP + ("\n",)
+        docs = self.fit_documents(ranked, build, reserve=budget)
         self.cite(docs)
+        self.answer_context = tuple(docs)
         yield self.step("read")
-        chunk = yield from self.generate(build, max_tokens=st.max_tokens if st.reader == "cot" else 32,
-                                         stop=prompts.ANSWER_STOP + ("\n",) if st.reader != "cot" else None)
+        chunk = yield from self.generate(build(docs), max_tokens=budget, stop=stop)
         text = chunk.text.strip()
-        if st.reader != "cot":
-            return f"{' '.join(reasoning)} So the answer is {text.rstrip('.')}." if reasoning else text
-        return text
+        if st.reader == "cot":
+            return text
+        # the reasoning, without a conclusion of its own, then the reader's short answer
+        steps = " ".join(s for s in reasoning if not prompts.concludes(s))
+        conclusion = f"{prompts.CONCLUSION} {text.rstrip('.')}." if text else ""
+        return f"{steps} {conclusion}".strip()

@@ -53,6 +53,7 @@ class SelfAsk(Strategy):
             docs = yield from self.retrieve(Query(sub, "follow-up"), "follow-up question")
             docs = self.fit_documents(docs, lambda d: prompts.self_ask_prompt(question, d, scratch), reserve=96)
             self.cite(docs)
+            self._prompt_docs = docs  # the final answer is written from the last follow-up's documents
             yield self.step("intermediate")
             scratch += "Intermediate answer:"
             chunk = yield from self.generate(prompts.self_ask_prompt(question, docs, scratch), max_tokens=48,

@@ -21,8 +21,9 @@ RERANK_CANDIDATES = 8
 class PreviousWindow(Strategy):
     name = "previous-window"
     description = "Retrieve every --stride tokens with the last --query-len tokens as the query (IC-RALM)."
-    params = ("stride", "query_len", "k", "rerank", "max_tokens")
+    params = ("stride", "query_len", "k", "rerank", "max_tokens", "final_read", "pool_cap")
     answer_stop = prompts.ANSWER_STOP
+    reads_finally = True
 
     def answer(self, question: str) -> Iterator[Event]:
         st = self.settings
@@ -41,12 +42,13 @@ class PreviousWindow(Strategy):
             chunk = yield from self.generate(self.answer_prompt(question, docs, so_far), max_tokens=budget)
             generated.extend(chunk.tokens)
             pending.extend(chunk.tokens)
-            pending = yield from self._commit_complete(pending, answer)
+            pending = yield from self._commit_complete(pending, answer, docs)
             if chunk.ended:
                 stop_reason = "end"
                 break
-        pending = yield from self._commit_complete(pending, answer, final=True)
-        yield self.finish(" ".join(answer), stop_reason)
+        pending = yield from self._commit_complete(pending, answer, self._prompt_docs, final=True)
+        final = yield from self.final_read(question, answer)
+        yield self.finish(final, stop_reason)
 
     def _window_query(self, question: str, generated: Sequence[Token]) -> Query:
         l = self.settings.query_len
@@ -81,19 +83,21 @@ class PreviousWindow(Strategy):
         scored.sort(key=lambda x: -x[0])
         return [d for _, d in scored]
 
-    def _commit_complete(self, pending: list[Token], answer: list[str], final: bool = False):
+    def _commit_complete(self, pending: list[Token], answer: list[str], docs: Sequence[Document],
+                         final: bool = False):
         sentences, rest = sentences_of(pending, final=final)
         for sentence in sentences:
             answer.append(sentence.text)
-            yield self.commit(sentence)
+            yield self.commit(sentence, docs=docs)
         return rest
 
 
 class PreviousSentence(Strategy):
     name = "previous-sentence"
     description = "Retrieve before every sentence with the previous sentence as the query."
-    params = ("k", "max_steps", "max_tokens")
+    params = ("k", "max_steps", "max_tokens", "final_read", "pool_cap")
     answer_stop = prompts.ANSWER_STOP
+    reads_finally = True
 
     def answer(self, question: str) -> Iterator[Event]:
         st = self.settings
@@ -118,4 +122,5 @@ class PreviousSentence(Strategy):
                 stop_reason = "end"
                 break
             query = Query(self.trim_query(sentence.text), "sentence")
-        yield self.finish(" ".join(answer), stop_reason)
+        final = yield from self.final_read(question, answer)
+        yield self.finish(final, stop_reason)

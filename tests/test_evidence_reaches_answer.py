@@ -1,0 +1,123 @@
+"""Evidence found after the first sentence must be able to change the final answer.
+
+A two-hop question: the question's own search finds the bridge page (Rome was founded by Romulus),
+and only a later search, made from a draft about Romulus, finds the page holding the answer (his
+father). The fake model answers from the documents in its prompt (``ReadingFake``), so the final
+answer is right only if the page found later is in the prompt that writes it. Single retrieval,
+which never searches again, must get it wrong: otherwise the test proves nothing.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ragcli.eval.metrics import extract_answer
+from ragcli.events import AnswerFinished, AnswerRead, DraftSentence, RetrievalTriggered
+from ragcli.generation.fake import ReadingFake, toks
+from ragcli.strategies import build
+from ragcli.strategies.baselines import SingleRetrieval
+from ragcli.strategies.flare import Flare
+from ragcli.strategies.ircot import IRCoT
+from ragcli.strategies.windows import PreviousSentence
+from ragcli.types import Document
+from ragcli.words import WORD, content_words
+
+QUESTION = "Who was the father of the founder of Rome?"
+BRIDGE = Document("rome", "Rome", "Rome was founded by Romulus, the founder and first king of the city.")
+ANSWER_PAGE = Document("romulus", "Romulus", "Romulus was the son of Mars, the god of war.")
+NOISE = [Document(f"n{i}", f"Other {i}", f"Unrelated page number {i} about gardening.") for i in range(4)]
+FACTS = [
+    ("son of Mars", "Mars", "Romulus was the son of Mars."),  # the two-hop answer first: the most specific
+    ("founded by Romulus", "Romulus", "Rome was founded by Romulus."),
+]
+GUESS = ("Jupiter", "Romulus was the son of Jupiter.")  # the model's own (wrong) knowledge
+
+
+class OverlapRetriever:
+    """BM25 in miniature: documents ranked by how often they use the query's content words."""
+
+    def __init__(self, docs):
+        self.docs = list(docs)
+        self.queries: list[str] = []
+
+    def search(self, query, k):
+        self.queries.append(query)
+        words = set(content_words(query))
+
+        def score(d):
+            return sum(1 for m in WORD.finditer(f"{d.title} {d.text}".lower()) if m.group(0) in words)
+
+        ranked = sorted(((score(d), i, d) for i, d in enumerate(self.docs)), key=lambda x: (-x[0], x[1]))
+        return [d for s, _, d in ranked if s > 0][:k]
+
+    def sample(self, n):
+        return self.docs[:n]
+
+
+def ask(cls, settings, **changes):
+    retriever = OverlapRetriever([BRIDGE, ANSWER_PAGE, *NOISE])
+    gen = ReadingFake(FACTS, GUESS)
+    strategy = build(cls, gen, retriever, settings.copy(k=1, **changes))
+    events = list(strategy.run(QUESTION))
+    return events, retriever, gen
+
+
+def final(events) -> AnswerFinished:
+    return [e for e in events if isinstance(e, AnswerFinished)][-1]
+
+
+def test_the_scenario_needs_a_second_search():
+    """The question's own search finds only the bridge page."""
+    assert OverlapRetriever([BRIDGE, ANSWER_PAGE, *NOISE]).search(QUESTION, 1) == [BRIDGE]
+
+
+def test_single_retrieval_answers_from_the_bridge_page_only(settings):
+    events, retriever, _ = ask(SingleRetrieval, settings)
+    assert retriever.queries == [QUESTION]
+    assert extract_answer(final(events).answer) == "Romulus"
+    assert final(events).context == ("rome",)
+
+
+def test_flare_answers_from_the_page_its_draft_found(settings):
+    events, retriever, gen = ask(Flare, settings, theta=0.5)
+    drafts = [e for e in events if isinstance(e, DraftSentence)]
+    assert drafts and not drafts[0].accepted  # the guess about Romulus' father was uncertain
+    assert len(retriever.queries) == 2 and "Jupiter" not in retriever.queries[1]  # the guess is masked
+    read = [e for e in events if isinstance(e, AnswerRead)]
+    assert len(read) == 1 and read[0].changed
+    assert {d.id for d in read[0].documents} == {"rome", "romulus"}
+    done = final(events)
+    assert extract_answer(done.answer) == "Mars"
+    assert set(done.context) == {"rome", "romulus"}  # what eval's answer_context_recall reads
+
+
+def test_without_the_final_read_flares_later_search_never_reaches_the_short_answer(settings):
+    """The flaw the final read fixes: the short answer is the first sentence, written before any
+    draft was checked."""
+    events, retriever, _ = ask(Flare, settings, theta=0.5, final_read="no")
+    assert len(retriever.queries) == 2
+    assert extract_answer(final(events).answer) == "Romulus"
+    assert final(events).context == ("rome",)
+
+
+@pytest.mark.parametrize("cls, changes", [(PreviousSentence, {}), (IRCoT, {"reader": "direct"})])
+def test_other_active_strategies_answer_from_everything_they_found(settings, cls, changes):
+    events, retriever, _ = ask(cls, settings, **changes)
+    assert len(retriever.queries) >= 2
+    assert any(e.query.origin != "question" for e in events if isinstance(e, RetrievalTriggered))
+    assert extract_answer(final(events).answer) == "Mars"
+    assert "romulus" in final(events).context
+
+
+def test_the_final_read_orders_evidence_by_usefulness_and_fits_the_context(settings):
+    """Documents several searches returned come first; the least useful are the ones left out when
+    the context is tight."""
+    from ragcli.generation.fake import FakeGenerator
+    from ragcli.retrieval import StaticRetriever
+
+    strategy = Flare(FakeGenerator(), StaticRetriever([]), settings)
+    strategy.stats.retrievals = 1
+    strategy.gather([NOISE[0], BRIDGE, NOISE[1]])
+    strategy.stats.retrievals = 2
+    strategy.gather([ANSWER_PAGE, BRIDGE])
+    assert [d.id for d in strategy.gathered()] == ["rome", "n0", "romulus", "n1"]
