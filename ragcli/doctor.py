@@ -57,11 +57,12 @@ def _index(settings: Settings) -> Check:
     from ragcli.retrieval.index import TantivyIndex
 
     try:
-        idx = TantivyIndex.open(settings.index)
-        n = idx.num_passages()
-        if n == 0:
+        stats = TantivyIndex.open(settings.index).stats()
+        if stats["passages"] == 0:
             return Check("index", False, f"{settings.index} is empty", "ragcli index PATH")
-        return Check("index", True, f"{settings.index}: {n} passages")
+        encodings = ", ".join(f"{name}: {count}" for name, count in stats["encodings"].items())
+        return Check("index", True, f"{settings.index}: {stats['passages']} passages from {stats['files']} files"
+                                    + (f"; encodings (files): {encodings}" if encodings else ""))
     except RagcliError as exc:
         return Check("index", False, exc.message, exc.hint or "ragcli index PATH")
 
