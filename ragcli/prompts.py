@@ -3,9 +3,10 @@
 Each function returns a ``Prompt``: the prompt in parts (instruction, few-shot exemplars, documents,
 the request, the answer so far), which *is* its completion-style text (a ``str``) and which a chat
 model's generator renders through the model's own chat template instead (``generation/chat.py``):
-the instruction as the system turn, exemplars as earlier turns, documents and request as the user
-turn, the answer so far after the assistant header. Either way the order is [instruction,
-exemplars, documents, request, answer so far]: what changes least comes first (the KV cache reuses
+the instruction and the documents as the system turn, exemplars as earlier turns, the request as
+the last user turn, the answer so far after the assistant header. The completion text's order is
+[instruction, exemplars, documents, request, answer so far] (the chat form's: [instruction,
+documents, exemplars, request, answer so far]): what changes least comes first (the KV cache reuses
 the longest common prefix) and documents sit before the input as in FLARE's official code.
 
 The default model is a 270M *base* model: completion-style prompts with short exemplars and clear
@@ -43,10 +44,6 @@ class Prompt(str):
         self.instruction, self.exemplars, self.documents = instruction, tuple(exemplars), tuple(documents)
         self.request, self.cue, self.continuation, self.cue_in_chat = request, cue, continuation, cue_in_chat
         return self
-
-    def user_text(self) -> str:
-        """The last user turn in chat form: the documents, then the request."""
-        return f"{format_documents(self.documents)}{self.request}"
 
     def answer_prefix(self) -> str:
         """What the assistant has written so far, in chat form."""

@@ -1,8 +1,9 @@
 """Chat templates: prompts become real conversations (exemplars as earlier turns)."""
 
 from ragcli import prompts
-from ragcli.generation.chat import messages, render, use_chat
+from ragcli.generation.chat import end_of_turn, messages, render, use_chat
 from ragcli.types import Document
+from tests.exemplars import copied_run, exemplar_runs
 
 GEMMA_LIKE = ("{{ bos_token }}{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}"
               "{% endif %}{% for m in messages %}<start_of_turn>{{ 'model' if m['role'] == 'assistant' else m['role'] }}\n"
@@ -14,25 +15,28 @@ CHATML = ("{% for message in messages %}{% if loop.first and messages[0]['role']
 DOC = Document("p1", "Hamlet", "Hamlet is a tragedy by William Shakespeare.")
 
 
-def test_exemplars_are_earlier_turns_and_the_task_is_the_last_user_turn():
+def test_documents_join_the_instruction_exemplars_are_earlier_turns_and_the_request_is_the_last_user_turn():
     prompt = prompts.answer_prompt("Who wrote Hamlet?", [DOC], "William Shakespeare.")
     msgs = messages(prompt)
-    assert msgs[0] == {"role": "system", "content": prompts.INSTRUCTION.strip()}
+    assert msgs[0] == {"role": "system", "content": prompts.INSTRUCTION.strip() + "\n\nDocuments:\n"
+                       "[1] Hamlet: Hamlet is a tragedy by William Shakespeare."}
     assert [m["role"] for m in msgs[1:]] == ["user", "assistant", "user", "assistant", "user"]
     assert msgs[1]["content"] == "Question: In which country is the Eiffel Tower?"
     assert msgs[2]["content"].startswith("France. The Eiffel Tower")  # no "Answer:" label in a turn
-    assert msgs[-1]["content"] == "Documents:\n[1] Hamlet: Hamlet is a tragedy by William Shakespeare.\n\n" \
-                                  "Question: Who wrote Hamlet?"
+    assert msgs[-1]["content"] == "Question: Who wrote Hamlet?"
     rendered = render(prompt, CHATML)
     assert rendered.startswith("<|im_start|>system\nAnswer each question with a short phrase")
     assert rendered.endswith("Question: Who wrote Hamlet?<|im_end|>\n<|im_start|>assistant\nWilliam Shakespeare.")
     assert "Eiffel" not in rendered.rsplit("<|im_start|>user", 1)[1]  # the task turn holds no exemplar
+    # without documents there is nothing to add to the instruction
+    assert messages(prompts.answer_prompt("Who wrote Hamlet?"))[0]["content"] == prompts.INSTRUCTION.strip()
 
 
 def test_templates_without_a_system_role_get_the_instruction_in_the_first_user_turn():
-    rendered = render(prompts.answer_prompt("Who wrote Hamlet?"), GEMMA_LIKE)
+    rendered = render(prompts.answer_prompt("Who wrote Hamlet?", [DOC]), GEMMA_LIKE)
     assert rendered.startswith("<start_of_turn>user\nAnswer each question with a short phrase, then one sentence "
-                               "of explanation.\n\nQuestion: In which country is the Eiffel Tower?<end_of_turn>")
+                               "of explanation.\n\nDocuments:\n[1] Hamlet: Hamlet is a tragedy by William "
+                               "Shakespeare.\n\nQuestion: In which country is the Eiffel Tower?<end_of_turn>")
     assert rendered.endswith("<start_of_turn>user\nQuestion: Who wrote Hamlet?<end_of_turn>\n<start_of_turn>model\n")
 
 
@@ -51,9 +55,29 @@ def test_the_completion_text_of_a_prompt_is_unchanged():
     assert render("plain text", CHATML).endswith("<|im_start|>user\nplain text<|im_end|>\n<|im_start|>assistant\n")
 
 
+def test_the_end_of_turn_marker_is_what_the_template_writes_after_an_assistant_message():
+    assert end_of_turn(CHATML) == "<|im_end|>"
+    assert end_of_turn(GEMMA_LIKE) == "<end_of_turn>"
+    llama2 = ("{% for m in messages %}{% if m['role'] == 'user' %}{{ bos_token + '[INST] ' + m['content'] + ' [/INST]' }}"
+              "{% else %}{{ ' ' + m['content'] + ' ' + eos_token }}{% endif %}{% endfor %}")
+    assert end_of_turn(llama2, eos="</s>") == "</s>"
+    assert end_of_turn("{{ raise_exception('no') }}") == ""
+
+
 def test_auto_style_uses_chat_only_for_instruct_models_with_a_template():
     assert use_chat("auto", GEMMA_LIKE, "gemma-3-1b-it-Q4_K_M.gguf")
     assert use_chat("auto", GEMMA_LIKE, "Qwen2.5-1.5B-Instruct")
     assert not use_chat("auto", GEMMA_LIKE, "gemma-3-270m-q4_k_m.gguf")
     assert not use_chat("auto", None, "x-instruct")
     assert use_chat("chat", GEMMA_LIKE, "anything") and not use_chat("completion", GEMMA_LIKE, "x-it")
+
+
+def test_the_exemplar_collector_finds_every_prompts_exemplars():
+    runs = exemplar_runs()
+    for text in ("The Eiffel Tower stands in Paris, the capital of France.",
+                 "Alan Turing was born on 23 June 1912. John von Neumann was born on 28 December 1903.",
+                 "Intermediate answer: Muhammad Ali was 74 years old when he died.",
+                 "He was also an actor and a part-owner of the Globe Theatre in London.",
+                 "Mount Everest is Earth's highest mountain above sea level, in the Himalayas."):
+        assert copied_run(text, runs), text
+    assert copied_run("Ulf Merbold was the first West German citizen to fly in space in 1983.", runs) is None

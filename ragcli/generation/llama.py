@@ -171,6 +171,7 @@ class LlamaGenerator:
         self.chat = use_chat(prompt_style, self.chat_template, name)
         if prompt_style == "chat" and not self.chat_template:
             self.notices.append("--prompt-style chat: the model has no chat template; using completion prompts")
+        self._end_of_turn = self._end_of_turn_ids() if self.chat else frozenset()
 
     @classmethod
     def from_settings(cls, settings) -> "LlamaGenerator":
@@ -200,9 +201,19 @@ class LlamaGenerator:
         return len(self.tokenize(self.format(text)))
 
     def _is_eog(self, token: int) -> bool:
+        """End of generation: llama.cpp's end-of-generation tokens, and in chat style the template's
+        end-of-turn token (older GGUFs do not always mark it)."""
         import llama_cpp
 
-        return bool(llama_cpp.llama_vocab_is_eog(self.llm._model.vocab, token))
+        return token in self._end_of_turn or bool(llama_cpp.llama_vocab_is_eog(self.llm._model.vocab, token))
+
+    def _end_of_turn_ids(self) -> frozenset[int]:
+        from ragcli.generation.chat import end_of_turn
+
+        eos = self.llm.token_eos()
+        eos_text = self.llm._model.token_get_text(eos) if eos >= 0 else ""
+        ids = self.tokenize(end_of_turn(self.chat_template, eos_text), bos=False)
+        return frozenset(ids) if len(ids) == 1 else frozenset()
 
     def _piece(self, token: int) -> bytes:
         """The bytes of one token (cached; llama.cpp's wrapper returns a NUL-padded buffer)."""
