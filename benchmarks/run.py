@@ -339,6 +339,8 @@ ROWS = [
     ("FLARE wall time, short QA", "flare_wall_s_short", "single retrieval wall time", "single_wall_s_short", "flare_vs_single_wall_ratio_short", "(reference)"),
     ("raw tantivy ingestion (passages/s)", "raw_tantivy_passages_per_s", "ragcli index (passages/s)", "ragcli_index_passages_per_s", "index_throughput_ratio", "≥ 0.8 (raw time ÷ ours)"),
     ("index 2,000 HTML files, --jobs 1 (s)", "index_html_jobs1_s", "--jobs 0, one per CPU (s)", "index_html_jobs_all_s", "index_jobs_speedup", "(reference)"),
+    ("SmolLM2-Instruct chat path (tok/s)", "chat_tokens_per_s", "plain create_completion, same text", "chat_plain_tokens_per_s", "chat_speed_ratio", "≥ 0.8"),
+    ("SmolLM2-Instruct FLARE wall time, long-form", "chat_flare_wall_s", "bundled model, same questions", "bundled_flare_wall_s", "chat_flare_wall_ratio", "≤ 3"),
 ]
 
 
@@ -373,9 +375,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.add_argument("--quick", action="store_true", help="fewer questions and tokens")
     ap.add_argument("--big", action="store_true", help="also a 1M-passage index")
-    ap.add_argument("--only", default="", help="comma-separated: help,index,index_jobs,search,logprobs,logits_all,cache,rss")
+    ap.add_argument("--only", default="", help="comma-separated: help,index,index_jobs,search,logprobs,logits_all,cache,rss,chat,chat_flare")
     args = ap.parse_args(argv)
     only = set(filter(None, args.only.split(",")))
+    from benchmarks import instruct
+
     want = lambda name: not only or name in only  # noqa: E731
     results: dict = {}
     steps = [
@@ -387,6 +391,8 @@ def main(argv: list[str] | None = None) -> int:
         ("logits_all", lambda: bench_logits_all(results)),
         ("cache", lambda: bench_cache(3 if args.quick else 8, args.quick, results)),
         ("rss", lambda: bench_rss(results)),
+        ("chat", lambda: instruct.bench_chat_speed(48 if args.quick else 128, results)),
+        ("chat_flare", lambda: instruct.bench_chat_flare(2 if args.quick else 4, args.quick, results)),
     ]
     for name, fn in steps:
         if want(name):
