@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
 from ragcli.errors import ModelError
-from ragcli.generation import GenStats, apply_stops, held_back
+from ragcli.generation import GenStats, StopFilter
 from ragcli.types import Token
 
 
@@ -303,9 +303,7 @@ class LlamaGenerator:
         suppress_ids = self._string_ids(suppress_first)
         self.last_finish = "length"  # "stop" (stop string), "eog" (end of generation) or "length"
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        text = ""  # generated text so far
-        emitted = 0  # characters already yielded
-        pending: list[tuple[int, float]] = []  # (token id, logprob) not yet yielded
+        stops = StopFilter(stop)
         for i in range(max_tokens):
             if len(s.tokens) >= self.n_ctx - 1:
                 break
@@ -331,23 +329,16 @@ class LlamaGenerator:
                 break
             self.stats.tokens_generated += 1
             piece = decoder.decode(self._piece(tok))
-            text += piece
-            cut, stopped = apply_stops(text, stop)
-            pending.append(Token(piece, logprob, tok, entropy, self._top(logits, m, lse)))
-            if stopped:
+            out = stops.feed(Token(piece, logprob, tok, entropy, self._top(logits, m, lse)))
+            if out is not None:
+                yield out
+            if stops.stopped:
                 self.last_finish = "stop"
-                if len(cut) > emitted:
-                    yield _merged(pending, cut[emitted:])
                 return
-            safe_upto = len(text) - held_back(text, stop)
-            if safe_upto > emitted:
-                # yield the tokens whose text is now safe (several merged when text was held back)
-                yield _merged(pending, text[emitted:safe_upto])
-                emitted = safe_upto
-                pending = []
             self._eval(s, [tok])
-        if len(text) > emitted and pending:
-            yield _merged(pending, text[emitted:])
+        out = stops.flush()
+        if out is not None:
+            yield out
 
     def _top(self, logits, m: float, lse: float) -> tuple[tuple[str, float], ...]:
         """The TOP_N most likely tokens as (text, logprob), best first, without sorting the whole
@@ -409,14 +400,6 @@ class LlamaGenerator:
 
 TOP_N = 5  # alternatives kept per generated token (Token.top)
 TOP_WINDOW = 12.0  # nats below the best logit where they are looked for (e^-12: far below any top-5 token)
-
-
-def _merged(pending: Sequence[Token], text: str) -> Token:
-    """Tokens yielded as one piece of text (held back while they might start a stop string): the
-    least likely one speaks for them (its probability, id and alternatives), with the highest entropy."""
-    low = min(pending, key=lambda t: t.logprob)
-    entropy = max((t.entropy for t in pending if t.entropy is not None), default=None)
-    return Token(text, low.logprob, low.id, entropy, low.top)
 
 
 class _quiet_stderr:
