@@ -327,9 +327,10 @@ def _read_question(question: str | None) -> str:
 
 
 @app.command()
-@with_settings("index", "model", "n_gpu_layers", "web", "web_timeout")
+@with_settings("index", "model", "n_gpu_layers", "web", "web_timeout", "backend", "base_url", "api_model", "api_timeout",
+               "prompt_style")
 def doctor(flags: dict | None = None) -> None:
-    """Check the model, llama.cpp backend, index, sentence splitter and web search."""
+    """Check the model (or the server and its logprobs), llama.cpp, index, sentence splitter and web search."""
     from rich.console import Console
     from rich.table import Table
 
