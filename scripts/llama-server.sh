@@ -5,8 +5,9 @@
 #   scripts/llama-server.sh build            build once into the cache (about 6 minutes on 2 cores), then reuse it
 #   scripts/llama-server.sh path             print the binary's path if it is built (exit 1 if not)
 #   scripts/llama-server.sh serve [ARGS...]  build if needed, then run it in the foreground on 127.0.0.1:8080
-#                                            with the bundled model; ARGS go to llama-server (e.g. --port 8081,
-#                                            --parallel 2, -fa off)
+#                                            with the bundled model; ARGS go to llama-server: -fa off --swa-full
+#                                            to compute as in-process does (README), -c 8192 -np 2 for two
+#                                            slots, --port 8081
 #
 # The cache lives outside the checkout: $RAGCLI_DEV_CACHE, default ~/.cache/ragcli-dev. The build reads the
 # sdist of llama-cpp-python at the version pinned in pyproject.toml (`pip download --no-binary :all:`) and
@@ -70,5 +71,5 @@ case "${1:-}" in
     # --host last, so that no argument can open it beyond this machine
     exec "$bin" --port 8080 -m "$m" "$@" --host 127.0.0.1
     ;;
-  *) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

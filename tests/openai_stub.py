@@ -31,6 +31,7 @@ class Script:
     cut_after: int | None = None  # tokens sent before the connection is dropped
     stall: float = 0.0  # seconds to wait before answering a completion
     token_delay: float = 0.0  # seconds between streamed tokens
+    stall_at: int | None = None  # a stream falls silent before this token (until released, 30 s at most)
     n_ctx: int = 4096
 
 
@@ -146,6 +147,8 @@ def _handler(stub: StubServer):
             chat = "messages" in body
             n = min(int(body.get("max_tokens") or 16), len(s.words))
             for i, word in enumerate(s.words[:n]):
+                if s.stall_at is not None and i == s.stall_at and "max_tokens" in body and body["max_tokens"] > 1:
+                    stub.release.wait(30)
                 if s.cut_after is not None and i >= s.cut_after:
                     self.wfile.flush()
                     self.close_connection = True

@@ -433,42 +433,59 @@ def test_a_failure_in_one_worker_stops_the_run_with_complete_records_only(tmp_pa
         assert [json.loads(x)["id"] for x in out.read_text().splitlines()[1:]] == [f"q{i}" for i in range(6)]
 
 
+def _default_sigint() -> None:
+    """In the child: Ctrl-C raises KeyboardInterrupt even when these tests run in the background, where
+    the shell ignores SIGINT and the child would inherit that (Python then installs no handler)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _interrupt(args: list[str], ready, settle: float, limit: float) -> str:
+    """Run ragcli, send Ctrl-C once ``ready()`` (then ``settle`` seconds), and return its stderr, after
+    checking it ended within ``limit`` seconds of the signal with exit 130, one line, no traceback."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "ragcli", *args], stderr=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True, env=env, cwd=ROOT, preexec_fn=_default_sigint)
+    deadline = time.time() + 60
+    while time.time() < deadline and not ready():
+        time.sleep(0.05)
+    time.sleep(settle)
+    proc.send_signal(signal.SIGINT)
+    t = time.perf_counter()
+    _, err = proc.communicate(timeout=30)
+    assert time.perf_counter() - t < limit  # the requests in flight end at once, not after their answers
+    assert proc.returncode == 130 and err.strip().splitlines()[-1] == "interrupted" and "Traceback" not in err
+    return err
+
+
 def test_ctrl_c_with_requests_in_flight(tmp_path):
     data, corpus = _eval_data(tmp_path, n=8)
+    out = tmp_path / "res.jsonl"
     with StubServer(Script(token_delay=0.15)) as stub:
-        out = tmp_path / "res.jsonl"
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
-        proc = subprocess.Popen([sys.executable, "-m", "ragcli", "eval", "run", str(data), "--corpus", str(corpus),
-                                 "--strategy", "single", "--backend", "openai", "--base-url", stub.url, "--workers",
-                                 "2", "--out", str(out)], stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                env=env, cwd=ROOT)
-        deadline = time.time() + 60
-        while time.time() < deadline and not (out.exists() and len(out.read_text().splitlines()) >= 2):
-            time.sleep(0.05)
-        time.sleep(0.3)  # both workers mid-answer
-        proc.send_signal(signal.SIGINT)
-        t = time.perf_counter()
-        _, err = proc.communicate(timeout=30)
-        assert time.perf_counter() - t < 5  # in-flight requests end at once, not after their answers
-    assert proc.returncode == 130 and err.strip().splitlines()[-1] == "interrupted" and "Traceback" not in err
+        _interrupt(["eval", "run", str(data), "--corpus", str(corpus), "--strategy", "single", "--backend", "openai",
+                    "--base-url", stub.url, "--workers", "2", "--out", str(out)],
+                   lambda: out.exists() and len(out.read_text().splitlines()) >= 2, 0.3, 5)
     rows = [json.loads(line) for line in out.read_text().splitlines()]  # every line whole
     ids = [r["id"] for r in rows[1:]]
     assert 1 <= len(ids) < 8 and ids == [f"q{i}" for i in range(len(ids))]
 
 
+def test_ctrl_c_while_the_server_is_silent_mid_answer(tmp_path):
+    """Workers blocked reading a server that stopped sending: Ctrl-C still ends the run at once (the
+    workers get a moment to stop, then the process exits), nothing written half."""
+    data, corpus = _eval_data(tmp_path, n=4)
+    out = tmp_path / "res.jsonl"
+    with StubServer(Script(stall_at=3)) as stub:
+        streams = lambda: [r for r in stub.completions() if r["body"]["max_tokens"] > 1]  # noqa: E731
+        _interrupt(["eval", "run", str(data), "--corpus", str(corpus), "--strategy", "single", "--backend", "openai",
+                    "--base-url", stub.url, "--workers", "2", "--out", str(out)],
+                   lambda: len(streams()) >= 2, 0.5, 8)  # both silent after 3 tokens; not --api-timeout's 120 s
+    assert [json.loads(line)["type"] for line in out.read_text().splitlines()] == ["header"]
+
+
 def test_ctrl_c_during_ask(tmp_path, built_index, settings):
     with StubServer(Script(token_delay=0.3)) as stub:
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
-        proc = subprocess.Popen([sys.executable, "-m", "ragcli", "ask", "Which shrub?", "--strategy", "none",
-                                 "--backend", "openai", "--base-url", stub.url, "--index", settings.index],
-                                stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
-        deadline = time.time() + 30
-        while time.time() < deadline and len(stub.completions()) < 2:
-            time.sleep(0.05)
-        time.sleep(0.5)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=20)
-    assert proc.returncode == 130 and err.strip().splitlines()[-1] == "interrupted" and "Traceback" not in err
+        _interrupt(["ask", "Which shrub?", "--strategy", "none", "--backend", "openai", "--base-url", stub.url,
+                    "--index", settings.index], lambda: len(stub.completions()) >= 2, 0.5, 5)
 
 
 def test_doctor_checks_the_server_and_its_logprobs(capsys, tmp_path, monkeypatch):

@@ -1,49 +1,74 @@
-"""Questions in parallel (``ragcli eval run --workers N``, against a server): a thread pool whose
+"""Questions in parallel (``ragcli eval run --workers N``, against a server): worker threads whose
 results come back in the order of the questions, so the records are written, and resumed, exactly
 as ``--workers 1`` writes them. Each worker thread has its own engine (its own generator and index
-reader); a failure or Ctrl-C closes them all, so requests in flight end at once."""
+reader). A failure or Ctrl-C closes them all: each stops at its next token, and the run ends after
+at most ``GRACE`` seconds even if a worker is stuck waiting on a silent server (the workers are
+daemon threads and write nothing, so none can leave half a record)."""
 
 from __future__ import annotations
 
 import threading
+import time
 from typing import Callable, Generic, Iterable, Iterator, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
+GRACE = 2.0  # seconds the workers get to stop after a failure or Ctrl-C
 
 
 def ordered_map(fn: Callable[[T], R], items: Iterable[T], workers: int, *,
                 on_cancel: Callable[[], None] | None = None) -> Iterator[R]:
     """``fn`` over ``items`` on ``workers`` threads, yielding results in the order of ``items`` (a
-    result waits for those before it). The first failure (or an interrupt) calls ``on_cancel``, drops
-    the questions not started, waits for the running ones to end, and is raised."""
+    result waits for those before it). The first failure (or an interrupt) stops the workers from
+    taking more items, calls ``on_cancel`` (which should make the running ones stop), and is raised."""
     items = list(items)
     if workers <= 1 or len(items) <= 1:
         for item in items:
             yield fn(item)
         return
-    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+    todo = list(enumerate(items))[::-1]  # popped from the end: in order
+    done: dict[int, tuple[bool, object]] = {}
+    cond = threading.Condition()
+    stop = threading.Event()
 
-    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ragcli-worker")
-    futures = [pool.submit(fn, item) for item in items]
+    def work() -> None:
+        while not stop.is_set():
+            with cond:
+                if not todo:
+                    return
+                i, item = todo.pop()
+            try:
+                out: tuple[bool, object] = (True, fn(item))
+            except BaseException as exc:  # noqa: BLE001 - handed to the main thread, raised there
+                out = (False, exc)
+            with cond:
+                done[i] = out
+                cond.notify_all()
+
+    threads = [threading.Thread(target=work, name=f"ragcli-worker-{n}", daemon=True)
+               for n in range(min(workers, len(items)))]
+    for t in threads:
+        t.start()
     finished = False
     try:
-        i = 0
-        while i < len(futures):
-            running = [f for f in futures[i:] if not f.done()]
-            if running and not futures[i].done():
-                wait(running, return_when=FIRST_COMPLETED)
-            for f in futures[i:]:
-                if f.done() and not f.cancelled() and f.exception() is not None:
-                    raise f.exception()  # type: ignore[misc]
-            while i < len(futures) and futures[i].done():
-                yield futures[i].result()
-                i += 1
+        for i in range(len(items)):
+            with cond:
+                while i not in done and all(ok for ok, _ in done.values()):
+                    cond.wait()
+                failure = next((value for _, (ok, value) in sorted(done.items()) if not ok), None)
+                if failure is not None:
+                    raise failure  # type: ignore[misc]
+                value = done.pop(i)[1]
+            yield value  # type: ignore[misc]
         finished = True
     finally:
-        if not finished and on_cancel is not None:
-            on_cancel()
-        pool.shutdown(wait=True, cancel_futures=True)
+        if not finished:
+            stop.set()
+            if on_cancel is not None:
+                on_cancel()
+            deadline = time.monotonic() + GRACE
+            for t in threads:
+                t.join(max(0.0, deadline - time.monotonic()))
 
 
 class PerThread(Generic[T]):

@@ -79,7 +79,7 @@ class OpenAIGenerator:
         try:
             self._probe(model, n_ctx, prompt_style)
         except BaseException:
-            self.http.close()
+            self.http.close_now()
             raise
 
     @classmethod
@@ -169,7 +169,7 @@ class OpenAIGenerator:
                 "slots": self.props.get("total_slots")}
 
     def close(self) -> None:
-        """Stop: requests in flight end (their reads fail), later ones raise Interrupted."""
+        """Stop, from any thread: a stream in flight ends at its next token, later requests raise Interrupted."""
         self.http.close()
 
     def _path(self) -> str:
@@ -217,9 +217,11 @@ class OpenAIGenerator:
         return self.http.events(self._path(), body, on_prompt=count, resp=resp)
 
     def _tokens(self, chunk: Chunk, decoder) -> Iterator[Token]:
-        """The chunk's tokens as Tokens (its text as one token when the server sends no logprobs)."""
+        """The chunk's tokens as Tokens: one per logprob entry (the text comes from them, so a server
+        holding text back for its stop strings, or releasing it later, changes nothing), or, from a
+        server without logprobs, its text as one token."""
         if not chunk.has_logprobs:
-            if chunk.text:
+            if chunk.text and not self.logprobs:
                 yield Token(chunk.text, 0.0)
             return
         for p in chunk.pieces:

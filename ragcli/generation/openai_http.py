@@ -56,16 +56,24 @@ class ServerClient:
                                     transport=transport, trust_env=not _loopback(self.base), follow_redirects=False)
 
     def close(self) -> None:
+        """Stop, from any thread: the next step of the thread using this client (a chunk read, a
+        request, a retry's wait) raises Interrupted and closes the connections there. Sockets are
+        never closed under a thread reading them (its descriptor could be reused meanwhile)."""
+        self._closed.set()
+
+    def close_now(self) -> None:
+        """Close the connections at once (from the thread that uses this client)."""
         self._closed.set()
         self._client.close()
 
     def check_open(self) -> None:
         if self._closed.is_set():
+            self._client.close()
             raise Interrupted("interrupted")
 
     def _sleep(self, seconds: float) -> None:
-        if self._closed.wait(seconds):
-            raise Interrupted("interrupted")
+        self._closed.wait(seconds)
+        self.check_open()
 
     def _url(self, path: str) -> str:
         return path if path.startswith("http") else f"{self.base}/{path}"
