@@ -11,6 +11,20 @@ re-evaluates from the first changed document. With ``cache=False`` every call st
 cache (the naive loop, for benchmarks); both modes give bit-identical probabilities.
 
 llama.cpp dicts and handles never leave this module.
+
+Why this module reaches past llama-cpp-python's public ``Llama`` API (each use is pinned by
+``tests/test_llama_internals.py``, so an upgrade that moves one fails loudly, not subtly):
+
+- ``llama_cpp._internals.LlamaContext`` / ``LlamaBatch``, ``Llama._model`` and ``Llama.context_params``:
+  one context per slot over the one loaded model (``Llama`` owns exactly one), sized per slot.
+- ``LlamaContext.kv_cache_seq_rm``, ``decode`` and ``get_logits_ith``, and ``LlamaBatch.set_batch`` with
+  its raw ``batch.logits`` flags: evaluating a prompt in our own batch layout (exact KV reuse), logits
+  for the last token only (the 262k-vocabulary output layer is most of a batch's cost), and the next
+  token's logits without ``logits_all``.
+- ``Llama._ctx`` / ``Llama._batch``: the main slot is the context ``Llama`` already made.
+- ``llama_cpp.llama_token_to_piece`` and ``llama_vocab_is_eog`` on ``Llama._model.vocab``: a token's raw
+  bytes (``detokenize`` merges and strips) and end-of-generation tokens of any template (``<end_of_turn>``,
+  ``<|im_end|>``).
 """
 
 from __future__ import annotations
