@@ -217,20 +217,6 @@ def concludes(sentence: str) -> bool:
     return "answer is" in sentence.lower()
 
 
-# ---------------------------------------------------------------------------- IRCoT
-DIRECT_READER = (
-    "Answer the question with a short phrase from the documents.\n\n"
-    "Question: In which country is the city where the Eiffel Tower stands?\n"
-    "Answer: France\n\n"
-)
-
-
-def direct_reader_prompt(question: str, documents: Sequence[Document] = ()) -> Prompt:
-    instruction, _, shots = DIRECT_READER.partition("\n\n")
-    return Prompt(instruction=instruction + "\n\n", exemplars=_shots(shots), documents=documents,
-                  request=f"Question: {question.strip()}", cue="Answer:")
-
-
 # ---------------------------------------------------------------------------- self-ask
 SELF_ASK_EXEMPLARS = (
     "Question: Who lived longer, Muhammad Ali or Alan Turing?\n"
