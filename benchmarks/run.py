@@ -357,7 +357,7 @@ def bench_long_answer(results: dict, n_tokens: int = 600) -> None:
     from ragcli.events import TokenGenerated
     from ragcli.ingest.indexer import build_index
     from ragcli.render.live import RichLiveRenderer
-    from ragcli.strategies import stream
+    from ragcli.strategies import base, stream
 
     with tempfile.TemporaryDirectory() as tmp:
         index = Path(tmp) / "index"
@@ -368,7 +368,8 @@ def bench_long_answer(results: dict, n_tokens: int = 600) -> None:
         renderer = RichLiveRenderer(highlight=0.4, err=Console(file=io.StringIO(), force_terminal=True, width=100),
                                     out=Console(file=io.StringIO()))
         saved = stream.repeats, stream.REPEATS
-        stream.repeats, stream.REPEATS = (lambda sentence, earlier: False), 10**6  # let it run the whole length
+        never = lambda sentence, earlier: False  # noqa: E731 - let it run the whole length
+        stream.repeats, base.repeats, stream.REPEATS = never, never, 10**6
         try:
             stamps = []
             for event in engine.ask("Tell me about the history of the Danish football club Odense Boldklub."):
@@ -377,6 +378,7 @@ def bench_long_answer(results: dict, n_tokens: int = 600) -> None:
                     stamps.append(time.perf_counter())
         finally:
             stream.repeats, stream.REPEATS = saved
+            base.repeats = saved[0]
             renderer.close()
     n = len(stamps)
     results["long_answer_tokens"] = n
