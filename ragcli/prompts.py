@@ -65,7 +65,7 @@ def _shots(text: str, cue: str = "Answer:") -> tuple[tuple[str, str], ...]:
 
 from ragcli.types import Document
 
-ANSWER_STOP = ("\nQuestion:", "\n\n", "\nDocuments:", "\n[1]", "<end_of_turn>", "<eos>")
+ANSWER_STOP = ("\nQuestion:", "\nAnswer:", "\n\n", "\nDocuments:", "\n[1]", "<end_of_turn>", "<eos>")
 
 # Answer first, then one sentence of explanation. Measured on 20 HotpotQA questions with the
 # gold paragraphs, the bundled 270M model scored F1 24 with this format against 10 with
