@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ragcli.types import Document
+
 
 class Prompt(str):
     """A prompt's completion-style text, with its parts kept for chat templates.
@@ -62,8 +64,6 @@ def _shots(text: str, cue: str = "Answer:") -> tuple[tuple[str, str], ...]:
         head, _, tail = block.partition(f"\n{cue} ")
         pairs.append((head, tail))
     return tuple(pairs)
-
-from ragcli.types import Document
 
 ANSWER_STOP = ("\nQuestion:", "\nAnswer:", "\n\n", "\nDocuments:", "\n[1]", "<end_of_turn>", "<eos>")
 
