@@ -356,6 +356,70 @@ def bench_rss(results: dict) -> None:
     results["peak_rss_mb"] = int(out.stdout.strip()) / 1024
 
 
+def bench_rss_ctx(results: dict, ctx: int = 8192) -> None:
+    """Peak RSS of a FLARE `ragcli ask` with a large context window: the main slot holds the whole
+    window, the draft and scoring slots only what they need (they start at 1,024 tokens)."""
+    from ragcli.ingest.indexer import build_index
+
+    with tempfile.TemporaryDirectory() as tmp:
+        index = Path(tmp) / "index"
+        build_index([SAMPLE], index)
+        code = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], capture_output=True, check=True); "
+                "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+        out = subprocess.run([sys.executable, "-c", code, sys.executable, "-m", "ragcli", "ask", "--index", str(index),
+                              "--quiet", "--no-log", "--ctx", str(ctx), "--theta", "1",
+                              "Tell me about Caroline Wozniacki."],
+                             capture_output=True, text=True, check=True, env={**os.environ, "NO_COLOR": "1"})
+    results[f"peak_rss_mb_ctx{ctx}"] = int(out.stdout.strip()) / 1024
+
+
+def bench_long_answer(results: dict, n_tokens: int = 600) -> None:
+    """Seconds per token over the last 100 tokens of a long FLARE answer ÷ over its first 100, with
+    the live renderer drawing every token: the loop's own costs (sentence tracking, drafts, the live
+    view) must not grow with the answer. θ = 0, so every draft is accepted and the work per token is
+    the same model call throughout; repetition checks off (the small model loops on long answers)."""
+    import io
+
+    from rich.console import Console
+
+    from ragcli.config import Settings
+    from ragcli.engine import Engine
+    from ragcli.events import TokenGenerated
+    from ragcli.ingest.indexer import build_index
+    from ragcli.render.live import RichLiveRenderer
+    from ragcli.strategies import base, stream
+
+    with tempfile.TemporaryDirectory() as tmp:
+        index = Path(tmp) / "index"
+        build_index([SAMPLE], index)
+        settings = Settings.resolve({"index": str(index), "theta": 0.0, "max_tokens": n_tokens, "max_steps": 400,
+                                     "answer_style": "long"}, env={}, config_path=Path("/nonexistent"))
+        engine = Engine(settings)
+        renderer = RichLiveRenderer(highlight=0.4, err=Console(file=io.StringIO(), force_terminal=True, width=100),
+                                    out=Console(file=io.StringIO()))
+        saved = stream.repeats, stream.REPEATS
+        never = lambda sentence, earlier: False  # noqa: E731 - let it run the whole length
+        stream.repeats, base.repeats, stream.REPEATS = never, never, 10**6
+        try:
+            stamps = []
+            for event in engine.ask("Tell me about the history of the Danish football club Odense Boldklub."):
+                renderer.handle(event)
+                if isinstance(event, TokenGenerated):
+                    stamps.append(time.perf_counter())
+        finally:
+            stream.repeats, stream.REPEATS = saved
+            base.repeats = saved[0]
+            renderer.close()
+    n = len(stamps)
+    results["long_answer_tokens"] = n
+    if n >= 300:
+        first = (stamps[100] - stamps[0]) / 100
+        last = (stamps[-1] - stamps[-101]) / 100
+        results["long_answer_first100_s_per_token"] = first
+        results["long_answer_last100_s_per_token"] = last
+        results["long_answer_cost_ratio"] = last / first
+
+
 # ------------------------------------------------------------------------------------ report
 ROWS = [
     ("generation with per-token probabilities", "logprob_tokens_per_s", "plain llama.cpp generation", "plain_tokens_per_s", "logprob_speed_ratio", "≥ 0.9"),
@@ -374,6 +438,7 @@ ROWS = [
     ("FLARE wall time, short QA", "flare_wall_s_short", "single retrieval wall time", "single_wall_s_short", "flare_vs_single_wall_ratio_short", "(reference)"),
     ("raw tantivy ingestion (passages/s)", "raw_tantivy_passages_per_s", "ragcli index (passages/s)", "ragcli_index_passages_per_s", "index_throughput_ratio", "≥ 0.8 (raw time ÷ ours)"),
     ("index 2,000 HTML files, --jobs 1 (s)", "index_html_jobs1_s", "--jobs 0, one per CPU (s)", "index_html_jobs_all_s", "index_jobs_speedup", "(reference)"),
+    ("s/token, last 100 of a long FLARE answer", "long_answer_last100_s_per_token", "first 100", "long_answer_first100_s_per_token", "long_answer_cost_ratio", "≤ 1.3"),
 ]
 
 
@@ -409,7 +474,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="fewer questions and tokens")
     ap.add_argument("--big", action="store_true", help="also a 1M-passage index")
     ap.add_argument("--only", default="", help="comma-separated: help,index,index_jobs,search,logprobs,top,logits_all,"
-                                               "cache,rss,server,workers (server, workers: a built llama-server)")
+                                               "cache,rss,rss_ctx,long_answer,server,workers "
+                                               "(server, workers: a built llama-server)")
     args = ap.parse_args(argv)
     only = set(filter(None, args.only.split(",")))
     from benchmarks import server_bench
@@ -427,6 +493,8 @@ def main(argv: list[str] | None = None) -> int:
         ("rss", lambda: bench_rss(results)),
         ("server", lambda: server_bench.bench_server(48 if args.quick else 128, results)),
         ("workers", lambda: server_bench.bench_workers(4 if args.quick else 8, 48, results)),
+        ("rss_ctx", lambda: bench_rss_ctx(results)),
+        ("long_answer", lambda: bench_long_answer(results, 300 if args.quick else 600)),
     ]
     for name, fn in steps:
         if want(name):

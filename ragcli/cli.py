@@ -18,6 +18,7 @@ from ragcli.cli_support import markup_safe, stderr_console, with_settings
 from ragcli.config import Settings
 from ragcli.errors import Interrupted, RagcliError, UsageError
 from ragcli.eval.cli import eval_app
+from ragcli.models_cli import models_app
 
 app = typer.Typer(
     name="ragcli",
@@ -31,6 +32,7 @@ app = typer.Typer(
 config_app = typer.Typer(help="Show the settings in effect and where they come from.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
 app.add_typer(eval_app, name="eval")
+app.add_typer(models_app, name="models")
 
 _state: dict[str, Any] = {"debug": False}
 
@@ -83,6 +85,7 @@ def index(
     exclude: Annotated[Optional[list[str]], typer.Option("--exclude", "-x", help="gitignore-style pattern to skip (repeatable); a .ragcliignore file works too.")] = None,
     hidden: Annotated[bool, typer.Option("--hidden", help="Include hidden files and folders.")] = False,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Processes parsing PDF/HTML/text files (0: one per CPU); pays for PDF-heavy corpora on many cores.")] = 1,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List each file read: passages, encoding, bad JSONL lines, or why it was skipped.")] = False,
     flags: dict | None = None,
 ) -> None:
     """Build or update the index from files and folders (only new or changed files are read).
@@ -111,7 +114,7 @@ def index(
 
     def on_warning(msg: str) -> None:
         warnings.append(msg)
-        console.print(f"[yellow]warning:[/] {markup_safe(msg)}")
+        console.print(f"[yellow]warning:[/] {markup_safe(msg)}", soft_wrap=True)  # paths stay on one line
 
     try:
         report = build_index(paths, Path(settings.index), rebuild=rebuild, on_progress=on_progress,
@@ -119,11 +122,18 @@ def index(
     finally:
         if progress is not None:
             progress.stop()
+    if verbose:
+        for result in report.files:
+            console.print(markup_safe(result.describe()), soft_wrap=True)
+    bad = sum(report.bad_lines.values())
     console.print(
         f"indexed {report.files_seen} files ({report.added} added, {report.updated} updated, "
-        f"{report.removed} removed, {report.unchanged} unchanged, {len(report.skipped)} skipped): "
-        f"{report.passages_added} passages added, {report.passages_total} in the index, "
-        f"{report.seconds:.1f}s ({report.passages_per_second:.0f} passages/s) → {settings.index}"
+        f"{report.removed} removed, {report.unchanged} unchanged, {len(report.skipped)} skipped"
+        + (f"; {bad} bad JSONL line{'s' if bad != 1 else ''} skipped in {len(report.bad_lines)} file"
+           f"{'s' if len(report.bad_lines) != 1 else ''}" if bad else "")
+        + f"): {report.passages_added} passages added, {report.passages_total} in the index, "
+        f"{report.seconds:.1f}s ({report.passages_per_second:.0f} passages/s) → {settings.index}",
+        soft_wrap=True,
     )
 
 
@@ -153,6 +163,8 @@ def info(
             value = datetime.datetime.fromtimestamp(value).isoformat(timespec="seconds")
         if key == "size_bytes":
             key, value = "size on disk", f"{value / 1e6:.1f} MB"
+        if key == "encodings":
+            key, value = "encodings (files)", ", ".join(f"{name}: {count}" for name, count in value.items())
         table.add_row(key.replace("_", " "), str(value))
     Console(highlight=False).print(table)
 
@@ -208,17 +220,26 @@ def ask(
     from ragcli.engine import Engine
     from ragcli.render import make_renderer
 
-    question = _read_question(question)
-    settings = Settings.resolve(flags)
-    engine = Engine(settings)
-    renderer = make_renderer(json=as_json, quiet=quiet, highlight=settings.highlight_threshold)
+    renderer = None
     events = []
     try:
+        question = _read_question(question)
+        settings = Settings.resolve(flags)
+        engine = Engine(settings)
+        renderer = make_renderer(json=as_json, quiet=quiet, highlight=settings.highlight_threshold)
         for event in engine.ask(question):
             events.append(event)
             renderer.handle(event)
+    except BaseException as exc:
+        if as_json:  # the stream ends with what went wrong; `run` still says it on stderr and exits
+            from ragcli.events import RunFailed
+
+            renderer = renderer or make_renderer(json=True)
+            renderer.handle(RunFailed(*_failure(exc)))
+        raise
     finally:
-        renderer.close()
+        if renderer is not None:
+            renderer.close()
     if not no_log:
         _log_answer(question, settings.to_dict(), events)
 
@@ -398,15 +419,11 @@ def run(argv: list[str] | None = None) -> None:
     try:
         rc = app(args=argv, standalone_mode=False, prog_name="ragcli")
         if rc == 130:  # Typer turns Ctrl-C into Exit(130), which click returns silently
-            _report(Interrupted("interrupted"), 130)
+            _report(Interrupted("interrupted"))
         if isinstance(rc, int) and rc:
             raise SystemExit(rc)
-    except RagcliError as exc:
-        _report(exc, exc.exit_code)
-    except KeyboardInterrupt:
-        _report(Interrupted("interrupted"), 130)
-    except aborts:
-        _report(Interrupted("interrupted"), 130)
+    except (RagcliError, KeyboardInterrupt, *aborts) as exc:
+        _report(exc)
     except exits as exc:
         raise SystemExit(exc.exit_code) from None
     except usage_errors as exc:  # unknown option, missing argument, bad value: usage and exit 2
@@ -415,10 +432,18 @@ def run(argv: list[str] | None = None) -> None:
     except Exception as exc:  # noqa: BLE001 - a bug: one line, exit 1, traceback with --debug
         if _state.get("debug"):
             raise
-        print(f"error: internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)",
-              file=sys.stderr)
-        raise SystemExit(1) from None
+        _report(exc)
     raise SystemExit(0)
+
+
+def _failure(exc: BaseException) -> tuple[str, str | None, int]:
+    """(message, hint, exit code) of a failure: the one mapping from errors to exit codes, for the
+    ``error:`` line and for the ``--json`` error event alike."""
+    if isinstance(exc, RagcliError):
+        return ("interrupted", None, 130) if isinstance(exc, Interrupted) else (exc.message, exc.hint, exc.exit_code)
+    if isinstance(exc, (KeyboardInterrupt, *_click_exceptions()[1])):
+        return "interrupted", None, 130
+    return f"internal error: {type(exc).__name__}: {exc}", "run with --debug for the traceback", 1
 
 
 def _click_exceptions() -> tuple[tuple[type, ...], tuple[type, ...], tuple[type, ...]]:
@@ -436,15 +461,12 @@ def _click_exceptions() -> tuple[tuple[type, ...], tuple[type, ...], tuple[type,
     return tuple(usage), tuple(aborts), tuple(exits)
 
 
-def _report(exc: RagcliError, code: int) -> None:
+def _report(exc: BaseException) -> None:
     if _state.get("debug"):
         import traceback
 
         traceback.print_exception(exc)
-    msg = f"error: {exc.message}"
-    if exc.hint:
-        msg += f" ({exc.hint})"
-    if code == 130:
-        msg = "interrupted"
+    message, hint, code = _failure(exc)
+    msg = "interrupted" if code == 130 else f"error: {message}" + (f" ({hint})" if hint else "")
     print(msg, file=sys.stderr)
     raise SystemExit(code)

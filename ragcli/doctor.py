@@ -19,7 +19,7 @@ class Check:
 
 def run_checks(settings: Settings, *, web: bool = True) -> list[Check]:
     model = _server(settings) if settings.backend == "openai" else [_model(settings), _backend(settings)]
-    return [*model, _index(settings), _sentences(), *([_web(settings)] if web else [])]
+    return [*model, _index(settings), _sentences(), _calibration(settings), *([_web(settings)] if web else [])]
 
 
 def _server(settings: Settings) -> list[Check]:
@@ -55,8 +55,10 @@ def _model(settings: Settings) -> Check:
     from ragcli.errors import ModelError
     from ragcli.generation.llama import check_gguf, embedded_model_path
 
+    from ragcli import models
+
     try:
-        path = Path(settings.model).expanduser() if settings.model else embedded_model_path()
+        path = models.resolve(settings.model, download=False) if settings.model else embedded_model_path()
         check_gguf(path)
         return Check("model", True, f"{path} ({path.stat().st_size / 1e6:.0f} MB)")
     except ModelError as exc:
@@ -84,13 +86,36 @@ def _index(settings: Settings) -> Check:
     from ragcli.retrieval.index import TantivyIndex
 
     try:
-        idx = TantivyIndex.open(settings.index)
-        n = idx.num_passages()
-        if n == 0:
+        stats = TantivyIndex.open(settings.index).stats()
+        if stats["passages"] == 0:
             return Check("index", False, f"{settings.index} is empty", "ragcli index PATH")
-        return Check("index", True, f"{settings.index}: {n} passages")
+        encodings = ", ".join(f"{name}: {count}" for name, count in stats["encodings"].items())
+        return Check("index", True, f"{settings.index}: {stats['passages']} passages from {stats['files']} files"
+                                    + (f"; encodings (files): {encodings}" if encodings else ""))
     except RagcliError as exc:
         return Check("index", False, exc.message, exc.hint or "ragcli index PATH")
+
+
+def _calibration(settings: Settings) -> Check:
+    """The automatic trigger thresholds cached for this model (``--theta auto`` / ``--tau auto``)."""
+    from ragcli import calibration
+    from ragcli.errors import RagcliError
+    from ragcli.generation.llama import embedded_model_path, gguf_fingerprint
+
+    from ragcli import models
+
+    try:
+        path = models.resolve(settings.model, download=False) if settings.model else embedded_model_path()
+        entries = calibration.load_all().get(gguf_fingerprint(path), {})
+    except (RagcliError, OSError):
+        return Check("calibration", True, "no model to look up", warn_only=True)
+    if not entries:
+        return Check("calibration", True, "none cached for this model: --theta auto calibrates on first use "
+                     "(about 30 drafts about the index)")
+    names = {"prob": "θ", "entropy": "τ"}
+    detail = "; ".join(f"{names.get(c['trigger'], c['trigger'])} = {c['threshold']:.3g} ({c['style']} answers, "
+                       f"{c['target']:.0%} of {c['drafts']} drafts)" for c in entries.values())
+    return Check("calibration", True, detail)
 
 
 def _sentences() -> Check:

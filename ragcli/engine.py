@@ -75,7 +75,7 @@ class Engine:
         if self._retriever is None or (self._index_path is not None and self._index_path != self.settings.index):
             from ragcli.retrieval.index import TantivyIndex
 
-            self._retriever = TantivyIndex.open(self.settings.index)
+            self._retriever = TantivyIndex.open(self.settings.index).check_not_empty()
             self._index_path = self.settings.index
         return self._retriever
 
@@ -119,7 +119,7 @@ class Engine:
             raise UsageError("the question is empty")
         cls = self.strategy_class(settings.strategy, allow_eval=allow_eval)
         if cls.name != "none" and retriever is None:
-            retriever = self.retriever
+            retriever = self.retriever  # opened and checked first: a missing index fails before a model loads
         generator = self.generator
         check_backend(generator, cls, settings)
         for message in getattr(generator, "notices", ()):

@@ -29,6 +29,10 @@ class IndexMissingError(RagcliError):
     hint = "run `ragcli index PATH` first"
 
 
+class IndexEmptyError(IndexMissingError):
+    """An index without passages (left by an older ragcli): retrieval would find nothing."""
+
+
 class IndexLockedError(RagcliError):
     exit_code = 4
 

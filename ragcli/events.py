@@ -1,7 +1,8 @@
 """The event stream from strategies to renderers, the REPL, --json and eval.
 
 Strategies yield these and never print. Each event is a frozen dataclass with a ``kind`` used
-as the JSON ``event`` field, so the JSONL output is stable.
+as the JSON ``event`` field, so the JSONL output is stable: its shape is fixed by the goldens in
+tests/golden/events.jsonl and documented in the README ("JSON events").
 """
 
 from __future__ import annotations
@@ -10,6 +11,10 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Union
 
 from ragcli.types import Document, Query, RunStats, Sentence, Token
+
+# Version of the --json event stream, carried by its first event as "schema". Adding a field or an
+# event kind keeps it; removing or renaming a field, or changing what one means, bumps it.
+SCHEMA_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -108,6 +113,17 @@ class AnswerFinished:
     kind = "answer"
 
 
+@dataclass(frozen=True)
+class RunFailed:
+    """The last event of a run that failed (made by the CLI, never by a strategy): the ``error:``
+    line's message and hint, and the exit code the process ends with."""
+
+    message: str
+    hint: str | None = None
+    exit_code: int = 1
+    kind = "error"
+
+
 Event = Union[
     StepStarted,
     TokenGenerated,
@@ -120,6 +136,7 @@ Event = Union[
     AnswerRead,
     Calibrated,
     AnswerFinished,
+    RunFailed,
 ]
 
 

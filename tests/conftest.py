@@ -56,3 +56,8 @@ def built_index(small_corpus, settings):
 def first_records(n: int) -> list[dict]:
     lines = (SAMPLE / "wiki_paragraphs.jsonl").read_text(encoding="utf-8").splitlines()[:n]
     return [json.loads(line) for line in lines]
+
+
+def pytest_addoption(parser):
+    parser.addoption("--update-goldens", action="store_true",
+                     help="rewrite the golden files in tests/golden/ from the current code, then review the diff")

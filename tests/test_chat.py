@@ -1,16 +1,54 @@
+"""Chat templates: prompts become real conversations (exemplars as earlier turns)."""
+
 from ragcli import prompts
-from ragcli.generation.chat import use_chat, wrap
+from ragcli.generation.chat import messages, render, use_chat
+from ragcli.types import Document
 
-GEMMA_LIKE = ("{% for m in messages %}<start_of_turn>{{ m['role'] }}\n{{ m['content'] }}<end_of_turn>\n{% endfor %}"
-              "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}")
+GEMMA_LIKE = ("{{ bos_token }}{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}"
+              "{% endif %}{% for m in messages %}<start_of_turn>{{ 'model' if m['role'] == 'assistant' else m['role'] }}\n"
+              "{{ m['content'] }}<end_of_turn>\n{% endfor %}{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}")
+CHATML = ("{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\n"
+          "You are a helpful AI assistant<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + "
+          "message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}"
+          "{% endif %}")
+DOC = Document("p1", "Hamlet", "Hamlet is a tragedy by William Shakespeare.")
 
 
-def test_chat_wrap_puts_the_answer_so_far_after_the_assistant_header():
-    prompt = prompts.answer_prompt("Who wrote Hamlet?", answer_so_far="William Shakespeare.")
-    wrapped = wrap(prompt, GEMMA_LIKE)
-    assert wrapped.startswith("<start_of_turn>user\nAnswer each question")
-    assert "Question: Who wrote Hamlet?<end_of_turn>\n<start_of_turn>model\n" in wrapped
-    assert wrapped.endswith("<start_of_turn>model\nWilliam Shakespeare.")
+def test_exemplars_are_earlier_turns_and_the_task_is_the_last_user_turn():
+    prompt = prompts.answer_prompt("Who wrote Hamlet?", [DOC], "William Shakespeare.")
+    msgs = messages(prompt)
+    assert msgs[0] == {"role": "system", "content": prompts.INSTRUCTION.strip()}
+    assert [m["role"] for m in msgs[1:]] == ["user", "assistant", "user", "assistant", "user"]
+    assert msgs[1]["content"] == "Question: In which country is the Eiffel Tower?"
+    assert msgs[2]["content"].startswith("France. The Eiffel Tower")  # no "Answer:" label in a turn
+    assert msgs[-1]["content"] == "Documents:\n[1] Hamlet: Hamlet is a tragedy by William Shakespeare.\n\n" \
+                                  "Question: Who wrote Hamlet?"
+    rendered = render(prompt, CHATML)
+    assert rendered.startswith("<|im_start|>system\nAnswer each question with a short phrase")
+    assert rendered.endswith("Question: Who wrote Hamlet?<|im_end|>\n<|im_start|>assistant\nWilliam Shakespeare.")
+    assert "Eiffel" not in rendered.rsplit("<|im_start|>user", 1)[1]  # the task turn holds no exemplar
+
+
+def test_templates_without_a_system_role_get_the_instruction_in_the_first_user_turn():
+    rendered = render(prompts.answer_prompt("Who wrote Hamlet?"), GEMMA_LIKE)
+    assert rendered.startswith("<start_of_turn>user\nAnswer each question with a short phrase, then one sentence "
+                               "of explanation.\n\nQuestion: In which country is the Eiffel Tower?<end_of_turn>")
+    assert rendered.endswith("<start_of_turn>user\nQuestion: Who wrote Hamlet?<end_of_turn>\n<start_of_turn>model\n")
+
+
+def test_exemplars_can_be_left_out_and_formats_that_start_with_their_cue_keep_it():
+    rendered = render(prompts.answer_prompt("Who wrote Hamlet?"), CHATML, exemplars=False)
+    assert "Eiffel" not in rendered and rendered.count("<|im_start|>user") == 1
+    self_ask = render(prompts.self_ask_prompt("Who was older?", scratchpad="Follow up: How old"), CHATML)
+    assert self_ask.endswith("<|im_start|>assistant\nAre follow up questions needed here: Yes.\nFollow up: How old")
+    assert "<|im_start|>assistant\nAre follow up questions needed here: Yes.\nFollow up: How old was Muhammad" in self_ask
+
+
+def test_the_completion_text_of_a_prompt_is_unchanged():
+    prompt = prompts.answer_prompt("Who wrote Hamlet?", [DOC], "William")
+    assert prompt == (prompts.INSTRUCTION + prompts.EXEMPLARS + "Documents:\n[1] Hamlet: Hamlet is a tragedy by "
+                      "William Shakespeare.\n\nQuestion: Who wrote Hamlet?\nAnswer: William")
+    assert render("plain text", CHATML).endswith("<|im_start|>user\nplain text<|im_end|>\n<|im_start|>assistant\n")
 
 
 def test_auto_style_uses_chat_only_for_instruct_models_with_a_template():

@@ -10,6 +10,7 @@ import pytest
 
 from ragcli import cli, engine
 from ragcli.generation.fake import FakeGenerator, toks
+from ragcli.strategies import STRATEGIES
 
 
 def call(argv, capsys):
@@ -184,3 +185,36 @@ def test_out_of_range_flag_is_a_one_line_error_with_exit_2(capsys):
     code, out, err = call(["ask", "q", "--theta", "7"], capsys)
     assert code == 2
     assert err.strip() == "error: setting 'theta' must be between 0 and 1, got 7.0"
+
+
+def test_a_missing_index_is_reported_before_the_model_is_loaded(tmp_path, capsys):
+    not_a_model = tmp_path / "model.gguf"
+    not_a_model.write_text("not a model")
+    code, out, err = call(["ask", "q", "--index", str(tmp_path / "none"), "--model", str(not_a_model),
+                           "--strategy", "single"], capsys)
+    assert code == 3 and err.strip().splitlines() == [
+        f"error: no index at {tmp_path / 'none'} (run `ragcli index PATH` first)"]
+
+
+def test_nothing_readable_leaves_no_index_and_ask_says_so_in_one_line(tmp_path, capsys, fake_model):
+    folder = tmp_path / "junk"
+    folder.mkdir()
+    (folder / "blob.txt").write_bytes(b"\x00\x01\x02")
+    (folder / "empty.md").write_text("")
+    idx = tmp_path / "idx"
+    code, _, err = call(["index", str(folder), "--index", str(idx)], capsys)
+    assert code == 5 and "nothing to index" in err.splitlines()[-1] and "blob.txt: looks binary" in err
+    assert not idx.exists()
+    code, out, err = call(["ask", "q", "--index", str(idx), "--strategy", "single"], capsys)
+    assert code == 3 and out == "" and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("strategy", [s for s in STRATEGIES if s != "none"])
+def test_retrieval_strategies_on_an_empty_index_fail_with_one_line(strategy, tmp_path, capsys, fake_model):
+    from ragcli.retrieval.index import TantivyIndex
+
+    TantivyIndex.create(tmp_path / "idx")  # as older versions left it after an empty corpus
+    code, out, err = call(["ask", "q", "--index", str(tmp_path / "idx"), "--strategy", strategy], capsys)
+    assert code == 3 and out == ""
+    assert err.strip().splitlines() == [f"error: the index at {tmp_path / 'idx'} is empty: no passage to retrieve "
+                                        f"(add documents: ragcli index --index {tmp_path / 'idx'} PATH)"]

@@ -195,3 +195,71 @@ def test_long_form_asks_about_the_first_supporting_page_and_reports_no_em_f1(tmp
     assert runs["none"]["sourced"] == 0.0 and runs["single"]["sourced"] == 50.0
     table = capsys.readouterr().out
     assert "–" in table  # EM and F1 shown as not computed
+
+
+def test_resuming_with_other_settings_or_another_model_is_refused(tmp_path, settings):
+    from ragcli.errors import UsageError
+    from ragcli.eval.runner import run_metadata
+
+    data, corpus = _dataset(tmp_path)
+    eng = _engine(settings, tmp_path, corpus)
+    examples = load_examples(data)
+    specs = expand_grid(["none"], {})
+    out = tmp_path / "results.jsonl"
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF one")
+
+    def meta(s, model_path=model):
+        return run_metadata(s, data, s.index, str(model_path))
+
+    run_eval(eng, specs, examples[:1], settings, out=out, meta=meta(settings))
+    with pytest.raises(UsageError) as exc:
+        run_eval(eng, specs, examples, settings.copy(max_tokens=32, theta=0.7), out=out,
+                 meta=meta(settings.copy(max_tokens=32, theta=0.7)))
+    assert str(exc.value) == f"{out} holds results made with other settings: max_tokens: 160 there, 32 here; " \
+                             "theta: 0.4 there, 0.7 here"
+    assert "--restart" in exc.value.hint and len(out.read_text().splitlines()) == 2  # nothing appended
+    other = tmp_path / "other.gguf"
+    other.write_bytes(b"GGUF two")
+    with pytest.raises(UsageError, match=r"other settings: model: sha256 \w{12} there, \w{12} here$"):
+        run_eval(eng, specs, examples, settings, out=out, meta=meta(settings, other))
+    # settings that never change an answer, and the model's path (same file contents), may differ
+    moved = tmp_path / "moved.gguf"
+    moved.write_bytes(model.read_bytes())
+    rows = run_eval(eng, specs, examples, settings.copy(threads=1), out=out, meta=meta(settings.copy(threads=1), moved))
+    assert len(rows) == 2
+    # --restart starts over: the header is this run's, and only this run's rows follow
+    rows = run_eval(eng, specs, examples, settings.copy(max_tokens=32), out=out,
+                    meta=meta(settings.copy(max_tokens=32)), restart=True)
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert lines[0]["settings"]["max_tokens"] == 32 and len(lines) == 3 and len(rows) == 2
+
+
+def test_eval_cli_refuses_to_mix_before_loading_the_model_and_restart_starts_over(tmp_path, monkeypatch, capsys):
+    from ragcli import cli
+
+    data, corpus = _dataset(tmp_path)
+    loads = []
+
+    def make(settings):
+        loads.append(settings.max_tokens)
+        return FakeGenerator(default=toks(" So the answer is Topic 3.", 0.9) + toks("\n\nQuestion:", 0.9))
+
+    monkeypatch.setattr(engine_mod, "make_generator", make)
+    out = tmp_path / "r.jsonl"
+    argv = ["eval", "run", str(data), "--strategy", "none", "--corpus", str(corpus), "--out", str(out)]
+
+    def run(*extra):
+        with pytest.raises(SystemExit) as exc:
+            cli.run(argv + list(extra))
+        return exc.value.code, capsys.readouterr().err
+
+    assert run("--max-tokens", "64")[0] == 0
+    code, err = run("--max-tokens", "32")
+    assert code == 2 and err.strip().splitlines() == [
+        f"error: {out} holds results made with other settings: max_tokens: 64 there, 32 here "
+        f"(rerun with --restart to start it over, or use another --out)"]
+    assert loads == [64]  # refused before the model was loaded
+    assert run("--max-tokens", "64")[0] == 0 and loads == [64, 64]  # the same settings resume
+    code, err = run("--max-tokens", "32", "--restart")
+    assert code == 0 and json.loads(out.read_text().splitlines()[0])["settings"]["max_tokens"] == 32

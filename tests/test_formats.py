@@ -134,3 +134,27 @@ def test_add_change_delete_cycle_reports_counts(tmp_path):
     os.utime(docs / "d.txt", ns=(2 * 10**18, 2 * 10**18))
     r = build_index([docs], index)
     assert r.unchanged == 3 and r.added == r.updated == r.removed == 0
+
+
+def test_markdown_setext_headings_and_both_fence_kinds(tmp_path):
+    md = tmp_path / "notes.md"
+    md.write_text("Preface about lemurs.\n\nGuide\n=====\n\nIntro on tapirs.\n\nInstall *now*\n-------------\n\n"
+                  "~~~\n# not a heading (tilde fence)\n~~~\n\n```sh\n## nor this (backtick fence)\n```\n\n"
+                  "    # nor this (indented code)\n\n### Linux `apt`\n\nUse apt on Debian for okapis.\n",
+                  encoding="utf-8")
+    got = [(p.title, p.location, p.text) for p in read_passages(md, "notes.md")]
+    assert [(t, loc) for t, loc, _ in got] == [
+        ("notes", "notes.md:1"), ("Guide", "notes.md:6"), ("Guide > Install now", "notes.md:11-19"),
+        ("Guide > Install now > Linux apt", "notes.md:23")]
+    assert "not a heading (tilde fence)" in got[2][2] and "nor this (backtick fence)" in got[2][2]
+
+
+def test_pdf_without_a_text_layer_is_skipped_with_the_reason(tmp_path):
+    import pytest
+
+    from ragcli.ingest.formats import SkipFile
+
+    scan = tmp_path / "scan.pdf"
+    make_pdf(scan, ["", ""])
+    with pytest.raises(SkipFile, match=r"no text layer in its 2 page\(s\)"):
+        read_passages(scan)

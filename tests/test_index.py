@@ -65,18 +65,101 @@ def test_bad_inputs(tmp_path, small_corpus):
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "image.txt").write_bytes(b"\x89PNG\x00\x00binary")
-    with pytest.raises(EmptyCorpusError):
+    with pytest.raises(EmptyCorpusError, match="nothing to index"):
         build_index([empty], tmp_path / "idx2")
+    assert not (tmp_path / "idx2").exists()  # no empty index left behind
 
 
-def test_binary_and_non_utf8_files_are_skipped_with_a_warning(small_corpus, settings):
-    (small_corpus / "blob.txt").write_bytes(b"abc\x00def")
-    (small_corpus / "latin1.txt").write_bytes("caf\xe9 cr\xe8me".encode("latin-1"))
+def test_an_empty_corpus_leaves_no_index_and_an_existing_one_untouched(tmp_path, small_corpus):
+    nothing = tmp_path / "nothing"
+    nothing.mkdir()
+    (nothing / "blob.txt").write_bytes(b"\x00\x01")
+    (nothing / "empty.md").write_text("")
+    folder = tmp_path / "index_data"  # an existing folder (as in this repository) keeps what it held
+    folder.mkdir()
+    (folder / "README.md").write_text("the index lives here")
+    with pytest.raises(EmptyCorpusError) as exc:
+        build_index([nothing], folder)
+    assert sorted(p.name for p in folder.iterdir()) == ["README.md"] and "left as it was" not in exc.value.hint
+    with pytest.raises(IndexMissingError):
+        TantivyIndex.open(folder)
+
+    index = tmp_path / "idx"
+    build_index([small_corpus], index)
+    before = (TantivyIndex.open(index).num_passages(), TantivyIndex.open(index).load_manifest())
+    for rebuild in (False, True):
+        with pytest.raises(EmptyCorpusError, match="nothing to index") as exc:
+            build_index([nothing], index, rebuild=rebuild)
+        assert f"the index at {index} was left as it was" in exc.value.hint
+        assert (TantivyIndex.open(index).num_passages(), TantivyIndex.open(index).load_manifest()) == before
+    for f in small_corpus.iterdir():  # every file of the indexed folder deleted: still refused, nothing removed
+        f.unlink()
+    with pytest.raises(EmptyCorpusError):
+        build_index([small_corpus], index)
+    assert TantivyIndex.open(index).num_passages() == before[0]
+
+
+def test_rebuild_replaces_the_contents_in_one_commit(tmp_path, small_corpus):
+    index = tmp_path / "idx"
+    build_index([small_corpus], index)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "new.txt").write_text("Dugongs graze on seagrass.")
+    report = build_index([other], index, rebuild=True)
+    idx = TantivyIndex.open(index)
+    assert report.passages_total == idx.num_passages() == 1 and list(idx.load_manifest()) == [str(other / "new.txt")]
+    assert idx.search("dugongs", 1) and not idx.search("Rhodotypos", 1)
+
+
+def test_text_in_any_encoding_is_decoded_and_binary_files_are_skipped(small_corpus, settings):
+    import codecs
+
+    files = {
+        "latin1.txt": "Caf\xe9 cr\xe8me with kumquats.".encode("cp1252"),
+        "euro.txt": "The \u20ac price of quinces \u2013 \u201cquoted\u201d.".encode("cp1252"),
+        "export.txt": codecs.BOM_UTF16_LE + "Windows export about marmosets.".encode("utf-16-le"),
+        "big_endian.txt": codecs.BOM_UTF16_BE + "Big-endian notes on pangolins.".encode("utf-16-be"),
+        "wide.txt": codecs.BOM_UTF32_LE + "UTF-32 notes on axolotls.".encode("utf-32-le"),
+        "marked.md": codecs.BOM_UTF8 + "# Heading\n\nMarked text on narwhals \u00e9.".encode(),
+        "no_mark.txt": "BOM-less UTF-16 about capybaras.".encode("utf-16-le"),
+        "damaged.txt": ("Gr\u00fc\u00dfe aus K\u00f6ln. " * 3).encode() + b"Stray \xff byte near okapis.",
+        "russian.txt": "\u041f\u0440\u0438\u0432\u0435\u0442, \u044d\u0442\u043e \u0442\u0435\u043a\u0441\u0442 \u043d\u0430 \u0440\u0443\u0441\u0441\u043a\u043e\u043c \u044f\u0437\u044b\u043a\u0435 \u043f\u0440\u043e \u0436\u0438\u0440\u0430\u0444\u043e\u0432.".encode("cp1251"),
+        "blob.txt": b"abc\x00def",
+    }
+    for name, raw in files.items():
+        (small_corpus / name).write_bytes(raw)
     warnings = []
     report = build_index([small_corpus], Path(settings.index), on_warning=warnings.append)
-    assert {Path(p).name for p, _ in report.skipped} == {"blob.txt", "latin1.txt"}
-    assert len(warnings) == 2
-    assert report.passages_total > 0
+    assert report.skipped == [(str(small_corpus / "blob.txt"), "looks binary (NUL bytes)")]
+    idx = TantivyIndex.open(settings.index)
+    for word, name, text in [("kumquats", "latin1.txt", "Caf\xe9 cr\xe8me"), ("quinces", "euro.txt", "\u20ac"),
+                             ("marmosets", "export.txt", "Windows"), ("pangolins", "big_endian.txt", "Big"),
+                             ("axolotls", "wide.txt", "UTF-32"), ("narwhals", "marked.md", "narwhals \u00e9"),
+                             ("capybaras", "no_mark.txt", "BOM-less"), ("okapis", "damaged.txt", "Stray \ufffd byte"),
+                             ("\u0436\u0438\u0440\u0430\u0444\u043e\u0432", "russian.txt", "\u041f\u0440\u0438\u0432\u0435\u0442")]:
+        hits = idx.search(word, 1)
+        assert hits and Path(hits[0].location.split(":")[0]).name == name and text in hits[0].text, (word, hits)
+    manifest = {Path(k).name: v for k, v in idx.load_manifest().items()}
+    assert {n: manifest[n]["encoding"] for n in files if n != "blob.txt"} == {
+        "latin1.txt": "cp1252", "euro.txt": "cp1252", "export.txt": "utf-16-le", "big_endian.txt": "utf-16-be",
+        "wide.txt": "utf-32-le", "marked.md": "utf-8", "no_mark.txt": "utf-16-le", "damaged.txt": "utf-8",
+        "russian.txt": "cp1251"}
+    assert manifest["damaged.txt"]["replaced"] == 1 and "replaced" not in manifest["latin1.txt"]
+    assert any("damaged.txt" in w and "1 byte(s)" in w for w in warnings)
+    assert idx.stats()["encodings"]["cp1252"] == 2
+
+
+def test_bytes_no_encoding_fits_are_skipped_with_the_reason(tmp_path):
+    import random
+
+    from ragcli.ingest.encoding import decode
+    from ragcli.ingest.formats import SkipFile
+
+    rng = random.Random(7)
+    noise = bytes(rng.randrange(1, 256) for _ in range(4000))
+    with pytest.raises(SkipFile, match="no other encoding fits"):
+        decode(noise)
+    assert decode(b"").text == "" and decode(b"plain").encoding == "utf-8"
 
 
 def test_second_writer_gets_a_clear_lock_error(built_index):
@@ -150,20 +233,40 @@ def test_large_jsonl_is_streamed_past_the_size_cap_and_committed_in_batches(tmp_
     assert report.passages_total == 2500 and len(commits) >= 3
 
 
-def test_bad_line_in_jsonl_skips_the_file_without_leaving_partial_passages(tmp_path):
-    good = tmp_path / "c"
-    good.mkdir()
-    (good / "ok.txt").write_text("Fine text about wombats.")
-    lines = [f'{{"title": "T{i}", "text": "row {i}"}}' for i in range(1500)] + ["{broken"]
-    (good / "bad.jsonl").write_text("\n".join(lines) + "\n")
-    report = build_index([good], tmp_path / "idx")
-    assert [p for p, _ in report.skipped] == [str(good / "bad.jsonl")] or any("bad.jsonl" in p for p, _ in report.skipped)
-    assert report.passages_total == 1
+def test_bad_jsonl_lines_are_skipped_by_number_and_the_rest_indexed(tmp_path):
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    (corpus / "ok.txt").write_text("Fine text about wombats.")
+    lines = [f'{{"title": "T{i}", "text": "row {i} about numbats"}}' for i in range(1500)]
+    lines[3] = "{broken"  # line 4
+    lines[700] = '{"title": "no text here"}'  # line 701
+    (corpus / "bad.jsonl").write_bytes(("\n".join(lines) + "\n").encode() + b'{"text": "caf\xe9"}\n')
+    warnings = []
+    report = build_index([corpus], tmp_path / "idx", on_warning=warnings.append)
+    shown = str(corpus / "bad.jsonl")
+    assert report.skipped == [] and report.bad_lines == {shown: 3}
+    assert report.passages_total == 1 + 1498
+    assert warnings == [f"{shown}: skipped 3 bad lines: line 4 is not JSON; line 701 has no \"text\" field; "
+                        "line 1501 is not UTF-8 (byte 13)"]
+    idx = TantivyIndex.open(tmp_path / "idx")
+    assert idx.search("row 1499 numbats", 1)[0].location.endswith("bad.jsonl#L1500")
+    assert idx.load_manifest()[shown]["bad_lines"] == 3
+
+
+def test_a_jsonl_file_without_one_good_line_is_skipped(tmp_path):
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    (corpus / "ok.txt").write_text("Fine text about wombats.")
+    (corpus / "junk.jsonl").write_text("not json\n[1, 2]\n")
+    report = build_index([corpus], tmp_path / "idx")
+    assert report.skipped == [(str(corpus / "junk.jsonl"),
+                               "no valid line: skipped 2 bad lines: line 1 is not JSON; line 2 is not a JSON object")]
 
 
 def test_jsonl_batches_name_the_bad_line_and_accept_what_json_accepts(tmp_path):
-    from ragcli.ingest.formats import SkipFile
-    from ragcli.ingest.reader import read_passages
+    import codecs
+
+    from ragcli.ingest.reader import FileNotes, read_passages
 
     ok = tmp_path / "ok.jsonl"
     ok.write_bytes(b'\xef\xbb\xbf{"title": "A", "text": "Alpha text."}\n\n'
@@ -175,14 +278,23 @@ def test_jsonl_batches_name_the_bad_line_and_accept_what_json_accepts(tmp_path):
     assert got[1].pid == "123456789012345678901234567890"
 
     two = tmp_path / "two.jsonl"  # two records on one line would parse inside one JSON array
-    two.write_text('{"text": "a"}\n{"text": "b"}, {"text": "c"}\n', encoding="utf-8")
-    with pytest.raises(SkipFile, match="line 2 is not JSON"):
-        read_passages(two)
+    two.write_text('{"text": "a"}\n{"text": "b"}, {"text": "c"}\n{"text": "d"}\n', encoding="utf-8")
+    notes = FileNotes()
+    assert [p.text for p in read_passages(two, notes=notes)] == ["a", "d"]
+    assert notes.bad_lines == 1 and notes.examples == ["line 2 is not JSON"] and notes.encoding == "utf-8"
 
     latin = tmp_path / "latin.jsonl"
     latin.write_bytes(b'{"text": "ok"}\n{"text": "caf\xe9"}\n')
-    with pytest.raises(SkipFile, match="line 2 is not UTF-8"):
-        read_passages(latin)
+    notes = FileNotes()
+    assert [p.text for p in read_passages(latin, notes=notes)] == ["ok"]
+    assert notes.examples == ["line 2 is not UTF-8 (byte 13)"]
+
+    wide = tmp_path / "wide.jsonl"  # a UTF-16 export (PowerShell's default) is re-encoded line by line
+    wide.write_bytes(codecs.BOM_UTF16_LE + '{"text": "Gr\u00fc\u00dfe"}\r\n{"text": "zwei"}\r\n'.encode("utf-16-le"))
+    notes = FileNotes()
+    got = read_passages(wide, notes=notes)
+    assert [(p.text, p.location) for p in got] == [("Gr\u00fc\u00dfe", f"{wide}#L1"), ("zwei", f"{wide}#L2")]
+    assert notes.encoding == "utf-16-le" and notes.bad_lines == 0
 
 
 def test_parallel_parsing_gives_the_same_index_and_reports_skips(tmp_path):
@@ -280,3 +392,19 @@ def test_gc_is_paused_only_while_a_jsonl_corpus_streams_in(tmp_path, monkeypatch
     # HTML parse trees are cyclic garbage that only the GC frees; JSONL records are not
     assert sorted(seen) == [(".html", True), (".jsonl", False)]
     assert gc.isenabled()
+    # HTML parse trees are cyclic garbage that only the GC frees; JSONL records are not
+    assert sorted(seen) == [(".html", True), (".jsonl", False)]
+    assert gc.isenabled()
+
+
+def test_retrieval_imports_nothing_from_ingest():
+    """One direction only: ingest builds on the index, the index never on ingest (lazy imports too)."""
+    import ast
+
+    from tests.conftest import ROOT
+
+    for path in sorted((ROOT / "ragcli" / "retrieval").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            assert not [n for n in names if n == "ragcli.ingest" or n.startswith("ragcli.ingest.")], path.name

@@ -41,6 +41,79 @@ def test_flare_answers_with_sources_and_retrieves(engine):
     assert "Elia Kazan" in titles or "Moustapha Akkad" in titles
 
 
+def test_flares_loop_drafts_masks_retrieves_and_regenerates_with_what_it_found(engine):
+    """What only a working loop produces: a draft judged uncertain, a query made of that draft's
+    words with the uncertain ones hidden, documents found by it, a sentence regenerated in their
+    presence, and those documents among the answer's sources."""
+    from ragcli.events import DraftSentence
+
+    s = engine.settings.copy(strategy="flare", theta=1.0, beta=0.5, max_tokens=96)
+    events = list(engine.ask("Tell me about Elia Kazan.", s))
+    drafts = [e for e in events if isinstance(e, DraftSentence)]
+    assert drafts and not drafts[0].accepted and drafts[0].low
+    masked = [e for e in events if isinstance(e, RetrievalTriggered) and e.query.origin == "masked"]
+    assert masked
+    draft_words = set(drafts[0].sentence.text.replace(".", " ").replace(",", " ").split())
+    assert set(masked[0].query.text.split()) <= draft_words
+    assert "▁▁▁" in (masked[0].query.shown or "") or masked[0].query.text == drafts[0].sentence.text
+    found = next(e for e in events if isinstance(e, DocumentsRetrieved) and e.query == masked[0].query)
+    i_found = events.index(found)
+    regenerated = [e for e in events[i_found:] if isinstance(e, SentenceCommitted) and e.regenerated]
+    assert regenerated
+    final = events[-1]
+    assert {d.id for d in found.documents} <= {d.id for d in final.sources}
+
+
+def test_the_real_scorer_prefers_the_document_that_predicts_the_text(engine):
+    """--rerank lm's score, log p(recent tokens | document, earlier text), on the real model: the
+    page the words come from beats an unrelated page."""
+    from ragcli import prompts
+    from ragcli.types import Document
+
+    gen = engine.generator
+    kazan = Document("k", "Elia Kazan", "Elia Kazan (born September 7, 1909 in Constantinople) was an American film "
+                                        "and theatre director, producer, screenwriter and actor.")
+    bananas = Document("b", "Bananas", "The banana is an elongated, edible fruit produced by large plants.")
+    question = "Who was Elia Kazan?"
+    recent = " Elia Kazan was an American film and theatre director."
+    with_page = gen.continuation_logprob(prompts.answer_prompt(question, [kazan]), recent)
+    without = gen.continuation_logprob(prompts.answer_prompt(question, [bananas]), recent)
+    assert with_page > without + 1.0
+
+
+def test_continuation_logprob_next_token_probs_and_streamed_logprobs_agree(engine):
+    from ragcli import prompts
+
+    gen = engine.generator
+    prompt = prompts.answer_prompt("Who wrote Hamlet?")
+    streamed = list(gen.stream(prompt, max_tokens=8, stop=("\n",), slot="agree"))
+    text = "".join(t.text for t in streamed)
+    assert gen.tokenize(text, bos=False) == [t.id for t in streamed]  # a plain round trip
+    scored = gen.continuation_logprob(prompt, text, slot="agree-score")
+    assert scored == pytest.approx(sum(t.logprob for t in streamed), abs=0.05)
+    first = gen.next_token_probs(prompt, [streamed[0].text], slot="agree-next")[streamed[0].text]
+    assert first == pytest.approx(streamed[0].prob, rel=1e-3)
+    # the alternatives the token carries: the sampled (greedy) token first, probabilities sorted
+    top = streamed[0].top
+    assert top[0][0] == streamed[0].text and [lp for _, lp in top] == sorted((lp for _, lp in top), reverse=True)
+
+
+def test_top_p_sampling_keeps_to_the_nucleus(engine):
+    """With a nucleus of one token, sampling is greedy decoding; with top_p 0.5 every sampled token
+    is one of the few most likely (its alternatives, which are the most likely, hold it)."""
+    from ragcli import prompts
+    from ragcli.generation.llama import LlamaGenerator
+
+    gen = engine.generator
+    prompt = prompts.answer_prompt("Tell me about Elia Kazan.", style="long")
+    greedy = [t.text for t in gen.stream(prompt, max_tokens=12, slot="p-greedy")]
+    narrow = LlamaGenerator(gen.model_path, temperature=1.0, top_p=1e-6, seed=3)
+    assert [t.text for t in narrow.stream(prompt, max_tokens=12)] == greedy
+    wide = LlamaGenerator(gen.model_path, temperature=1.0, top_p=0.5, seed=3)
+    for t in wide.stream(prompt, max_tokens=24):
+        assert t.text in [alt for alt, _ in t.top] or t.prob >= 0.5
+
+
 @pytest.mark.parametrize("strategy", ["none", "single", "flare-instruct", "previous-window", "previous-sentence",
                                       "ircot", "self-ask", "crag"])
 def test_every_strategy_runs_end_to_end(engine, strategy):

@@ -150,11 +150,20 @@ def test_chat_only_server_is_used_through_chat_completions():
     with StubServer(Script(dialect="openai", chat_only=True)) as stub:
         g = gen(stub)
         assert g.endpoint == "chat" and any("chat/completions" in n for n in g.notices)
-        tokens = list(g.stream("Documents: x\nQuestion: q\nAnswer: Par", max_tokens=3))
+        from ragcli.prompts import Prompt
+
+        prompt = Prompt(instruction="Answer briefly.", exemplars=[("Question: a", "b")], request="Question: q",
+                        cue="Answer:", continuation=" Par")
+        tokens = list(g.stream(prompt, max_tokens=3))
         assert [t.text for t in tokens] == ["Paris", " is", " the"] and tokens[0].top
         body = stub.completions()[-1]["body"]
-        assert body["messages"] == [{"role": "user", "content": "Documents: x\nQuestion: q"},
-                                    {"role": "assistant", "content": "Par"}]
+        assert body["messages"] == [{"role": "system", "content": "Answer briefly."},
+                                    {"role": "user", "content": "Question: a"},
+                                    {"role": "assistant", "content": "b"},
+                                    {"role": "user", "content": "Question: q"},
+                                    {"role": "assistant", "content": "Par"}]  # continued by the server
+        list(g.stream("plain text", max_tokens=3))
+        assert stub.completions()[-1]["body"]["messages"] == [{"role": "user", "content": "plain text"}]
         assert body["logprobs"] is True and body["top_logprobs"] == 5
 
 

@@ -6,6 +6,7 @@ import io
 import json
 
 from rich.console import Console
+from rich.text import Text
 
 from ragcli.events import (AnswerFinished, DocumentsRetrieved, DraftSentence, Notice, RetrievalTriggered, SentenceCommitted,
                            StepStarted, TokenGenerated)
@@ -101,8 +102,10 @@ def test_long_lines_wrap_under_their_text_not_under_the_label():
     long = "Ulf Merbold (born June 20, 1941) is the first West German citizen and second German native."
     r.handle(SentenceCommitted(Sentence(long)))
     r.handle(StepStarted(2, "draft"))
-    r.handle(TokenGenerated(Token(" " + long, 0.0), draft=True))
-    live = r._hang(r.current).plain.splitlines()  # the streaming region wraps the same way
+    for i, word in enumerate(long.split(" ")):  # streamed word by word
+        r.handle(TokenGenerated(Token((" " if i else "") + word, 0.0), draft=True))
+    # the streaming region wraps the same way
+    live = ["".join(seg.text for seg in line).rstrip() for line in err.render_lines(r.current, new_lines=False)]
     r.close()
     lines = err.export_text().splitlines()[:len(live)]
     for rows, label in ((lines, "   sentence │ "), (live, "      draft │ ")):
@@ -177,3 +180,18 @@ def test_plain_wrapping_keeps_hyphenated_words_and_urls_whole(monkeypatch):
     PlainRenderer(out, None).handle(AnswerFinished("He was born in Stratford-upon-Avon, see https://example.org/a/very/long/path."))
     assert any(line.startswith("Stratford-upon-Avon") or "Stratford-upon-Avon" in line for line in out.getvalue().splitlines())
     assert "https://example.org/a/very/long/path." in out.getvalue().splitlines()
+
+
+def test_streaming_a_long_answer_costs_the_same_per_token_at_its_end(monkeypatch):
+    """Only the last row of the line being generated is wrapped again per token: the text wrapped
+    per token stays bounded, however long the answer grows."""
+    err = Console(record=True, width=80, force_terminal=True, file=io.StringIO())
+    r = RichLiveRenderer(highlight=0.4, err=err, out=Console(file=io.StringIO()))
+    wrapped: list[int] = []
+    real = Text.wrap
+    monkeypatch.setattr(Text, "wrap", lambda self, *a, **k: wrapped.append(len(self.plain)) or real(self, *a, **k))
+    r.handle(StepStarted(1, "generate"))
+    for i in range(600):
+        r.handle(TokenGenerated(Token(f" word{i}", -0.1)))
+    r.close()
+    assert len(r.current.rows) > 40 and max(wrapped) <= 80

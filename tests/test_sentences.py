@@ -93,3 +93,33 @@ def test_punkt_falls_back_to_the_plain_import_when_the_layout_is_unexpected():
         "print(split_spans('Dr. Smith went home. Then he slept.'), 'nltk' in sys.modules)\n"
     )
     assert out.strip() == "[(0, 20), (21, 35)] True"
+
+
+def test_tracking_a_long_answer_reads_each_character_a_bounded_number_of_times(monkeypatch):
+    """Sentences are tracked incrementally: Punkt re-reads only the sentence still open, so a
+    600-token answer costs a constant number of passes over its text, not one per sentence."""
+    from ragcli.strategies import stream
+    from ragcli.types import Token
+
+    read = []
+    real = stream.split_spans
+    monkeypatch.setattr(stream, "split_spans", lambda text: read.append(len(text)) or real(text))
+    words = [f" Fact number {i} is about the city of Rome and its long history." for i in range(60)]
+    tokens = [Token(piece, -0.1) for sentence in words for piece in sentence.replace(" ", "\0 ").split("\0") if piece]
+    tracker = stream.SentenceTracker()
+    done = [s for t in tokens for s in tracker.add(t)] + tracker.finish()
+    assert [s.text for s in done] == [w.strip() for w in words]
+    assert sum(len(s.tokens) for s in done) == len(tokens)
+    assert sum(read) <= 3 * sum(len(t.text) for t in tokens)
+
+
+def test_sentences_of_keeps_every_token_and_the_unfinished_rest():
+    from ragcli.strategies.stream import sentences_of
+    from ragcli.types import Token
+
+    tokens = [Token(t, -0.1) for t in ["Dr.", " Smith", " came", ".", " He", " sat", "."," Then"]]
+    done, rest = sentences_of(tokens, final=False)
+    assert [s.text for s in done] == ["Dr. Smith came.", "He sat."] and [t.text for t in rest] == [" Then"]
+    done, rest = sentences_of(tokens)
+    assert [s.text for s in done] == ["Dr. Smith came.", "He sat.", "Then"] and rest == []
+

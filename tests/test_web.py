@@ -124,7 +124,7 @@ def test_cache_hit_avoids_the_inner_searcher(tmp_path):
     cached = CachedWebSearcher(inner, tmp_path / "web")
     first = cached.search("python language", 3)
     again = cached.search("python  language", 3)
-    assert inner.calls == 1 and again == first and len(list((tmp_path / "web").glob("*.json"))) == 1
+    assert inner.calls == 1 and again == first and entries(tmp_path / "web") == 1
     cached.search("python language", 2)  # a different k is a different key
     assert inner.calls == 2
     # a fresh wrapper over the same directory reads the files
@@ -140,7 +140,7 @@ def test_failures_and_empty_results_are_not_cached(tmp_path):
     assert failing.inner.calls == 2
     empty = CachedWebSearcher(CountingSearcher(docs=[]), tmp_path)
     assert empty.search("q", 3) == [] and empty.search("q", 3) == []
-    assert empty.inner.calls == 2 and not list(tmp_path.glob("*.json"))
+    assert empty.inner.calls == 2 and entries(tmp_path) == 0
 
 
 def test_corrupt_or_stale_cache_entries_are_searched_again(tmp_path):
@@ -150,10 +150,30 @@ def test_corrupt_or_stale_cache_entries_are_searched_again(tmp_path):
     time.sleep(0.01)
     cached.search("q", 3)
     assert inner.calls == 2
-    for f in tmp_path.glob("*.json"):
-        f.write_text("{not json", encoding="utf-8")
+    import diskcache
+
+    with diskcache.Cache(str(tmp_path)) as store:
+        for key in list(store):
+            store[key] = "{not json"
     fresh = CachedWebSearcher(inner, tmp_path)
     assert fresh.search("q", 3) == inner.docs and inner.calls == 3
+    assert fresh.search("q", 3) == inner.docs and inner.calls == 3  # the bad entry was replaced
+
+
+def test_a_cache_that_cannot_be_opened_only_makes_searches_slower(tmp_path):
+    (tmp_path / "cache.db").write_bytes(b"this is not an SQLite database" * 100)
+    inner = CountingSearcher()
+    cached = CachedWebSearcher(inner, tmp_path)
+    assert cached.search("q", 3) == inner.docs and cached.search("q", 3) == inner.docs and inner.calls == 2
+    (tmp_path / "file").write_text("")
+    assert CachedWebSearcher(inner, tmp_path / "file" / "web").search("q", 3) == inner.docs  # not a folder
+
+
+def entries(directory) -> int:
+    import diskcache
+
+    with diskcache.Cache(str(directory)) as store:
+        return len(store)
 
 
 def test_default_searcher_caches_under_the_user_cache_dir(tmp_path, monkeypatch):

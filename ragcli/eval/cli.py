@@ -50,7 +50,8 @@ def eval_run(
     sample: Annotated[Optional[int], typer.Option(help="Random sample of N questions.")] = None,
     sample_seed: Annotated[int, typer.Option("--sample-seed", help="Seed for --sample.")] = 0,
     corpus: Annotated[Optional[Path], typer.Option(help="Corpus JSONL to index (default: the dataset's own paragraphs).")] = None,
-    out: Annotated[Optional[Path], typer.Option(help="Per-question results JSONL (resumable).")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="Per-question results JSONL (resumable with the same settings and model).")] = None,
+    restart: Annotated[bool, typer.Option("--restart", help="Start the --out file over instead of resuming it.")] = False,
     summary: Annotated[Optional[Path], typer.Option(help="Write the summary JSON here.")] = None,
     plot: Annotated[Optional[Path], typer.Option(help="Write a retrieval-rate vs F1 PNG here.")] = None,
     long_form: Annotated[bool, typer.Option("--long-form", help="Ask 'Tell me about X.' for each question's first supporting page (paragraph answers; read recall and sourced, no EM/F1).")] = False,
@@ -94,7 +95,9 @@ def eval_run(
     else:
         from ragcli.retrieval.index import TantivyIndex
 
-        TantivyIndex.open(base.index)
+        TantivyIndex.open(base.index).check_not_empty()
+    if not restart:  # settings and dataset before the model loads (seconds for a big one); its hash after
+        runner.check_resumable(out, runner.run_metadata(base, dataset, base.index, None), model=False)
     gen = engine.generator
     model = str(getattr(gen, "model_path", "") or getattr(gen, "model", "")) or None
     meta = runner.run_metadata(base, dataset, base.index, model)
@@ -116,8 +119,8 @@ def eval_run(
             progress.update(task, advance=1, description=f"{row['run']} " + (
                 f"F1={100 * row['f1']:.0f}" if row.get("f1") is not None else f"sourced={100 * (row.get('sourced') or 0):.0f}"))
 
-        rows = runner.run_eval(engine, specs, examples, base, out=out, meta=meta, on_result=on_result,
-                               workers=workers)
+        rows = runner.run_eval(engine, specs, examples, base, out=out, meta=meta, restart=restart,
+                               on_result=on_result, workers=workers)
     runs = runner.summarize(rows)
     from rich.console import Console
 

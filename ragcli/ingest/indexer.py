@@ -1,6 +1,9 @@
 """Build or update an index from files: incremental (size/mtime, then content hash), batched commits.
 
 Nothing here prints: progress and warnings go to callbacks the CLI renders.
+
+An index is only ever left with passages in it: when the paths hold nothing readable, nothing is
+committed (an index this run created is removed again; an existing one stays as it was).
 """
 
 from __future__ import annotations
@@ -15,12 +18,40 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from ragcli.config import available_cpus
-from ragcli.errors import EmptyCorpusError, IndexWriteError, InputPathError
+from ragcli.errors import EmptyCorpusError, IndexCorruptError, IndexMissingError, IndexWriteError, InputPathError
 from ragcli.ingest.formats import JSONL_SUFFIXES
-from ragcli.ingest.reader import FileInfo, SkipFile, iter_files, iter_passages, read_passages
-from ragcli.retrieval.index import TantivyIndex, exclusive_lock
+from ragcli.ingest.passages import TARGET_WORDS
+from ragcli.ingest.reader import FileInfo, FileNotes, SkipFile, iter_files, iter_passages, read_passages
+from ragcli.retrieval.index import LOCK_FILE, TantivyIndex, exclusive_lock
 
 COMMIT_EVERY_PASSAGES = 50_000
+SUPPORTED = "text, Markdown, reStructuredText, HTML, PDF, source code and JSONL corpora"
+
+
+@dataclass
+class FileResult:
+    """One file this run read (or tried to): a line of `ragcli index --verbose`."""
+
+    path: str  # as shown to the user
+    action: str  # "added" | "updated" | "skipped"
+    passages: int = 0
+    encoding: str | None = None
+    replaced: int = 0  # bytes that were not text in its encoding, replaced
+    bad_lines: int = 0  # JSONL lines skipped
+    reason: str = ""  # why it was skipped
+
+    def describe(self) -> str:
+        """e.g. "added    notes/old.txt (3 passages, cp1252)"."""
+        if self.action == "skipped":
+            return f"skipped  {self.path}: {self.reason}"
+        found = [_count(self.passages, "passage")] + ([self.encoding] if self.encoding else [])
+        found += [f"{_count(self.replaced, 'bad byte')} replaced"] if self.replaced else []
+        found += [f"{_count(self.bad_lines, 'bad line')} skipped"] if self.bad_lines else []
+        return f"{self.action:<8} {self.path} ({', '.join(found)})"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 @dataclass
@@ -31,6 +62,8 @@ class IndexReport:
     removed: int = 0
     unchanged: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    bad_lines: dict[str, int] = field(default_factory=dict)  # JSONL file -> lines skipped
+    files: list[FileResult] = field(default_factory=list)
     passages_added: int = 0
     passages_total: int = 0
     seconds: float = 0.0
@@ -72,120 +105,228 @@ def build_index(
     jobs: int = 1,
 ) -> IndexReport:
     """Index ``paths`` into ``index_dir``. ``jobs`` processes parse files other than JSONL corpora
-    in parallel (0: one per CPU)."""
+    in parallel (0: one per CPU). ``rebuild`` replaces the index's contents in the same commit
+    that adds the new ones. Raises EmptyCorpusError, committing nothing, when the paths hold no
+    readable text."""
     started = time.perf_counter()
-    for p in paths:
-        if not p.exists():
-            raise InputPathError(f"path does not exist: {p}")
     warn = on_warning or (lambda msg: None)
-    files = list(iter_files(paths, include_hidden=include_hidden, exclude=exclude or ()))
-    report = IndexReport(files_seen=len(files))
-    if rebuild:
-        index_dir.mkdir(parents=True, exist_ok=True)
-        with exclusive_lock(index_dir):  # never delete an index another writer is using
-            TantivyIndex.remove(index_dir)
-    index = TantivyIndex.open_or_create(index_dir)
-    # start parser processes before the index writer's threads exist
-    parsers = _Parsers.start(files, index.load_manifest(), jobs, warn)
-    with parsers, index.writer() as writer:
-        manifest = index.load_manifest()
-        roots = [str(p.resolve()) for p in paths]
-        current = {str(f.path) for f in files}
-        pending: dict[str, dict] = {}
-        pending_removed: list[str] = []
-        batch = 0
-
-        def commit() -> None:
-            nonlocal batch
-            try:
-                writer.commit()
-            except (OSError, ValueError) as exc:  # e.g. disk full: the last commit stays intact
-                raise IndexWriteError(f"could not write the index at {index_dir}: {exc}",
-                                      hint="free disk space and run `ragcli index` again; "
-                                           "the index still holds its last commit") from None
-            for key in pending_removed:
-                manifest.pop(key, None)
-            manifest.update(pending)
-            pending.clear()
-            pending_removed.clear()
-            index.save_manifest(manifest)
-            batch = 0
-
-        # files that were indexed under these roots and are gone now
-        for key in list(manifest):
-            if key not in current and any(key == r or key.startswith(r.rstrip(os.sep) + os.sep) for r in roots):
-                writer.delete_path(key)
-                pending_removed.append(key)
-                report.removed += 1
-
-        def added(n: int) -> None:  # called as passages are added, so huge files commit in batches too
-            nonlocal batch
-            batch += n
-            if batch >= commit_every:
-                commit()
-
-        for done, info in enumerate(files, start=1):
-            _index_one(info, manifest.get(str(info.path)), writer, pending, report, warn, added, parsers)
-            if on_progress:
-                on_progress(done, len(files), report.passages_added)
-        commit()
-        writer.finish()
-    index.reload()
-    report.passages_total = index.num_passages()
-    index.meta.updated = time.time()
-    index.meta.passages = report.passages_total
-    index.meta.files = len(manifest)
-    index.meta.save(index.directory)
+    report = IndexReport()
+    files = _find_files(paths, report, warn, include_hidden=include_hidden, exclude=exclude or [])
+    if not files:
+        raise _empty(paths, report, index_dir if TantivyIndex.exists(index_dir) else None)
+    index, created = _open_target(index_dir, rebuild)
+    run = None
+    try:
+        manifest = {} if rebuild else index.load_manifest()
+        # start parser processes before the index writer's threads exist
+        with _Parsers.start(files, manifest, jobs, warn) as parsers, index.writer() as writer:
+            run = _Run(index, writer, manifest, report, warn, parsers, commit_every)
+            if rebuild:
+                writer.delete_all()
+            run.remove_gone(paths, files)
+            for done, info in enumerate(files, start=1):
+                run.index_file(info)
+                if on_progress:
+                    on_progress(done, len(files), report.passages_added)
+            if not run.holds_passages(files):  # uncommitted work is dropped as the writer closes
+                raise _empty(paths, report, None if created else index_dir)
+            run.commit()
+            writer.finish()
+    except BaseException:  # nothing to index, Ctrl-C, a full disk: an index created for nothing goes again
+        if created and not (run and run.commits):
+            _discard(index_dir, created)
+        raise
+    _save_meta(index, report, rebuild)
     report.seconds = time.perf_counter() - started
-    if report.passages_total == 0:
-        raise EmptyCorpusError(
-            "no passages were indexed: the paths hold no readable supported files",
-            hint="supported: text, Markdown, reStructuredText, HTML, PDF, source code and JSONL corpora",
-        )
     return report
 
 
-def _index_one(info: FileInfo, previous: dict | None, writer, pending: dict, report: IndexReport, warn: WarnFn,
-               added: Callable[[int], None], parsers: "_Parsers") -> None:
-    key = str(info.path)
-    shown = display_path(info.path)
-    if not _changed(info, previous):
-        report.unchanged += 1
-        return
-    try:
-        digest = file_hash(info.path)
-    except OSError as exc:
-        report.skipped.append((shown, exc.strerror or str(exc)))
-        warn(f"skipped {shown}: {exc.strerror or exc}")
-        return
-    if previous and previous.get("sha1") == digest:
-        parsers.discard(info)
-        pending[key] = {**previous, "size": info.size, "mtime_ns": info.mtime_ns}
-        report.unchanged += 1
-        return
-    # Delete by path even for a file the manifest does not know: after a crash between a commit
-    # and the manifest write, re-running must not add its passages twice.
-    writer.delete_path(key)
-    count = 0
-    try:
-        with _gc_paused(info.path.suffix.lower() in JSONL_SUFFIXES):
-            for p in parsers.passages(info, shown):
-                writer.add(p)
-                count += 1
-                if count % 1000 == 0:
-                    added(1000)
-    except SkipFile as exc:
-        writer.delete_path(key)  # drop what was added of it; it is retried next run
-        report.skipped.append((shown, str(exc)))
-        warn(f"skipped {shown}: {exc}")
-        return
-    if previous:
-        report.updated += 1
-    else:
-        report.added += 1
-    report.passages_added += count
-    pending[key] = {"size": info.size, "mtime_ns": info.mtime_ns, "sha1": digest, "passages": count}
-    added(count % 1000)  # after `pending`: a commit now records this file as done
+def _find_files(paths: list[Path], report: IndexReport, warn: WarnFn, *, include_hidden: bool,
+                exclude: list[str]) -> list[FileInfo]:
+    for p in paths:
+        if not p.exists():
+            raise InputPathError(f"path does not exist: {p}")
+
+    def unreachable(path: Path, why: str) -> None:
+        _skipped(report, warn, display_path(path), why)
+
+    files = list(iter_files(paths, include_hidden=include_hidden, exclude=exclude, on_skip=unreachable))
+    report.files_seen = len(files)
+    return files
+
+
+def _open_target(index_dir: Path, rebuild: bool) -> tuple[TantivyIndex, str | None]:
+    """The index to write and what this run created to hold it: None (it existed), "index" (the
+    index files in an existing folder) or "folder". With ``rebuild`` an index that cannot be
+    opened (corrupt, another schema version) is deleted first; a folder that is not an index
+    never is."""
+    existed = index_dir.exists()
+    if rebuild:
+        try:
+            return TantivyIndex.open(index_dir), None
+        except IndexCorruptError:  # unusable anyway: start afresh
+            with exclusive_lock(index_dir):  # never delete an index another writer is using
+                TantivyIndex.remove(index_dir)
+        except IndexMissingError:
+            TantivyIndex.remove(index_dir)  # refuses a folder that is not an index
+    if TantivyIndex.exists(index_dir):
+        return TantivyIndex.open(index_dir), None
+    return TantivyIndex.create(index_dir), "index" if existed else "folder"
+
+
+def _discard(index_dir: Path, created: str) -> None:
+    """Remove an index this run created and left empty (and its folder, if this run made it)."""
+    TantivyIndex.remove(index_dir)
+    (index_dir / LOCK_FILE).unlink(missing_ok=True)
+    if created == "folder":
+        try:
+            index_dir.rmdir()
+        except OSError:  # something else appeared in it meanwhile: leave it
+            pass
+
+
+def _empty(paths: list[Path], report: IndexReport, kept: Path | None) -> EmptyCorpusError:
+    named = ", ".join(str(p) for p in paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+    skipped = f" ({len(report.skipped)} skipped, see the warnings)" if report.skipped else ""
+    hint = f"supported: {SUPPORTED}"
+    if kept is not None:
+        hint += f"; the index at {kept} was left as it was"
+    return EmptyCorpusError(f"nothing to index: {named} hold{'s' if len(paths) == 1 else ''} no readable "
+                            f"text{skipped}", hint=hint)
+
+
+def _save_meta(index: TantivyIndex, report: IndexReport, rebuild: bool) -> None:
+    index.reload()
+    report.passages_total = index.num_passages()
+    if rebuild:
+        index.meta.created = time.time()
+    index.meta.updated = time.time()
+    index.meta.passages = report.passages_total
+    index.meta.files = len(index.load_manifest())
+    index.meta.passage_words = TARGET_WORDS
+    index.meta.save(index.directory)
+
+
+def _skipped(report: IndexReport, warn: WarnFn, shown: str, why: str) -> None:
+    report.skipped.append((shown, why))
+    report.files.append(FileResult(shown, "skipped", reason=why))
+    warn(f"skipped {shown}: {why}")
+
+
+class _Run:
+    """One indexing run's state: the writer, the manifest as committed and what is pending."""
+
+    def __init__(self, index: TantivyIndex, writer, manifest: dict[str, dict], report: IndexReport,
+                 warn: WarnFn, parsers: "_Parsers", commit_every: int) -> None:
+        self.index, self.writer, self.manifest, self.report = index, writer, manifest, report
+        self.warn, self.parsers, self.commit_every = warn, parsers, commit_every
+        self.pending: dict[str, dict] = {}
+        self.pending_removed: list[str] = []
+        self.batch = 0
+        self.commits = 0
+
+    def commit(self) -> None:
+        try:
+            self.writer.commit()
+        except (OSError, ValueError) as exc:  # e.g. disk full: the last commit stays intact
+            raise IndexWriteError(f"could not write the index at {self.index.directory}: {exc}",
+                                  hint="free disk space and run `ragcli index` again; "
+                                       "the index still holds its last commit") from None
+        for key in self.pending_removed:
+            self.manifest.pop(key, None)
+        self.manifest.update(self.pending)
+        self.pending.clear()
+        self.pending_removed.clear()
+        self.index.save_manifest(self.manifest)
+        self.batch = 0
+        self.commits += 1
+
+    def added(self, n: int) -> None:
+        """Called as passages are added, so huge files commit in batches too."""
+        self.batch += n
+        if self.batch >= self.commit_every:
+            self.commit()
+
+    def remove_gone(self, paths: list[Path], files: list[FileInfo]) -> None:
+        """Delete files that were indexed under these roots and are gone now."""
+        roots = [str(p.resolve()) for p in paths]
+        current = {str(f.path) for f in files}
+        for key in list(self.manifest):
+            if key not in current and any(key == r or key.startswith(r.rstrip(os.sep) + os.sep) for r in roots):
+                self.writer.delete_path(key)
+                self.pending_removed.append(key)
+                self.report.removed += 1
+
+    def holds_passages(self, files: list[FileInfo]) -> bool:
+        """Whether any of ``files`` has passages in the index once this run commits."""
+        removed = set(self.pending_removed)
+        for info in files:
+            key = str(info.path)
+            entry = self.pending.get(key) or (None if key in removed else self.manifest.get(key))
+            if entry and entry.get("passages", 1):
+                return True
+        return False
+
+    def index_file(self, info: FileInfo) -> None:
+        key = str(info.path)
+        shown = display_path(info.path)
+        previous = self.manifest.get(key)
+        report = self.report
+        if not _changed(info, previous):
+            report.unchanged += 1
+            return
+        try:
+            digest = file_hash(info.path)
+        except OSError as exc:
+            _skipped(report, self.warn, shown,
+                     "vanished while indexing" if isinstance(exc, FileNotFoundError) else exc.strerror or str(exc))
+            return
+        if previous and previous.get("sha1") == digest:
+            self.parsers.discard(info)
+            self.pending[key] = {**previous, "size": info.size, "mtime_ns": info.mtime_ns}
+            report.unchanged += 1
+            return
+        # Delete by path even for a file the manifest does not know: after a crash between a commit
+        # and the manifest write, re-running must not add its passages twice.
+        self.writer.delete_path(key)
+        notes = FileNotes()
+        count = 0
+        try:
+            with _gc_paused(info.path.suffix.lower() in JSONL_SUFFIXES):
+                for p in self.parsers.passages(info, shown, notes):
+                    self.writer.add(p)
+                    count += 1
+                    if count % 1000 == 0:
+                        self.added(1000)
+        except SkipFile as exc:
+            self.writer.delete_path(key)  # drop what was added of it; it is retried next run
+            if previous:
+                self.pending_removed.append(key)  # its passages are gone from the index too
+            _skipped(report, self.warn, shown, str(exc))
+            return
+        if notes.bad_lines:
+            report.bad_lines[shown] = notes.bad_lines
+            self.warn(f"{shown}: {notes.bad_lines_text()}")
+        if notes.replaced:
+            self.warn(f"{shown}: {notes.replaced} byte(s) that are not {notes.encoding} replaced by \ufffd")
+        action = "updated" if previous else "added"
+        setattr(report, action, getattr(report, action) + 1)
+        report.files.append(FileResult(shown, action, count, notes.encoding, notes.replaced, notes.bad_lines))
+        report.passages_added += count
+        self.pending[key] = _entry(info, digest, count, notes)
+        self.added(count % 1000)  # after `pending`: a commit now records this file as done
+
+
+def _entry(info: FileInfo, digest: str, count: int, notes: FileNotes) -> dict:
+    """A file's manifest entry: what decides whether it is read again, and what reading it found."""
+    entry = {"size": info.size, "mtime_ns": info.mtime_ns, "sha1": digest, "passages": count}
+    if notes.encoding:
+        entry["encoding"] = notes.encoding
+    if notes.replaced:
+        entry["replaced"] = notes.replaced
+    if notes.bad_lines:
+        entry["bad_lines"] = notes.bad_lines
+    return entry
 
 
 @contextmanager
@@ -209,12 +350,13 @@ def _changed(info: FileInfo, previous: dict | None) -> bool:
     return not (previous and previous.get("size") == info.size and previous.get("mtime_ns") == info.mtime_ns)
 
 
-def _parse(path: str, shown: str) -> tuple[list | None, str | None]:
-    """In a parser process: the passages of one file, or why it was skipped."""
+def _parse(path: str, shown: str) -> tuple[list | None, FileNotes, str | None]:
+    """In a parser process: the passages of one file and what reading it found, or why it was skipped."""
+    notes = FileNotes()
     try:
-        return read_passages(Path(path), shown), None
+        return read_passages(Path(path), shown, notes), notes, None
     except SkipFile as exc:
-        return None, str(exc)
+        return None, notes, str(exc)
 
 
 class _Parsers:
@@ -269,18 +411,21 @@ class _Parsers:
             future.cancel()
             self._fill()
 
-    def passages(self, info: FileInfo, shown: str):
+    def passages(self, info: FileInfo, shown: str, notes: FileNotes | None = None):
+        """The passages of one file; ``notes`` receives what reading it found."""
         from concurrent.futures.process import BrokenProcessPool
 
+        notes = FileNotes() if notes is None else notes
         future = self.futures.pop(info.path, None)
         if future is None:
-            return iter_passages(info.path, shown)
+            return iter_passages(info.path, shown, notes)
         try:
-            passages, skipped = future.result()
+            passages, found, skipped = future.result()
         except BrokenProcessPool:
             self._broken()
-            return iter_passages(info.path, shown)
+            return iter_passages(info.path, shown, notes)
         self._fill()
+        notes.__dict__.update(found.__dict__)
         if skipped is not None:
             raise SkipFile(skipped)
         return passages

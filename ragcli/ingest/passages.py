@@ -4,26 +4,19 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Iterator, NamedTuple
+from typing import Iterator
 
+from ragcli.retrieval.index import Passage
 from ragcli.sentences import plain_sentence_end, split_spans
 
+__all__ = ["Passage", "TARGET_WORDS", "chunk_text", "normalise", "passage_id"]
+
 TARGET_WORDS = 100
-
-
-class Passage(NamedTuple):  # a named tuple: created ~10k times a second while indexing
-    pid: str
-    title: str
-    text: str
-    path: str
-    location: str  # "path:12-30" for text files, "path#L42" for JSONL records
 
 
 def passage_id(title: str, text: str) -> str:
     """Same scheme as the QA data (``"p_" + sha1(title + "\\n" + text)[:16]``), so recall by pid works."""
     return "p_" + hashlib.sha1(f"{title}\n{text}".encode("utf-8")).hexdigest()[:16]
-
-
 
 
 def chunk_text(text: str, target_words: int = TARGET_WORDS) -> list[tuple[int, int]]:
@@ -42,18 +35,20 @@ def chunk_text(text: str, target_words: int = TARGET_WORDS) -> list[tuple[int, i
     cur: list[int] | None = None  # [start, end, words] of the passage being filled
     half = target_words // 2
     for a, b in _paragraphs(text):
-        words = [m.span() for m in _WORD.finditer(text, a, b)]
+        words = _Words(text, a, b)
         if cur is not None and cur[2] >= half:
             spans.append((cur[0], cur[1]))  # the paragraph break ends it
             cur = None
         i = 0  # index of the first word of the paragraph not yet in a passage
-        while i < len(words):
+        while words.remaining(i, 1):
+            words.forget(i)
             room = target_words - (cur[2] if cur else 0)
-            if len(words) - i <= room:  # the rest of the paragraph fits
+            rest = words.remaining(i, room + 1)
+            if rest <= room:  # the rest of the paragraph fits
                 if cur is None:
                     cur = [words[i][0], b, 0]
                 cur[1] = b
-                cur[2] += len(words) - i
+                cur[2] += rest
                 break
             cut = _last_boundary(text, words, i, i + room, b)
             if cut is not None:  # fill the passage up to the last sentence end that fits
@@ -69,13 +64,64 @@ def chunk_text(text: str, target_words: int = TARGET_WORDS) -> list[tuple[int, i
                 continue
             # a sentence longer than the target: up to twice the target it is a passage of its own,
             # longer "sentences" (tables, code) are cut by words
-            nxt = _next_boundary(text, words, i + room, min(len(words), i + 2 * target_words), b)
+            nxt = _next_boundary(text, words, i + room, i + words.remaining(i, 2 * target_words), b)
             j = nxt[0] if nxt else i + target_words
             spans.append((words[i][0], nxt[1] if nxt else words[j - 1][1]))
             i = j
     if cur is not None:
         spans.append((cur[0], cur[1]))
+    if any(e - s > MAX_PASSAGE_CHARS for s, e in spans):
+        spans = list(_capped(text, spans))
     return spans
+
+
+MAX_PASSAGE_CHARS = 20_000  # only a "word" of thousands of characters (a base64 blob, minified data) comes near
+
+
+class _Words:
+    """The word spans of one paragraph, found as the cuts move on and forgotten behind them, so
+    a paragraph of millions of words (a 50 MB one-line file) never sits in memory as spans."""
+
+    __slots__ = ("_found", "_spans", "_base")
+
+    def __init__(self, text: str, a: int, b: int) -> None:
+        self._found = _WORD.finditer(text, a, b)
+        self._spans: list[tuple[int, int]] = []
+        self._base = 0  # index of the word self._spans[0]
+
+    def remaining(self, i: int, n: int) -> int:
+        """How many words there are from word ``i`` on, counting at most ``n``."""
+        need = i + n - self._base
+        spans = self._spans
+        if len(spans) < need:
+            for m in self._found:
+                spans.append(m.span())
+                if len(spans) >= need:
+                    break
+        return max(0, min(need, len(spans)) - (i - self._base))
+
+    def __getitem__(self, j: int) -> tuple[int, int]:
+        return self._spans[j - self._base]
+
+    def forget(self, i: int) -> None:
+        """Drop the spans before word ``i`` (in blocks: deleting from a list's front is linear)."""
+        if i - self._base > 4096:
+            del self._spans[: i - self._base]
+            self._base = i
+
+
+def _capped(text: str, spans: list[tuple[int, int]]) -> Iterator[tuple[int, int]]:
+    """Spans longer than MAX_PASSAGE_CHARS cut into pieces, at a space where there is one."""
+    for a, b in spans:
+        while b - a > MAX_PASSAGE_CHARS:
+            cut = text.rfind(" ", a + MAX_PASSAGE_CHARS // 2, a + MAX_PASSAGE_CHARS)
+            cut = cut if cut > a else a + MAX_PASSAGE_CHARS
+            yield a, cut
+            a = cut
+            while a < b and text[a].isspace():
+                a += 1
+        if a < b:
+            yield a, b
 
 
 _WORD = re.compile(r"\S+")

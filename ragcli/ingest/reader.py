@@ -2,24 +2,32 @@
 
 Ignore rules: hidden files and folders are skipped unless asked for; a ``.ragcliignore`` in a
 folder (gitignore syntax, via pathspec) and ``--exclude`` patterns remove more.
+
+Text is decoded whatever its encoding (``encoding``); a JSONL corpus keeps its good lines and
+reports the bad ones by number. What reading found besides passages goes into ``FileNotes``.
 """
 
 from __future__ import annotations
 
+import errno
+import io
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from ragcli.ingest import formats
+from ragcli.ingest.encoding import SNIFF_BYTES, bom, bomless_utf16, decode
 from ragcli.ingest.formats import SUPPORTED_SUFFIXES, Section, SkipFile
 from ragcli.ingest.passages import Passage, chunk_text, normalise, passage_id
 
 MAX_FILE_BYTES = 200 * 1024 * 1024
 IGNORE_FILE = ".ragcliignore"
+BAD_LINES_SHOWN = 5  # bad JSONL lines named in a warning (all are counted)
 
-__all__ = ["SUPPORTED_SUFFIXES", "SkipFile", "FileInfo", "iter_files", "iter_passages", "read_passages", "read_text"]
+__all__ = ["SUPPORTED_SUFFIXES", "SkipFile", "FileInfo", "FileNotes", "iter_files", "iter_passages", "read_passages",
+           "read_text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,14 +37,42 @@ class FileInfo:
     mtime_ns: int
 
 
+@dataclass
+class FileNotes:
+    """What reading one file found besides its passages: shown by ``index --verbose``, kept in the
+    manifest."""
+
+    encoding: str | None = None  # None: not a text format (PDF)
+    replaced: int = 0  # bytes no character fitted, replaced by U+FFFD
+    bad_lines: int = 0  # JSONL lines skipped
+    examples: list[str] = field(default_factory=list)  # the first few, e.g. "line 7 is not JSON"
+
+    def bad_line(self, why: str) -> None:
+        self.bad_lines += 1
+        if len(self.examples) < BAD_LINES_SHOWN:
+            self.examples.append(why)
+
+    def bad_lines_text(self) -> str:
+        """e.g. "skipped 2 bad lines: line 2 is not JSON; line 5 has no "text" field"."""
+        more = "; …" if self.bad_lines > len(self.examples) else ""
+        return (f"skipped {self.bad_lines} bad line{'s' if self.bad_lines != 1 else ''}: "
+                + "; ".join(self.examples) + more)
+
+
+SkipFn = Callable[[Path, str], None]
+
+
 def _spec(patterns: Iterable[str]):
     import pathspec
 
     return pathspec.GitIgnoreSpec.from_lines([p for p in patterns if p.strip()])
 
 
-def iter_files(paths: list[Path], *, include_hidden: bool = False, exclude: Iterable[str] = ()) -> Iterator[FileInfo]:
-    """Every supported file under ``paths`` (files given directly are taken as they are)."""
+def iter_files(paths: list[Path], *, include_hidden: bool = False, exclude: Iterable[str] = (),
+               on_skip: SkipFn | None = None) -> Iterator[FileInfo]:
+    """Every supported file under ``paths`` (files given directly are taken as they are). A file
+    that cannot be looked at (a symlink loop or a broken link, or one that vanished) goes to
+    ``on_skip`` with the reason."""
     seen: set[Path] = set()
     excluded = list(exclude)
     for root in paths:
@@ -48,9 +84,19 @@ def iter_files(paths: list[Path], *, include_hidden: bool = False, exclude: Iter
                     continue
                 seen.add(resolved)
                 st = path.stat()
-            except (OSError, RuntimeError):  # vanished, or a symlink loop
+            except (OSError, RuntimeError) as exc:
+                if on_skip is not None:
+                    on_skip(path, _unreachable(path, exc))
                 continue
             yield FileInfo(resolved, st.st_size, st.st_mtime_ns)
+
+
+def _unreachable(path: Path, exc: BaseException) -> str:
+    if isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == errno.ELOOP:
+        return "symlink loop"
+    if isinstance(exc, FileNotFoundError):
+        return "broken symlink" if path.is_symlink() else "vanished while indexing"
+    return f"cannot read: {getattr(exc, 'strerror', None) or exc}"
 
 
 def _walk(root: Path, include_hidden: bool, exclude: list[str]) -> Iterator[Path]:
@@ -100,31 +146,31 @@ def read_bytes(path: Path) -> bytes:
         raise SkipFile(f"cannot read: {exc.strerror or exc}") from None
 
 
-def read_text(path: Path, raw: bytes | None = None) -> str:
-    raw = read_bytes(path) if raw is None else raw
-    if b"\x00" in raw[:8192]:
-        raise SkipFile("looks binary")
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise SkipFile(f"not UTF-8 (byte {exc.start})") from None
+def read_text(path: Path, raw: bytes | None = None, notes: FileNotes | None = None) -> str:
+    """The text of a file in any encoding ``encoding.decode`` recognises (noted in ``notes``)."""
+    decoded = decode(read_bytes(path) if raw is None else raw)
+    if notes is not None:
+        notes.encoding, notes.replaced = decoded.encoding, decoded.replaced
+    return decoded.text
 
 
-def read_passages(path: Path, display: str | None = None) -> list[Passage]:
+def read_passages(path: Path, display: str | None = None, notes: FileNotes | None = None) -> list[Passage]:
     """Passages of one file. ``display`` is the path as shown to users; the stored path is absolute."""
-    return list(iter_passages(path, display))
+    return list(iter_passages(path, display, notes))
 
 
-def iter_passages(path: Path, display: str | None = None) -> Iterator[Passage]:
+def iter_passages(path: Path, display: str | None = None, notes: FileNotes | None = None) -> Iterator[Passage]:
     """Passages of one file, lazily. JSONL corpora are streamed line by line (no size cap), so a
-    multi-GB corpus never sits in memory; ``SkipFile`` can then come mid-way."""
+    multi-GB corpus never sits in memory; ``SkipFile`` can then come mid-way. ``notes`` receives
+    the encoding and the bad JSONL lines."""
+    notes = FileNotes() if notes is None else notes
     shown = display or str(path)
     key = str(path)
     suffix = path.suffix.lower()
     if suffix in formats.JSONL_SUFFIXES:
-        yield from _jsonl_passages(_jsonl_records(_jsonl_batches(path)), shown, key)
+        yield from _jsonl_passages(_jsonl_records(_jsonl_batches(path, notes), notes), shown, key, notes)
         return
-    for section in _sections(path, suffix):
+    for section in _sections(path, suffix, notes):
         for p in _section_passages(section, shown):
             yield Passage(p.pid, p.title, p.text, key, p.location)
 
@@ -132,29 +178,42 @@ def iter_passages(path: Path, display: str | None = None) -> Iterator[Passage]:
 JSONL_BATCH_BYTES = 1 << 20  # lines read, decoded and parsed per call (per-line json.loads was a third of the parse)
 
 
-def _jsonl_batches(path: Path) -> Iterator[tuple[int, list[bytes]]]:
-    """(number of the first line, about 1 MB of raw lines), streamed: a multi-GB corpus never sits in memory."""
+def _jsonl_batches(path: Path, notes: FileNotes) -> Iterator[tuple[int, list[bytes]]]:
+    """(number of the first line, about 1 MB of raw UTF-8 lines), streamed: a multi-GB corpus never
+    sits in memory. A UTF-16 or UTF-32 corpus (a byte-order mark, or NULs in every other byte) is
+    re-encoded to UTF-8 line by line on the way."""
     try:
         with path.open("rb") as fh:
-            if b"\x00" in fh.read(8192):
-                raise SkipFile("looks binary")
-            fh.seek(0)
-            first = 1
-            while lines := fh.readlines(JSONL_BATCH_BYTES):
-                if first == 1 and lines[0].startswith(b"\xef\xbb\xbf"):
-                    lines[0] = lines[0][3:]
-                yield first, lines
-                first += len(lines)
+            head = fh.read(SNIFF_BYTES)
+            marked = bom(head)
+            codec = marked[1] if marked else bomless_utf16(head) if b"\x00" in head else "utf-8"
+            if codec is None:
+                raise SkipFile("looks binary (NUL bytes)")
+            notes.encoding = codec
+            fh.seek(len(marked[0]) if marked else 0)
+            if codec == "utf-8":
+                yield from _numbered(iter(lambda: fh.readlines(JSONL_BATCH_BYTES), []))
+                return
+            text = io.TextIOWrapper(fh, encoding=codec, errors="replace", newline="\n")
+            batches = iter(lambda: text.readlines(JSONL_BATCH_BYTES), [])
+            yield from _numbered([line.encode("utf-8") for line in lines] for lines in batches)
     except FileNotFoundError:
         raise SkipFile("vanished while indexing") from None
     except OSError as exc:
         raise SkipFile(f"cannot read: {exc.strerror or exc}") from None
 
 
-def _jsonl_records(batches: Iterable[tuple[int, list[bytes]]]) -> Iterator[tuple[int, object]]:
+def _numbered(batches: Iterable[list[bytes]]) -> Iterator[tuple[int, list[bytes]]]:
+    first = 1
+    for lines in batches:
+        yield first, lines
+        first += len(lines)
+
+
+def _jsonl_records(batches: Iterable[tuple[int, list[bytes]]], notes: FileNotes) -> Iterator[tuple[int, object]]:
     """(line number, parsed value) of each non-blank line. A batch is parsed as one JSON array;
     if that fails or does not give one value per line (blank lines, a bad line), its non-blank
-    lines are tried as one array again, then one by one so the error names the right line."""
+    lines are tried as one array again, then one by one: a bad line is noted by number and skipped."""
     try:
         from orjson import loads  # ~2.5x faster than json on corpora; errors fall back to json below
     except ImportError:
@@ -175,31 +234,44 @@ def _jsonl_records(batches: Iterable[tuple[int, list[bytes]]]) -> Iterator[tuple
         numbered = [(first + i, raw) for i, raw in enumerate(lines) if raw.strip()]
         if not numbered:
             continue
-        values = array([raw for _, raw in numbered]) or [_parse_line(n, raw) for n, raw in numbered]
-        yield from zip((n for n, _ in numbered), values)
+        values = array([raw for _, raw in numbered])
+        if values is not None:
+            yield from zip((n for n, _ in numbered), values)
+            continue
+        for n, raw in numbered:
+            try:
+                yield n, _parse_line(n, raw)
+            except _BadLine as bad:
+                notes.bad_line(str(bad))
+
+
+class _BadLine(Exception):
+    """A JSONL line that gives no record; the message names it ("line 7 is not JSON")."""
 
 
 def _parse_line(lineno: int, raw: bytes) -> object:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise SkipFile(f"line {lineno} is not UTF-8 (byte {exc.start})") from None
+        raise _BadLine(f"line {lineno} is not UTF-8 (byte {exc.start})") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError:
-        raise SkipFile(f"line {lineno} is not JSON") from None
+        raise _BadLine(f"line {lineno} is not JSON") from None
 
 
-def _sections(path: Path, suffix: str) -> list[Section]:
+def _sections(path: Path, suffix: str, notes: FileNotes) -> list[Section]:
     if suffix in formats.PDF_SUFFIXES:
         read_bytes(path)  # size cap and readability checks
         return formats.pdf_sections(path)
     if suffix in formats.HTML_SUFFIXES:
         raw = read_bytes(path)
-        if b"\x00" in raw[:8192]:
-            raise SkipFile("looks binary")
+        declared = None if bom(raw) or b"\x00" in raw[:SNIFF_BYTES] else formats.declared_encoding(raw)
+        if declared is None:  # no <meta charset> (or UTF-16, or binary): decoded here like any text file
+            return formats.html_sections(path, read_text(path, raw, notes))
+        notes.encoding = declared
         return formats.html_sections(path, raw)
-    text = read_text(path)
+    text = read_text(path, notes=notes)
     if suffix in formats.MARKDOWN_SUFFIXES:
         return formats.markdown_sections(path, text)
     return formats.text_sections(path, text)
@@ -224,12 +296,17 @@ def _section_passages(section: Section, shown: str) -> Iterator[Passage]:
         yield Passage(passage_id(section.title, body), section.title, body, shown, location)
 
 
-def _jsonl_passages(records: Iterable[tuple[int, object]], shown: str, key: str) -> Iterator[Passage]:
+def _jsonl_passages(records: Iterable[tuple[int, object]], shown: str, key: str,
+                    notes: FileNotes) -> Iterator[Passage]:
     prefix = f"{shown}#L"
+    good = 0
     for lineno, record in records:  # the hot loop of indexing a corpus: kept lean
         text = record.get("text") if type(record) is dict else None
         if type(text) is not str:
-            raise SkipFile(f"line {lineno} has no \"text\" field")
+            notes.bad_line(f"line {lineno} has no \"text\" field" if type(record) is dict
+                           else f"line {lineno} is not a JSON object")
+            continue
+        good += 1
         body = normalise(text)
         if not body:
             continue
@@ -252,6 +329,8 @@ def _jsonl_passages(records: Iterable[tuple[int, object]], shown: str, key: str)
             else:
                 pid = f"{given}#{i}" if given else passage_id(title, piece)
             yield Passage(pid, title, piece, key, location)
+    if notes.bad_lines and not good:
+        raise SkipFile("no valid line: " + notes.bad_lines_text())
 
 
 def _line_starts(text: str) -> list[int]:

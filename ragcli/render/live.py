@@ -26,8 +26,7 @@ from ragcli.events import (
     StepStarted,
     TokenGenerated,
 )
-from ragcli.render import safe
-from ragcli.render.text import calibration_line, cited_pieces, shorten, shorten_left, source_lines, summary_line
+from ragcli.render.text import safe, calibration_line, cited_pieces, shorten, shorten_left, source_lines, summary_line
 from ragcli.types import Sentence, Token
 
 DRAFT = "grey58 italic"
@@ -43,6 +42,43 @@ def _label(name: str) -> str:
     return f"{name:>11} │ "
 
 
+class _Streaming:
+    """The line being generated, shown under its label and wrapped as it grows. Wrapping is greedy,
+    so the rows above the last never change: only the last row is wrapped again when a token
+    arrives, and a long answer costs the same per token at its end as at its start."""
+
+    def __init__(self, console: Console, label: Text) -> None:
+        import threading
+
+        self.console = console
+        self.label = label
+        self.rows: list[Text] = []
+        self.tail = Text()
+        self._lock = threading.Lock()  # Live refreshes from its own thread
+
+    @property
+    def width(self) -> int:
+        return max(self.console.width - LABEL_WIDTH, 20)
+
+    def append(self, piece: Text) -> None:
+        with self._lock:
+            self.tail.append_text(piece)
+            if self.tail.cell_len > self.width:
+                lines = list(self.tail.wrap(self.console, self.width, no_wrap=False))
+                for row in lines[:-1]:
+                    row.rstrip()
+                    self.rows.append(row)
+                self.tail = lines[-1]
+
+    def __rich_console__(self, console, options):
+        with self._lock:
+            rows = [*self.rows, self.tail.copy()]
+        for i, row in enumerate(rows):
+            line = self.label.copy() if i == 0 else Text(CONTINUED, style="dim")
+            line.append_text(row)
+            yield line
+
+
 class RichLiveRenderer:
     def __init__(self, *, highlight: float, stdout=None, stderr=None, err: Console | None = None,
                  out: Console | None = None) -> None:
@@ -52,22 +88,22 @@ class RichLiveRenderer:
             out.soft_wrap = not out.is_terminal
         self.out = out
         self.threshold = highlight
-        self.current = Text()
+        self.current: _Streaming | None = None  # the line being generated
         self.live: Live | None = None
         self.step_label = ""
 
     # ---------------------------------------------------------------- the live region
     def _live(self) -> Live:
         if self.live is None:
-            self.live = Live(self.current, console=self.err, refresh_per_second=15, transient=True,
+            self.live = Live(Text(), console=self.err, refresh_per_second=15, transient=True,
                              vertical_overflow="visible")
             self.live.start()
         return self.live
 
     def _clear(self) -> None:
-        self.current = Text()
+        self.current = None
         if self.live is not None:
-            self.live.update(self.current, refresh=True)
+            self.live.update(Text(), refresh=True)
 
     def _print(self, renderable) -> None:
         self.err.print(self._hang(renderable))
@@ -102,11 +138,11 @@ class RichLiveRenderer:
     def handle(self, event: Event) -> None:
         if isinstance(event, TokenGenerated):
             tok = event.token
-            if not self.current.plain:
-                self.current.append(self.step_label, style="cyan")
+            if self.current is None:
+                self.current = _Streaming(self.err, Text(self.step_label, style="cyan"))
                 tok = tok.with_text(tok.text.lstrip())
-            self.current.append_text(self._token_text(tok, event.draft))
-            self._live().update(self._hang(self.current))
+                self._live().update(self.current)
+            self.current.append(self._token_text(tok, event.draft))
         elif isinstance(event, StepStarted):
             self.step_label = _label(event.what)
         elif isinstance(event, DraftSentence):

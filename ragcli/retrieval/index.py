@@ -12,10 +12,9 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
-from ragcli.errors import IndexCorruptError, IndexLockedError, IndexMissingError, UsageError
-from ragcli.ingest.passages import Passage
+from ragcli.errors import IndexCorruptError, IndexEmptyError, IndexLockedError, IndexMissingError, UsageError
 from ragcli.retrieval.query import query_terms
 from ragcli.types import Document
 
@@ -23,6 +22,17 @@ SCHEMA_VERSION = 1
 META_FILE = "ragcli.json"
 MANIFEST_FILE = "ragcli-files.json"
 LOCK_FILE = "ragcli.lock"
+
+
+class Passage(NamedTuple):  # a named tuple: created ~10k times a second while indexing
+    """One stored passage: what ``ingest`` produces and the index keeps (ingest imports this, never
+    the other way round)."""
+
+    pid: str
+    title: str
+    text: str
+    path: str
+    location: str  # "path:12-30" for text files, "path#L42" for JSONL records
 
 
 def _schema():
@@ -45,6 +55,7 @@ class IndexMeta:
     passages: int = 0
     files: int = 0
     ragcli_version: str = ""
+    passage_words: int = 0  # the passage size the indexer aimed at (0: not recorded)
 
     @classmethod
     def load(cls, directory: Path) -> "IndexMeta":
@@ -101,6 +112,18 @@ class TantivyIndex:
                                     hint=f"rebuild it: ragcli index --rebuild --index {directory} PATH") from None
         return cls(directory, index, meta)
 
+    @staticmethod
+    def exists(directory: str | Path) -> bool:
+        """Whether ``directory`` holds a ragcli index (complete or not, usable or not)."""
+        return (Path(directory) / META_FILE).is_file()
+
+    def check_not_empty(self) -> "TantivyIndex":
+        """Raise IndexEmptyError if no passage is searchable: retrieval would silently find nothing."""
+        if self.num_passages() == 0:
+            raise IndexEmptyError(f"the index at {self.directory} is empty: no passage to retrieve",
+                                  hint=f"add documents: ragcli index --index {self.directory} PATH")
+        return self
+
     @classmethod
     def create(cls, directory: str | Path) -> "TantivyIndex":
         import tantivy
@@ -133,13 +156,6 @@ class TantivyIndex:
                 shutil.rmtree(child)
             else:
                 child.unlink()
-
-    @classmethod
-    def open_or_create(cls, directory: str | Path) -> "TantivyIndex":
-        directory = Path(directory)
-        if (directory / META_FILE).is_file():
-            return cls.open(directory)
-        return cls.create(directory)
 
     # ---------------------------------------------------------------- manifest of indexed files
     def load_manifest(self) -> dict[str, dict[str, Any]]:
@@ -180,18 +196,23 @@ class TantivyIndex:
         return self._searcher_().num_docs
 
     def stats(self) -> dict[str, Any]:
-        from ragcli.ingest.passages import TARGET_WORDS
-
         size = sum(f.stat().st_size for f in self.directory.rglob("*") if f.is_file())
+        manifest = self.load_manifest()
+        encodings: dict[str, int] = {}
+        for key, entry in manifest.items():
+            name = entry.get("encoding") or ("none (PDF)" if key.lower().endswith(".pdf") else "not recorded")
+            encodings[name] = encodings.get(name, 0) + 1
         return {
             "passages": self.num_passages(),
-            "files": len(self.load_manifest()),
+            "files": len(manifest),
+            "encodings": dict(sorted(encodings.items(), key=lambda kv: -kv[1])),
             "size_bytes": size,
             "created": self.meta.created,
             "updated": self.meta.updated,
             "schema_version": self.meta.schema_version,
             "built_with": f"ragcli {self.meta.ragcli_version}, BM25 over title+text (en_stem), "
-                          f"~{TARGET_WORDS}-word sentence-aligned passages",
+                          + (f"~{self.meta.passage_words}-word " if self.meta.passage_words else "")
+                          + "sentence-aligned passages",
         }
 
     def _searcher_(self):

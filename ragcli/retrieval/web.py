@@ -1,4 +1,5 @@
-"""Web search: the WebSearcher protocol, a ddgs adapter with a hard deadline, and an on-disk cache.
+"""Web search: the WebSearcher protocol, a ddgs adapter with a hard deadline, and an on-disk cache
+(diskcache).
 
 Pages are never fetched: the search engine's snippet (``body``) *is* the page text. That keeps a
 search to one bounded request, and snippets are already focused on the query (CRAG refines them
@@ -7,10 +8,8 @@ into strips anyway). ddgs dicts never leave this module: they become ``Document(
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-import os
 import re
 import threading
 import time
@@ -142,50 +141,72 @@ class DdgsWebSearcher:
 
 
 class CachedWebSearcher:
-    """Remember successful, non-empty results as JSON files keyed by sha1(query, k).
+    """Remember successful, non-empty results on disk (a ``diskcache`` store under ``directory``,
+    keyed by query and k, values kept as JSON text: nothing read back is unpickled).
 
     Failures and empty results are not cached (they are often transient). Entries older than
-    ``max_age`` seconds are searched again; unreadable entries are ignored.
+    ``max_age`` seconds are searched again; unreadable entries, and a store that cannot be opened
+    (corrupt, read-only), are ignored: a broken cache only makes searches slower.
     """
+
+    SIZE_LIMIT = 64 * 1024 * 1024  # bytes on disk; the least recently stored entries go first
 
     def __init__(self, inner: WebSearcher, directory: str | Path, *, max_age: float | None = 7 * 86400) -> None:
         self.inner = inner
         self.directory = Path(directory)
         self.max_age = max_age
+        self._store_: Any = None  # opened on first use; False when it cannot be
 
-    def _path(self, query: str, k: int) -> Path:
-        key = hashlib.sha1(json.dumps([query, k], ensure_ascii=False).encode("utf-8")).hexdigest()
-        return self.directory / f"{key}.json"
+    def _cache(self) -> Any:
+        if self._store_ is None:
+            import sqlite3
 
-    def _load(self, path: Path) -> list[Document] | None:
+            import diskcache
+
+            try:
+                self._store_ = diskcache.Cache(str(self.directory), size_limit=self.SIZE_LIMIT,
+                                               eviction_policy="least-recently-stored")
+            except (OSError, sqlite3.Error):
+                self._store_ = False
+        return None if self._store_ is False else self._store_  # (an empty Cache is falsy: it has a length)
+
+    def _load(self, key: str) -> list[Document] | None:
+        import sqlite3
+
+        cache = self._cache()
         try:
-            if self.max_age is not None and time.time() - path.stat().st_mtime > self.max_age:
+            raw = cache.get(key) if cache is not None else None
+            if raw is None:
                 return None
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(raw)
+            if self.max_age is not None and time.time() - data["stored"] > self.max_age:
+                return None
             return [Document(**{f: d[f] for f in ("id", "title", "text", "score", "source", "location")})
                     for d in data["documents"]]
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, sqlite3.Error, ValueError, KeyError, TypeError):
             return None
 
-    def _store(self, path: Path, query: str, k: int, docs: list[Document]) -> None:
+    def _store(self, key: str, query: str, k: int, docs: list[Document]) -> None:
+        import sqlite3
+
+        cache = self._cache()
+        if cache is None:
+            return
+        payload = {"query": query, "k": k, "stored": time.time(), "documents": [d.to_dict() for d in docs]}
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            payload = {"query": query, "k": k, "documents": [d.to_dict() for d in docs]}
-            tmp.write_text(json.dumps(payload, ensure_ascii=False), encoding="utf-8")
-            os.replace(tmp, path)
-        except OSError:
+            cache.set(key, json.dumps(payload, ensure_ascii=False), expire=self.max_age)
+        except (OSError, sqlite3.Error):
             pass  # a cache that cannot be written is only slower
 
     def search(self, query: str, k: int) -> list[Document]:
         query = " ".join(query.split())
-        path = self._path(query, k)
-        cached = self._load(path) if path.is_file() else None
+        key = json.dumps([query, k], ensure_ascii=False)
+        cached = self._load(key)
         if cached is not None:
             return cached
         docs = self.inner.search(query, k)  # WebSearchError propagates, nothing is stored
         if docs:
-            self._store(path, query, k, docs)
+            self._store(key, query, k, docs)
         return docs
 
 

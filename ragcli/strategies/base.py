@@ -3,7 +3,6 @@ cutting, context budgeting and the closing AnswerFinished. Strategies yield even
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar, Iterator, Mapping, Sequence
@@ -25,7 +24,17 @@ from ragcli.events import (
 from ragcli.generation import Generator
 from ragcli.retrieval import Retriever
 from ragcli.retrieval.web import WebSearcher
-from ragcli.sentences import first_sentence_end, split_spans
+from ragcli.sentences import first_sentence_end
+from ragcli.strategies.stream import (
+    REPEATED,
+    REPEATS,
+    Chunk,
+    SentenceTracker,
+    cut_sentence,
+    repeating,
+    repeats,
+    sentences_of,
+)
 from ragcli.strategies.trigger import Trigger, make_trigger
 from ragcli.types import Document, Query, RunStats, Sentence, Token
 
@@ -34,104 +43,10 @@ from ragcli.types import Document, Query, RunStats, Sentence, Token
 PostRetrieval = Callable[["Strategy", str, Sequence[Document]], Iterator[Event]]
 
 
-REPEATS = 4  # a block of tokens repeated this many times in a row is degenerate repetition
-MAX_PERIOD = 16
-
-
-def repeating(tokens: Sequence[Token]) -> int:
-    """The period (in tokens) if the last tokens are one block repeated REPEATS times, else 0."""
-    texts = [t.text for t in tokens]
-    for period in range(1, MAX_PERIOD + 1):
-        span = period * REPEATS
-        if len(texts) < span:
-            break
-        block = texts[-period:]
-        if "".join(block).strip() == "":
-            continue
-        if all(texts[-(k + 1) * period: len(texts) - k * period] == block for k in range(1, REPEATS)):
-            return period
-    return 0
-
-
 # Answers never need "[": with documents listed as "[1] Title: text", small models otherwise go on
 # copying the list into the answer ("... in space. [4] Ulf Merbold: Dr. Ulf ..."). FLARE-instruct,
 # whose [Search(...)] needs it, passes its own bias.
 NO_BRACKETS = {"[": -100.0}
-
-_ENDS_SENTENCE = re.compile(r"[.!?]")
-
-
-REPEATED = "the model repeated an earlier sentence; stopped"
-
-
-_FILLERS = frozenset({"also", "too", "again", "additionally", "furthermore", "moreover", "still"})
-_WORDS = re.compile(r"\w+")
-
-
-def _sentence_key(sentence: str) -> tuple[str, ...]:
-    return tuple(w for w in _WORDS.findall(sentence.lower()) if w not in _FILLERS)
-
-
-def repeats(sentence: str, earlier: Sequence[str]) -> bool:
-    """True when ``sentence`` says one of ``earlier`` again: the same words, case, punctuation and
-    fillers ("also", "too", "again") aside. Small models loop sentence by sentence ("He was the
-    first to … He was also the first to …"), which token-level checks (``repeating``) cannot see."""
-    key = _sentence_key(sentence)
-    return bool(key) and any(_sentence_key(e) == key for e in earlier)
-
-
-def repeated_sentence(tokens: Sequence[Token]) -> int | None:
-    """If the last complete sentence in ``tokens`` repeats an earlier one, the number of tokens
-    before it (where to cut); else None."""
-    sentences, _ = sentences_of(tokens)  # called when a token ends with . ! or ?: the last one is complete
-    if len(sentences) >= 2 and repeats(sentences[-1].text, [s.text for s in sentences[:-1]]):
-        return sum(len(s.tokens) for s in sentences[:-1])
-    return None
-
-
-@dataclass
-class Chunk:
-    """Result of one generation call: tokens, their text, and whether the model ended the answer."""
-
-    tokens: list[Token] = field(default_factory=list)
-    ended: bool = False  # stop sequence / end of generation reached (not cut by us or by max_tokens)
-
-    @property
-    def text(self) -> str:
-        return "".join(t.text for t in self.tokens)
-
-
-def cut_sentence(tokens: Sequence[Token], offset: int | None) -> tuple[Sentence, list[Token]]:
-    """Split tokens at a character offset of their joined text: (first sentence, remaining tokens)."""
-    text = "".join(t.text for t in tokens)
-    if offset is None or offset >= len(text.rstrip()):
-        return Sentence(text.strip(), tuple(tokens)), []
-    head: list[Token] = []
-    pos = 0
-    for i, tok in enumerate(tokens):
-        if pos >= offset:
-            return Sentence(text[:offset].strip(), tuple(head)), list(tokens[i:])
-        head.append(tok)
-        pos += len(tok.text)
-    return Sentence(text[:offset].strip(), tuple(head)), []
-
-
-def sentences_of(tokens: Sequence[Token], *, final: bool = True) -> tuple[list[Sentence], list[Token]]:
-    """Cut tokens into sentences. With ``final`` False the last (possibly unfinished) sentence is
-    returned as leftover tokens instead."""
-    out: list[Sentence] = []
-    remaining = list(tokens)
-    while remaining:
-        spans = split_spans("".join(t.text for t in remaining))
-        if len(spans) < 2 and not final:
-            break
-        end = spans[0][1] if len(spans) >= 2 else None
-        sentence, remaining = cut_sentence(remaining, end)
-        if sentence.text:
-            out.append(sentence)
-        if end is None:
-            break
-    return out, remaining
 
 
 @dataclass
@@ -276,6 +191,7 @@ class Strategy:
         if self.out_of_time():
             chunk.ended = True
             return chunk
+        tracker = SentenceTracker()
         for tok in self.gen.stream(prompt, max_tokens=max_tokens, stop=stop, slot=slot, bias=bias,
                                    suppress_first=suppress_first):
             chunk.tokens.append(tok)
@@ -285,11 +201,8 @@ class Strategy:
                 return chunk
             if watch is not None and watch(text):
                 return chunk
-            if _ENDS_SENTENCE.search(tok.text) and (keep := repeated_sentence(chunk.tokens)) is not None:
-                del chunk.tokens[keep:]
-                self.stop_reason = "repetition"
-                yield Notice(REPEATED, "warning")
-                chunk.ended = True
+            if (keep := tracker.repeated(tracker.add(tok))) is not None:
+                yield from self._cut_repetition(chunk, keep)
                 return chunk
             period = repeating(chunk.tokens)
             if period:
@@ -302,11 +215,21 @@ class Strategy:
                 yield Notice(f"time budget of {self.settings.timeout:g}s reached; stopped", "warning")
                 chunk.ended = True
                 return chunk
+        if not until_sentence and (keep := tracker.repeated(tracker.finish())) is not None:
+            yield from self._cut_repetition(chunk, keep)
+            return chunk
         # Ended means the model finished (stop string or end of generation), not the token cap. The
         # generator says which: it may merge several model tokens into one Token when it holds text
         # back, so counting Tokens would mistake the cap for an end.
         chunk.ended = getattr(self.gen, "last_finish", "eog") in ("stop", "eog")
         return chunk
+
+    def _cut_repetition(self, chunk: Chunk, keep: int) -> Iterator[Event]:
+        """End the chunk before a sentence that repeats an earlier one."""
+        del chunk.tokens[keep:]
+        self.stop_reason = "repetition"
+        yield Notice(REPEATED, "warning")
+        chunk.ended = True
 
     def out_of_time(self) -> bool:
         if self.settings.timeout > 0 and time.perf_counter() - self._t0 > self.settings.timeout:

@@ -6,7 +6,8 @@ from typing import Iterator, Sequence
 
 from ragcli import prompts
 from ragcli.events import Event
-from ragcli.strategies.base import Strategy, sentences_of
+from ragcli.strategies.base import Strategy
+from ragcli.strategies.stream import sentences_of
 from ragcli.types import Document, Query
 
 

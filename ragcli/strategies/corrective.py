@@ -30,6 +30,7 @@ import time
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 from ragcli.errors import WebSearchError
+from ragcli.prompts import grading_prompt, keyword_prompt
 from ragcli.events import DocumentsGraded, DocumentsRetrieved, Event, Notice, RetrievalTriggered
 from ragcli.generation import Generator
 from ragcli.sentences import split_sentences
@@ -44,32 +45,6 @@ MAX_KEYWORDS = 3
 MAX_GRADED_WORDS = 300  # a document is cut to this many words inside the grading prompt
 
 _KEYWORD = re.compile(r"[^\W_][\w'-]*", re.UNICODE)
-
-
-# ------------------------------------------------------------------------ prompts
-def grading_prompt(question: str, text: str) -> str:
-    """Completion-style relevance grading; the next token is " Yes" or " No". The question comes
-    before the document so that grading several documents shares the longest prompt prefix."""
-    return (
-        "Does the document contain information that answers the question? Answer Yes or No.\n\n"
-        "Question: In which city is the Eiffel Tower?\n"
-        "Document: The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris, France.\n"
-        "Answer: Yes\n\n"
-        "Question: Who wrote the play Hamlet?\n"
-        "Document: Mount Everest is Earth's highest mountain above sea level, in the Himalayas.\n"
-        "Answer: No\n\n"
-        f"Question: {question.strip()}\nDocument: {' '.join(text.split())}\nAnswer:"
-    )
-
-
-def keyword_prompt(question: str) -> str:
-    """CRAG's query rewrite: a web query of at most three keywords."""
-    return (
-        "Extract at most three keywords from the question, to use as a web search query.\n\n"
-        "Question: What is Henry Feilden's occupation?\nKeywords: Henry Feilden occupation\n\n"
-        "Question: In which city was the director of the film Titanic born?\nKeywords: Titanic director birthplace\n\n"
-        f"Question: {question.strip()}\nKeywords:"
-    )
 
 
 # ------------------------------------------------------------------------ the evaluator

@@ -1,0 +1,120 @@
+"""Bytes of a text file -> str, whatever encoding an editor or a Windows tool saved it in.
+
+In order: a byte-order mark (UTF-8, UTF-16, UTF-32); NUL bytes, which are UTF-16 without a mark
+when every other byte is NUL (ASCII-range text) and binary otherwise; UTF-8; UTF-8 with a few
+damaged bytes (replaced, and counted); a detector (charset-normalizer) for legacy 8-bit and CJK
+encodings, trusted only above a confidence floor. What is left is not text, and skipped with why.
+"""
+
+from __future__ import annotations
+
+import codecs
+from dataclasses import dataclass
+
+from ragcli.ingest.formats import SkipFile
+
+# (mark, codec) with UTF-32 first: the UTF-32-LE mark begins with the UTF-16-LE one
+BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+SNIFF_BYTES = 8192  # how far the binary and BOM-less UTF-16 tests look
+MIN_CONFIDENCE = 0.9  # the detector's 1 - chaos (charset-normalizer's "mess" ratio) must reach this
+# On short texts the detector finds several 8-bit code pages equally good (café decodes the same in
+# a dozen); among those ties, the one Windows and most legacy Western files use wins.
+PREFERRED = ("cp1252",)
+
+
+@dataclass(frozen=True)
+class Decoded:
+    text: str
+    encoding: str  # Python's codec name, e.g. "utf-8", "utf-16-le", "cp1252"
+    replaced: int = 0  # bytes that no character fitted, replaced by U+FFFD (damaged UTF-8)
+    confidence: float = 1.0  # < 1 only for a detector's guess
+
+
+def bom(raw: bytes) -> tuple[bytes, str] | None:
+    """(the byte-order mark, the codec of what follows it), if ``raw`` starts with one."""
+    return next(((mark, name) for mark, name in BOMS if raw.startswith(mark)), None)
+
+
+def decode(raw: bytes) -> Decoded:
+    """The text of ``raw`` (without a byte-order mark); raises SkipFile with the reason when it
+    is not text."""
+    marked = bom(raw)
+    if marked is not None:
+        mark, name = marked
+        text, bad = _decode_counting(raw[len(mark):], name)
+        return Decoded(text, name, bad)
+    head = raw[:SNIFF_BYTES]
+    if b"\x00" in head:  # valid UTF-8 too, but text files hold no NUL
+        name = bomless_utf16(head)
+        if name is None:
+            raise SkipFile("looks binary (NUL bytes)")
+        text, bad = _decode_counting(raw, name)
+        return Decoded(text, name, bad)
+    try:
+        return Decoded(raw.decode("utf-8"), "utf-8")
+    except UnicodeDecodeError:
+        pass
+    damaged = _damaged_utf8(raw)
+    if damaged is not None:
+        return damaged
+    return _detected(raw)
+
+
+def _decode_counting(raw: bytes, codec: str) -> tuple[str, int]:
+    """Decoded text and the number of undecodable spots (replaced by U+FFFD)."""
+    try:
+        return raw.decode(codec), 0
+    except UnicodeDecodeError:
+        pass
+    text = raw.decode(codec, errors="replace")
+    return text, _replaced(raw, codec, text)
+
+
+def _replaced(raw: bytes, codec: str, text: str) -> int:
+    """How many U+FFFD in ``text`` stand for bad bytes (not counting those the file itself holds)."""
+    return text.count("\ufffd") - raw.decode(codec, errors="ignore").count("\ufffd")
+
+
+def bomless_utf16(head: bytes) -> str | None:
+    """UTF-16 without a byte-order mark, recognised when every other byte is NUL (text in the
+    ASCII range, as Windows tools write it): little-endian has the NULs at odd offsets."""
+    even = head[: len(head) // 2 * 2]
+    if len(even) < 4:
+        return None
+    if not even[1::2].strip(b"\x00") and even[0::2].strip(b"\x00"):
+        return "utf-16-le"
+    if not even[0::2].strip(b"\x00") and even[1::2].strip(b"\x00"):
+        return "utf-16-be"
+    return None
+
+
+def _damaged_utf8(raw: bytes) -> Decoded | None:
+    """UTF-8 with a few bad bytes (a truncated copy, one stray Latin-1 character): its valid
+    multi-byte characters outnumber the bad bytes. An 8-bit legacy file has almost no valid
+    multi-byte sequences, so it goes to the detector instead."""
+    text = raw.decode("utf-8", errors="replace")
+    bad = _replaced(raw, "utf-8", text)
+    multibyte = len(text) - len(text.encode("ascii", errors="ignore")) - bad
+    if multibyte > bad:
+        return Decoded(text, "utf-8", bad)
+    return None
+
+
+def _detected(raw: bytes) -> Decoded:
+    from charset_normalizer import from_bytes
+
+    matches = list(from_bytes(raw, threshold=1 - MIN_CONFIDENCE))
+    if not matches:
+        raise SkipFile("not text: not UTF-8, and no other encoding fits")
+    best = matches[0]
+    tied = [m for m in matches if m.chaos <= best.chaos + 0.01 and m.coherence >= best.coherence - 0.01]
+    names = {n for m in tied for n in (m.encoding, *m.could_be_from_charset)}
+    name = next((p for p in PREFERRED if p in names), best.encoding)
+    text, bad = _decode_counting(raw, name)
+    return Decoded(text, name, bad, confidence=round(1 - best.chaos, 3))

@@ -1,0 +1,113 @@
+"""Models by name (hf:ORG/REPO[/FILE.gguf]): a fake hub at the boundary, never the network."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ragcli import cli, models
+from ragcli.errors import ModelError, UsageError
+
+GGUF = b"GGUF" + b"\x00" * 60
+
+
+class FakeHub:
+    def __init__(self, files, content=GGUF, fail_after: int | None = None):
+        self.files = dict(files)  # name -> size
+        self.content = content
+        self.fail_after = fail_after
+        self.downloads: list[tuple[str, str]] = []
+        self.listed: list[str] = []
+
+    def list_files(self, repo):
+        self.listed.append(repo)
+        return list(self.files.items())
+
+    def download(self, repo, filename, dest: Path, progress):
+        self.downloads.append((repo, filename))
+        if filename not in self.files:
+            raise ModelError(f"hf:{repo}/{filename}: no such file in the repository")
+        with dest.open("wb") as fh:
+            fh.write(self.content[: self.fail_after] if self.fail_after is not None else self.content)
+            if self.fail_after is not None:
+                raise ModelError("cannot download: connection reset")
+
+
+def cache_files() -> list[Path]:
+    return [p for p in models.models_dir().rglob("*") if p.is_file()] if models.models_dir().exists() else []
+
+
+def test_a_named_file_downloads_once_into_the_cache():
+    hub = FakeHub({"small-Q4_K_M.gguf": 64})
+    path = models.resolve("hf:org/repo/small-Q4_K_M.gguf", hub=hub)
+    assert path == models.models_dir() / "hf" / "org" / "repo" / "small-Q4_K_M.gguf"
+    assert path.read_bytes() == GGUF
+    assert models.resolve("hf:org/repo/small-Q4_K_M.gguf", hub=hub) == path
+    assert hub.downloads == [("org/repo", "small-Q4_K_M.gguf")]  # the second time from the cache
+    assert [m.name for m in models.cached_models()] == ["hf:org/repo/small-Q4_K_M.gguf"]
+
+
+def test_a_repository_alone_picks_a_sensible_quantisation():
+    files = {"m-Q8_0.gguf": 800, "m-Q2_K.gguf": 200, "m-Q4_K_M.gguf": 400, "mmproj-m-f16.gguf": 100, "README.md": 1}
+    hub = FakeHub(files)
+    path = models.resolve("hf:org/m-GGUF", hub=hub)
+    assert path.name == "m-Q4_K_M.gguf"
+    assert models.resolve("hf:org/m-GGUF", hub=FakeHub({})) == path  # cached: the hub is not asked again
+    assert models.pick_quant([("a-Q3_K_S.gguf", 30), ("a-IQ2_M.gguf", 20)]) == "a-IQ2_M.gguf"  # else the smallest
+    assert models.pick_quant([("README.md", 1)]) is None
+    with pytest.raises(ModelError, match="has no GGUF file"):
+        models.resolve("hf:org/empty", hub=FakeHub({"README.md": 1}))
+
+
+@pytest.mark.parametrize("hub", [FakeHub({"x.gguf": 64}, fail_after=10), FakeHub({"x.gguf": 64}, content=b"<html>"),
+                                 FakeHub({})])
+def test_a_failed_download_leaves_nothing_in_the_cache(hub):
+    with pytest.raises(ModelError):
+        models.resolve("hf:org/repo/x.gguf", hub=hub)
+    assert cache_files() == []
+    assert not (models.models_dir() / "hf" / "org").exists()
+
+
+@pytest.mark.parametrize("spec", ["hf:", "hf:justone", "hf:org/repo/notes.txt", "hf:org/repo/../../etc.gguf",
+                                  "hf:a b/c"])
+def test_bad_names_are_usage_errors(spec):
+    with pytest.raises(UsageError):
+        models.parse(spec)
+
+
+def test_remove_deletes_one_file_or_a_whole_repository():
+    hub = FakeHub({"a-Q4_K_M.gguf": 64, "a-Q8_0.gguf": 64})
+    models.resolve("hf:org/a/a-Q4_K_M.gguf", hub=hub)
+    models.resolve("hf:org/a/a-Q8_0.gguf", hub=hub)
+    assert [m.name for m in models.remove("hf:org/a/a-Q8_0.gguf")] == ["hf:org/a/a-Q8_0.gguf"]
+    assert [m.name for m in models.remove("org/a")] == ["hf:org/a/a-Q4_K_M.gguf"]
+    assert models.cached_models() == [] and not (models.models_dir() / "hf" / "org").exists()
+
+
+def test_offline_hub_is_one_line_and_a_model_exit_code(built_index, settings, capsys, monkeypatch):
+    """The real huggingface_hub client in offline mode: no network is touched."""
+    pytest.importorskip("huggingface_hub")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(SystemExit) as exc:
+        cli.run(["ask", "Who?", "--index", settings.index, "--model", "hf:nobody/nothing/none.gguf", "--no-log"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 6
+    lines = err.strip().splitlines()
+    assert 1 <= len(lines) <= 3 and lines[0].startswith("error: ") and "Traceback" not in err
+    assert "hf:nobody/nothing/none.gguf" in err
+    assert cache_files() == []
+
+
+def test_models_command_lists_and_removes(capsys):
+    models.resolve("hf:org/repo/small-Q4_K_M.gguf", hub=FakeHub({"small-Q4_K_M.gguf": 64}))
+    with pytest.raises(SystemExit) as exc:
+        cli.run(["models"])
+    out = capsys.readouterr().out
+    assert exc.value.code == 0 and "hf:org/repo/small-Q4_K_M.gguf" in out
+    with pytest.raises(SystemExit) as exc:
+        cli.run(["models", "rm", "hf:org/repo/small-Q4_K_M.gguf"])
+    assert exc.value.code == 0 and "removed hf:org/repo/small-Q4_K_M.gguf" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exc:
+        cli.run(["models", "rm", "hf:org/repo/small-Q4_K_M.gguf"])
+    assert exc.value.code == 2
