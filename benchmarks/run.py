@@ -5,6 +5,8 @@ machine is shared and noisy). Not a test: it prints numbers.
     python -m benchmarks.run --json     # one JSON object (keys tracked from run to run)
     python -m benchmarks.run --quick    # fewer questions and tokens
     python -m benchmarks.run --big      # also build and query a 1M-passage index (minutes, ~GBs of disk)
+    python -m benchmarks.run --only top,server,workers   # top-5 cost; --backend openai on llama-server
+                                                          # (scripts/llama-server.sh build first)
 """
 
 from __future__ import annotations
@@ -73,6 +75,34 @@ def bench_logprobs(n_tokens: int, results: dict) -> None:
     results["plain_tokens_per_s"] = plain_tps
     results["logprob_tokens_per_s"] = ours_tps
     results["logprob_speed_ratio"] = ours_tps / plain_tps
+
+
+def bench_top_cost(n_tokens: int, results: dict) -> None:
+    """What the top-5 alternatives of every token (``Token.top``) cost in-process: the same greedy
+    generation with and without them, interleaved, cold prompt each time, on one thread and counted
+    in CPU seconds (on this shared machine wall time moved by 2x between identical runs; one thread
+    does all of llama.cpp's work in this process, so its CPU time is the cost)."""
+    from ragcli import prompts
+    from ragcli.generation.llama import LlamaGenerator, embedded_model_path
+
+    gen = LlamaGenerator(embedded_model_path(), threads=1)
+    prompt = prompts.answer_prompt("Write about the history of the city of Rome in detail.")
+    cpu = {True: [], False: []}
+    for r in range(6):
+        for with_top in ((True, False) if r % 2 == 0 else (False, True)):
+            if with_top:
+                gen.__dict__.pop("_top", None)
+            else:
+                gen._top = lambda *args: ()  # the instance attribute shadows the method
+            gen._slots["main"].tokens, gen._slots["main"].batches = [], []
+            before = gen.stats.tokens_generated
+            t = time.process_time()
+            for _tok in gen.stream(prompt, max_tokens=n_tokens):
+                pass
+            cpu[with_top].append((gen.stats.tokens_generated - before) / (time.process_time() - t))
+    results["top5_tokens_per_cpu_s"] = statistics.median(cpu[True])
+    results["no_top_tokens_per_cpu_s"] = statistics.median(cpu[False])
+    results["top5_speed_ratio"] = results["top5_tokens_per_cpu_s"] / results["no_top_tokens_per_cpu_s"]
 
 
 def bench_logits_all(results: dict, n_tokens: int = 12) -> None:
@@ -326,9 +356,78 @@ def bench_rss(results: dict) -> None:
     results["peak_rss_mb"] = int(out.stdout.strip()) / 1024
 
 
+def bench_rss_ctx(results: dict, ctx: int = 8192) -> None:
+    """Peak RSS of a FLARE `ragcli ask` with a large context window: the main slot holds the whole
+    window, the draft and scoring slots only what they need (they start at 1,024 tokens)."""
+    from ragcli.ingest.indexer import build_index
+
+    with tempfile.TemporaryDirectory() as tmp:
+        index = Path(tmp) / "index"
+        build_index([SAMPLE], index)
+        code = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], capture_output=True, check=True); "
+                "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+        out = subprocess.run([sys.executable, "-c", code, sys.executable, "-m", "ragcli", "ask", "--index", str(index),
+                              "--quiet", "--no-log", "--ctx", str(ctx), "--theta", "1",
+                              "Tell me about Caroline Wozniacki."],
+                             capture_output=True, text=True, check=True, env={**os.environ, "NO_COLOR": "1"})
+    results[f"peak_rss_mb_ctx{ctx}"] = int(out.stdout.strip()) / 1024
+
+
+def bench_long_answer(results: dict, n_tokens: int = 600) -> None:
+    """Seconds per token over the last 100 tokens of a long FLARE answer ÷ over its first 100, with
+    the live renderer drawing every token: the loop's own costs (sentence tracking, drafts, the live
+    view) must not grow with the answer. θ = 0, so every draft is accepted and the work per token is
+    the same model call throughout; repetition checks off (the small model loops on long answers)."""
+    import io
+
+    from rich.console import Console
+
+    from ragcli.config import Settings
+    from ragcli.engine import Engine
+    from ragcli.events import TokenGenerated
+    from ragcli.ingest.indexer import build_index
+    from ragcli.render.live import RichLiveRenderer
+    from ragcli.strategies import base, stream
+
+    with tempfile.TemporaryDirectory() as tmp:
+        index = Path(tmp) / "index"
+        build_index([SAMPLE], index)
+        settings = Settings.resolve({"index": str(index), "theta": 0.0, "max_tokens": n_tokens, "max_steps": 400,
+                                     "answer_style": "long"}, env={}, config_path=Path("/nonexistent"))
+        engine = Engine(settings)
+        renderer = RichLiveRenderer(highlight=0.4, err=Console(file=io.StringIO(), force_terminal=True, width=100),
+                                    out=Console(file=io.StringIO()))
+        saved = stream.repeats, stream.REPEATS
+        never = lambda sentence, earlier: False  # noqa: E731 - let it run the whole length
+        stream.repeats, base.repeats, stream.REPEATS = never, never, 10**6
+        try:
+            stamps = []
+            for event in engine.ask("Tell me about the history of the Danish football club Odense Boldklub."):
+                renderer.handle(event)
+                if isinstance(event, TokenGenerated):
+                    stamps.append(time.perf_counter())
+        finally:
+            stream.repeats, stream.REPEATS = saved
+            base.repeats = saved[0]
+            renderer.close()
+    n = len(stamps)
+    results["long_answer_tokens"] = n
+    if n >= 300:
+        first = (stamps[100] - stamps[0]) / 100
+        last = (stamps[-1] - stamps[-101]) / 100
+        results["long_answer_first100_s_per_token"] = first
+        results["long_answer_last100_s_per_token"] = last
+        results["long_answer_cost_ratio"] = last / first
+
+
 # ------------------------------------------------------------------------------------ report
 ROWS = [
     ("generation with per-token probabilities", "logprob_tokens_per_s", "plain llama.cpp generation", "plain_tokens_per_s", "logprob_speed_ratio", "≥ 0.9"),
+    ("in-process top-5 alternatives (tokens per CPU s)", "top5_tokens_per_cpu_s", "without them", "no_top_tokens_per_cpu_s", "top5_speed_ratio", "≥ 0.98 (≤ 2 % cost)"),
+    ("llama-server, logprobs + top-5 (tokens per CPU s)", "server_logprob_tokens_per_cpu_s", "in-process, the same", "inprocess_logprob_tokens_per_cpu_s", "server_vs_inprocess_speed_ratio", "(reference)"),
+    ("  the same in wall time (tokens/s)", "server_logprob_tokens_per_s", "in-process", "inprocess_logprob_tokens_per_s", "server_vs_inprocess_wall_ratio", "(reference)"),
+    ("llama-server, logprobs + top-5 (tokens per CPU s)", "server_logprob_tokens_per_cpu_s", "llama-server without logprobs", "server_plain_tokens_per_cpu_s", "server_logprob_speed_ratio", "(reference)"),
+    ("eval --workers 2, server --parallel 2 (questions/min)", "eval_workers2_questions_per_min", "--workers 1", "eval_workers1_questions_per_min", "eval_workers_speedup", "(reference)"),
     ("FLARE prompt tokens evaluated (KV reuse), long-form", "flare_prompt_tokens", "FLARE without prefix reuse", "flare_no_cache_prompt_tokens", "cache_prompt_tokens_ratio", "≤ 0.5"),
     ("  floor: tokens no prefix cache can avoid", "flare_forced_prompt_tokens", "FLARE without prefix reuse", "flare_no_cache_prompt_tokens", "cache_forced_tokens_ratio", "(reference)"),
     ("FLARE wall time (KV reuse), long-form", "flare_wall_s", "FLARE without prefix reuse", "flare_no_cache_wall_s", "cache_wall_ratio", "≤ 0.7"),
@@ -341,6 +440,7 @@ ROWS = [
     ("index 2,000 HTML files, --jobs 1 (s)", "index_html_jobs1_s", "--jobs 0, one per CPU (s)", "index_html_jobs_all_s", "index_jobs_speedup", "(reference)"),
     ("SmolLM2-Instruct chat path (tok/s)", "chat_tokens_per_s", "plain create_completion, same text", "chat_plain_tokens_per_s", "chat_speed_ratio", "≥ 0.8"),
     ("SmolLM2-Instruct FLARE wall time, long-form", "chat_flare_wall_s", "bundled model, same questions", "bundled_flare_wall_s", "chat_flare_wall_ratio", "≤ 3"),
+    ("s/token, last 100 of a long FLARE answer", "long_answer_last100_s_per_token", "first 100", "long_answer_first100_s_per_token", "long_answer_cost_ratio", "≤ 1.3"),
 ]
 
 
@@ -375,10 +475,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.add_argument("--quick", action="store_true", help="fewer questions and tokens")
     ap.add_argument("--big", action="store_true", help="also a 1M-passage index")
-    ap.add_argument("--only", default="", help="comma-separated: help,index,index_jobs,search,logprobs,logits_all,cache,rss,chat,chat_flare")
+    ap.add_argument("--only", default="", help="comma-separated: help,index,index_jobs,search,logprobs,top,logits_all,"
+                                               "cache,rss,rss_ctx,long_answer,server,workers,chat,chat_flare "
+                                               "(server, workers: a built llama-server; chat, chat_flare: SmolLM2)")
     args = ap.parse_args(argv)
     only = set(filter(None, args.only.split(",")))
-    from benchmarks import instruct
+    from benchmarks import instruct, server_bench
 
     want = lambda name: not only or name in only  # noqa: E731
     results: dict = {}
@@ -388,9 +490,14 @@ def main(argv: list[str] | None = None) -> int:
         ("index_jobs", lambda: bench_index_jobs(results)),
         ("search", lambda: bench_search(results, args.big)),
         ("logprobs", lambda: bench_logprobs(48 if args.quick else 128, results)),
+        ("top", lambda: bench_top_cost(48 if args.quick else 128, results)),
         ("logits_all", lambda: bench_logits_all(results)),
         ("cache", lambda: bench_cache(3 if args.quick else 8, args.quick, results)),
         ("rss", lambda: bench_rss(results)),
+        ("server", lambda: server_bench.bench_server(48 if args.quick else 128, results)),
+        ("workers", lambda: server_bench.bench_workers(4 if args.quick else 8, 48, results)),
+        ("rss_ctx", lambda: bench_rss_ctx(results)),
+        ("long_answer", lambda: bench_long_answer(results, 300 if args.quick else 600)),
         ("chat", lambda: instruct.bench_chat_speed(48 if args.quick else 128, results)),
         ("chat_flare", lambda: instruct.bench_chat_flare(2 if args.quick else 4, args.quick, results)),
     ]

@@ -28,9 +28,9 @@ from ragcli.generation import Generator
 from ragcli.retrieval import Retriever
 from ragcli.strategies.trigger import make_trigger, threshold_for
 
-QUESTIONS = 12  # passages of the index the calibration asks about
+QUESTIONS = 24  # passages of the index the calibration asks about (a short answer drafts about once each)
 DRAFTS_PER_QUESTION = 3
-MIN_DRAFTS = 8  # fewer usable drafts than this: the threshold would be noise
+MIN_DRAFTS = 12  # fewer usable drafts than this: the threshold would be noise
 CACHE_FILE = "calibration.json"
 
 

@@ -70,7 +70,15 @@ class Settings:
     top_p: float = field(default=0.95, metadata={"help": "nucleus sampling when temperature > 0"})
     require_gpu: bool = field(default=False, metadata={"help": "fail instead of falling back to the CPU"})
     prompt_style: str = field(default="auto", metadata={"help": "auto | completion | chat (the GGUF's chat template)"})
-    cache: bool = field(default=True, metadata={"help": "reuse the KV cache across steps"})
+    cache: bool = field(default=True, metadata={"help": "reuse the KV cache across steps (a server: its prompt cache)"})
+    # generation backend
+    backend: str = field(default="llama", metadata={
+        "help": "llama (the GGUF in-process) | openai (an OpenAI-compatible server: llama-server, vLLM, ...; the "
+                "key, if it needs one, from RAGCLI_API_KEY or OPENAI_API_KEY)"})
+    base_url: str = field(default="", metadata={"help": "--backend openai: the server, e.g. http://127.0.0.1:8080/v1"})
+    api_model: str = field(default="", metadata={"help": "--backend openai: the model name (empty: the one the server serves)"})
+    api_timeout: float = field(default=120.0, metadata={
+        "help": "--backend openai: seconds to wait for the server (to connect, or for its next token)"})
     # strategy
     strategy: str = field(default="flare", metadata={"help": "retrieval strategy (see `ragcli strategies`)"})
     answer_style: str = field(default="auto", metadata={
@@ -225,6 +233,7 @@ def setting_type(name: str) -> type:
 
 
 CHOICES: dict[str, tuple[str, ...]] = {
+    "backend": ("llama", "openai"),
     "prompt_style": ("auto", "completion", "chat"),
     "answer_style": ("auto", "short", "long", "cot"),
     "final_read": ("auto", "yes", "no"),
@@ -245,6 +254,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "temperature": (0.0, math.inf),
     "timeout": (0.0, math.inf),
     "web_timeout": (0.1, math.inf),
+    "api_timeout": (0.1, math.inf),
     "threads": (0, math.inf),
     "n_gpu_layers": (-1, math.inf),
     "ctx": (256, math.inf),

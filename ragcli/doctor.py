@@ -18,8 +18,37 @@ class Check:
 
 
 def run_checks(settings: Settings, *, web: bool = True) -> list[Check]:
-    return [_model(settings), _backend(settings), _index(settings), _sentences(), _calibration(settings),
-            *([_web(settings)] if web else [])]
+    model = _server(settings) if settings.backend == "openai" else [_model(settings), _backend(settings)]
+    return [*model, _index(settings), _sentences(), _calibration(settings), *([_web(settings)] if web else [])]
+
+
+def _server(settings: Settings) -> list[Check]:
+    """``--backend openai``: the server answers, serves the model, and returns token log-probabilities."""
+    from ragcli.errors import RagcliError
+    from ragcli.generation.openai import OpenAIGenerator
+
+    try:
+        gen = OpenAIGenerator.from_settings(settings)
+    except RagcliError as exc:
+        return [Check("server", False, exc.message, exc.hint or "check --base-url and the server")]
+    try:
+        info = gen.server_info()
+        slots = f", {info['slots']} slot(s)" if info.get("slots") else ""
+        checks = [Check("server", True, f"{info['kind']} at {info['base_url']}: model {info['model']}, "
+                                        f"{info['n_ctx']}-token context{slots}, /v1/{gen._path()}")]
+        if gen.logprobs:
+            checks.append(Check("logprobs", True, "per-token log-probabilities"
+                                + (" with top-5 alternatives" if gen.has_top else " (no alternatives)")))
+        else:
+            checks.append(Check("logprobs", False, "the server returns no token log-probabilities: flare is refused",
+                                "use --strategy single|crag|self-ask|ircot|..., or a server that returns them "
+                                "(llama-server, vLLM)", warn_only=True))
+        for notice in gen.notices:
+            if "log-probabilities" not in notice:
+                checks.append(Check("server", True, notice, warn_only=True))
+        return checks
+    finally:
+        gen.close()
 
 
 def _model(settings: Settings) -> Check:

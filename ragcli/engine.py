@@ -8,20 +8,43 @@ from __future__ import annotations
 from typing import Iterator
 
 from ragcli.config import Settings
-from ragcli.errors import UsageError
+from ragcli.errors import Interrupted, UsageError
 from ragcli.events import Event, Notice
 from ragcli.generation import Generator
 from ragcli.retrieval import Retriever
 from ragcli.retrieval.web import WebSearcher
 
-MODEL_KEYS = ("model", "n_gpu_layers", "ctx", "threads", "seed", "temperature", "top_p", "cache", "prompt_style")
+MODEL_KEYS = ("model", "n_gpu_layers", "ctx", "threads", "seed", "temperature", "top_p", "cache", "prompt_style",
+              "backend", "base_url", "api_model", "api_timeout")
 
 
 def make_generator(settings: Settings) -> Generator:
-    """The one place a real model is loaded (tests replace this function)."""
+    """The one place a real model is loaded or a server connected to (tests replace this function)."""
+    if settings.backend == "openai":
+        from ragcli.generation.openai import OpenAIGenerator
+
+        return OpenAIGenerator.from_settings(settings)
     from ragcli.generation.llama import LlamaGenerator
 
     return LlamaGenerator.from_settings(settings)
+
+
+def check_backend(generator: Generator, cls, settings: Settings) -> None:
+    """Refuse, before any output, a strategy the backend cannot serve: a server without token
+    log-probabilities cannot run a trigger on them (flare), one without echo cannot rerank by them."""
+    from ragcli.errors import ServerError
+
+    if not getattr(generator, "logprobs", True) and "theta" in cls.params:
+        from ragcli.strategies import STRATEGIES
+
+        usable = [name for name, c in STRATEGIES.items() if "theta" not in c.params]
+        raise ServerError(f"{cls.name} needs token log-probabilities, and the server at "
+                          f"{getattr(generator, 'base', '?')} returns none",
+                          hint=f"use --strategy {'|'.join(usable)}, or a server that returns logprobs")
+    if "rerank" in cls.params and settings.rerank == "lm" and not getattr(generator, "scores_continuations", True):
+        from ragcli.generation.openai import NO_ECHO
+
+        raise ServerError(NO_ECHO, hint="use --rerank none, or a vLLM server")
 
 
 class Engine:
@@ -32,14 +55,19 @@ class Engine:
         self._retriever = retriever
         self._index_path: str | None = None  # the index the retriever was opened for (None: injected)
         self._model_key: tuple | None = None if generator is None else ("injected",)
+        self._closed = False
 
     # ---------------------------------------------------------------- parts, built lazily
     @property
     def generator(self) -> Generator:
         key = tuple(getattr(self.settings, k) for k in MODEL_KEYS)
         if self._generator is None or (self._model_key not in (key, ("injected",))):
+            if self._closed:
+                raise Interrupted("interrupted")
             self._generator = make_generator(self.settings)
             self._model_key = key
+            if self._closed:  # closed while it was being made
+                self.close()
         return self._generator
 
     @property
@@ -50,6 +78,13 @@ class Engine:
             self._retriever = TantivyIndex.open(self.settings.index).check_not_empty()
             self._index_path = self.settings.index
         return self._retriever
+
+    def close(self) -> None:
+        """End the generator's requests in flight (a server backend's); later questions raise Interrupted."""
+        self._closed = True
+        close = getattr(self._generator, "close", None)
+        if close is not None:
+            close()
 
     def reload_index(self) -> None:
         """Pick up a changed index (after `/index`)."""
@@ -86,6 +121,7 @@ class Engine:
         if cls.name != "none" and retriever is None:
             retriever = self.retriever  # opened and checked first: a missing index fails before a model loads
         generator = self.generator
+        check_backend(generator, cls, settings)
         for message in getattr(generator, "notices", ()):
             yield Notice(message, "warning")
         threshold = None

@@ -67,5 +67,12 @@ class WebSearchError(RagcliError):
     exit_code = 8
 
 
+class ServerError(RagcliError):
+    """The generation server (``--backend openai``) failed: unreachable, no such model, refused the key,
+    timed out, kept answering 429/5xx, cut a stream off, or lacks what a strategy needs (logprobs)."""
+
+    exit_code = 10
+
+
 class Interrupted(RagcliError):
     exit_code = 130

@@ -56,7 +56,7 @@ def test_ircot_stops_on_answer_is_and_reads(settings):
     gen = FakeGenerator([
         toks(" Romulus founded Rome.", 0.9) + [(" X", 0.9)],
         toks(" So the answer is Romulus.", 0.9) + END,
-        toks(" Romulus", 0.9) + toks("\n", 0.9),
+        toks(" Romulus. He founded it.", 0.9) + toks("\n\nQuestion:", 0.9),
     ])
     events, r = run(IRCoT, gen, settings.copy(reader="direct"))
     assert r.queries == ["Who founded Rome?", "Romulus founded Rome."]
@@ -66,7 +66,7 @@ def test_ircot_stops_on_answer_is_and_reads(settings):
     assert fin.answer == "Romulus founded Rome. So the answer is: Romulus."
     from ragcli import prompts
 
-    assert gen.calls[-1]["prompt"].startswith(prompts.DIRECT_READER)
+    assert gen.calls[-1]["prompt"].startswith(prompts.INSTRUCTION)  # the reader writes a short answer
 
 
 def test_ircot_respects_the_pool_cap_and_context_budget(settings):

@@ -55,6 +55,7 @@ def eval_run(
     summary: Annotated[Optional[Path], typer.Option(help="Write the summary JSON here.")] = None,
     plot: Annotated[Optional[Path], typer.Option(help="Write a retrieval-rate vs F1 PNG here.")] = None,
     long_form: Annotated[bool, typer.Option("--long-form", help="Ask 'Tell me about X.' for each question's first supporting page (paragraph answers; read recall and sourced, no EM/F1).")] = False,
+    workers: Annotated[int, typer.Option("--workers", "-w", min=1, help="Questions in parallel against a server (--backend openai; start llama-server with --parallel N); records keep the order of --workers 1.")] = 1,
     flags: dict | None = None,
 ) -> None:
     """Run strategies (and parameter grids) over a dataset; print and save the metrics."""
@@ -63,6 +64,11 @@ def eval_run(
 
     flags = dict(flags or {})
     base = Settings.resolve(flags)
+    if workers > 1 and base.backend != "openai":
+        from ragcli.errors import UsageError
+
+        raise UsageError("--workers runs questions in parallel against a server: it needs --backend openai",
+                         hint="the in-process model answers one question at a time")
     examples = ds.load_examples(dataset, dataset=only_dataset, type_=only_type, limit=limit, sample=sample,
                                 seed=sample_seed, per_dataset=per_dataset)
     if long_form:
@@ -93,7 +99,11 @@ def eval_run(
     if not restart:  # settings and dataset before the model loads (seconds for a big one); its hash after
         runner.check_resumable(out, runner.run_metadata(base, dataset, base.index, None), model=False)
     gen = engine.generator
-    meta = runner.run_metadata(base, dataset, base.index, str(getattr(gen, "model_path", "")) or None)
+    model = str(getattr(gen, "model_path", "") or getattr(gen, "model", "")) or None
+    meta = runner.run_metadata(base, dataset, base.index, model)
+    meta["backend"] = base.backend
+    if hasattr(gen, "server_info"):  # the server and what it reports of the model (never the key)
+        meta["server"] = gen.server_info()
     meta["runs"] = [s.key for s in specs]
     meta["questions"] = len(examples)
     console = stderr_console()
@@ -110,7 +120,7 @@ def eval_run(
                 f"F1={100 * row['f1']:.0f}" if row.get("f1") is not None else f"sourced={100 * (row.get('sourced') or 0):.0f}"))
 
         rows = runner.run_eval(engine, specs, examples, base, out=out, meta=meta, restart=restart,
-                               on_result=on_result)
+                               on_result=on_result, workers=workers)
     runs = runner.summarize(rows)
     from rich.console import Console
 

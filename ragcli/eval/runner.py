@@ -118,6 +118,7 @@ def run_one(engine: Engine, spec: RunSpec, example: Example, base: Settings) -> 
         "retrieval_rate": stats.retrieval_rate,
         "tokens_generated": stats.tokens_generated,
         "prompt_tokens_evaluated": stats.prompt_tokens_evaluated,
+        "prompt_tokens_reused": stats.prompt_tokens_reused,  # from a KV or prompt cache (a server's: its cached_tokens)
         "seconds": seconds,
         "stop_reason": final.stop_reason,
         # share of the answer's sentences drawn from a document in its prompts (ragcli.attribution):
@@ -184,13 +185,20 @@ def _differences(header: dict, meta: dict, model: bool) -> list[str]:
 
 def run_eval(engine: Engine, specs: list[RunSpec], examples: list[Example], base: Settings, *,
              out: Path | None = None, meta: dict | None = None, restart: bool = False,
-             on_result: Callable[[dict, bool], None] | None = None) -> list[dict]:
+             on_result: Callable[[dict, bool], None] | None = None, workers: int = 1) -> list[dict]:
     """Run every spec over every example; returns all rows (resumed ones included). ``restart``
-    empties ``out`` first; otherwise its rows must come from the same settings (``check_resumable``)."""
+    empties ``out`` first; otherwise its rows must come from the same settings (``check_resumable``).
+    ``workers`` > 1 runs questions in parallel (each thread its own engine), rows still in this order."""
+    from ragcli.eval.parallel import PerThread, ordered_map
+
     if restart and out is not None:
         out.unlink(missing_ok=True)
     check_resumable(out, meta)
     done = load_done(out)
+    engines = PerThread(engine, lambda: Engine(engine.settings))
+    todo = [(spec, ex) for spec in specs for ex in examples if (spec.key, ex.id) not in done]
+    results = ordered_map(lambda job: run_one(engines.get(), job[0], job[1], base), todo, workers,
+                          on_cancel=engines.close_all)
     rows: list[dict] = []
     fh = None
     if out is not None:
@@ -209,7 +217,7 @@ def run_eval(engine: Engine, specs: list[RunSpec], examples: list[Example], base
                     if on_result:
                         on_result(done[key], True)
                     continue
-                row = run_one(engine, spec, ex, base)
+                row = next(results)
                 rows.append(row)
                 if fh is not None:
                     fh.write(json.dumps(row, ensure_ascii=False) + "\n")
@@ -217,6 +225,7 @@ def run_eval(engine: Engine, specs: list[RunSpec], examples: list[Example], base
                 if on_result:
                     on_result(row, False)
     finally:
+        results.close()
         if fh is not None:
             fh.close()
     return rows

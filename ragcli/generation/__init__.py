@@ -82,6 +82,51 @@ def held_back(text: str, stops: Sequence[str]) -> int:
     return best
 
 
+class StopFilter:
+    """What a backend yields of the tokens it samples, the same for every backend: text that might be
+    the start of a stop string is held back (the tokens then come out merged as one ``Token``), and
+    the text ends before the first stop string."""
+
+    def __init__(self, stops: Sequence[str]) -> None:
+        self.stops = stops
+        self.text = ""  # everything sampled so far
+        self.stopped = False
+        self._emitted = 0  # characters already yielded
+        self._pending: list[Token] = []  # tokens not yet yielded
+
+    def feed(self, token: Token) -> Token | None:
+        """One sampled token; returns the Token to yield now, if any (``stopped`` says if a stop string came)."""
+        self.text += token.text
+        self._pending.append(token)
+        cut, self.stopped = apply_stops(self.text, self.stops)
+        if self.stopped:
+            out = merged(self._pending, cut[self._emitted:]) if len(cut) > self._emitted else None
+            self._pending = []
+            return out
+        safe = len(self.text) - held_back(self.text, self.stops)
+        if safe <= self._emitted:
+            return None
+        out = merged(self._pending, self.text[self._emitted:safe])
+        self._emitted, self._pending = safe, []
+        return out
+
+    def flush(self) -> Token | None:
+        """What is still held back when generation ends without a stop string."""
+        if self.stopped or len(self.text) <= self._emitted or not self._pending:
+            return None
+        out = merged(self._pending, self.text[self._emitted:])
+        self._emitted, self._pending = len(self.text), []
+        return out
+
+
+def merged(pending: Sequence[Token], text: str) -> Token:
+    """Tokens yielded as one piece of text (held back while they might start a stop string): the
+    least likely one speaks for them (its probability, id and alternatives), with the highest entropy."""
+    low = min(pending, key=lambda t: t.logprob)
+    entropy = max((t.entropy for t in pending if t.entropy is not None), default=None)
+    return Token(text, low.logprob, low.id, entropy, low.top)
+
+
 def file_sha256(path: Path) -> str:
     """SHA-256 of a (model) file, remembered by path, size and mtime in the user cache: a 7B GGUF
     takes seconds to hash, and calibration, eval and doctor all ask for it."""

@@ -11,6 +11,20 @@ re-evaluates from the first changed document. With ``cache=False`` every call st
 cache (the naive loop, for benchmarks); both modes give bit-identical probabilities.
 
 llama.cpp dicts and handles never leave this module.
+
+Why this module reaches past llama-cpp-python's public ``Llama`` API (each use is pinned by
+``tests/test_llama_internals.py``, so an upgrade that moves one fails loudly, not subtly):
+
+- ``llama_cpp._internals.LlamaContext`` / ``LlamaBatch``, ``Llama._model`` and ``Llama.context_params``:
+  one context per slot over the one loaded model (``Llama`` owns exactly one), sized per slot.
+- ``LlamaContext.kv_cache_seq_rm``, ``decode`` and ``get_logits_ith``, and ``LlamaBatch.set_batch`` with
+  its raw ``batch.logits`` flags: evaluating a prompt in our own batch layout (exact KV reuse), logits
+  for the last token only (the 262k-vocabulary output layer is most of a batch's cost), and the next
+  token's logits without ``logits_all``.
+- ``Llama._ctx`` / ``Llama._batch``: the main slot is the context ``Llama`` already made.
+- ``llama_cpp.llama_token_to_piece`` and ``llama_vocab_is_eog`` on ``Llama._model.vocab``: a token's raw
+  bytes (``detokenize`` merges and strips) and end-of-generation tokens of any template (``<end_of_turn>``,
+  ``<|im_end|>``).
 """
 
 from __future__ import annotations
@@ -22,7 +36,7 @@ from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
 from ragcli.errors import ModelError
-from ragcli.generation import GenStats, apply_stops, held_back
+from ragcli.generation import GenStats, StopFilter
 from ragcli.types import Token
 
 
@@ -356,9 +370,7 @@ class LlamaGenerator:
         suppress_ids = self._string_ids(suppress_first)
         self.last_finish = "length"  # "stop" (stop string), "eog" (end of generation) or "length"
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        text = ""  # generated text so far
-        emitted = 0  # characters already yielded
-        pending: list[tuple[int, float]] = []  # (token id, logprob) not yet yielded
+        stops = StopFilter(stop)
         for i in range(max_tokens):
             if len(s.tokens) >= self.n_ctx - 1:
                 break
@@ -384,23 +396,16 @@ class LlamaGenerator:
                 break
             self.stats.tokens_generated += 1
             piece = decoder.decode(self._piece(tok))
-            text += piece
-            cut, stopped = apply_stops(text, stop)
-            pending.append(Token(piece, logprob, tok, entropy, self._top(logits, m, lse)))
-            if stopped:
+            out = stops.feed(Token(piece, logprob, tok, entropy, self._top(logits, m, lse)))
+            if out is not None:
+                yield out
+            if stops.stopped:
                 self.last_finish = "stop"
-                if len(cut) > emitted:
-                    yield _merged(pending, cut[emitted:])
                 return
-            safe_upto = len(text) - held_back(text, stop)
-            if safe_upto > emitted:
-                # yield the tokens whose text is now safe (several merged when text was held back)
-                yield _merged(pending, text[emitted:safe_upto])
-                emitted = safe_upto
-                pending = []
             self._eval(s, [tok])
-        if len(text) > emitted and pending:
-            yield _merged(pending, text[emitted:])
+        out = stops.flush()
+        if out is not None:
+            yield out
 
     def _top(self, logits, m: float, lse: float) -> tuple[tuple[str, float], ...]:
         """The TOP_N most likely tokens as (text, logprob), best first, without sorting the whole
@@ -488,14 +493,6 @@ def nucleus(p, top_p: float):
 
 TOP_N = 5  # alternatives kept per generated token (Token.top)
 TOP_WINDOW = 12.0  # nats below the best logit where they are looked for (e^-12: far below any top-5 token)
-
-
-def _merged(pending: Sequence[Token], text: str) -> Token:
-    """Tokens yielded as one piece of text (held back while they might start a stop string): the
-    least likely one speaks for them (its probability, id and alternatives), with the highest entropy."""
-    low = min(pending, key=lambda t: t.logprob)
-    entropy = max((t.entropy for t in pending if t.entropy is not None), default=None)
-    return Token(text, low.logprob, low.id, entropy, low.top)
 
 
 class _quiet_stderr:

@@ -26,8 +26,7 @@ from ragcli.events import (
     StepStarted,
     TokenGenerated,
 )
-from ragcli.render import safe
-from ragcli.render.text import calibration_line, cited_pieces, shorten, shorten_left, source_lines, summary_line
+from ragcli.render.text import safe, calibration_line, cited_pieces, shorten, shorten_left, source_lines, summary_line
 from ragcli.types import Sentence, Token
 
 DRAFT = "grey58 italic"

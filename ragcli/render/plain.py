@@ -14,8 +14,7 @@ from ragcli.events import (
     RetrievalTriggered,
     SentenceCommitted,
 )
-from ragcli.render import _is_tty, safe
-from ragcli.render.text import calibration_line, marked_answer, source_lines, summary_line
+from ragcli.render.text import is_tty, safe, calibration_line, marked_answer, source_lines, summary_line
 
 
 class PlainRenderer:
@@ -26,7 +25,7 @@ class PlainRenderer:
     def _wrapped(self, text: str) -> str:
         """Word-wrapped to the terminal's width when stdout is one (``2>/dev/null`` picks this renderer
         for a terminal too); one line per paragraph into files and pipes."""
-        if not _is_tty(self.out):
+        if not is_tty(self.out):
             return text
         import shutil
         import textwrap

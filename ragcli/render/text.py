@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 from ragcli.attribution import cited as first_use
-from ragcli.render import safe
 from ragcli.types import Document, RunStats
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def safe(text: str) -> str:
+    """Untrusted text (documents, web pages, model output) never reaches a terminal raw:
+    control characters, escape sequences and bidi overrides become visible code points."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}" if ord(m.group(0)) < 0x100 else f"\\u{ord(m.group(0)):04x}", text)
+
+
+def is_tty(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def source_line(d: Document) -> str:

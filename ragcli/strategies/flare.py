@@ -29,6 +29,7 @@ from ragcli.types import Document, Query, Sentence, Token
 from ragcli.words import WHOLE_WORD
 
 MASK = "▁▁▁"
+HOLD_END = {"\n": 1, "\n\n": 1}  # tokens that would end a short answer after its phrase, held off for one token
 _AFTER_CONCLUSION = re.compile(r"^.*?\banswer is\b:?", re.IGNORECASE)
 
 
@@ -119,7 +120,11 @@ class Flare(Strategy):
         if sentence is not None:
             answer.append(sentence.text)
             used += len(sentence.tokens)
-        if ended or sentence is None or self._concluded(answer):
+        # A short answer is a phrase and a sentence of explanation; when the model stops after the
+        # phrase, its explanation is still drafted (the end of the answer held off for one token), so
+        # there is a sentence to check, and what it needs can be found before the final read.
+        explain = self.style == "short" and sentence is not None and len(answer) == 1 and st.final_read != "no"
+        if sentence is None or self._concluded(answer) or (ended and not explain):
             stop_reason = "end"
         else:
             while self.stats.steps < st.max_steps:
@@ -130,7 +135,8 @@ class Flare(Strategy):
                 budget = min(st.lookahead, st.max_tokens - used)
                 chunk = yield from self.generate(
                     self.answer_prompt(question, (), " ".join(answer)),
-                    max_tokens=budget, slot="draft", draft=True, until_sentence=True)
+                    max_tokens=budget, slot="draft", draft=True, until_sentence=True,
+                    suppress_first=HOLD_END if len(answer) == 1 and explain else None)
                 draft, _rest = cut_sentence(chunk.tokens, first_sentence_end(chunk.text))
                 if not draft.text:
                     stop_reason = "end"

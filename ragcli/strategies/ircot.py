@@ -17,11 +17,8 @@ from ragcli import prompts
 from ragcli.events import Event
 from ragcli.sentences import first_sentence_end
 from ragcli.strategies.base import Strategy
-from ragcli.strategies.stream import cut_sentence
+from ragcli.strategies.stream import cut_sentence, sentences_of
 from ragcli.types import Document, Query
-
-DIRECT_TOKENS = 32  # the direct reader writes a short phrase
-
 
 class IRCoT(Strategy):
     name = "ircot"
@@ -85,22 +82,23 @@ class IRCoT(Strategy):
             pool.append((rank, retrieval_no, d))
 
     def _read(self, question: str, ranked: list[Document], reasoning: list[str]):
+        """The reader over the pool, most useful paragraphs first: ``direct`` writes a short answer (the
+        ``single`` format: a phrase, then a sentence) and its phrase concludes the reasoning; ``cot``
+        reasons again from the start."""
         st = self.settings
-        if st.reader == "cot":
-            build = lambda d: prompts.answer_prompt(question, d, "", "cot")  # noqa: E731
-            budget, stop = st.max_tokens, None
-        else:
-            build = lambda d: prompts.direct_reader_prompt(question, d)  # noqa: E731
-            budget, stop = DIRECT_TOKENS, prompts.ANSWER_STOP + ("\n",)
+        style = "cot" if st.reader == "cot" else "short"
+        build = lambda d: prompts.answer_prompt(question, d, "", style)  # noqa: E731
+        budget = st.max_tokens if style == "cot" else min(st.max_tokens, max(st.lookahead, 16))
         docs = self.fit_documents(ranked, build, reserve=budget)
         self.cite(docs)
         self.answer_context = tuple(docs)
         yield self.step("read")
-        chunk = yield from self.generate(build(docs), max_tokens=budget, stop=stop)
-        text = chunk.text.strip()
-        if st.reader == "cot":
-            return text
+        chunk = yield from self.generate(build(docs), max_tokens=budget)
+        sentences, _ = sentences_of(chunk.tokens)
+        if style == "cot":
+            return " ".join(s.text for s in sentences).strip()
+        phrase = sentences[0].text.rstrip(".").strip() if sentences else ""
         # the reasoning, without a conclusion of its own, then the reader's short answer
         steps = " ".join(s for s in reasoning if not prompts.concludes(s))
-        conclusion = f"{prompts.CONCLUSION} {text.rstrip('.')}." if text else ""
+        conclusion = f"{prompts.CONCLUSION} {phrase}." if phrase else ""
         return f"{steps} {conclusion}".strip()

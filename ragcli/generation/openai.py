@@ -1,0 +1,430 @@
+"""Generation on an OpenAI-compatible server (``--backend openai``): llama.cpp's llama-server, vLLM,
+or any endpoint that streams ``/v1/completions`` (``/v1/chat/completions`` for chat-only servers)
+with per-token log-probabilities. The second implementation of the Generator protocol: strategies
+see the same ``Token(text, logprob, id, entropy, top)`` stream as in-process.
+
+What the server is decides a few things, found out once when the generator is made: llama-server
+(its ``/props``) gets ``cache_prompt`` and ``timings_per_token`` (prompt and cached tokens in every
+chunk), logit biases by token id from its ``/tokenize``, and no echo; vLLM (``max_model_len`` in
+``/v1/models``) gets its ``/tokenize``, echo for scoring continuations and continuous usage; any
+other server gets the plain OpenAI API, at most 4 stop strings, and estimated token counts. A server
+that returns no logprobs is said so once, and the strategies that need them are refused (engine).
+
+Stops are applied here, by the same ``StopFilter`` as in-process, on the tokens the server reports
+(the server is sent them too, so that it stops generating). Greedy streams equal in-process ones
+token for token until the first token where llama.cpp's batching changed a near tie (see README).
+
+HTTP, retries and faults (one ``ServerError`` line, exit 10) are ``openai_http.ServerClient``'s; the
+JSON shapes are read in ``openai_wire``.
+"""
+
+from __future__ import annotations
+
+import codecs
+import math
+import os
+import re
+from contextlib import closing
+from typing import Any, Iterator, Mapping, Sequence
+
+from ragcli.errors import ServerError
+from ragcli.generation import GenStats, StopFilter
+from ragcli.generation.openai_http import BACKOFF, RETRIES, ServerClient
+from ragcli.generation.openai_wire import TOP_N, Chunk, Piece
+from ragcli.types import Token
+from ragcli.prompts import Prompt
+
+SCORING_TOP = 20  # alternatives asked for by next_token_probs where the server allows more than 5
+BAN = -100.0  # OpenAI's strongest bias (llama-server takes false: -inf)
+KEY_VARS = ("RAGCLI_API_KEY", "OPENAI_API_KEY")
+NO_ECHO = ("scoring a given continuation (echo with logprobs), which previous-window --rerank lm needs, is not "
+           "supported by this server")
+
+
+def api_key() -> str | None:
+    """The key from the environment (never a setting, so never printed, logged or recorded)."""
+    for var in KEY_VARS:
+        if os.environ.get(var):
+            return os.environ[var]
+    return None
+
+
+def estimate_tokens(text: str) -> int:
+    """A count no tokenizer should exceed by much, for servers without ``/tokenize``: a token per
+    digit, punctuation mark, line break and non-ASCII character, one per 4 letters of a word, plus 10%."""
+    n = 1  # BOS
+    for m in re.finditer(r"[A-Za-z]+|\n| {2,}|\S", text):
+        piece = m.group(0)
+        n += math.ceil(len(piece) / 4) if piece[0].isascii() and piece[0].isalpha() else 1
+    return math.ceil(n * 1.1)
+
+
+class OpenAIGenerator:
+    """Streams tokens with their log-probabilities from an OpenAI-compatible server."""
+
+    def __init__(self, base_url: str, *, model: str = "", key: str | None = None, timeout: float = 120.0,
+                 n_ctx: int = 4096, temperature: float = 0.0, top_p: float = 0.95, seed: int = 0,
+                 cache: bool = True, prompt_style: str = "auto", retries: int = RETRIES, backoff: float = BACKOFF,
+                 transport: Any = None) -> None:
+        self.http = ServerClient(base_url, key=key, timeout=timeout, retries=retries, backoff=backoff,
+                                 transport=transport)
+        self.base, self.root = self.http.base, self.http.root
+        self.temperature, self.top_p, self.seed, self.cache = temperature, top_p, seed, cache
+        self.stats = GenStats()
+        self.last_finish = "length"
+        self.notices: list[str] = []
+        self._counts: dict[str, int] = {}
+        self._ids: dict[tuple[str, bool], list[int] | None] = {}
+        self._tokenizer: bool | None = None
+        self._echo: bool | None = None
+        try:
+            self._probe(model, n_ctx, prompt_style)
+        except BaseException:
+            self.http.close_now()
+            raise
+
+    @classmethod
+    def from_settings(cls, settings) -> "OpenAIGenerator":
+        if not settings.base_url:
+            raise ServerError("--backend openai needs --base-url (or RAGCLI_BASE_URL)",
+                              hint="e.g. --base-url http://127.0.0.1:8080 for scripts/llama-server.sh serve")
+        return cls(settings.base_url, model=settings.api_model, key=api_key(), timeout=settings.api_timeout,
+                   n_ctx=settings.ctx, temperature=settings.temperature, top_p=settings.top_p, seed=settings.seed,
+                   cache=settings.cache, prompt_style=settings.prompt_style)
+
+    # ---------------------------------------------------------------- what the server is
+    def _probe(self, model: str, n_ctx: int, prompt_style: str) -> None:
+        listed = self.http.get_json("models", missing_ok=True)
+        data = listed.get("data") if isinstance(listed, dict) else None
+        entries = [m for m in data or [] if isinstance(m, dict) and m.get("id")]
+        names = [str(m["id"]) for m in entries]
+        if model:
+            entry = next((m for m in entries if model == m["id"] or model in (m.get("aliases") or [])), None)
+            if names and entry is None:
+                raise ServerError(f"the server at {self.base} has no model {model!r}; it serves: {', '.join(names)}",
+                                  hint="pass one of them with --api-model, or leave --api-model empty")
+        elif len(names) == 1:
+            entry, model = entries[0], names[0]
+        else:
+            raise ServerError(f"the server at {self.base} serves {len(names)} models"
+                              + (f" ({', '.join(names)})" if names else "") + "; say which with --api-model")
+        self.model = self.http.model = model
+        props = self.http.get_json(self.root + "/props", missing_ok=True)
+        self.props = props if isinstance(props, dict) and "default_generation_settings" in props else {}
+        entry = entry or {}
+        if self.props:
+            self.kind = "llama.cpp"
+            self.n_ctx = int(self.props["default_generation_settings"].get("n_ctx") or n_ctx)
+            path = str(self.props.get("model_path") or "")
+            meta = entry.get("meta") or {}
+            self.reported = (f"{os.path.basename(path)} n_params={meta.get('n_params')} size={meta.get('size')} "
+                             f"build={self.props.get('build_info')}")
+        elif "max_model_len" in entry:
+            self.kind, self.n_ctx = "vllm", int(entry["max_model_len"])
+            self.reported = f"{entry.get('root') or model} max_model_len={entry['max_model_len']}"
+        else:
+            self.kind, self.n_ctx, self.reported = "openai", n_ctx, str(entry.get("owned_by") or "")
+        self.endpoint = "chat" if prompt_style == "chat" else "completions"
+        self.chat_template = None
+        if self.endpoint == "completions" and self.kind == "llama.cpp":
+            from ragcli.generation.chat import use_chat
+
+            template = self.props.get("chat_template") or None
+            name = f"{model} {os.path.basename(str(self.props.get('model_path') or ''))}"
+            self.chat_template = template if use_chat(prompt_style, template, name) else None
+        self.logprobs, self.has_top = True, False
+        first = self._probe_logprobs()
+        if first is None and self.endpoint == "completions":  # no /v1/completions: a chat-only server
+            self.endpoint = "chat"
+            self.notices.append(f"the server at {self.base} has no /v1/completions; using /v1/chat/completions")
+            first = self._probe_logprobs()
+        if first is None:
+            raise ServerError(f"the server at {self.base} has neither /v1/completions nor /v1/chat/completions")
+        self.logprobs = bool(first)
+        self.stats = GenStats()  # the probe is not the user's work
+        if not self.logprobs:
+            self.notices.append(f"the server at {self.base} returns no token log-probabilities: tokens show p=1, "
+                                "and strategies that need them (flare) are refused")
+
+    def _probe_logprobs(self) -> bool | None:
+        """One token with logprobs: True if they came, False if not, None if the endpoint is missing."""
+        body = self._body("The", 1, (), {}, TOP_N)
+        resp = self.http.send("POST", self._path(), body, stream=True, missing_ok=True)
+        if resp is None:
+            return None
+        saw = False
+        with closing(self._events(body, "The", resp)) as events:
+            for chunk in events:
+                for p in chunk.pieces:
+                    saw = saw or p.logprob is not None
+                    self.has_top = self.has_top or bool(p.top)
+        return saw
+
+    def fingerprint(self) -> str:
+        return f"openai:{self.base}|{self.model}|{self.reported}"
+
+    def server_info(self) -> dict[str, Any]:
+        """What an eval header records of the server (never the key)."""
+        return {"base_url": self.base, "model": self.model, "kind": self.kind, "reported": self.reported,
+                "endpoint": self.endpoint, "n_ctx": self.n_ctx, "logprobs": self.logprobs,
+                "slots": self.props.get("total_slots")}
+
+    def close(self) -> None:
+        """Stop, from any thread: a stream in flight ends at its next token, later requests raise Interrupted."""
+        self.http.close()
+
+    def _path(self) -> str:
+        return "chat/completions" if self.endpoint == "chat" else "completions"
+
+    # ---------------------------------------------------------------- streamed completions
+    def _body(self, prompt: str, max_tokens: int, stop: Sequence[str], logit_bias: Mapping[str, Any],
+              n_top: int) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "temperature": self.temperature,
+                                "seed": self.seed, "stream": True, "stream_options": {"include_usage": True}}
+        if self.endpoint == "chat":
+            body["messages"], continued = _messages(prompt)
+            if n_top:
+                body.update(logprobs=True, top_logprobs=n_top)
+            if continued and self.kind == "vllm":
+                body.update(continue_final_message=True, add_generation_prompt=False)
+        else:
+            body["prompt"] = self.format(prompt)
+            if n_top:
+                body["logprobs"] = n_top
+        if self.temperature > 0:
+            body["top_p"] = self.top_p
+        if stop:
+            body["stop"] = list(stop)[:4] if self.kind == "openai" else list(stop)
+        if logit_bias:
+            body["logit_bias"] = dict(logit_bias)
+        if self.kind == "llama.cpp":
+            body.update(cache_prompt=self.cache, timings_per_token=True)
+            if self.temperature > 0:  # in-process samples with top-p alone
+                body.update(top_k=0, min_p=0.0)
+        elif self.kind == "vllm":
+            body["stream_options"]["continuous_usage_stats"] = True
+        return body
+
+    def _events(self, body: dict, prompt: str, resp=None) -> Iterator[Chunk]:
+        """The chunks of one streamed request, its prompt and cached tokens counted (estimated where
+        the server never said: a stream left at a stop string before its usage came)."""
+
+        def count(prompt_tokens: int | None, cached: int) -> None:
+            if prompt_tokens is None:
+                prompt_tokens = estimate_tokens(prompt)
+            self.stats.prompt_tokens_evaluated += max(prompt_tokens - cached, 0)
+            self.stats.prompt_tokens_reused += cached
+
+        return self.http.events(self._path(), body, on_prompt=count, resp=resp)
+
+    def _tokens(self, chunk: Chunk, decoder) -> Iterator[Token]:
+        """The chunk's tokens as Tokens: one per logprob entry (the text comes from them, so a server
+        holding text back for its stop strings, or releasing it later, changes nothing), or, from a
+        server without logprobs, its text as one token."""
+        if not chunk.has_logprobs:
+            if chunk.text and not self.logprobs:
+                yield Token(chunk.text, 0.0)
+            return
+        for p in chunk.pieces:
+            text = self._piece_text(p, chunk, decoder)
+            if text is None:
+                continue
+            yield Token(text, p.logprob if p.logprob is not None else 0.0, p.id, p.entropy, p.top)
+
+    @staticmethod
+    def _piece_text(p: Piece, chunk: Chunk, decoder) -> str | None:
+        if p.data is None:
+            return p.text or None  # an empty token is an end-of-generation or control token: no text
+        if not p.data:
+            return None
+        if p.data[0] & 0xC0 == 0x80 and not decoder.getstate()[0] and len(chunk.pieces) == 1 and chunk.text:
+            # llama-server sends no token whose bytes end inside a character: the chunk's text has them
+            return chunk.text
+        return decoder.decode(p.data)
+
+    def stream(self, prompt: str, *, max_tokens: int, stop: Sequence[str] = (), slot: str = "main",
+               bias: Mapping[str, float] | None = None,
+               suppress_first: Mapping[str, int] | None = None) -> Iterator[Token]:
+        """``slot`` is the server's business (llama-server picks the slot holding the longest common
+        prefix and keeps others in its RAM prompt cache); ``suppress_first`` bans its strings for the
+        first N tokens by asking for those N first, then for the rest without the ban."""
+        self.stats.calls += 1
+        self.last_finish = "length"
+        stops = StopFilter(stop)
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        base_bias = self._logit_bias(bias or {})
+        count = 0
+        for n, banned in _phases(suppress_first or {}, max_tokens):
+            logit_bias = {**base_bias, **self._logit_bias({s: None for s in banned})}
+            full = prompt.extended(stops.text) if isinstance(prompt, Prompt) else prompt + stops.text
+            body = self._body(full, n, stop, logit_bias, TOP_N if self.logprobs else 0)
+            finish, got = None, 0
+            with closing(self._events(body, full)) as events:
+                for chunk in events:
+                    finish = chunk.finish or finish
+                    for token in self._tokens(chunk, decoder):
+                        got += 1
+                        self.stats.tokens_generated += 1
+                        out = stops.feed(token)
+                        if out is not None:
+                            yield out
+                        if stops.stopped:
+                            self.last_finish = "stop"
+                            return
+            count += got
+            if finish != "length":
+                self.last_finish = "eog"  # the model ended (a stop string the server saw first, or EOS)
+                break
+            if got < n or count >= max_tokens:  # the context is full, or the answer is as long as asked
+                break
+        out = stops.flush()
+        if out is not None:
+            yield out
+
+    # ---------------------------------------------------------------- tokens
+    def format(self, prompt: str) -> str:
+        """The prompt as the model sees it: wrapped in its chat template where in-process would."""
+        if not self.chat_template:
+            return prompt
+        from ragcli.generation.chat import wrap
+
+        return wrap(prompt, self.chat_template)
+
+    def _tokenize(self, text: str, *, special: bool) -> list[int] | None:
+        """Token ids from the server's /tokenize (llama-server's or vLLM's); None where it has none."""
+        key = (text, special)
+        if key in self._ids:
+            return self._ids[key]
+        if self._tokenizer is False:
+            return None
+        if self.kind == "llama.cpp":
+            body = {"content": text, "add_special": special, "parse_special": True}
+        else:
+            body = {"model": self.model, "prompt": text, "add_special_tokens": special}
+        data = self.http.post_json(self.root + "/tokenize", body, missing_ok=True)
+        tokens = data.get("tokens") if isinstance(data, dict) else None
+        if not isinstance(tokens, list) or not all(isinstance(t, int) for t in tokens):
+            if self._tokenizer is None:
+                self.notices.append(f"the server at {self.base} has no /tokenize: token counts are estimated "
+                                    "(generously) and logit biases are not applied")
+            self._tokenizer = False
+            return None
+        self._tokenizer = True
+        if len(self._ids) > 4096:
+            self._ids.clear()
+        self._ids[key] = tokens
+        return tokens
+
+    def count_tokens(self, text: str) -> int:
+        if text in self._counts:
+            return self._counts[text]
+        shown = self.format(text)
+        ids = self._tokenize(shown, special=True)
+        n = len(ids) if ids is not None else estimate_tokens(shown)
+        if self.endpoint == "chat":
+            n += 16  # the server's chat template around the message
+        if len(self._counts) > 4096:
+            self._counts.clear()
+        self._counts[text] = n
+        return n
+
+    def _logit_bias(self, strings: Mapping[str, float | None]) -> dict[str, Any]:
+        """Token ids spelling each string alone (with and without a leading space, as in-process) -> bias;
+        None bans (llama-server's false, -100 elsewhere)."""
+        out: dict[str, Any] = {}
+        for s, value in strings.items():
+            for variant in (s, " " + s):
+                ids = self._tokenize(variant, special=False)
+                if ids is not None and len(ids) == 1:
+                    out[str(ids[0])] = (False if self.kind == "llama.cpp" else BAN) if value is None else float(value)
+        return out
+
+    # ---------------------------------------------------------------- scoring
+    def next_token_probs(self, prompt: str, candidates: Sequence[str], *, slot: str = "score") -> dict[str, float]:
+        """From the alternatives of one generated token (20 from llama-server and vLLM, 5 elsewhere; a
+        candidate not among them gets 0). Without logprobs: 1 for the candidate the model wrote, else 0."""
+        n_top = (SCORING_TOP if self.kind in ("llama.cpp", "vllm") else TOP_N) if self.logprobs else 0
+        body = self._body(prompt, 1, (), {}, n_top)
+        piece, text = None, ""
+        with closing(self._events(body, prompt)) as events:
+            for chunk in events:
+                text += chunk.text
+                piece = piece or next(iter(chunk.pieces), None)
+        if not self.logprobs or piece is None:
+            said = text.strip().lower()
+            return {c: 1.0 if said and c.strip().lower().startswith(said) else 0.0 for c in candidates}
+        alts = list(zip(piece.top_ids or [-1] * len(piece.top), piece.top))
+        out = {}
+        for c in candidates:
+            ids = self._tokenize(c, special=False) if piece.top_ids else None
+            if ids:
+                lp = next((lp for tid, (_, lp) in alts if tid == ids[0]), None)
+            else:
+                lp = next((lp for _, (t, lp) in alts if t == c), None)
+                if lp is None:  # the longest alternative that starts the candidate
+                    starts = [(len(t), lp) for _, (t, lp) in alts if t.strip() and c.startswith(t)]
+                    lp = max(starts)[1] if starts else None
+            out[c] = math.exp(lp) if lp is not None else 0.0
+        return out
+
+    @property
+    def scores_continuations(self) -> bool:
+        """Whether ``continuation_logprob`` works here: echo with logprobs (vLLM, OpenAI's legacy
+        completions; not llama-server, not chat endpoints). Asked once, with a two-token prompt."""
+        if self._echo is None:
+            if self.kind == "llama.cpp" or self.endpoint == "chat" or not self.logprobs:
+                self._echo = False
+            else:
+                try:
+                    self._echo = bool(self._echo_logprobs("Hello there"))
+                except ServerError:
+                    self._echo = False
+        return self._echo
+
+    def _echo_logprobs(self, prompt: Any) -> tuple[list[float | None], list[int]]:
+        from ragcli.generation.openai_wire import echo_logprobs
+
+        body = {"model": self.model, "prompt": prompt, "max_tokens": 1, "echo": True, "logprobs": 1,
+                "temperature": 0.0}
+        return echo_logprobs(self.http.post_json("completions", body))
+
+    def continuation_logprob(self, prompt: str, continuation: str, *, slot: str = "score") -> float:
+        if not self.scores_continuations:
+            raise ServerError(NO_ECHO, hint="use --rerank none, or a vLLM server")
+        p_ids, c_ids = self._tokenize(prompt, special=True), self._tokenize(continuation, special=False)
+        if p_ids is not None and c_ids is not None:  # the same tokens as in-process
+            lps, _ = self._echo_logprobs(p_ids + c_ids)
+            picked = lps[len(p_ids): len(p_ids) + len(c_ids)]
+        else:
+            lps, offsets = self._echo_logprobs(prompt + continuation)
+            end = len(prompt) + len(continuation)
+            picked = [lp for lp, off in zip(lps, offsets) if len(prompt) <= off < end]
+        self.stats.prompt_tokens_evaluated += len(picked)
+        return float(sum(lp for lp in picked if lp is not None))
+
+
+def _messages(prompt: str) -> tuple[list[dict[str, str]], bool]:
+    """A prompt as chat messages (``chat.messages``: instruction, exemplar turns, documents and
+    request) and whether the answer so far follows as a final assistant message the server continues
+    (llama-server does; vLLM with continue_final_message; other servers may start a new answer).
+    A plain string is one user message."""
+    from ragcli.generation.chat import messages
+
+    if not isinstance(prompt, Prompt):
+        return [{"role": "user", "content": str(prompt).strip()}], False
+    convo = messages(prompt)
+    so_far = prompt.answer_prefix()
+    if so_far:
+        convo.append({"role": "assistant", "content": so_far})
+    return convo, bool(so_far)
+
+
+def _phases(suppress: Mapping[str, int], max_tokens: int) -> list[tuple[int, list[str]]]:
+    """(tokens, strings banned) per request: a string of ``suppress`` is banned for its first N tokens."""
+    bounds = sorted({min(int(n), max_tokens) for n in suppress.values() if int(n) > 0} | {max_tokens})
+    phases, start = [], 0
+    for end in bounds:
+        if end > start:
+            phases.append((end - start, [s for s, n in suppress.items() if start < int(n)]))
+            start = end
+    return phases

@@ -1,0 +1,228 @@
+"""HTTP to one OpenAI-compatible server, for ``generation/openai.py``: JSON requests and streamed
+completions (server-sent events) over ``httpx``, bounded retries, and every fault turned into one
+``ServerError`` line (exit 10; a prompt over the server's context is a ContextOverflowError, exit 7).
+
+Retried: 429 and 5xx answers (``retries`` times, doubling from ``backoff`` seconds, or as Retry-After
+asks, up to ``MAX_WAIT``), a connection dropped before the answer began, and a stream that breaks
+before its first token. Not retried: a refused connection (the server is down: said at once), a
+timeout (``--api-timeout`` already waited), and a stream cut off mid-answer (its tokens were shown).
+``close()`` ends requests in flight from another thread (Ctrl-C in ``eval --workers``)."""
+
+from __future__ import annotations
+
+import re
+import threading
+from typing import Any, Callable, Iterator
+from urllib.parse import urlsplit
+
+from ragcli.errors import ContextOverflowError, Interrupted, ServerError
+from ragcli.generation.openai_wire import Chunk, error_text, parse_chunk, retry_after, sse_data
+
+RETRIES = 3
+BACKOFF = 0.5  # seconds before the first retry; doubles
+MAX_WAIT = 30.0  # a Retry-After longer than this fails at once
+RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+CONTEXT_HINT = "shorten the question, lower -k, or give the server a larger context"
+
+
+def api_base(url: str) -> str:
+    """``http://host:8080`` and ``http://host:8080/v1/`` both mean ``http://host:8080/v1``."""
+    url = url.strip().rstrip("/")
+    if not re.match(r"^https?://[^/]", url):
+        raise ServerError(f"--base-url must be an http(s) URL, got {url!r}", hint="e.g. http://127.0.0.1:8080")
+    return url if urlsplit(url).path else url + "/v1"
+
+
+def _loopback(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+class ServerClient:
+    def __init__(self, base_url: str, *, key: str | None = None, timeout: float = 120.0, retries: int = RETRIES,
+                 backoff: float = BACKOFF, transport: Any = None) -> None:
+        import httpx
+
+        self._httpx = httpx
+        self.base = api_base(base_url)
+        self.root = self.base[: -len("/v1")] if self.base.endswith("/v1") else self.base
+        self.timeout, self.retries, self.backoff = timeout, retries, backoff
+        self.model = ""  # named in a 404's message
+        self._has_key = bool(key)
+        self._closed = threading.Event()
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        # a server on this machine never needs the proxy of the environment
+        self._client = httpx.Client(timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)), headers=headers,
+                                    transport=transport, trust_env=not _loopback(self.base), follow_redirects=False)
+
+    def close(self) -> None:
+        """Stop, from any thread: the next step of the thread using this client (a chunk read, a
+        request, a retry's wait) raises Interrupted and closes the connections there. Sockets are
+        never closed under a thread reading them (its descriptor could be reused meanwhile)."""
+        self._closed.set()
+
+    def close_now(self) -> None:
+        """Close the connections at once (from the thread that uses this client)."""
+        self._closed.set()
+        self._client.close()
+
+    def check_open(self) -> None:
+        if self._closed.is_set():
+            self._client.close()
+            raise Interrupted("interrupted")
+
+    def _sleep(self, seconds: float) -> None:
+        self._closed.wait(seconds)
+        self.check_open()
+
+    def _url(self, path: str) -> str:
+        return path if path.startswith("http") else f"{self.base}/{path}"
+
+    # ---------------------------------------------------------------- requests
+    def send(self, method: str, path: str, body: Any = None, *, stream: bool = False, missing_ok: bool = False):
+        """A response with a 2xx status (None for 404/405 when ``missing_ok``)."""
+        httpx = self._httpx
+        for attempt in range(self.retries + 1):
+            self.check_open()
+            try:
+                resp = self._client.send(self._client.build_request(method, self._url(path), json=body), stream=stream)
+            except httpx.ConnectError as exc:
+                self.check_open()
+                raise ServerError(f"cannot connect to the server at {self.base}: {reason(exc)}",
+                                  hint="is it running? check --base-url") from None
+            except httpx.TimeoutException:
+                raise self.timeout_error() from None
+            except httpx.TransportError as exc:
+                self.check_open()
+                if attempt < self.retries:
+                    self._sleep(self.backoff * 2 ** attempt)
+                    continue
+                raise ServerError(f"the connection to the server at {self.base} failed: {reason(exc)}") from None
+            if resp.status_code < 400:
+                return resp
+            if missing_ok and resp.status_code in (404, 405) and not self._names_a_model(resp):
+                resp.close()
+                return None
+            if resp.status_code in RETRY_STATUS and attempt < self.retries:
+                wait = retry_after(resp.headers.get("retry-after"))
+                wait = self.backoff * 2 ** attempt if wait is None else wait
+                if wait > MAX_WAIT:
+                    raise self.status_error(resp, f"; it asks to retry after {wait:.0f}s")
+                resp.close()
+                self._sleep(wait)
+                continue
+            raise self.status_error(resp, f" ({self.retries} retries)" if resp.status_code in RETRY_STATUS else "")
+        raise AssertionError("unreachable")
+
+    def get_json(self, path: str, *, missing_ok: bool = False) -> Any:
+        resp = self.send("GET", path, missing_ok=missing_ok)
+        return None if resp is None else self._json(resp)
+
+    def post_json(self, path: str, body: dict, *, missing_ok: bool = False) -> Any:
+        resp = self.send("POST", path, body, missing_ok=missing_ok)
+        return None if resp is None else self._json(resp)
+
+    def _names_a_model(self, resp) -> bool:
+        """A 404 about the model (vLLM's "The model `x` does not exist."), not about the path."""
+        try:
+            message, _ = error_text(resp.read())
+        except self._httpx.HTTPError:
+            return False
+        return "model" in message.lower()
+
+    @staticmethod
+    def _json(resp) -> Any:
+        try:
+            return resp.json()
+        except ValueError:
+            return None
+        finally:
+            resp.close()
+
+    # ---------------------------------------------------------------- faults
+    def status_error(self, resp, retried: str = "") -> Exception:
+        try:
+            data = resp.read()
+        except self._httpx.HTTPError:
+            data = b""
+        resp.close()
+        message, kind = error_text(data)
+        code = resp.status_code
+        low = f"{kind} {message}".lower()
+        if code == 400 and ("exceed_context" in low or ("context" in low and re.search(r"length|size|exceed", low))):
+            return ContextOverflowError(f"the prompt does not fit the server's context window: {message}",
+                                        hint=CONTEXT_HINT)
+        if code in (401, 403):
+            return ServerError(f"the server at {self.base} refused the request (HTTP {code}): {message}",
+                               hint="check the key in RAGCLI_API_KEY or OPENAI_API_KEY" if self._has_key
+                               else "set RAGCLI_API_KEY or OPENAI_API_KEY")
+        if code == 404 and "model" in low:
+            return ServerError(f"the server at {self.base} has no model {self.model!r}: {message}",
+                               hint="see the served models at /v1/models; pass one with --api-model")
+        return ServerError(f"the server at {self.base} answered HTTP {code}{retried}: {message}")
+
+    def timeout_error(self, mid: bool = False) -> ServerError:
+        what = "sent nothing more" if mid else "did not answer"
+        return ServerError(f"the server at {self.base} {what} for {self.timeout:g}s",
+                           hint="raise --api-timeout, or check the server")
+
+    def _chunk_error(self, chunk: Chunk) -> Exception:
+        low = f"{chunk.error_type} {chunk.error}".lower()
+        if "exceed_context" in low or ("context" in low and "exceed" in low):
+            return ContextOverflowError(f"the prompt does not fit the server's context window: {chunk.error}",
+                                        hint=CONTEXT_HINT)
+        return ServerError(f"the server at {self.base} failed mid-answer: {chunk.error}")
+
+    # ---------------------------------------------------------------- streams
+    def events(self, path: str, body: dict, *, on_prompt: Callable[[int | None, int], None],
+               resp=None) -> Iterator[Chunk]:
+        """The chunks of one streamed request (``resp``: its response, when already sent). Calls
+        ``on_prompt(prompt_tokens, cached)`` once, with None when the server never said (the stream
+        was left early, or it sends no usage)."""
+        httpx = self._httpx
+        for attempt in range(self.retries + 1):
+            resp = resp or self.send("POST", path, body, stream=True)
+            got = counted = finished = False
+            try:
+                for obj in sse_data(resp.iter_lines()):
+                    self.check_open()
+                    chunk = parse_chunk(obj)
+                    if chunk.error is not None:
+                        raise self._chunk_error(chunk)
+                    if not counted and chunk.prompt_tokens is not None:
+                        counted = True
+                        on_prompt(chunk.prompt_tokens, chunk.cached_tokens or 0)
+                    got = got or bool(chunk.pieces or chunk.text)
+                    finished = finished or chunk.finish is not None
+                    try:
+                        yield chunk
+                    except GeneratorExit:  # left early (a stop string, a full sentence): no usage came
+                        if not counted:
+                            on_prompt(None, 0)
+                        raise
+                if not finished:
+                    raise _Cut("the stream ended before the answer did")
+                if not counted:
+                    on_prompt(None, 0)
+                return
+            except httpx.TimeoutException:
+                raise self.timeout_error(mid=True) from None
+            except (httpx.TransportError, _Cut) as exc:
+                self.check_open()
+                if got or attempt >= self.retries:
+                    raise ServerError(f"the server at {self.base} cut the stream off mid-answer: {reason(exc)}",
+                                      hint="the answer is incomplete; ask again (eval: the same --out resumes)") from None
+                self._sleep(self.backoff * 2 ** attempt)
+            finally:
+                resp.close()
+            resp = None
+        raise AssertionError("unreachable")
+
+
+class _Cut(Exception):
+    """A stream that ended without its finish."""
+
+
+def reason(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text.splitlines()[0][:160]

@@ -1,0 +1,211 @@
+"""A tiny scripted OpenAI-compatible server on 127.0.0.1 for the fault tests of ``--backend openai``.
+
+It speaks just enough of llama-server's dialect (``/props``, ``/tokenize``, ``logprobs.content[]``) or
+of vLLM's (``max_model_len``, the legacy ``tokens/token_logprobs/top_logprobs`` shape), and misbehaves
+on request: no logprobs, 429/503 with Retry-After, a stream cut off, a server that stops answering.
+Every loop in it is bounded; it never listens beyond loopback.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+WORDS = ["Paris", " is", " the", " capital", " of", " France", ".", " It", " is", " big", "."]
+
+
+@dataclass
+class Script:
+    dialect: str = "llama"  # llama | vllm | openai
+    model: str = "stub-model"
+    words: list[str] = field(default_factory=lambda: list(WORDS))
+    logprobs: bool = True
+    chat_only: bool = False
+    fail_status: list[int] = field(default_factory=list)  # statuses answered before answering normally
+    retry_after: str | None = None
+    cut_after: int | None = None  # tokens sent before the connection is dropped
+    stall: float = 0.0  # seconds to wait before answering a completion
+    token_delay: float = 0.0  # seconds between streamed tokens
+    stall_at: int | None = None  # a stream falls silent before this token (until released, 30 s at most)
+    n_ctx: int = 4096
+
+
+class StubServer:
+    def __init__(self, script: Script | None = None) -> None:
+        self.script = script or Script()
+        self.requests: list[dict[str, Any]] = []
+        self.release = threading.Event()  # ends a stall early
+        self.server = _QuietServer(("127.0.0.1", 0), _handler(self))
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> "StubServer":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+    def completions(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if r["path"].endswith("completions")]
+
+
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request, client_address) -> None:  # a client that left early: not news
+        pass
+
+
+def _token_id(word: str) -> int:
+    return sum(word.encode()) % 997 + 3
+
+
+def _handler(stub: StubServer):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args) -> None:  # quiet
+            pass
+
+        # ------------------------------------------------------------ plumbing
+        def _json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
+            data = json.dumps(obj).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _body(self) -> Any:
+            n = int(self.headers.get("Content-Length") or 0)
+            return json.loads(self.rfile.read(n) or b"null")
+
+        def _record(self, body: Any = None) -> None:
+            stub.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
+
+        # ------------------------------------------------------------ routes
+        def do_GET(self) -> None:
+            s = stub.script
+            self._record()
+            if self.path == "/v1/models":
+                entry: dict[str, Any] = {"id": s.model, "object": "model", "owned_by": s.dialect}
+                if s.dialect == "vllm":
+                    entry["max_model_len"] = s.n_ctx
+                if s.dialect == "llama":
+                    entry["meta"] = {"n_params": 1, "size": 2}
+                self._json(200, {"object": "list", "data": [entry]})
+            elif self.path == "/props" and s.dialect == "llama":
+                self._json(200, {"default_generation_settings": {"n_ctx": s.n_ctx}, "total_slots": 1,
+                                 "model_path": "/models/stub.gguf", "build_info": "stub", "chat_template": ""})
+            else:
+                self._json(404, {"error": {"message": "File Not Found", "type": "not_found_error"}})
+
+        def do_POST(self) -> None:
+            s = stub.script
+            body = self._body()
+            self._record(body)
+            if self.path == "/tokenize" and s.dialect in ("llama", "vllm"):
+                text = body.get("content", body.get("prompt", ""))
+                ids = [_token_id(w) for w in re.findall(r"\s*\S+|\s+", text)]
+                self._json(200, {"tokens": ids, "count": len(ids)})
+                return
+            if not self.path.endswith("completions") or (s.chat_only and self.path == "/v1/completions"):
+                self._json(404, {"error": {"message": "File Not Found", "type": "not_found_error"}})
+                return
+            if s.fail_status:
+                status = s.fail_status.pop(0)
+                headers = {"Retry-After": s.retry_after} if s.retry_after else {}
+                self._json(status, {"error": {"message": f"stub says {status}", "type": "server_error"}}, headers)
+                return
+            if body.get("model") != s.model and s.dialect != "llama":
+                self._json(404, {"error": {"message": f"The model `{body.get('model')}` does not exist.",
+                                           "type": "NotFoundError", "code": 404}})
+                return
+            if s.stall:
+                stub.release.wait(s.stall)
+            self._stream(body)
+
+        def _stream(self, body: dict) -> None:
+            s = stub.script
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            chat = "messages" in body
+            n = min(int(body.get("max_tokens") or 16), len(s.words))
+            for i, word in enumerate(s.words[:n]):
+                if s.stall_at is not None and i == s.stall_at and "max_tokens" in body and body["max_tokens"] > 1:
+                    stub.release.wait(30)
+                if s.cut_after is not None and i >= s.cut_after:
+                    self.wfile.flush()
+                    self.close_connection = True
+                    self.connection.shutdown(2)  # drop it mid-body: no final chunk, no [DONE]
+                    return
+                self._event(self._chunk(word, i, body, chat, None))
+                if s.token_delay:
+                    time.sleep(s.token_delay)
+            finish = "length" if n < len(s.words) else "stop"
+            final = self._chunk("", n, body, chat, finish)
+            final["usage"] = {"prompt_tokens": 7, "completion_tokens": n, "prompt_tokens_details": {"cached_tokens": 3}}
+            self._event(final)
+            self._send_raw(b"data: [DONE]\n\n")
+            self._send_raw(b"")
+
+        def _chunk(self, word: str, i: int, body: dict, chat: bool, finish: str | None) -> dict:
+            s = stub.script
+            choice: dict[str, Any] = {"index": 0, "finish_reason": finish}
+            if chat:
+                choice["delta"] = {"content": word}
+            else:
+                choice["text"] = word
+            want = body.get("top_logprobs") if chat else body.get("logprobs")
+            if word and s.logprobs and want:
+                lp = -0.1 - 0.05 * i
+                alts = [(word, lp), (" maybe", lp - 1.5), (" or", lp - 2.5)]
+                if s.dialect == "vllm" and not chat:
+                    choice["logprobs"] = {"tokens": [word], "token_logprobs": [lp], "text_offset": [0],
+                                          "top_logprobs": [{t: v for t, v in alts}]}
+                else:
+                    entry = {"token": word, "logprob": lp,
+                             "top_logprobs": [{"token": t, "logprob": v} for t, v in alts]}
+                    if s.dialect == "llama":
+                        entry.update(id=_token_id(word), bytes=list(word.encode()))
+                        for alt in entry["top_logprobs"]:
+                            alt.update(id=_token_id(alt["token"]), bytes=list(alt["token"].encode()))
+                    choice["logprobs"] = {"content": [entry]}
+            else:
+                choice["logprobs"] = None
+            return {"object": "chat.completion.chunk" if chat else "text_completion", "model": s.model,
+                    "choices": [choice]}
+
+        def _event(self, obj: dict) -> None:
+            self._send_raw(b"data: " + json.dumps(obj).encode() + b"\n\n")
+
+        def _send_raw(self, data: bytes) -> None:
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+
+    return Handler
+
+
+def without_wall_times(value):
+    """An eval record without its wall times (the row's and its answer event's "seconds"): what must be
+    the same whatever the number of workers."""
+    if isinstance(value, dict):
+        return {k: without_wall_times(v) for k, v in value.items() if k != "seconds"}
+    if isinstance(value, list):
+        return [without_wall_times(v) for v in value]
+    return value

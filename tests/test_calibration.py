@@ -1,0 +1,104 @@
+"""--theta auto / --tau auto: a threshold calibrated per model on drafts about the user's index."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from ragcli import calibration
+from ragcli.engine import Engine
+from ragcli.errors import UsageError
+from ragcli.events import AnswerFinished, Calibrated, DraftSentence, Notice
+from ragcli.generation.fake import FakeGenerator, toks
+from ragcli.retrieval import StaticRetriever
+from ragcli.strategies.trigger import EntropyTrigger, ProbTrigger, threshold_for
+from ragcli.types import Document, Sentence, Token
+
+PAGES = [Document(f"p{i}", f"Topic {i}", f"Topic {i} is a subject of page {i}.") for i in range(30)]
+
+
+def test_the_threshold_splits_the_draft_scores_at_the_target_share():
+    scores = [0.05, 0.1, 0.2, 0.3, 0.6, 0.9]
+    theta = threshold_for(scores, 0.5, fires_above=False)  # prob: fires below
+    assert sum(s < theta for s in scores) == 3 and theta == pytest.approx(0.25)
+    tau = threshold_for(scores, 1 / 3, fires_above=True)  # entropy: fires above
+    assert sum(s > tau for s in scores) == 2
+    assert sum(s < threshold_for(scores, 0.0, False) for s in scores) == 0
+    assert sum(s < threshold_for(scores, 1.0, False) for s in scores) == 6
+
+
+def test_the_entropy_trigger_weighs_content_words_by_position_and_ignores_stop_words():
+    s = Sentence("", (Token(" The", -0.1, entropy=5.0), Token(" tower", -0.1, entropy=2.0),
+                      Token(" is", -0.1, entropy=5.0), Token(" tall", -0.1, entropy=2.0), Token(".", -0.1, entropy=5.0)))
+    weights = EntropyTrigger.weights(s)
+    assert weights[0] == weights[2] == weights[4] == 0.0  # a stop word, a stop word, punctuation
+    assert weights[1] == pytest.approx(2.0 * (1 - 0.5 * 1 / 4)) and weights[3] == pytest.approx(2.0 * (1 - 0.5 * 3 / 4))
+    assert [t.text for t in EntropyTrigger(1.7).fired(s)] == [" tower"]
+    # no entropy from the backend: surprisal stands in
+    s2 = Sentence("", (Token(" tower", -3.0),))
+    assert EntropyTrigger.weights(s2) == [3.0]
+    assert ProbTrigger(0.5, 0.4).score(s2) == pytest.approx(0.0498, abs=1e-3)
+
+
+def drafts_with(probs):
+    """A fake whose every answer is a first sentence, then one draft with a word of the next probability."""
+    cycle = itertools.cycle(probs)
+
+    def script(prompt):
+        if "Documents:" in prompt:  # first sentence (with the question's documents)
+            return toks(" A topic.", 0.99) + [(" Next", 0.9)]
+        return toks(" It is", 0.99) + toks(" known.", next(cycle)) + toks("\n\nQuestion:", 0.9)
+
+    return script
+
+
+def engine_with(settings, probs, **changes):
+    gen = FakeGenerator(default=drafts_with(probs))
+    changes = {"strategy": "flare", "theta": "auto", "final_read": "no", **changes}
+    return Engine(settings.copy(**changes), generator=gen,
+                  retriever=StaticRetriever(PAGES)), gen
+
+
+def test_auto_theta_is_calibrated_once_per_model_then_read_from_the_cache(settings):
+    engine, gen = engine_with(settings, [0.1, 0.2, 0.3, 0.9])
+    events = list(engine.ask("Who is the subject?"))
+    cal = [e for e in events if isinstance(e, Calibrated)]
+    assert len(cal) == 1 and not cal[0].cached and cal[0].trigger == "prob"
+    assert cal[0].drafts == calibration.QUESTIONS and cal[0].threshold == pytest.approx(0.25)
+    assert any(isinstance(e, Notice) and "calibrating" in e.message for e in events)
+    calls = len(gen.calls)
+    again = list(engine.ask("Who is the subject?"))
+    assert [e.cached for e in again if isinstance(e, Calibrated)] == [True]
+    assert len(gen.calls) - calls <= 3  # no calibration runs the second time
+    # the calibrated θ is the one the answer uses: a draft word at p 0.2 retrieves, at 0.3 it does not
+    drafts = [e for e in again if isinstance(e, DraftSentence)]
+    assert drafts and all(d.accepted == (min(t.prob for t in d.sentence.tokens) >= 0.25) for d in drafts)
+    assert isinstance(again[-1], AnswerFinished)
+    entry = calibration.load_all()["fake"]
+    assert list(entry) == ["prob/short/0.5"] and len(entry["prob/short/0.5"]["scores"]) == calibration.QUESTIONS
+
+
+def test_each_trigger_style_and_target_has_its_own_calibration(settings):
+    engine, _ = engine_with(settings, [0.1, 0.2, 0.3, 0.9], retrieval_target=0.25)
+    list(engine.ask("Who is the subject?"))
+    engine, _ = engine_with(settings, [0.1, 0.2, 0.3, 0.9], trigger="entropy", tau="auto")
+    events = list(engine.ask("Who is the subject?"))
+    assert [e.trigger for e in events if isinstance(e, Calibrated)] == ["entropy"]
+    assert set(calibration.load_all()["fake"]) == {"prob/short/0.25", "entropy/short/0.5"}
+
+
+def test_calibration_needs_an_index_with_passages_and_enough_drafts(settings):
+    gen = FakeGenerator(default=toks(" Nothing more.", 0.9) + toks("\n\nQuestion:", 0.9))
+    engine = Engine(settings.copy(strategy="flare", theta="auto"), generator=gen, retriever=StaticRetriever([]))
+    with pytest.raises(UsageError, match="no passages"):
+        list(engine.ask("Who?"))
+    engine = Engine(settings.copy(strategy="flare", theta="auto"), generator=gen, retriever=StaticRetriever(PAGES))
+    with pytest.raises(UsageError, match="only 0 drafts"):
+        list(engine.ask("Who?"))
+
+
+def test_a_number_needs_no_calibration(settings):
+    engine, gen = engine_with(settings, [0.1], theta=0.3)
+    events = list(engine.ask("Who is the subject?"))
+    assert not [e for e in events if isinstance(e, Calibrated)] and calibration.load_all() == {}

@@ -1,0 +1,509 @@
+"""``--backend openai`` against a scripted local stub: both logprob shapes, stops, biases, chat-only
+servers, and every fault (server down, wrong model, no logprobs, timeout, 429/5xx, a stream cut off,
+Ctrl-C with requests in flight), each one line with its exit code. The real llama-server is in
+``test_server.py``."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ragcli import cli
+from ragcli.engine import Engine
+from ragcli.errors import ContextOverflowError, Interrupted, ServerError
+from ragcli.generation.openai import OpenAIGenerator, estimate_tokens
+from ragcli.generation.openai_http import api_base
+from ragcli.generation.openai_wire import entropy_bound, error_text, parse_chunk, retry_after
+from tests.conftest import ROOT
+from tests.openai_stub import Script, StubServer, without_wall_times
+
+
+def gen(stub: StubServer, **kw) -> OpenAIGenerator:
+    return OpenAIGenerator(stub.url, backoff=0.01, **kw)
+
+
+def call(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.run(argv)
+    out = capsys.readouterr()
+    return exc.value.code, out.out, out.err
+
+
+def one_line_error(err: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ------------------------------------------------------------------------------- the wire format
+def test_llama_server_shape_gives_bytes_ids_and_sorted_alternatives():
+    chunk = parse_chunk({"choices": [{"text": "é", "finish_reason": None, "logprobs": {"content": [
+        {"id": 7, "token": "é", "bytes": [195, 169], "logprob": -0.5,
+         "top_logprobs": [{"id": 9, "token": "a", "bytes": [97], "logprob": -2.0},
+                          {"id": 7, "token": "é", "bytes": [195, 169], "logprob": -0.5}]}]}}],
+        "timings": {"prompt_n": 10, "cache_n": 30}})
+    (p,) = chunk.pieces
+    assert (p.text, p.data, p.id, p.logprob) == ("é", "é".encode(), 7, -0.5)
+    assert p.top == (("é", -0.5), ("a", -2.0)) and p.top_ids == (7, 9)
+    assert (chunk.prompt_tokens, chunk.cached_tokens) == (40, 30)
+
+
+def test_legacy_shape_with_partial_bytes_and_the_sampled_token_added():
+    top = {"x": -0.1, "y": -2.5, "z": -3.0, "w": -4.0, "v": -5.0, "bytes:\\xe2\\x80": -9.0}
+    chunk = parse_chunk({"choices": [{"text": "", "logprobs": {"tokens": ["bytes:\\xe2\\x80"], "token_logprobs": [-9.0],
+                                                                 "top_logprobs": [top]}}],
+                         "usage": {"prompt_tokens": 12, "prompt_tokens_details": {"cached_tokens": 8}}})
+    (p,) = chunk.pieces
+    assert p.data == b"\xe2\x80" and p.logprob == -9.0
+    assert [t for t, _ in p.top] == ["x", "y", "z", "w", "v"]  # the 5 best; the sampled one (6th) left out
+    assert (chunk.prompt_tokens, chunk.cached_tokens) == (12, 8)
+
+
+def test_entropy_bound_is_exact_for_a_full_distribution_and_a_lower_bound_otherwise():
+    probs = [0.5, 0.25, 0.125, 0.0625, 0.0625]
+    exact = -sum(p * math.log(p) for p in probs)
+    assert entropy_bound([math.log(p) for p in probs]) == pytest.approx(exact)
+    # the three best of the same distribution: below the truth, above the listed terms alone
+    bound = entropy_bound([math.log(p) for p in probs[:3]])
+    assert -sum(p * math.log(p) for p in probs[:3]) < bound <= exact
+    assert entropy_bound([]) is None
+
+
+def test_error_bodies_and_retry_after():
+    assert error_text(b'{"error": {"message": "bad\\nthing", "type": "invalid_request_error"}}') == \
+        ("bad thing", "invalid_request_error")
+    assert error_text(b'{"object": "error", "message": "The model `x` does not exist."}')[0].startswith("The model")
+    assert error_text(b'{"detail": "Not Found"}')[0] == "Not Found"
+    assert error_text(b"<html>\x1b[31m oops")[0] == "<html> [31m oops"
+    assert retry_after("2") == 2.0 and retry_after(None) is None and retry_after("soon") is None
+    assert 0 <= retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # a date in the past: now
+
+
+def test_base_url_forms_and_estimates():
+    assert api_base("http://127.0.0.1:8080") == api_base("http://127.0.0.1:8080/v1/") == "http://127.0.0.1:8080/v1"
+    with pytest.raises(ServerError):
+        api_base("127.0.0.1:8080")
+    text = "Sigmund Jähn (born 13 February 1937) is a German cosmonaut.\n"
+    assert estimate_tokens(text) >= 20  # a tokenizer gives 17 here: the estimate errs on the large side
+
+
+# ------------------------------------------------------------------------------- the generator
+@pytest.mark.parametrize("dialect", ["llama", "vllm", "openai"])
+def test_stream_fills_tokens_alternatives_stops_and_counts(dialect):
+    with StubServer(Script(dialect=dialect)) as stub:
+        g = gen(stub)
+        stops = ("\nQuestion:", " It", "\n\n", "<eos>", "\n[1]")
+        tokens = list(g.stream("Q?\nAnswer:", max_tokens=20, stop=stops))
+        assert "".join(t.text for t in tokens) == "Paris is the capital of France."
+        assert g.last_finish == "stop"
+        first = tokens[0]
+        assert first.logprob == pytest.approx(-0.1) and first.top[0] == ("Paris", pytest.approx(-0.1))
+        assert len(first.top) == 3 and first.entropy is not None
+        assert (first.id != -1) == (dialect == "llama")
+        body = stub.completions()[-1]["body"]
+        assert body["stream"] and body["logprobs"] == 5 and body["temperature"] == 0.0
+        assert body["stop"] == (list(stops)[:4] if dialect == "openai" else list(stops))
+        assert ("cache_prompt" in body) == (dialect == "llama")
+        # left at the stop string, before the stub's closing usage: the prompt tokens are estimated
+        assert g.stats.prompt_tokens_evaluated == estimate_tokens("Q?\nAnswer:")
+        assert g.stats.tokens_generated == 8 and g.stats.calls == 1
+        assert g.fingerprint().startswith(f"openai:{stub.url}/v1|stub-model|")
+
+
+def test_usage_counts_prompt_and_cached_tokens_and_finish_reasons():
+    with StubServer() as stub:
+        g = gen(stub)
+        assert len(list(g.stream("Q", max_tokens=4))) == 4 and g.last_finish == "length"
+        assert (g.stats.prompt_tokens_evaluated, g.stats.prompt_tokens_reused) == (4, 3)
+        assert len(list(g.stream("Q", max_tokens=50))) == 11 and g.last_finish == "eog"
+
+
+def test_bias_and_suppress_first_become_logit_bias_by_token_id():
+    with StubServer() as stub:
+        g = gen(stub)
+        list(g.stream("Q", max_tokens=8, bias={"[": 2.0}, suppress_first={"[": 3}))
+        first, second = [r["body"] for r in stub.completions()[-2:]]
+        ids = [str(sum(s.encode()) % 997 + 3) for s in ("[", " [")]  # the stub's token ids of "[" and " ["
+        assert first["max_tokens"] == 3 and first["logit_bias"] == {i: False for i in ids}  # banned: llama's false
+        assert second["max_tokens"] == 5 and second["logit_bias"] == {i: 2.0 for i in ids}
+        assert second["prompt"] == "QParis is the"  # the second request continues the first
+
+
+def test_chat_only_server_is_used_through_chat_completions():
+    with StubServer(Script(dialect="openai", chat_only=True)) as stub:
+        g = gen(stub)
+        assert g.endpoint == "chat" and any("chat/completions" in n for n in g.notices)
+        from ragcli.prompts import Prompt
+
+        prompt = Prompt(instruction="Answer briefly.", exemplars=[("Question: a", "b")], request="Question: q",
+                        cue="Answer:", continuation=" Par")
+        tokens = list(g.stream(prompt, max_tokens=3))
+        assert [t.text for t in tokens] == ["Paris", " is", " the"] and tokens[0].top
+        body = stub.completions()[-1]["body"]
+        assert body["messages"] == [{"role": "system", "content": "Answer briefly."},
+                                    {"role": "user", "content": "Question: a"},
+                                    {"role": "assistant", "content": "b"},
+                                    {"role": "user", "content": "Question: q"},
+                                    {"role": "assistant", "content": "Par"}]  # continued by the server
+        list(g.stream("plain text", max_tokens=3))
+        assert stub.completions()[-1]["body"]["messages"] == [{"role": "user", "content": "plain text"}]
+        assert body["logprobs"] is True and body["top_logprobs"] == 5
+
+
+def test_token_counts_use_the_servers_tokenizer_or_a_generous_estimate():
+    with StubServer() as stub:
+        assert gen(stub).count_tokens("one two three") == 3
+        assert any(r["path"] == "/tokenize" for r in stub.requests)
+    with StubServer(Script(dialect="openai")) as stub:
+        g = gen(stub)
+        assert g.count_tokens("one two three") == estimate_tokens("one two three")
+        assert any("no /tokenize" in n for n in g.notices)
+
+
+def test_next_token_probs_from_the_alternatives():
+    with StubServer() as stub:
+        probs = gen(stub).next_token_probs("Q", ["Paris", " maybe", " Lyon"])
+        assert probs["Paris"] == pytest.approx(math.exp(-0.1)) and probs[" maybe"] == pytest.approx(math.exp(-1.6))
+        assert probs[" Lyon"] == 0.0
+        assert stub.completions()[-1]["body"]["logprobs"] == 20
+
+
+def test_next_token_probs_without_logprobs_is_the_models_own_word():
+    with StubServer(Script(logprobs=False)) as stub:
+        g = gen(stub)
+        assert g.next_token_probs("Q", ["Paris", " Lyon"]) == {"Paris": 1.0, " Lyon": 0.0}
+
+
+def test_continuation_scoring_is_refused_where_the_server_cannot_echo(settings):
+    with StubServer() as stub:
+        g = gen(stub)
+        with pytest.raises(ServerError, match="previous-window --rerank lm"):
+            g.continuation_logprob("a", "b")
+        engine = Engine(settings.copy(strategy="previous-window", rerank="lm"), generator=g)
+        with pytest.raises(ServerError, match="previous-window --rerank lm"):
+            next(engine.ask("q?", retriever=_NoDocs()))
+        assert not [r for r in stub.completions() if (r["body"] or {}).get("echo")]  # llama-server: not even tried
+
+
+class _NoDocs:
+    def search(self, query, k):
+        return []
+
+
+# ------------------------------------------------------------------------------- faults
+def test_server_down_is_one_line_exit_10(capsys, tmp_path):
+    url = f"http://127.0.0.1:{closed_port()}"
+    code, out, err = call(["ask", "q?", "--strategy", "none", "--backend", "openai", "--base-url", url, "--index", str(tmp_path)], capsys)
+    assert code == 10 and out == ""
+    assert "cannot connect to the server at" in one_line_error(err)
+
+
+def test_backend_openai_without_a_url(capsys, tmp_path):
+    code, _, err = call(["ask", "q?", "--strategy", "none", "--backend", "openai", "--index", str(tmp_path)], capsys)
+    assert code == 10 and "needs --base-url" in one_line_error(err)
+
+
+def test_wrong_model_name(capsys, tmp_path):
+    with StubServer(Script(dialect="vllm")) as stub:
+        code, _, err = call(["ask", "q?", "--strategy", "none", "--backend", "openai", "--base-url", stub.url, "--api-model", "gpt-9",
+                             "--index", str(tmp_path)], capsys)
+    line = one_line_error(err)
+    assert code == 10 and "no model 'gpt-9'" in line and "stub-model" in line
+
+
+def test_wrong_model_name_the_server_refuses(tmp_path):
+    """A server that lists no models but refuses the name on use."""
+    with StubServer(Script(dialect="vllm")) as stub:
+        stub.script.model = "other"  # it lists "other"; the request names "stub-model"
+        g = gen(stub, model="other")
+        stub.script.model = "renamed"
+        with pytest.raises(ServerError, match="has no model 'other'"):
+            list(g.stream("q", max_tokens=2))
+
+
+def test_a_model_name_refused_at_the_first_completion(capsys, tmp_path):
+    """A server that lists no models (/v1/models missing) and refuses the name when asked."""
+    with StubServer(Script(dialect="vllm")) as stub:
+        stub.script.model = "served"
+        stub.requests.clear()
+        orig = stub.server.RequestHandlerClass.do_GET
+
+        def no_models(handler):
+            if handler.path == "/v1/models":
+                handler._json(404, {"detail": "Not Found"})
+            else:
+                orig(handler)
+
+        stub.server.RequestHandlerClass.do_GET = no_models
+        code, _, err = call(["ask", "q?", "--strategy", "none", "--backend", "openai", "--base-url", stub.url,
+                             "--api-model", "typo", "--index", str(tmp_path)], capsys)
+    assert code == 10 and "has no model 'typo'" in one_line_error(err)
+
+
+def test_no_logprobs_said_once_flare_refused_single_runs(capsys, built_index, settings):
+    with StubServer(Script(logprobs=False)) as stub:
+        args = ["--backend", "openai", "--base-url", stub.url, "--index", settings.index]
+        code, out, err = call(["ask", "Which shrub?", "--strategy", "flare", *args], capsys)
+        line = one_line_error(err)
+        assert code == 10 and "flare needs token log-probabilities" in line and "single" in line and out == ""
+        code, out, err = call(["ask", "Which shrub?", "--strategy", "single", "--json", *args], capsys)
+        assert code == 0, err
+        events = [json.loads(x) for x in out.splitlines()]
+        notices = [e for e in events if e["event"] == "notice" and "no token log-probabilities" in e["message"]]
+        assert len(notices) == 1
+        assert events[-1]["answer"].startswith("Paris is the capital of France.")
+        tokens = [e["token"] for e in events if e["event"] == "token"]
+        assert tokens and all(t["logprob"] == 0 and t["top"] == [] for t in tokens)
+
+
+def test_timeout_before_and_during_the_answer(capsys, tmp_path):
+    with StubServer(Script(stall=5.0)) as stub:
+        t = time.perf_counter()
+        code, _, err = call(["ask", "q?", "--strategy", "none", "--backend", "openai", "--base-url", stub.url, "--api-timeout", "0.5",
+                             "--index", str(tmp_path)], capsys)
+        assert code == 10 and "did not answer for 0.5s" in one_line_error(err)
+        assert time.perf_counter() - t < 4
+    with StubServer(Script()) as stub:
+        g = gen(stub, timeout=0.5)
+        stub.script.token_delay = 2.0
+        with pytest.raises(ServerError, match="sent nothing more for 0.5s"):
+            list(g.stream("q", max_tokens=5))
+
+
+def test_429_and_503_are_retried_honouring_retry_after():
+    with StubServer() as stub:
+        g = gen(stub)
+        stub.script.fail_status, stub.script.retry_after = [429, 503], "0.3"
+        t = time.perf_counter()
+        assert len(list(g.stream("q", max_tokens=3))) == 3
+        assert time.perf_counter() - t >= 0.6  # twice the 0.3 s asked for (the stub's own backoff is 0.01 s)
+        assert len(stub.completions()) == 1 + 3  # the probe, then 429, 503, ok
+
+
+def test_retries_are_bounded_and_a_long_retry_after_fails_at_once(capsys, tmp_path):
+    with StubServer() as stub:
+        g = gen(stub)
+        before = len(stub.completions())
+        stub.script.fail_status = [503] * 10
+        with pytest.raises(ServerError, match=r"HTTP 503 \(3 retries\)"):
+            list(g.stream("q", max_tokens=3))
+        assert len(stub.completions()) - before == 4
+        stub.script.fail_status, stub.script.retry_after = [429], "3600"
+        t = time.perf_counter()
+        with pytest.raises(ServerError, match="asks to retry after 3600s"):
+            list(g.stream("q", max_tokens=3))
+        assert time.perf_counter() - t < 1
+    with StubServer(Script(fail_status=[500] * 10)) as stub:  # at the first request: one line, exit 10
+        code, _, err = call(["ask", "q?", "--strategy", "none", "--backend", "openai", "--base-url", stub.url, "--index", str(tmp_path)],
+                            capsys)
+        assert code == 10 and "HTTP 500" in one_line_error(err)
+
+
+def test_stream_cut_off_mid_answer_is_an_error_not_a_short_answer():
+    with StubServer() as stub:
+        g = gen(stub)
+        stub.script.cut_after = 3
+        got = []
+        with pytest.raises(ServerError, match="cut the stream off mid-answer"):
+            for t in g.stream("q", max_tokens=8):
+                got.append(t.text)
+        assert got == ["Paris", " is", " the"]
+        before = len(stub.completions())
+        stub.script.cut_after = 0  # broken before any token: sent again, RETRIES times, then an error
+        with pytest.raises(ServerError, match="cut the stream off"):
+            list(g.stream("q", max_tokens=8))
+        assert len(stub.completions()) - before == 4
+
+
+def test_context_overflow_from_the_server_is_exit_7():
+    with StubServer() as stub:
+        g = gen(stub)
+        stub.script.fail_status = [400]
+        # the stub's 400 is generic: a plain server error
+        with pytest.raises(ServerError, match="HTTP 400"):
+            list(g.stream("q", max_tokens=3))
+    err = g.http.status_error(_Resp(400, b'{"error": {"code": 400, "message": "request (5000 tokens) exceeds the '
+                                     b'available context size (4096 tokens)", "type": "exceed_context_size_error"}}'))
+    assert isinstance(err, ContextOverflowError) and err.exit_code == 7
+
+
+class _Resp:
+    def __init__(self, status_code, data):
+        self.status_code, self._data = status_code, data
+
+    def read(self):
+        return self._data
+
+    def close(self):
+        pass
+
+
+def test_closing_a_generator_interrupts_its_stream():
+    with StubServer(Script(token_delay=0.2)) as stub:
+        g = gen(stub)
+        stream = g.stream("q", max_tokens=10)
+        next(stream)
+        g.close()
+        with pytest.raises(Interrupted):
+            list(stream)
+
+
+def test_the_key_is_sent_but_never_printed_or_recorded(tmp_path, monkeypatch):
+    data, corpus = _eval_data(tmp_path)
+    monkeypatch.setenv("RAGCLI_API_KEY", "sekrit-123")
+    with StubServer() as stub:
+        out = tmp_path / "res.jsonl"
+        proc = _ragcli(["eval", "run", str(data), "--corpus", str(corpus), "--strategy", "single", "--backend",
+                        "openai", "--base-url", stub.url, "--out", str(out), "--summary", str(tmp_path / "s.json")])
+        assert proc.returncode == 0, proc.stderr
+        assert {r["auth"] for r in stub.requests} == {"Bearer sekrit-123"}
+    for text in (proc.stdout, proc.stderr, out.read_text(), (tmp_path / "s.json").read_text()):
+        assert "sekrit" not in text
+    header = json.loads(out.read_text().splitlines()[0])
+    assert header["backend"] == "openai" and header["server"]["base_url"] == stub.url + "/v1"
+    assert header["server"]["model"] == "stub-model" and header["model"] == "stub-model"
+
+
+# ------------------------------------------------------------------------------- eval --workers
+def _eval_data(tmp_path: Path, n: int = 6) -> tuple[Path, Path]:
+    paras = [{"pid": f"p{i}", "title": f"Topic {i}", "text": f"Topic {i} is about zeta{i}."} for i in range(n)]
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(p) + "\n" for p in paras))
+    qs = [{"id": f"q{i}", "question": f"What is zeta{i}?", "answers": [f"Topic {i}"], "dataset": "toy",
+           "type": "bridge", "paragraphs": [dict(paras[i], is_supporting=True)]} for i in range(n)]
+    data = tmp_path / "qs.jsonl"
+    data.write_text("".join(json.dumps(q) + "\n" for q in qs))
+    return data, corpus
+
+
+def _ragcli(args, **kw):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+    return subprocess.run([sys.executable, "-m", "ragcli", *args], capture_output=True, text=True, env=env,
+                          timeout=120, cwd=kw.get("cwd", ROOT))
+
+
+def test_workers_write_the_same_records_in_the_same_order(tmp_path):
+    data, corpus = _eval_data(tmp_path)
+    with StubServer(Script(token_delay=0.01)) as stub:
+        files = []
+        for workers in (1, 3):
+            out = tmp_path / f"w{workers}.jsonl"
+            proc = _ragcli(["eval", "run", str(data), "--corpus", str(corpus), "--strategy", "none,single",
+                            "--backend", "openai", "--base-url", stub.url, "--workers", str(workers), "--out", str(out)])
+            assert proc.returncode == 0, proc.stderr
+            files.append([json.loads(line) for line in out.read_text().splitlines()])
+    one, three = files
+    assert [(r["run"], r["id"]) for r in one[1:]] == [(s, f"q{i}") for s in ("none", "single") for i in range(6)]
+    assert [without_wall_times(r) for r in one[1:]] == [without_wall_times(r) for r in three[1:]]
+
+
+def test_workers_need_a_server(capsys, tmp_path):
+    data, corpus = _eval_data(tmp_path)
+    code, _, err = call(["eval", "run", str(data), "--workers", "2"], capsys)
+    assert code == 2 and "--backend openai" in one_line_error(err)
+
+
+def test_a_failure_in_one_worker_stops_the_run_with_complete_records_only(tmp_path):
+    data, corpus = _eval_data(tmp_path)
+    with StubServer(Script(token_delay=0.01)) as stub:
+        out = tmp_path / "res.jsonl"
+        args = ["eval", "run", str(data), "--corpus", str(corpus), "--strategy", "single", "--backend", "openai",
+                "--base-url", stub.url, "--workers", "2", "--out", str(out), "--limit", "6"]
+        stub.script.words = stub.script.words[:4]
+        proc = _ragcli(args)
+        assert proc.returncode == 0, proc.stderr
+        before = out.read_text().splitlines()
+        out.write_text("\n".join(before[:3]) + "\n")  # as if interrupted after two questions
+        stub.script.fail_status = [503] * 100
+        proc = _ragcli(args)
+        assert proc.returncode == 10 and "HTTP 503" in one_line_error(proc.stderr)
+        lines = out.read_text().splitlines()
+        assert lines == before[:3]  # nothing half-written, nothing out of order
+        stub.script.fail_status = []
+        proc = _ragcli(args)  # and it resumes
+        assert proc.returncode == 0, proc.stderr
+        assert [json.loads(x)["id"] for x in out.read_text().splitlines()[1:]] == [f"q{i}" for i in range(6)]
+
+
+def _default_sigint() -> None:
+    """In the child: Ctrl-C raises KeyboardInterrupt even when these tests run in the background, where
+    the shell ignores SIGINT and the child would inherit that (Python then installs no handler)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _interrupt(args: list[str], ready, settle: float, limit: float) -> str:
+    """Run ragcli, send Ctrl-C once ``ready()`` (then ``settle`` seconds), and return its stderr, after
+    checking it ended within ``limit`` seconds of the signal with exit 130, one line, no traceback."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "ragcli", *args], stderr=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True, env=env, cwd=ROOT, preexec_fn=_default_sigint)
+    deadline = time.time() + 60
+    while time.time() < deadline and not ready():
+        time.sleep(0.05)
+    time.sleep(settle)
+    proc.send_signal(signal.SIGINT)
+    t = time.perf_counter()
+    _, err = proc.communicate(timeout=30)
+    assert time.perf_counter() - t < limit  # the requests in flight end at once, not after their answers
+    assert proc.returncode == 130 and err.strip().splitlines()[-1] == "interrupted" and "Traceback" not in err
+    return err
+
+
+def test_ctrl_c_with_requests_in_flight(tmp_path):
+    data, corpus = _eval_data(tmp_path, n=8)
+    out = tmp_path / "res.jsonl"
+    with StubServer(Script(token_delay=0.15)) as stub:
+        _interrupt(["eval", "run", str(data), "--corpus", str(corpus), "--strategy", "single", "--backend", "openai",
+                    "--base-url", stub.url, "--workers", "2", "--out", str(out)],
+                   lambda: out.exists() and len(out.read_text().splitlines()) >= 2, 0.3, 5)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]  # every line whole
+    ids = [r["id"] for r in rows[1:]]
+    assert 1 <= len(ids) < 8 and ids == [f"q{i}" for i in range(len(ids))]
+
+
+def test_ctrl_c_while_the_server_is_silent_mid_answer(tmp_path):
+    """Workers blocked reading a server that stopped sending: Ctrl-C still ends the run at once (the
+    workers get a moment to stop, then the process exits), nothing written half."""
+    data, corpus = _eval_data(tmp_path, n=4)
+    out = tmp_path / "res.jsonl"
+    with StubServer(Script(stall_at=3)) as stub:
+        streams = lambda: [r for r in stub.completions() if r["body"]["max_tokens"] > 1]  # noqa: E731
+        _interrupt(["eval", "run", str(data), "--corpus", str(corpus), "--strategy", "single", "--backend", "openai",
+                    "--base-url", stub.url, "--workers", "2", "--out", str(out)],
+                   lambda: len(streams()) >= 2, 0.5, 8)  # both silent after 3 tokens; not --api-timeout's 120 s
+    assert [json.loads(line)["type"] for line in out.read_text().splitlines()] == ["header"]
+
+
+def test_ctrl_c_during_ask(tmp_path, built_index, settings):
+    with StubServer(Script(token_delay=0.3)) as stub:
+        _interrupt(["ask", "Which shrub?", "--strategy", "none", "--backend", "openai", "--base-url", stub.url,
+                    "--index", settings.index], lambda: len(stub.completions()) >= 2, 0.5, 5)
+
+
+def test_doctor_checks_the_server_and_its_logprobs(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "300")  # one table row per line
+    with StubServer(Script(logprobs=False)) as stub:
+        code, out, err = call(["doctor", "--backend", "openai", "--base-url", stub.url, "--no-web",
+                               "--index", str(tmp_path)], capsys)
+    assert "llama.cpp at" in out and "stub-model" in out
+    assert "returns no token" in out and "log-probabilities" in out
+    code, out, err = call(["doctor", "--backend", "openai", "--base-url", f"http://127.0.0.1:{closed_port()}",
+                           "--no-web", "--index", str(tmp_path)], capsys)
+    assert code == 1 and "cannot connect" in out

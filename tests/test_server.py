@@ -1,0 +1,158 @@
+"""``--backend openai`` against a real llama-server serving the bundled model (marked ``server``).
+
+The server is the one ``scripts/llama-server.sh`` builds from our pinned llama-cpp-python's llama.cpp;
+the fixture builds it once when it is missing and the tools are there (minutes; CI builds it before
+the tests), and skips with the reason otherwise. It listens on 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks import backends
+from benchmarks.llama_server import LlamaServer, binary, buildable
+from ragcli.config import Settings
+from ragcli.engine import Engine
+from ragcli.errors import ServerError
+from ragcli.generation.openai import OpenAIGenerator
+from ragcli.ingest.indexer import build_index
+from tests.conftest import ROOT, SAMPLE
+from tests.openai_stub import without_wall_times
+
+pytestmark = pytest.mark.server
+
+# flash attention off: what in-process computes; 2 slots of 4096 tokens (the in-process context); the full
+# sliding-window cache (Gemma 3 attends locally in most layers), without which llama-server can reuse a
+# prefix only from its checkpoints
+SERVER_ARGS = ["-fa", "off", "-c", "8192", "-np", "2", "--swa-full"]
+
+
+@pytest.fixture(scope="session")
+def server_binary() -> Path:
+    path, why = binary()
+    if path is None and os.environ.get("RAGCLI_SERVER_BUILD", "1") != "0":
+        missing = buildable()
+        if missing:
+            pytest.skip(f"llama-server is not built and cannot be built here ({missing})")
+        print("\nbuilding llama-server (scripts/llama-server.sh build, about 6 minutes on 2 cores, once)",
+              file=sys.stderr)
+        path, why = binary(build=True)
+    if path is None:
+        pytest.skip(why)
+    return path
+
+
+@pytest.fixture(scope="module")
+def server(server_binary, tmp_path_factory):
+    log = tmp_path_factory.mktemp("server") / "llama-server.log"
+    with LlamaServer(server_binary, args=SERVER_ARGS, log=log) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def sample_index(tmp_path_factory) -> str:
+    index = tmp_path_factory.mktemp("sample") / "index"
+    build_index([SAMPLE], index)
+    return str(index)
+
+
+def _settings(index: str, **extra) -> Settings:
+    return Settings.resolve({"index": index, "max_tokens": 96, **extra}, env={}, config_path=Path("/nonexistent"))
+
+
+def test_streams_tokens_with_logprobs_alternatives_and_server_counts(server):
+    g = OpenAIGenerator(server.url)
+    assert g.kind == "llama.cpp" and g.logprobs and g.has_top and g.n_ctx == 4096
+    prompt = "Question: What is the capital of France?\nAnswer:"
+    tokens = list(g.stream(prompt, max_tokens=24, stop=["\n"]))
+    assert tokens and g.last_finish in ("stop", "eog", "length")
+    for t in tokens:
+        assert t.logprob <= 0 and len(t.top) == 5 and t.entropy is not None and t.id >= 0
+        assert [lp for _, lp in t.top] == sorted((lp for _, lp in t.top), reverse=True)
+    assert any(t.text == text for t in tokens for text, _ in t.top[:1])  # greedy: mostly the best one
+    first = g.stats.prompt_tokens_evaluated
+    assert first == g.count_tokens(prompt)  # the server's own tokenizer: the same count
+    list(g.stream(prompt, max_tokens=4))  # the same prompt again: the server's prefix cache holds it
+    assert g.stats.prompt_tokens_reused >= first - 1 and g.stats.prompt_tokens_evaluated - first <= 1
+    probs = g.next_token_probs(prompt, [" Paris", " London"])
+    assert probs[" Paris"] > probs[" London"] >= 0
+    with pytest.raises(ServerError, match="previous-window --rerank lm"):
+        g.continuation_logprob(prompt, " Paris")  # llama-server cannot echo a prompt's logprobs
+
+
+def test_greedy_json_token_streams_agree_with_in_process_by_the_logprob_rule(server, sample_index, capsys):
+    """Single and FLARE, 3 questions: identical token streams up to the first difference, and there
+    each side's token is among the other's top-5 (vLLM's check_logprobs_close); prints the share of
+    identical answers."""
+    rows = backends.compare(sample_index, server.url, backends.questions(3), ["single", "flare"], max_tokens=96)
+    # FLARE's own setting, paragraph answers: where the streams do part (at a near tie)
+    rows += backends.compare(sample_index, server.url, backends.questions(3, long_form=True), ["flare"],
+                             max_tokens=64)
+    with capsys.disabled():
+        print("\n" + backends.report(rows))
+    assert all(r.tokens[0] and r.tokens[1] for r in rows)
+    assert all(r.close for r in rows), backends.report(rows)
+
+
+def test_eval_workers_2_writes_the_records_of_workers_1(server, tmp_path):
+    data = ROOT / "examples" / "sample_questions.jsonl"
+    runs = []
+    for workers in (1, 2):
+        out = tmp_path / f"w{workers}.jsonl"
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+        proc = subprocess.run([sys.executable, "-m", "ragcli", "eval", "run", str(data), "--strategy", "single",
+                               "--limit", "4", "--max-tokens", "48", "--backend", "openai", "--base-url", server.url,
+                               "--no-cache", "--workers", str(workers), "--out", str(out)],
+                              capture_output=True, text=True, env=env, timeout=900, cwd=ROOT)
+        assert proc.returncode == 0, proc.stderr
+        lines = [json.loads(line) for line in out.read_text().splitlines()]
+        runs.append(lines)
+    (h1, *one), (h2, *two) = runs
+    assert h1["backend"] == "openai" and h1["server"]["kind"] == "llama.cpp" and h1["server"]["slots"] == 2
+    assert [r["id"] for r in one] == [r["id"] for r in two]
+    assert [without_wall_times(r) for r in one] == [without_wall_times(r) for r in two]
+
+
+def test_doctor_sees_the_server_and_its_logprobs(server, sample_index, capsys, monkeypatch):
+    from ragcli import cli
+
+    monkeypatch.setenv("COLUMNS", "300")
+    with pytest.raises(SystemExit) as exc:
+        cli.run(["doctor", "--backend", "openai", "--base-url", server.url, "--no-web", "--index", sample_index])
+    out = capsys.readouterr().out
+    assert exc.value.code == 0, out
+    assert "llama.cpp at" in out and "with top-5 alternatives" in out
+
+
+def test_a_server_killed_mid_answer_then_stopped(server_binary, sample_index):
+    """The stream breaks: one ServerError, not a short answer. Then, with the server gone: exit 10,
+    one line, no traceback."""
+    with LlamaServer(server_binary, args=["-fa", "off", "-c", "4096", "-np", "1"]) as s:
+        g = OpenAIGenerator(s.url, backoff=0.01)
+        stream = g.stream("Write a long story about a dragon.\n", max_tokens=400)
+        next(stream)
+        s.stop(kill=True)
+        with pytest.raises(ServerError, match="cut the stream off|cannot connect"):
+            list(stream)
+        url = s.url
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+    proc = subprocess.run([sys.executable, "-m", "ragcli", "ask", "Who is Ulf Merbold?", "--backend", "openai",
+                           "--base-url", url, "--index", sample_index], capture_output=True, text=True, env=env,
+                          timeout=120, cwd=ROOT)
+    assert proc.returncode == 10 and proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: cannot connect to the server at"), proc.stderr
+
+
+def test_engine_runs_every_logprob_free_strategy(server, sample_index):
+    engine = Engine(_settings(sample_index, backend="openai", base_url=server.url, max_tokens=32, max_steps=3))
+    for strategy in ("none", "crag", "self-ask"):
+        final = list(engine.ask("Who is Ulf Merbold?", engine.settings.copy(strategy=strategy, web=False)))[-1]
+        assert final.kind == "answer" and final.stats.tokens_generated > 0
+    engine.close()
