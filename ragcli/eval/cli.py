@@ -60,10 +60,9 @@ def eval_run(
 ) -> None:
     """Run strategies (and parameter grids) over a dataset; print and save the metrics."""
     from ragcli.eval import dataset as ds
-    from ragcli.eval import report, runner
+    from ragcli.eval import runner
 
-    flags = dict(flags or {})
-    base = Settings.resolve(flags)
+    base = Settings.resolve(dict(flags or {}))
     if workers > 1 and base.backend != "openai":
         from ragcli.errors import UsageError
 
@@ -73,9 +72,38 @@ def eval_run(
                                 seed=sample_seed, per_dataset=per_dataset)
     if long_form:
         examples = ds.long_form(examples)
-    grid = {name: value for name, value in [("theta", theta), ("beta", beta), ("k", k), ("lookahead", lookahead),
-                                            ("stride", stride), ("query_len", query_len), ("upper", upper),
-                                            ("lower", lower)] if value is not None}
+    grid = {"theta": theta, "beta": beta, "k": k, "lookahead": lookahead, "stride": stride, "query_len": query_len,
+            "upper": upper, "lower": lower}
+    specs = _run_specs(base, strategy, {name: value for name, value in grid.items() if value is not None})
+    from ragcli.engine import Engine
+
+    engine = Engine(base)
+    for spec in specs:
+        engine.strategy_class(spec.strategy, allow_eval=True)
+    _open_index(base, dataset, corpus)
+    if not restart:  # settings and dataset before the model loads (seconds for a big one); its hash after
+        runner.check_resumable(out, runner.run_metadata(base, dataset, base.index, None), model=False)
+    meta = _run_header(engine, base, dataset, specs, len(examples))
+    rows = _run_with_progress(engine, specs, examples, base, out=out, meta=meta, restart=restart, workers=workers)
+    runs = runner.summarize(rows)
+    _print_results(runs, len(examples), dataset.name, compare=not long_form)
+    console = stderr_console()
+    if summary is not None:
+        summary.parent.mkdir(parents=True, exist_ok=True)
+        summary.write_text(json.dumps({"meta": meta, "runs": runs}, indent=2), encoding="utf-8")
+        console.print(f"summary → {summary}")
+    if plot is not None:
+        from ragcli.eval import report
+
+        report.plot_sweep(runs, plot)
+        console.print(f"plot → {plot}")
+
+
+def _run_specs(base: Settings, strategy: str, grid: dict[str, str]) -> list:
+    """One run per strategy and grid point. A grid of one value is a plain setting; every value is
+    validated before anything runs."""
+    from ragcli.eval import runner
+
     grid_values = {name: runner.iter_grid_values(v) for name, v in grid.items()}
     for name, values in grid_values.items():
         if len(values) == 1:
@@ -83,21 +111,25 @@ def eval_run(
     grid_values = {n: v for n, v in grid_values.items() if len(v) > 1}
     for name, values in grid_values.items():
         for v in values:
-            base.copy().set(name, v)  # validates every value up front
-    specs = runner.expand_grid([s.strip() for s in strategy.split(",") if s.strip()], grid_values)
-    from ragcli.engine import Engine
+            base.copy().set(name, v)
+    return runner.expand_grid([s.strip() for s in strategy.split(",") if s.strip()], grid_values)
 
-    engine = Engine(base)
-    for spec in specs:
-        engine.strategy_class(spec.strategy, allow_eval=True)
+
+def _open_index(base: Settings, dataset: Path, corpus: Path | None) -> None:
+    """The eval's own index of the dataset's (or --corpus's) paragraphs unless --index names one,
+    which must hold documents."""
     if base.source("index") == "default":
         base.index = str(_eval_index(dataset, corpus))
     else:
         from ragcli.retrieval.index import TantivyIndex
 
         TantivyIndex.open(base.index).check_not_empty()
-    if not restart:  # settings and dataset before the model loads (seconds for a big one); its hash after
-        runner.check_resumable(out, runner.run_metadata(base, dataset, base.index, None), model=False)
+
+
+def _run_header(engine, base: Settings, dataset: Path, specs: list, n_questions: int) -> dict:
+    """What the records file's header keeps: settings, model (and its hash), backend and server, runs."""
+    from ragcli.eval import runner
+
     gen = engine.generator
     model = str(getattr(gen, "model_path", "") or getattr(gen, "model", "")) or None
     meta = runner.run_metadata(base, dataset, base.index, model)
@@ -105,39 +137,42 @@ def eval_run(
     if hasattr(gen, "server_info"):  # the server and what it reports of the model (never the key)
         meta["server"] = gen.server_info()
     meta["runs"] = [s.key for s in specs]
-    meta["questions"] = len(examples)
-    console = stderr_console()
-    total = len(specs) * len(examples)
+    meta["questions"] = n_questions
+    return meta
+
+
+def _run_with_progress(engine, specs: list, examples: list, base: Settings, **kwargs) -> list[dict]:
+    """``runner.run_eval`` under a progress bar on stderr (when it is a terminal)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+    from ragcli.eval import runner
+
+    console = stderr_console()
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("ETA"), TimeRemainingColumn(), console=console, transient=True,
                   disable=not console.is_terminal) as progress:
-        task = progress.add_task("eval", total=total)
+        task = progress.add_task("eval", total=len(specs) * len(examples))
 
         def on_result(row: dict, resumed: bool) -> None:
             progress.update(task, advance=1, description=f"{row['run']} " + (
                 f"F1={100 * row['f1']:.0f}" if row.get("f1") is not None else f"sourced={100 * (row.get('sourced') or 0):.0f}"))
 
-        rows = runner.run_eval(engine, specs, examples, base, out=out, meta=meta, restart=restart,
-                               on_result=on_result, workers=workers)
-    runs = runner.summarize(rows)
+        return runner.run_eval(engine, specs, examples, base, on_result=on_result, **kwargs)
+
+
+def _print_results(runs: dict, n_questions: int, name: str, *, compare: bool) -> None:
+    """The summary table on stdout and, beside single retrieval, the paired differences."""
     from rich.console import Console
+
+    from ragcli.eval import report
 
     out_console = Console(highlight=False)
     if not out_console.is_terminal:  # redirected to a file: do not squeeze the table into 80 columns
         out_console = Console(highlight=False, width=150)
-    out_console.print(report.summary_table(runs, f"{len(examples)} questions from {dataset.name}"))
-    if "single" in runs and len(runs) > 1 and not long_form:
-        pairs = report.compare_pairs({"runs": runs}, None, dataset.name, "", "single")
+    out_console.print(report.summary_table(runs, f"{n_questions} questions from {name}"))
+    if compare and "single" in runs and len(runs) > 1:
+        pairs = report.compare_pairs({"runs": runs}, None, name, "", "single")
         out_console.print(report.paired_table(pairs, "against single retrieval (paired, bootstrap over questions)"))
-    if summary is not None:
-        summary.parent.mkdir(parents=True, exist_ok=True)
-        summary.write_text(json.dumps({"meta": meta, "runs": runs}, indent=2), encoding="utf-8")
-        console.print(f"summary → {summary}")
-    if plot is not None:
-        report.plot_sweep(runs, plot)
-        console.print(f"plot → {plot}")
 
 
 def _eval_index(dataset: Path, corpus: Path | None) -> Path:
