@@ -202,14 +202,45 @@ class HuggingFaceHub:
                 shutil.rmtree(staging, ignore_errors=True)
 
 
+def _check_reachable() -> None:
+    """One DNS lookup of the Hub's host (``HF_ENDPOINT``), unless a proxy resolves names for us:
+    offline, "cannot be reached" in milliseconds instead of after huggingface_hub's retries."""
+    import socket
+    from urllib.parse import urlparse
+
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
+        return  # huggingface_hub refuses at once itself
+    if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
+        return
+    host = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co").hostname or "huggingface.co"
+    try:
+        socket.getaddrinfo(host, 443)
+    except OSError:
+        raise OSError(f"cannot resolve {host}") from None
+
+
 class _hub_errors:
     def __init__(self, repo: str, filename: str = "") -> None:
         self.what = f"hf:{repo}" + (f"/{filename}" if filename else "")
 
     def __enter__(self):
+        # huggingface_hub logs each retry ("Retrying in 1s [Retry 1/5]") and retries a failed
+        # connection for ~20 s: say nothing of them, and fail at once when the Hub's host has no address
+        import logging
+
+        self._logger = logging.getLogger("huggingface_hub")
+        self._level = self._logger.level
+        self._logger.setLevel(logging.ERROR)
+        try:
+            _check_reachable()
+        except OSError:
+            self._logger.setLevel(self._level)
+            raise ModelError(f"cannot download {self.what}: the Hugging Face Hub cannot be reached (offline?)",
+                             hint="pass --model PATH.gguf for a local file") from None
         return self
 
     def __exit__(self, kind, exc, tb):
+        self._logger.setLevel(self._level)
         if exc is None or isinstance(exc, (KeyboardInterrupt, ModelError)):
             return False
         name = type(exc).__name__

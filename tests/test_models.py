@@ -99,6 +99,33 @@ def test_offline_hub_is_one_line_and_a_model_exit_code(built_index, settings, ca
     assert cache_files() == []
 
 
+def test_unreachable_hub_fails_at_once_without_retry_lines(built_index, settings, capsys, monkeypatch):
+    """No network and offline mode not set (a laptop on a plane): huggingface_hub would retry for ~20 s,
+    logging a line per retry; ragcli looks up the Hub's host first and says one line."""
+    pytest.importorskip("huggingface_hub")
+    import logging
+    import socket
+    import time
+
+    for var in ("HF_HUB_OFFLINE", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+
+    def no_dns(*args, **kwargs):
+        raise socket.gaierror(-2, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", no_dns)
+    level = logging.getLogger("huggingface_hub").level
+    t = time.perf_counter()
+    with pytest.raises(SystemExit) as exc:
+        cli.run(["ask", "Who?", "--index", settings.index, "--model", "hf:nobody/nothing/none.gguf", "--no-log"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 6 and time.perf_counter() - t < 5
+    assert err.strip().splitlines() == [
+        "error: cannot download hf:nobody/nothing/none.gguf: the Hugging Face Hub cannot be reached (offline?) "
+        "(pass --model PATH.gguf for a local file)"]
+    assert logging.getLogger("huggingface_hub").level == level and cache_files() == []
+
+
 def test_models_command_lists_and_removes(capsys):
     models.resolve("hf:org/repo/small-Q4_K_M.gguf", hub=FakeHub({"small-Q4_K_M.gguf": 64}))
     with pytest.raises(SystemExit) as exc:
