@@ -107,6 +107,8 @@ class Settings:
     keep_first: str = field(default="auto", metadata={
         "help": "FLARE: keep the question's documents in the prompt after later retrievals: auto (for long "
                 "answers, as FLARE's WikiAsp setup) | yes | no"})
+    fresh_docs: str = field(default="no", metadata={
+        "help": "FLARE: a draft's retrieval brings k documents the answer has not seen yet (yes) or the top k (no)"})
     max_query_words: int = field(default=32, metadata={"help": "queries are trimmed to this many words"})
     stride: int = field(default=16, metadata={"help": "previous-window: retrieve every s tokens"})
     query_len: int = field(default=32, metadata={"help": "previous-window: query is the last l tokens"})
@@ -240,6 +242,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "trigger": ("prob", "entropy"),
     "query_mode": ("masked", "qgen"),
     "keep_first": ("auto", "yes", "no"),
+    "fresh_docs": ("yes", "no"),
     "rerank": ("none", "lm"),
     "reader": ("cot", "direct"),
 }

@@ -19,7 +19,7 @@ from ragcli.strategies.baselines import SingleRetrieval
 from ragcli.strategies.flare import Flare
 from ragcli.strategies.ircot import IRCoT
 from ragcli.strategies.windows import PreviousSentence
-from ragcli.types import Document
+from ragcli.types import Document, Query
 from ragcli.words import WORD, content_words
 
 QUESTION = "Who was the father of the founder of Rome?"
@@ -121,3 +121,23 @@ def test_the_final_read_orders_evidence_by_usefulness_and_fits_the_context(setti
     strategy.stats.retrievals = 2
     strategy.gather([ANSWER_PAGE, BRIDGE])
     assert [d.id for d in strategy.gathered()] == ["rome", "n0", "romulus", "n1"]
+
+
+def test_fresh_docs_makes_a_drafts_search_bring_pages_the_answer_has_not_seen(settings):
+    """--fresh-docs yes: a draft's search returns the best k documents not yet gathered, so a search
+    that would find the bridge page again finds the next page instead."""
+    retriever = OverlapRetriever([BRIDGE, ANSWER_PAGE, *NOISE])
+    strategy = build(Flare, ReadingFake(FACTS, GUESS), retriever, settings.copy(k=1, fresh_docs="yes"))
+    strategy.question = "Rome Romulus"
+
+    def search(text):
+        gen = strategy.retrieve(Query(text, "test"), "test", fresh=True)
+        try:
+            while True:
+                next(gen)
+        except StopIteration as stop:
+            return [d.id for d in stop.value]
+
+    assert search("Rome founded Romulus") == ["rome"]  # nothing gathered yet: the best page
+    assert search("Rome founded Romulus") == ["romulus"]  # the same search again: the next one
+    assert [d.id for d in strategy.gathered()] == ["rome", "romulus"]

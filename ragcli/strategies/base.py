@@ -119,12 +119,16 @@ class Strategy:
         return make_trigger(st.trigger, float(value), st.beta)
 
     # -------------------------------------------------------------------- retrieval
-    def retrieve(self, query: Query, reason: str, k: int | None = None) -> Iterator[Event]:
-        """Yield the retrieval events; the documents are the generator's return value."""
+    def retrieve(self, query: Query, reason: str, k: int | None = None, *, fresh: bool = False) -> Iterator[Event]:
+        """Yield the retrieval events; the documents are the generator's return value. ``fresh``: the
+        best k documents not yet gathered for this answer."""
         k = self.settings.k if k is None else k
         yield RetrievalTriggered(query, reason)
         t = time.perf_counter()
-        docs = self.retriever.search(query.text, k) if (self.retriever and query.text.strip()) else []
+        docs = []
+        if self.retriever and query.text.strip():
+            seen = set(self.evidence) if fresh else set()
+            docs = [d for d in self.retriever.search(query.text, k + len(seen)) if d.id not in seen][:k]
         self.stats.retrievals += 1
         yield DocumentsRetrieved(query, tuple(docs), time.perf_counter() - t)
         if self.post_retrieval is not None and docs:

@@ -92,7 +92,7 @@ class Flare(Strategy):
     description = ("FLARE-direct: draft each sentence, retrieve with it when the trigger fires (a token below theta, "
                    "or --trigger entropy), regenerate; then answer again from everything retrieved.")
     params = ("theta", "beta", "trigger", "tau", "query_mode", "keep_first", "lookahead", "k", "max_steps",
-              "max_tokens", "max_query_words", "final_read", "pool_cap")
+              "max_tokens", "max_query_words", "final_read", "pool_cap", "fresh_docs")
     answer_stop = prompts.ANSWER_STOP
     reads_finally = True
 
@@ -204,7 +204,7 @@ class Flare(Strategy):
             query = Query(self.trim_query(f"{question} {rest}"), "masked", f"{question} {query.shown}")
         if not query.text.strip():  # everything was masked: fall back to the unmasked draft
             query = Query(self.trim_query(draft.text), "masked", query.shown)
-        docs = yield from self.retrieve(query, reason)
+        docs = yield from self.retrieve(query, reason, fresh=st.fresh_docs == "yes")
         return docs
 
     def _generate_question(self, context: str, span: str):
