@@ -141,3 +141,15 @@ def test_fresh_docs_makes_a_drafts_search_bring_pages_the_answer_has_not_seen(se
     assert search("Rome founded Romulus") == ["rome"]  # nothing gathered yet: the best page
     assert search("Rome founded Romulus") == ["romulus"]  # the same search again: the next one
     assert [d.id for d in strategy.gathered()] == ["rome", "romulus"]
+
+
+def test_a_final_read_cut_off_by_its_token_budget_ends_at_its_last_full_sentence(settings):
+    long = ("Romulus, who with his twin brother Remus was suckled by a she-wolf on the Palatine Hill after "
+            "their uncle Amulius ordered them drowned in the Tiber, was the son of Mars.")
+    retriever = OverlapRetriever([BRIDGE, ANSWER_PAGE, *NOISE])
+    gen = ReadingFake([("son of Mars", "Mars", long), FACTS[1]], GUESS)
+    strategy = build(Flare, gen, retriever, settings.copy(k=1, theta=0.5, lookahead=16, max_tokens=48))
+    events = list(strategy.run(QUESTION))
+    read = [e for e in events if isinstance(e, AnswerRead)]
+    assert read and read[0].answer == "Mars."  # not "Mars. Romulus, who with his twin brother Remus was"
+    assert extract_answer(final(events).answer) == "Mars"

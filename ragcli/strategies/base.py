@@ -342,6 +342,9 @@ class Strategy:
         yield self.step("read")
         chunk = yield from self.generate(build(docs), max_tokens=budget, slot="main")
         sentences, _ = sentences_of(chunk.tokens)
+        if not chunk.ended and len(sentences) > 1 and not sentences[-1].text.rstrip("\"')]»” ").endswith(
+                (".", "!", "?", "…")):  # out of tokens mid-sentence: end at the last full stop
+            sentences = sentences[:-1]
         if self.style == "cot":  # up to and including the conclusion
             cut = next((i for i, s in enumerate(sentences) if prompts.concludes(s.text)), len(sentences) - 1)
             sentences = sentences[: cut + 1]
