@@ -31,7 +31,7 @@ from ragcli.strategies.trigger import make_trigger, threshold_for
 QUESTIONS = 24  # passages of the index the calibration asks about (a short answer drafts about once each)
 DRAFTS_PER_QUESTION = 3
 MIN_DRAFTS = 12  # fewer usable drafts than this: the threshold would be noise
-CACHE_FILE = "calibration.json"
+CACHE_FILE = "calibration-v2.json"  # v2: short answers draft their explanation, as in a real run
 
 
 @dataclass
@@ -112,7 +112,9 @@ def calibrate(generator: Generator, retriever: Retriever, settings: Settings, st
     if not asked:
         raise UsageError("cannot calibrate an automatic threshold: the index has no passages",
                          hint="index some documents, or give --theta / --tau a number")
-    never = settings.copy(theta=0.0, tau=1e9, answer_style=style, final_read="no", correct=False,
+    # final_read as in the real run: it decides whether a short answer drafts its explanation (which
+    # is then the draft that is scored); with nothing retrieved after the question it reads nothing
+    never = settings.copy(theta=0.0, tau=1e9, answer_style=style, correct=False,
                           max_steps=1 + 2 * DRAFTS_PER_QUESTION, timeout=0.0)
     trigger = make_trigger(settings.trigger, 0.0, settings.beta)
     scores: list[float] = []

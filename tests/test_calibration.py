@@ -89,7 +89,7 @@ def test_each_trigger_style_and_target_has_its_own_calibration(settings):
 
 
 def test_calibration_needs_an_index_with_passages_and_enough_drafts(settings):
-    gen = FakeGenerator(default=toks(" Nothing more.", 0.9) + toks("\n\nQuestion:", 0.9))
+    gen = FakeGenerator(default=toks("\n\nQuestion:", 0.9))  # a model that writes nothing: no drafts
     engine = Engine(settings.copy(strategy="flare", theta="auto"), generator=gen, retriever=StaticRetriever([]))
     with pytest.raises(UsageError, match="no passages"):
         list(engine.ask("Who?"))
