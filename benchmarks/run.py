@@ -387,7 +387,9 @@ def bench_long_answer(results: dict, n_tokens: int = 600) -> None:
     from ragcli.events import TokenGenerated
     from ragcli.ingest.indexer import build_index
     from ragcli.render.live import RichLiveRenderer
+    from ragcli.generation.llama import LlamaGenerator
     from ragcli.strategies import base, stream
+    from ragcli.strategies.flare import Flare
 
     with tempfile.TemporaryDirectory() as tmp:
         index = Path(tmp) / "index"
@@ -400,6 +402,10 @@ def bench_long_answer(results: dict, n_tokens: int = 600) -> None:
         saved = stream.repeats, stream.REPEATS
         never = lambda sentence, earlier: False  # noqa: E731 - let it run the whole length
         stream.repeats, base.repeats, stream.REPEATS = never, never, 10**6
+        # nor end: the small model closes a paragraph after ~50 tokens; what is measured is the loop's
+        # cost per token as the answer grows, so its end of generation and stop strings are switched off
+        saved_stop, saved_eog = Flare.answer_stop, LlamaGenerator._is_eog
+        Flare.answer_stop, LlamaGenerator._is_eog = (), lambda self, token: False
         try:
             stamps = []
             for event in engine.ask("Tell me about the history of the Danish football club Odense Boldklub."):
@@ -409,6 +415,7 @@ def bench_long_answer(results: dict, n_tokens: int = 600) -> None:
         finally:
             stream.repeats, stream.REPEATS = saved
             base.repeats = saved[0]
+            Flare.answer_stop, LlamaGenerator._is_eog = saved_stop, saved_eog
             renderer.close()
     n = len(stamps)
     results["long_answer_tokens"] = n
