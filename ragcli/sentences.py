@@ -127,6 +127,17 @@ def plain_sentence_end(word: str, next_char: str) -> bool:
     return core not in abbrevs and core not in _collocation_starts()
 
 
+SENTENCE_ENDS = frozenset(".!?…")
+CLOSERS = "\"'”’)]"  # what may follow a sentence's final mark: quotes, brackets
+
+
+def ends_with_stop(text: str) -> bool:
+    """Whether ``text`` ends with a sentence's final mark (closing quotes and brackets aside): the
+    cheap test, without Punkt, for "this sentence was finished"."""
+    stripped = text.rstrip().rstrip(CLOSERS)
+    return stripped[-1:] in SENTENCE_ENDS and bool(stripped)
+
+
 def split_sentences(text: str) -> list[str]:
     return [text[a:b] for a, b in split_spans(text)]
 

@@ -7,7 +7,7 @@ import re
 from typing import Iterator
 
 from ragcli.retrieval.index import Passage
-from ragcli.sentences import plain_sentence_end, split_spans
+from ragcli.sentences import CLOSERS, SENTENCE_ENDS, plain_sentence_end, split_spans
 
 __all__ = ["Passage", "TARGET_WORDS", "chunk_text", "normalise", "passage_id"]
 
@@ -126,8 +126,6 @@ def _capped(text: str, spans: list[tuple[int, int]]) -> Iterator[tuple[int, int]
 
 _WORD = re.compile(r"\S+")
 _PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n\s*")
-_ENDS = frozenset(".!?…")
-_CLOSERS = "\"'”’)]"
 WINDOW = 40  # characters of context Punkt sees on each side of a candidate sentence end (it looks at one token either side)
 
 
@@ -154,9 +152,9 @@ def _ends_sentence(text: str, word: tuple[int, int], paragraph_end: int) -> int 
     last character before those is . ! ? or …, and Punkt agrees (asked only about the hard cases)."""
     a, b = word
     end = b
-    while end > a and text[end - 1] in _CLOSERS:
+    while end > a and text[end - 1] in CLOSERS:
         end -= 1
-    if end == a or text[end - 1] not in _ENDS:
+    if end == a or text[end - 1] not in SENTENCE_ENDS:
         return None
     if b >= paragraph_end:
         return b

@@ -24,7 +24,7 @@ from ragcli.events import (
 from ragcli.generation import Generator
 from ragcli.retrieval import Retriever
 from ragcli.retrieval.web import WebSearcher
-from ragcli.sentences import first_sentence_end
+from ragcli.sentences import ends_with_stop, first_sentence_end
 from ragcli.strategies.stream import (
     REPEATED,
     REPEATS,
@@ -342,8 +342,8 @@ class Strategy:
         yield self.step("read")
         chunk = yield from self.generate(build(docs), max_tokens=budget, slot="main")
         sentences, _ = sentences_of(chunk.tokens)
-        if not chunk.ended and len(sentences) > 1 and not sentences[-1].text.rstrip("\"')]»” ").endswith(
-                (".", "!", "?", "…")):  # out of tokens mid-sentence: end at the last full stop
+        if not chunk.ended and len(sentences) > 1 and not ends_with_stop(sentences[-1].text):
+            # out of tokens mid-sentence: end at the last full stop
             sentences = sentences[:-1]
         if self.style == "cot":  # up to and including the conclusion
             cut = next((i for i, s in enumerate(sentences) if prompts.concludes(s.text)), len(sentences) - 1)
