@@ -109,6 +109,9 @@ class Settings:
                 "answers, as FLARE's WikiAsp setup) | yes | no"})
     fresh_docs: str = field(default="no", metadata={
         "help": "FLARE: a draft's retrieval brings k documents the answer has not seen yet (yes) or the top k (no)"})
+    final_search: str = field(default="yes", metadata={
+        "help": "the final read first searches with the question and the answer so far when the answer has a "
+                "token the trigger flags, adding k pages not yet gathered (ITER-RETGEN's query): yes | no"})
     max_query_words: int = field(default=32, metadata={"help": "queries are trimmed to this many words"})
     stride: int = field(default=16, metadata={"help": "previous-window: retrieve every s tokens"})
     query_len: int = field(default=32, metadata={"help": "previous-window: query is the last l tokens"})
@@ -243,6 +246,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "query_mode": ("masked", "qgen"),
     "keep_first": ("auto", "yes", "no"),
     "fresh_docs": ("yes", "no"),
+    "final_search": ("yes", "no"),
     "rerank": ("none", "lm"),
     "reader": ("cot", "direct"),
 }

@@ -41,7 +41,8 @@ class Sentence:
 @dataclass(frozen=True, slots=True)
 class Query:
     """A search. ``origin`` says where it came from: question, masked (FLARE look-ahead), qgen
-    (generated question), window, sentence, cot, follow-up, keywords (CRAG rewrite), instruct."""
+    (generated question), window, sentence, cot, follow-up, keywords (CRAG rewrite), instruct,
+    answer (the final read's search with the question and the answer)."""
 
     text: str
     origin: str = "question"

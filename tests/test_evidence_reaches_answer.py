@@ -153,3 +153,42 @@ def test_a_final_read_cut_off_by_its_token_budget_ends_at_its_last_full_sentence
     read = [e for e in events if isinstance(e, AnswerRead)]
     assert read and read[0].answer == "Mars."  # not "Mars. Romulus, who with his twin brother Remus was"
     assert extract_answer(final(events).answer) == "Mars"
+
+
+# The draft's own search can miss: "It was ▁▁▁." names nothing to look for. What the answer says
+# ("Romulus") does: the final read searches with the question and the answer when the answer holds
+# a token the trigger flags, and the page it finds must reach the final answer.
+VAGUE_GUESS = ("Jupiter", "It was Jupiter.")
+
+
+def ask_vague(settings, **changes):
+    retriever = OverlapRetriever([BRIDGE, ANSWER_PAGE, *NOISE])
+    gen = ReadingFake(FACTS, VAGUE_GUESS)
+    strategy = build(Flare, gen, retriever, settings.copy(**{"k": 1, "theta": 0.5, **changes}))
+    return list(strategy.run(QUESTION)), retriever
+
+
+def test_the_final_search_finds_what_the_answer_names_and_the_answer_reads_it(settings):
+    events, retriever = ask_vague(settings)
+    searches = [e for e in events if isinstance(e, RetrievalTriggered)]
+    assert [s.query.origin for s in searches] == ["question", "masked", "answer"]
+    assert "Romulus" in searches[-1].query.text and "flags" in searches[-1].reason
+    done = final(events)
+    assert extract_answer(done.answer) == "Mars"
+    assert set(done.context) == {"rome", "romulus"}
+    read = [e for e in events if isinstance(e, AnswerRead)]
+    assert read and read[0].changed
+
+
+def test_without_the_final_search_the_vague_draft_leaves_the_answer_wrong(settings):
+    events, retriever = ask_vague(settings, final_search="no")
+    assert len(retriever.queries) == 2  # the question and the draft's vague search
+    assert extract_answer(final(events).answer) == "Romulus"
+    assert "romulus" not in final(events).context
+
+
+def test_a_confident_answer_does_not_search_again(settings):
+    """The final search is active retrieval too: an answer with no flagged token does not search."""
+    events, retriever = ask_vague(settings, theta=0.05)  # the guess's 0.1 is above this theta
+    assert all(e.query.origin != "answer" for e in events if isinstance(e, RetrievalTriggered))
+    assert extract_answer(final(events).answer) == "Romulus"

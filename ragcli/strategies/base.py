@@ -89,6 +89,7 @@ class Strategy:
         self.style = "short"  # answer style of the current question (prompts.answer_style)
         self.evidence: dict[str, Evidence] = {}  # every document retrieved for this answer, by id
         self._sentence_docs: list[tuple[Document, ...]] = []  # per committed sentence: its prompt's documents
+        self._sentences: list[Sentence] = []  # the committed sentences, with their tokens' probabilities
         self.answer_context: tuple[Document, ...] | None = None  # documents the final answer was written from
 
     # -------------------------------------------------------------------- entry point
@@ -323,19 +324,31 @@ class Strategy:
 
     def final_read(self, question: str, answer: Sequence[str]) -> Iterator[Event]:
         """Answer once more from every document gathered along the way (IRCoT's reader, for any active
-        loop): most useful first (``gathered``), at most ``pool_cap``, fitted to the context. A
+        loop): most useful first (``gathered``), at most ``pool_cap``, fitted to the context; when the
+        answer is uncertain, a search with the question and the answer comes first (``final_search``). A
         reasoning answer keeps its reasoning and re-derives its conclusion; a short answer is
         written again whole. Yields the step and an ``AnswerRead``; returns the final answer."""
         before = " ".join(answer).strip()
         if not self.final_read_wanted() or not self.evidence:
             return before
         st = self.settings
+        last: list[Document] = []
+        if st.final_search == "yes" and before and (reason := self._final_search_reason()):
+            # What the answer says names what it still needs (a bridge entity the model read, a
+            # guess to check): one more search with it, for pages not gathered yet (ITER-RETGEN).
+            query = Query(self.trim_query(f"{prompts.request_topic(question)} {before}"), "answer")
+            self.stats.retrieval_opportunities += 1
+            last = yield from self.retrieve(query, reason, fresh=True)
         reasoning = ""
         if self.style == "cot":
             reasoning = " ".join(s for s in answer if not prompts.concludes(s))
         build = lambda d: self.answer_prompt(question, d, reasoning)  # noqa: E731
         budget = min(st.max_tokens, max(st.lookahead, 16))
         docs = self.fit_documents(self.gathered()[: st.pool_cap], build, reserve=budget)
+        # Fitted in rank order; then the final search's pages go last, next to the question: what
+        # the answer pointed to is read where a small model reads best (dev pool, README).
+        found = {d.id for d in last}
+        docs = [d for d in docs if d.id not in found] + [d for d in docs if d.id in found]
         if [d.id for d in docs] == [d.id for d in self.context_documents()]:
             return before  # the answer was written from exactly these documents: nothing new to read
         self.cite(docs)
@@ -359,11 +372,23 @@ class Strategy:
         yield AnswerRead(after, before, tuple(docs), changed=after != before)
         return after
 
+    def _final_search_reason(self) -> str:
+        """Why the final read searches first ("" when it should not): a strategy with a trigger
+        searches when the answer holds a token its trigger flags; the others always do."""
+        if "theta" not in self.params:
+            return "the final read: search with the question and the answer"
+        trigger = self.trigger
+        low = [t for s in self._sentences for t in trigger.fired(s)]
+        if not low:
+            return ""
+        return f"the final read: the answer has {len(low)} token(s) the trigger flags; search with it"
+
     # -------------------------------------------------------------------- closing
     def commit(self, sentence: Sentence, *, regenerated: bool = False, docs: Sequence[Document] = ()) -> Event:
         """Count a sentence of the answer, remembering the documents of the prompt that wrote it."""
         self.stats.sentences += 1
         self._sentence_docs.append(tuple(docs))
+        self._sentences.append(sentence)
         return SentenceCommitted(sentence, regenerated=regenerated)
 
     def context_documents(self) -> tuple[Document, ...]:
