@@ -335,6 +335,7 @@ def bench_help(results: dict) -> None:
         subprocess.run([sys.executable, "-m", "ragcli", "--help"], capture_output=True, check=True)
         times.append(time.perf_counter() - t)
     results["help_seconds"] = statistics.median(times)
+    results["help_seconds_best_of_5"] = min(times[:5])  # the figure issue 18 sets its goal on
     code = "import sys; from ragcli import cli; print(sorted(m for m in ('llama_cpp','tantivy','nltk','numpy') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     results["help_heavy_imports"] = out
