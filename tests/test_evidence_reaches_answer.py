@@ -192,3 +192,26 @@ def test_a_confident_answer_does_not_search_again(settings):
     events, retriever = ask_vague(settings, theta=0.05)  # the guess's 0.1 is above this theta
     assert all(e.query.origin != "answer" for e in events if isinstance(e, RetrievalTriggered))
     assert extract_answer(final(events).answer) == "Romulus"
+
+
+def test_the_final_searchs_pages_are_read_last_next_to_the_question(settings):
+    """Fitted in rank order, then the final search's pages go last: by fusion the new page (rank 0 of
+    its search) would come before the question's second page."""
+    import math
+
+    from ragcli.events import AnswerRead
+    from ragcli.generation.fake import FakeGenerator, toks
+    from ragcli.types import Sentence, Token
+
+    retriever = OverlapRetriever([BRIDGE, ANSWER_PAGE, *NOISE])
+    strategy = build(Flare, FakeGenerator(default=toks(" Mars.", 0.9)), retriever, settings.copy(k=1, theta=0.5))
+    strategy.question = QUESTION
+    strategy.stats.retrievals = 1
+    strategy.gather([BRIDGE, NOISE[0]])  # the question's search: rank 0 and rank 1
+    strategy._sentences.append(Sentence("Romulus.", (Token(" Romulus", math.log(0.1)), Token(".", 0.0))))
+    assert [d.id for d in strategy.gathered()] == ["rome", "n0"]
+    events = list(strategy.final_read(QUESTION, ["Romulus."]))
+    assert retriever.queries[-1].startswith(QUESTION) and "Romulus" in retriever.queries[-1]
+    assert [d.id for d in strategy.gathered()] == ["rome", "romulus", "n0"]  # fusion order
+    read = [e for e in events if isinstance(e, AnswerRead)]
+    assert [d.id for d in read[0].documents] == ["rome", "n0", "romulus"]  # read order: the new page last
