@@ -34,10 +34,10 @@ def check_backend(generator: Generator, cls, settings: Settings) -> None:
     log-probabilities cannot run a trigger on them (flare), one without echo cannot rerank by them."""
     from ragcli.errors import ServerError
 
-    if not getattr(generator, "logprobs", True) and "theta" in cls.params:
+    if not getattr(generator, "logprobs", True) and cls.uses_trigger:
         from ragcli.strategies import STRATEGIES
 
-        usable = [name for name, c in STRATEGIES.items() if "theta" not in c.params]
+        usable = [name for name, c in STRATEGIES.items() if not c.uses_trigger]
         raise ServerError(f"{cls.name} needs token log-probabilities, and the server at "
                           f"{getattr(generator, 'base', '?')} returns none",
                           hint=f"use --strategy {'|'.join(usable)}, or a server that returns logprobs")
@@ -125,7 +125,7 @@ class Engine:
         for message in getattr(generator, "notices", ()):
             yield Notice(message, "warning")
         threshold = None
-        if "theta" in cls.params:  # a strategy with a retrieval trigger: an "auto" threshold is calibrated
+        if cls.uses_trigger:  # a strategy with a retrieval trigger: an "auto" threshold is calibrated
             style = prompts.answer_style(question, settings.answer_style)
             threshold = yield from calibration.resolve(generator, retriever, settings, style)
         strategy = build(cls, generator, retriever, settings, web=self.web_searcher(settings), threshold=threshold)

@@ -69,6 +69,7 @@ class Strategy:
     answer_stop: ClassVar[tuple[str, ...]] = ()
     corrective: ClassVar[bool] = False  # runs CRAG's corrective step itself (no --correct wrapper)
     reads_finally: ClassVar[bool] = False  # an active loop whose answer is re-read over all it gathered
+    uses_trigger: ClassVar[bool] = False  # retrieves when a trigger (theta/tau) flags tokens: needs logprobs
 
     def __init__(self, generator: Generator, retriever: Retriever | None, settings: Settings, *,
                  web: WebSearcher | None = None, post_retrieval: PostRetrieval | None = None,
@@ -375,7 +376,7 @@ class Strategy:
     def _final_search_reason(self) -> str:
         """Why the final read searches first ("" when it should not): a strategy with a trigger
         searches when the answer holds a token its trigger flags; the others always do."""
-        if "theta" not in self.params:
+        if not self.uses_trigger:
             return "the final read: search with the question and the answer"
         trigger = self.trigger
         low = [t for s in self._sentences for t in trigger.fired(s)]

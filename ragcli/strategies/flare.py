@@ -95,6 +95,7 @@ class Flare(Strategy):
               "max_tokens", "max_query_words", "final_read", "final_search", "pool_cap", "fresh_docs")
     answer_stop = prompts.ANSWER_STOP
     reads_finally = True
+    uses_trigger = True
 
     def answer(self, question: str) -> Iterator[Event]:
         st = self.settings
