@@ -54,9 +54,9 @@ class OverlapRetriever:
         return self.docs[:n]
 
 
-def ask(cls, settings, **changes):
+def ask(cls, settings, guess=GUESS, **changes):
     retriever = OverlapRetriever([BRIDGE, ANSWER_PAGE, *NOISE])
-    gen = ReadingFake(FACTS, GUESS)
+    gen = ReadingFake(FACTS, guess)
     strategy = build(cls, gen, retriever, settings.copy(k=1, **changes))
     events = list(strategy.run(QUESTION))
     return events, retriever, gen
@@ -161,15 +161,8 @@ def test_a_final_read_cut_off_by_its_token_budget_ends_at_its_last_full_sentence
 VAGUE_GUESS = ("Jupiter", "It was Jupiter.")
 
 
-def ask_vague(settings, **changes):
-    retriever = OverlapRetriever([BRIDGE, ANSWER_PAGE, *NOISE])
-    gen = ReadingFake(FACTS, VAGUE_GUESS)
-    strategy = build(Flare, gen, retriever, settings.copy(**{"k": 1, "theta": 0.5, **changes}))
-    return list(strategy.run(QUESTION)), retriever
-
-
 def test_the_final_search_finds_what_the_answer_names_and_the_answer_reads_it(settings):
-    events, retriever = ask_vague(settings)
+    events, retriever, _ = ask(Flare, settings, VAGUE_GUESS, theta=0.5)
     searches = [e for e in events if isinstance(e, RetrievalTriggered)]
     assert [s.query.origin for s in searches] == ["question", "masked", "answer"]
     assert "Romulus" in searches[-1].query.text and "flags" in searches[-1].reason
@@ -181,7 +174,7 @@ def test_the_final_search_finds_what_the_answer_names_and_the_answer_reads_it(se
 
 
 def test_without_the_final_search_the_vague_draft_leaves_the_answer_wrong(settings):
-    events, retriever = ask_vague(settings, final_search="no")
+    events, retriever, _ = ask(Flare, settings, VAGUE_GUESS, theta=0.5, final_search="no")
     assert len(retriever.queries) == 2  # the question and the draft's vague search
     assert extract_answer(final(events).answer) == "Romulus"
     assert "romulus" not in final(events).context
@@ -189,7 +182,7 @@ def test_without_the_final_search_the_vague_draft_leaves_the_answer_wrong(settin
 
 def test_a_confident_answer_does_not_search_again(settings):
     """The final search is active retrieval too: an answer with no flagged token does not search."""
-    events, retriever = ask_vague(settings, theta=0.05)  # the guess's 0.1 is above this theta
+    events, retriever, _ = ask(Flare, settings, VAGUE_GUESS, theta=0.05)  # the guess's 0.1 is above this theta
     assert all(e.query.origin != "answer" for e in events if isinstance(e, RetrievalTriggered))
     assert extract_answer(final(events).answer) == "Romulus"
 
@@ -199,7 +192,6 @@ def test_the_final_searchs_pages_are_read_last_next_to_the_question(settings):
     its search) would come before the question's second page."""
     import math
 
-    from ragcli.events import AnswerRead
     from ragcli.generation.fake import FakeGenerator, toks
     from ragcli.types import Sentence, Token
 
