@@ -116,7 +116,10 @@ class Settings:
     stride: int = field(default=16, metadata={"help": "previous-window: retrieve every s tokens"})
     query_len: int = field(default=32, metadata={"help": "previous-window: query is the last l tokens"})
     rerank: str = field(default="none", metadata={"help": "previous-window: none | lm"})
-    pool_cap: int = field(default=15, metadata={"help": "ircot and the final read: maximum paragraphs kept"})
+    pool_cap: int = field(default=15, metadata={"help": "ircot: maximum paragraphs gathered"})
+    read_cap: int = field(default=0, metadata={
+        "help": "the final read: most pages it reads, the most useful first (0: twice k, the question's pages "
+                "and as many more)"})
     reader: str = field(default="direct", metadata={"help": "ircot: cot | direct"})
     upper: float = field(default=0.6, metadata={"help": "crag: a document above this is Correct"})
     lower: float = field(default=0.2, metadata={"help": "crag: all documents below this is Incorrect"})
@@ -263,6 +266,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "web_timeout": (0.1, math.inf),
     "api_timeout": (0.1, math.inf),
     "threads": (0, math.inf),
+    "read_cap": (0, math.inf),
     "n_gpu_layers": (-1, math.inf),
     "ctx": (256, math.inf),
     **{name: (1, math.inf) for name in ("k", "max_tokens", "max_steps", "lookahead", "max_query_words",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from ragcli.eval.metrics import extract_answer
-from ragcli.events import AnswerFinished, AnswerRead, DraftSentence, RetrievalTriggered
+from ragcli.events import AnswerFinished, AnswerRead, DraftSentence, RetrievalTriggered, StepStarted
 from ragcli.generation.fake import ReadingFake, toks
 from ragcli.strategies import build
 from ragcli.strategies.baselines import SingleRetrieval
@@ -82,7 +82,9 @@ def test_flare_answers_from_the_page_its_draft_found(settings):
     events, retriever, gen = ask(Flare, settings, theta=0.5)
     drafts = [e for e in events if isinstance(e, DraftSentence)]
     assert drafts and not drafts[0].accepted  # the guess about Romulus' father was uncertain
-    assert len(retriever.queries) == 2 and "Jupiter" not in retriever.queries[1]  # the guess is masked
+    assert retriever.queries[1] == "Romulus was the son of"  # the draft's search, its guess masked
+    # a short answer's flagged explanation is not regenerated: the final read writes the answer again
+    assert "regenerate" not in [e.what for e in events if isinstance(e, StepStarted)]
     read = [e for e in events if isinstance(e, AnswerRead)]
     assert len(read) == 1 and read[0].changed
     assert {d.id for d in read[0].documents} == {"rome", "romulus"}
@@ -195,15 +197,43 @@ def test_the_final_searchs_pages_are_read_last_next_to_the_question(settings):
     from ragcli.generation.fake import FakeGenerator, toks
     from ragcli.types import Sentence, Token
 
-    retriever = OverlapRetriever([BRIDGE, ANSWER_PAGE, *NOISE])
-    strategy = build(Flare, FakeGenerator(default=toks(" Mars.", 0.9)), retriever, settings.copy(k=1, theta=0.5))
+    def final_read_documents(**changes):
+        retriever = OverlapRetriever([BRIDGE, ANSWER_PAGE, *NOISE])
+        gen = FakeGenerator(default=toks(" Mars.", 0.9))
+        strategy = build(Flare, gen, retriever, settings.copy(k=1, theta=0.5, **changes))
+        strategy.question = QUESTION
+        strategy.stats.retrievals = 1
+        strategy.gather([BRIDGE, NOISE[0]])  # the question's search: rank 0 and rank 1
+        strategy._sentences.append(Sentence("Romulus.", (Token(" Romulus", math.log(0.1)), Token(".", 0.0))))
+        assert [d.id for d in strategy.gathered()] == ["rome", "n0"]
+        events = list(strategy.final_read(QUESTION, ["Romulus."]))
+        assert retriever.queries[-1].startswith(QUESTION) and "Romulus" in retriever.queries[-1]
+        assert [d.id for d in strategy.gathered()] == ["rome", "romulus", "n0"]  # fusion order
+        return [d.id for d in [e for e in events if isinstance(e, AnswerRead)][0].documents]
+
+    assert final_read_documents(read_cap=3) == ["rome", "n0", "romulus"]  # read order: the new page last
+    # the default cap is twice k: the least useful page is left out
+    assert final_read_documents() == ["rome", "romulus"]
+
+
+def test_the_final_read_starts_with_the_pages_already_in_the_main_prompt(settings):
+    """The last main-slot prompt's pages come first, in its order, so the KV cache re-evaluates only
+    what the final read adds; by fusion alone the page both searches found would lead and the
+    shared prefix would end after the instructions."""
+    from ragcli.generation.fake import FakeGenerator, toks
+
+    gen = FakeGenerator(default=toks(" Romulus.", 0.9))
+    strategy = build(Flare, gen, OverlapRetriever([]), settings.copy(k=2, final_search="no"))
     strategy.question = QUESTION
     strategy.stats.retrievals = 1
-    strategy.gather([BRIDGE, NOISE[0]])  # the question's search: rank 0 and rank 1
-    strategy._sentences.append(Sentence("Romulus.", (Token(" Romulus", math.log(0.1)), Token(".", 0.0))))
-    assert [d.id for d in strategy.gathered()] == ["rome", "n0"]
+    strategy.gather([NOISE[0], BRIDGE])  # the question's search
+    list(strategy.sentence_with(QUESTION, [NOISE[0], BRIDGE], [], what="generate", budget=8))
+    strategy.stats.retrievals = 2
+    strategy.gather([ANSWER_PAGE, BRIDGE])  # a draft's search
+    assert [d.id for d in strategy.gathered()] == ["rome", "n0", "romulus"]  # fusion order
     events = list(strategy.final_read(QUESTION, ["Romulus."]))
-    assert retriever.queries[-1].startswith(QUESTION) and "Romulus" in retriever.queries[-1]
-    assert [d.id for d in strategy.gathered()] == ["rome", "romulus", "n0"]  # fusion order
     read = [e for e in events if isinstance(e, AnswerRead)]
-    assert [d.id for d in read[0].documents] == ["rome", "n0", "romulus"]  # read order: the new page last
+    assert [d.id for d in read[0].documents] == ["n0", "rome", "romulus"]
+    first, last = gen.calls[0]["prompt"], gen.calls[-1]["prompt"]
+    shared = first[: first.index("Question:")]
+    assert last.startswith(shared) and "Romulus was the son of Mars" in last[len(shared):]

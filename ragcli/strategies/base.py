@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, ClassVar, Iterator, Mapping, Sequence
+from typing import Callable, ClassVar, Collection, Iterator, Mapping, Sequence
 
 from ragcli import attribution, prompts
 from ragcli.config import Settings
@@ -91,6 +91,7 @@ class Strategy:
         self.evidence: dict[str, Evidence] = {}  # every document retrieved for this answer, by id
         self._sentence_docs: list[tuple[Document, ...]] = []  # per committed sentence: its prompt's documents
         self._sentences: list[Sentence] = []  # the committed sentences, with their tokens' probabilities
+        self.deferred: list[Sentence] = []  # flagged drafts whose regeneration was left to the final read
         self.answer_context: tuple[Document, ...] | None = None  # documents the final answer was written from
 
     # -------------------------------------------------------------------- entry point
@@ -275,12 +276,14 @@ class Strategy:
         return prompts.answer_prompt(question, docs, so_far, self.style)
 
     def prompt_documents(self, docs: Sequence[Document], build: Callable[[Sequence[Document]], str],
-                         reserve: int) -> list[Document]:
+                         reserve: int, *, last: Collection[str] = ()) -> list[Document]:
         """The documents for the next main-slot prompt: fitted to the context in rank order (the
-        lowest-ranked go first when it is tight), then put in reuse order for the KV cache,
-        remembered for the next call, and cited."""
+        lowest-ranked go first when it is tight), then put in reuse order for the KV cache (those
+        with an id in ``last`` at the end, next to the question), remembered for the next call, and
+        cited."""
         kept = self.fit_documents(docs, build, reserve)
-        ordered = self.reuse_order(kept, self._prompt_docs)
+        ordered = (self.reuse_order([d for d in kept if d.id not in last], self._prompt_docs)
+                   + [d for d in kept if d.id in last])
         if ordered != kept and self.gen.count_tokens(build(ordered)) > self.gen.n_ctx - reserve:
             ordered = kept  # the reordered prompt tokenizes longer: keep the order that was checked
         self._prompt_docs = ordered
@@ -325,7 +328,7 @@ class Strategy:
 
     def final_read(self, question: str, answer: Sequence[str]) -> Iterator[Event]:
         """Answer once more from every document gathered along the way (IRCoT's reader, for any active
-        loop): most useful first (``gathered``), at most ``pool_cap``, fitted to the context; when the
+        loop): most useful first (``gathered``), at most ``read_cap``, fitted to the context; when the
         answer is uncertain, a search with the question and the answer comes first (``final_search``). A
         reasoning answer keeps its reasoning and re-derives its conclusion; a short answer is
         written again whole. Yields the step and an ``AnswerRead``; returns the final answer."""
@@ -345,14 +348,14 @@ class Strategy:
             reasoning = " ".join(s for s in answer if not prompts.concludes(s))
         build = lambda d: self.answer_prompt(question, d, reasoning)  # noqa: E731
         budget = min(st.max_tokens, max(st.lookahead, 16))
-        docs = self.fit_documents(self.gathered()[: st.pool_cap], build, reserve=budget)
-        # Fitted in rank order; then the final search's pages go last, next to the question: what
-        # the answer pointed to is read where a small model reads best (dev pool, README).
-        found = {d.id for d in last}
-        docs = [d for d in docs if d.id not in found] + [d for d in docs if d.id in found]
-        if [d.id for d in docs] == [d.id for d in self.context_documents()]:
-            return before  # the answer was written from exactly these documents: nothing new to read
-        self.cite(docs)
+        # Fitted in rank order; the pages already in the main slot's KV cache first, in their order
+        # (the final read then evaluates only what is new), and the final search's pages last, next
+        # to the question: what the answer pointed to is read where a small model reads best.
+        written_from = {d.id for d in self.context_documents()}
+        cap = st.read_cap or 2 * st.k
+        docs = self.prompt_documents(self.gathered()[:cap], build, budget, last={d.id for d in last})
+        if {d.id for d in docs} <= written_from:
+            return before  # the answer was written from all these documents: nothing new to read
         yield self.step("read")
         chunk = yield from self.generate(build(docs), max_tokens=budget, slot="main")
         sentences, _ = sentences_of(chunk.tokens)
@@ -379,7 +382,7 @@ class Strategy:
         if not self.uses_trigger:
             return "the final read: search with the question and the answer"
         trigger = self.trigger
-        low = [t for s in self._sentences for t in trigger.fired(s)]
+        low = [t for s in (*self._sentences, *self.deferred) for t in trigger.fired(s)]
         if not low:
             return ""
         return f"the final read: the answer has {len(low)} token(s) the trigger flags; search with it"

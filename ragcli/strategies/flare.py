@@ -8,7 +8,8 @@ or turned into questions), retrieves, and regenerates the sentence with the new 
 ones dropped). Confident drafts are accepted as they are. A reasoning answer (answer style ``cot``)
 stops at its conclusion ("So the answer is: X."). Then the final read (``Strategy.final_read``)
 writes the short answer again from every document retrieved along the way, so evidence found by a
-later sentence reaches it.
+later sentence reaches it. A short answer (a phrase and a sentence of explanation) is written whole
+by that read, so its flagged explanation is not regenerated first: the draft's search feeds the read.
 
 FLARE-instruct: exemplars teach the model to write ``[Search(query)]``; generation pauses there,
 the query runs, the marker is removed from the answer and generation continues with the results.
@@ -92,7 +93,7 @@ class Flare(Strategy):
     description = ("FLARE-direct: draft each sentence, retrieve with it when the trigger fires (a token below theta, "
                    "or --trigger entropy), regenerate; then answer again from everything retrieved.")
     params = ("theta", "beta", "trigger", "tau", "query_mode", "keep_first", "lookahead", "k", "max_steps",
-              "max_tokens", "max_query_words", "final_read", "final_search", "pool_cap", "fresh_docs")
+              "max_tokens", "max_query_words", "final_read", "final_search", "read_cap", "fresh_docs")
     answer_stop = prompts.ANSWER_STOP
     reads_finally = True
     uses_trigger = True
@@ -124,7 +125,7 @@ class Flare(Strategy):
         # A short answer is a phrase and a sentence of explanation; when the model stops after the
         # phrase, its explanation is still drafted (the end of the answer held off for one token), so
         # there is a sentence to check, and what it needs can be found before the final read.
-        explain = self.style == "short" and sentence is not None and len(answer) == 1 and st.final_read != "no"
+        explain = self.style == "short" and sentence is not None and len(answer) == 1 and self.final_read_wanted()
         if sentence is None or self._concluded(answer) or (ended and not explain):
             stop_reason = "end"
         else:
@@ -159,6 +160,13 @@ class Flare(Strategy):
                     continue
                 yield DraftSentence(draft, tuple(low), accepted=False)
                 docs = yield from self._query_and_retrieve(question, draft, low, trigger)
+                if explain:
+                    # A short answer's explanation is there to find what the answer needs; the final
+                    # read writes the whole answer again from every page gathered, so regenerating
+                    # the sentence now would only be thrown away (dev pool: README).
+                    self.deferred.append(draft)
+                    stop_reason = "end"
+                    break
                 if first:
                     docs = first + [d for d in docs if d.id not in first_ids]
                 sentence, ended = yield from self.sentence_with(question, docs, answer, what="regenerate",
