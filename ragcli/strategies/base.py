@@ -385,7 +385,8 @@ class Strategy:
         low = [t for s in (*self._sentences, *self.deferred) for t in trigger.fired(s)]
         if not low:
             return ""
-        return f"the final read: the answer has {len(low)} token(s) the trigger flags; search with it"
+        what = "the answer and its draft have" if self.deferred else "the answer has"
+        return f"the final read: {what} {len(low)} token(s) the trigger flags; search with it"
 
     # -------------------------------------------------------------------- closing
     def commit(self, sentence: Sentence, *, regenerated: bool = False, docs: Sequence[Document] = ()) -> Event:
