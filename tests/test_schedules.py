@@ -90,6 +90,25 @@ def test_ircot_respects_the_pool_cap_and_context_budget(settings):
     assert len(r.queries) == 2  # question + one CoT sentence fill the pool of 5; no retrieval after that
 
 
+def test_ircot_prompts_keep_the_last_prompts_paragraphs_as_their_prefix(settings):
+    """Each reasoning step's prompt starts with the previous step's paragraphs in their order (the KV
+    cache evaluates only the new ones), even when a retrieval repeats a pooled paragraph first."""
+    import re
+
+    docs = {f"d{i}": Document(f"d{i}", f"Title{i}", f"Paragraph number {i}.", 1.0) for i in range(8)}
+    answers = [["d0", "d1", "d2"], ["d3", "d1", "d4"], ["d1", "d5", "d6"], ["d7", "d0", "d1"]]
+
+    class Scripted(RecordingRetriever):
+        def search(self, query, k):
+            self.queries.append(query)
+            return [docs[i] for i in answers[len(self.queries) - 1]]
+
+    gen = FakeGenerator(default=toks(" Another step.", 0.9) + [(" X", 0.9)])
+    run(IRCoT, gen, settings.copy(k=3, max_steps=3, pool_cap=15), retriever=Scripted(docs.values()))
+    steps = [re.findall(r"Title(\d)", c["prompt"]) for c in gen.calls[:3]]
+    assert steps == [["0", "1", "2"], ["0", "1", "2", "3", "4"], ["0", "1", "2", "3", "4", "5", "6"]]
+
+
 def test_self_ask_retrieves_once_per_follow_up(settings):
     gen = FakeGenerator([
         toks("Follow up: Who founded Rome?\n", 0.9),

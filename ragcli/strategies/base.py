@@ -277,17 +277,22 @@ class Strategy:
 
     def prompt_documents(self, docs: Sequence[Document], build: Callable[[Sequence[Document]], str],
                          reserve: int, *, last: Collection[str] = ()) -> list[Document]:
-        """The documents for the next main-slot prompt: fitted to the context in rank order (the
-        lowest-ranked go first when it is tight), then put in reuse order for the KV cache (those
-        with an id in ``last`` at the end, next to the question), remembered for the next call, and
-        cited."""
+        """The documents for the next main-slot prompt (``cache_fit``), cited."""
+        ordered = self.cache_fit(docs, build, reserve, last=last)
+        self.cite(ordered)
+        return ordered
+
+    def cache_fit(self, docs: Sequence[Document], build: Callable[[Sequence[Document]], str],
+                  reserve: int, *, last: Collection[str] = ()) -> list[Document]:
+        """``docs`` (most useful first) fitted to the context in that order (the least useful go
+        first when it is tight), then put in reuse order for the KV cache (those with an id in
+        ``last`` at the end, next to the question) and remembered for the next call."""
         kept = self.fit_documents(docs, build, reserve)
         ordered = (self.reuse_order([d for d in kept if d.id not in last], self._prompt_docs)
                    + [d for d in kept if d.id in last])
         if ordered != kept and self.gen.count_tokens(build(ordered)) > self.gen.n_ctx - reserve:
             ordered = kept  # the reordered prompt tokenizes longer: keep the order that was checked
         self._prompt_docs = ordered
-        self.cite(ordered)
         return ordered
 
     def question_query(self, question: str) -> Query:

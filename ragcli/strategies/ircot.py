@@ -4,7 +4,8 @@ Retrieve K paragraphs with the question; then alternate: generate the next reaso
 every paragraph collected so far (only the first sentence is kept), and retrieve K more with it.
 Stop when a sentence gives the conclusion ("So the answer is: X.") or after ``max_steps``. The pool
 is capped (paper: 15) and the prompt kept inside the context window by dropping the lowest-ranked
-paragraphs first. A reader step then answers from the pool, most useful paragraphs first
+paragraphs first; the paragraphs of the last prompt stay its prefix (``Strategy.cache_fit``), so the KV
+cache evaluates only the new ones. A reader step then answers from the pool, most useful paragraphs first
 (``Strategy.gathered``): ``--reader direct`` writes the short answer after the reasoning, ``cot``
 reasons again from the start.
 """
@@ -38,7 +39,10 @@ class IRCoT(Strategy):
         while self.stats.steps < st.max_steps:
             so_far = " ".join(reasoning)
             build = lambda d: prompts.answer_prompt(question, d, so_far, "cot")  # noqa: E731
-            ranked = self._fit_pool(pool, build, st.lookahead)
+            # rank order decides what is dropped when the context is tight (the latest retrieval's
+            # lowest-ranked first); the prompt keeps the last one's paragraphs as its prefix
+            by_rank = [d for _, _, d in sorted(pool, key=lambda x: (x[0], x[1]))]
+            ranked = self.cache_fit(by_rank, build, st.lookahead)
             yield self.step("cot")
             chunk = yield from self.generate(build(ranked), max_tokens=st.lookahead, until_sentence=True)
             sentence, _ = cut_sentence(chunk.tokens, first_sentence_end(chunk.text))
@@ -61,18 +65,6 @@ class IRCoT(Strategy):
         ranked = [d for d in self.gathered() if d.id in in_pool]
         answer = yield from self._read(question, ranked, reasoning)
         yield self.finish(answer, stop_reason)
-
-    def _fit_pool(self, pool, build, reserve: int) -> list[Document]:
-        """The pool in the order paragraphs arrived (new ones are appended, so the prompt keeps
-        its prefix and the KV cache evaluates only the new paragraphs); when it does not fit, the
-        lowest-ranked paragraphs (latest retrieval, lowest rank) are dropped first."""
-        by_rank = sorted(pool, key=lambda x: (x[0], x[1]))
-        kept = self.fit_documents([d for _, _, d in by_rank], build, reserve)
-        kept_ids = {d.id for d in kept}
-        in_order = [d for _, _, d in pool if d.id in kept_ids]
-        if len(in_order) == len(kept) and self.gen.count_tokens(build(in_order)) <= self.gen.n_ctx - reserve:
-            return in_order
-        return kept
 
     def _add(self, pool, seen, docs, retrieval_no: int) -> None:
         for rank, d in enumerate(docs):
