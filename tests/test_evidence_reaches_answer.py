@@ -204,7 +204,7 @@ def test_the_final_searchs_pages_are_read_last_next_to_the_question(settings):
         strategy.question = QUESTION
         strategy.stats.retrievals = 1
         strategy.gather([BRIDGE, NOISE[0]])  # the question's search: rank 0 and rank 1
-        strategy._sentences.append(Sentence("Romulus.", (Token(" Romulus", math.log(0.1)), Token(".", 0.0))))
+        strategy.commit(Sentence("Romulus.", (Token(" Romulus", math.log(0.1)), Token(".", 0.0))))
         assert [d.id for d in strategy.gathered()] == ["rome", "n0"]
         events = list(strategy.final_read(QUESTION, ["Romulus."]))
         assert retriever.queries[-1].startswith(QUESTION) and "Romulus" in retriever.queries[-1]

@@ -89,8 +89,8 @@ class Strategy:
         self._prompt_docs: list[Document] = []  # documents in the main prompt now (for reuse_order)
         self.style = "short"  # answer style of the current question (prompts.answer_style)
         self.evidence: dict[str, Evidence] = {}  # every document retrieved for this answer, by id
-        self._sentence_docs: list[tuple[Document, ...]] = []  # per committed sentence: its prompt's documents
-        self._sentences: list[Sentence] = []  # the committed sentences, with their tokens' probabilities
+        # the committed sentences (with their tokens' probabilities) and the documents of the prompt that wrote each
+        self._committed: list[tuple[Sentence, tuple[Document, ...]]] = []
         self.deferred: list[Sentence] = []  # flagged drafts whose regeneration was left to the final read
         self.answer_context: tuple[Document, ...] | None = None  # documents the final answer was written from
 
@@ -387,7 +387,7 @@ class Strategy:
         if not self.uses_trigger:
             return "the final read: search with the question and the answer"
         trigger = self.trigger
-        low = [t for s in (*self._sentences, *self.deferred) for t in trigger.fired(s)]
+        low = [t for s in (*(c for c, _ in self._committed), *self.deferred) for t in trigger.fired(s)]
         if not low:
             return ""
         what = "the answer and its draft have" if self.deferred else "the answer has"
@@ -397,8 +397,7 @@ class Strategy:
     def commit(self, sentence: Sentence, *, regenerated: bool = False, docs: Sequence[Document] = ()) -> Event:
         """Count a sentence of the answer, remembering the documents of the prompt that wrote it."""
         self.stats.sentences += 1
-        self._sentence_docs.append(tuple(docs))
-        self._sentences.append(sentence)
+        self._committed.append((sentence, tuple(docs)))
         return SentenceCommitted(sentence, regenerated=regenerated)
 
     def context_documents(self) -> tuple[Document, ...]:
@@ -407,7 +406,7 @@ class Strategy:
         conclusion of a reasoning one); for a paragraph, every sentence's."""
         if self.answer_context is not None:
             return self.answer_context
-        per = self._sentence_docs
+        per = [docs for _, docs in self._committed]
         if not per:
             return tuple(self._prompt_docs)
         if self.style == "short":
