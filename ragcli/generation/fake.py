@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Callable, Iterator, Mapping, Sequence, Union
 
-from ragcli.generation import GenStats, apply_stops
+from ragcli.generation import GenStats, StopFilter
 from ragcli.types import Token
 
 Script = Union[Sequence[tuple[str, float]], Callable[[str], Sequence[tuple[str, float]]]]
@@ -61,25 +61,24 @@ class FakeGenerator:
                            "bias": dict(bias or {}), "suppress_first": dict(suppress_first or {})})
         self.stats.calls += 1
         self.stats.prompt_tokens_evaluated += self.count_tokens(prompt)
-        text = ""
         self.last_finish = "eog"
+        stops = StopFilter(stop)  # the real backends' stop handling, holding back what may start a stop
         for i, (piece, prob) in enumerate(pairs):
             if i >= max_tokens:
                 self.last_finish = "length"
-                return
-            new_text, stopped = apply_stops(text + piece, stop)
-            if stopped:
-                self.last_finish = "stop"
-                emitted = new_text[len(text):]
-                if emitted:
-                    self.stats.tokens_generated += 1
-                    yield Token(emitted, math.log(max(prob, 1e-12)))
-                return
-            text = new_text
+                break
             self.stats.tokens_generated += 1
+            out = stops.feed(Token(piece, math.log(max(prob, 1e-12))))
+            if out is not None:
+                yield out
+            if stops.stopped:
+                self.last_finish = "stop"
+                return
             if i + 1 >= max_tokens:
                 self.last_finish = "length"
-            yield Token(piece, math.log(max(prob, 1e-12)))
+        out = stops.flush()
+        if out is not None:
+            yield out
 
     def next_token_probs(self, prompt: str, candidates: Sequence[str], *, slot: str = "score") -> dict[str, float]:
         self.prompts.append(prompt)
