@@ -15,7 +15,7 @@ stop sequences.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 from ragcli.types import Document
 
@@ -47,11 +47,13 @@ class Prompt(str):
         self.request, self.cue, self.continuation, self.cue_in_chat = request, cue, continuation, cue_in_chat
         return self
 
+    PARTS: ClassVar[tuple[str, ...]] = ("instruction", "exemplars", "documents", "request", "cue", "continuation",
+                                        "cue_in_chat")
+
     def extended(self, text: str) -> "Prompt":
         """The same prompt with ``text`` added to the answer so far."""
-        return Prompt(instruction=self.instruction, exemplars=self.exemplars, documents=self.documents,
-                      request=self.request, cue=self.cue, continuation=self.continuation + text,
-                      cue_in_chat=self.cue_in_chat)
+        parts = {name: getattr(self, name) for name in self.PARTS}
+        return Prompt(**{**parts, "continuation": self.continuation + text})
 
     def answer_prefix(self) -> str:
         """What the assistant has written so far, in chat form."""

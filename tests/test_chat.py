@@ -55,6 +55,19 @@ def test_the_completion_text_of_a_prompt_is_unchanged():
     assert render("plain text", CHATML).endswith("<|im_start|>user\nplain text<|im_end|>\n<|im_start|>assistant\n")
 
 
+def test_an_extended_prompt_keeps_every_part_and_adds_to_the_answer_so_far():
+    import inspect
+
+    names = [n for n in inspect.signature(prompts.Prompt.__new__).parameters if n != "cls"]
+    assert sorted(names) == sorted(prompts.Prompt.PARTS)  # a new part must be carried by extended() too
+    prompt = prompts.self_ask_prompt("Who was older?", [DOC], scratchpad="Follow up:")
+    longer = prompt.extended(" How old")
+    assert longer == prompt + " How old"
+    assert all(getattr(longer, n) == getattr(prompt, n) for n in names if n != "continuation")
+    assert longer.continuation == prompt.continuation + " How old"
+    assert render(longer, CHATML) == render(prompt, CHATML) + " How old"
+
+
 def test_the_end_of_turn_marker_is_what_the_template_writes_after_an_assistant_message():
     assert end_of_turn(CHATML) == "<|im_end|>"
     assert end_of_turn(GEMMA_LIKE) == "<end_of_turn>"

@@ -392,9 +392,6 @@ def test_gc_is_paused_only_while_a_jsonl_corpus_streams_in(tmp_path, monkeypatch
     # HTML parse trees are cyclic garbage that only the GC frees; JSONL records are not
     assert sorted(seen) == [(".html", True), (".jsonl", False)]
     assert gc.isenabled()
-    # HTML parse trees are cyclic garbage that only the GC frees; JSONL records are not
-    assert sorted(seen) == [(".html", True), (".jsonl", False)]
-    assert gc.isenabled()
 
 
 def test_retrieval_imports_nothing_from_ingest():
