@@ -36,6 +36,8 @@ class Prompt(str):
     cue: str
     continuation: str
     cue_in_chat: bool
+    PARTS: ClassVar[tuple[str, ...]] = ("instruction", "exemplars", "documents", "request", "cue", "continuation",
+                                        "cue_in_chat")  # the constructor's arguments, carried by extended()
 
     def __new__(cls, *, instruction: str = "", exemplars: Sequence[tuple[str, str]] = (),
                 documents: Sequence = (), request: str, cue: str, continuation: str = "",
@@ -46,9 +48,6 @@ class Prompt(str):
         self.instruction, self.exemplars, self.documents = instruction, tuple(exemplars), tuple(documents)
         self.request, self.cue, self.continuation, self.cue_in_chat = request, cue, continuation, cue_in_chat
         return self
-
-    PARTS: ClassVar[tuple[str, ...]] = ("instruction", "exemplars", "documents", "request", "cue", "continuation",
-                                        "cue_in_chat")
 
     def extended(self, text: str) -> "Prompt":
         """The same prompt with ``text`` added to the answer so far."""

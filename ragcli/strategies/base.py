@@ -387,7 +387,8 @@ class Strategy:
         if not self.uses_trigger:
             return "the final read: search with the question and the answer"
         trigger = self.trigger
-        low = [t for s in (*(c for c, _ in self._committed), *self.deferred) for t in trigger.fired(s)]
+        sentences = [s for s, _ in self._committed] + self.deferred
+        low = [t for s in sentences for t in trigger.fired(s)]
         if not low:
             return ""
         what = "the answer and its draft have" if self.deferred else "the answer has"
