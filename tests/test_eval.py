@@ -81,6 +81,19 @@ def _engine(settings, tmp_path, corpus):
     return Engine(settings, generator=FakeGenerator(default=answer))
 
 
+def test_per_dataset_slices_skip_the_tuning_questions_of_each_data_set(tmp_path):
+    rows = [{"id": f"{ds}{i}", "question": f"Q {ds} {i}?", "answers": ["x"], "dataset": ds}
+            for i in range(5) for ds in ("a", "b")]
+    rows.insert(3, {"id": "u", "question": "Unanswerable?", "answers": [], "dataset": "a"})  # never counted
+    data = tmp_path / "qs.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ids = lambda **kw: [e.id for e in load_examples(data, **kw)]  # noqa: E731
+    assert ids(per_dataset=2) == ["a0", "b0", "a1", "b1"]
+    assert ids(skip_per_dataset=2, per_dataset=2) == ["a2", "b2", "a3", "b3"]
+    assert ids(skip_per_dataset=4) == ["a4", "b4"]  # the rest of each set
+    assert ids(skip_per_dataset=3, per_dataset=5, dataset="b") == ["b3", "b4"]
+
+
 def test_tiny_end_to_end_eval_summary_is_exact(tmp_path, settings):
     data, corpus = _dataset(tmp_path)
     eng = _engine(settings, tmp_path, corpus)

@@ -47,6 +47,7 @@ def eval_run(
     only_type: Annotated[Optional[str], typer.Option("--type", help="Keep these question types.")] = None,
     limit: Annotated[Optional[int], typer.Option(help="First N questions (after filters and sampling).")] = None,
     per_dataset: Annotated[Optional[int], typer.Option("--per-dataset", help="First N questions of each data set (after filters).")] = None,
+    skip_per_dataset: Annotated[int, typer.Option("--skip-per-dataset", min=0, help="Leave out the first N questions of each data set, before --per-dataset: a held-out slice, not the questions used while tuning.")] = 0,
     sample: Annotated[Optional[int], typer.Option(help="Random sample of N questions.")] = None,
     sample_seed: Annotated[int, typer.Option("--sample-seed", help="Seed for --sample.")] = 0,
     corpus: Annotated[Optional[Path], typer.Option(help="Corpus JSONL to index (default: the dataset's own paragraphs).")] = None,
@@ -69,7 +70,7 @@ def eval_run(
         raise UsageError("--workers runs questions in parallel against a server: it needs --backend openai",
                          hint="the in-process model answers one question at a time")
     examples = ds.load_examples(dataset, dataset=only_dataset, type_=only_type, limit=limit, sample=sample,
-                                seed=sample_seed, per_dataset=per_dataset)
+                                seed=sample_seed, per_dataset=per_dataset, skip_per_dataset=skip_per_dataset)
     if long_form:
         examples = ds.long_form(examples)
     grid = {"theta": theta, "beta": beta, "k": k, "lookahead": lookahead, "stride": stride, "query_len": query_len,

@@ -30,9 +30,11 @@ class Example:
 
 
 def load_examples(path: Path, *, dataset: str | None = None, type_: str | None = None, limit: int | None = None,
-                  sample: int | None = None, seed: int = 0, per_dataset: int | None = None) -> list[Example]:
-    """The dataset's answerable questions after the filters; ``per_dataset``: the first N of each data
-    set (in file order), then ``sample`` and ``limit``."""
+                  sample: int | None = None, seed: int = 0, per_dataset: int | None = None,
+                  skip_per_dataset: int = 0) -> list[Example]:
+    """The dataset's answerable questions after the filters; ``skip_per_dataset`` leaves out the first
+    N of each data set (in file order: a slice not used while tuning), ``per_dataset`` keeps the first N
+    of each after that, then ``sample`` and ``limit``."""
     if not path.is_file():
         raise InputPathError(f"dataset not found: {path}")
     out: list[Example] = []
@@ -55,12 +57,12 @@ def load_examples(path: Path, *, dataset: str | None = None, type_: str | None =
             if not ex.answers:  # unanswerable (SQuAD 2.0): no EM/F1 possible
                 continue
             out.append(ex)
-    if per_dataset is not None:
+    if per_dataset is not None or skip_per_dataset:
         counts: dict[str, int] = {}
         kept = []
         for ex in out:
-            counts[ex.dataset] = counts.get(ex.dataset, 0) + 1
-            if counts[ex.dataset] <= per_dataset:
+            counts[ex.dataset] = n = counts.get(ex.dataset, 0) + 1
+            if n > skip_per_dataset and (per_dataset is None or n <= skip_per_dataset + per_dataset):
                 kept.append(ex)
         out = kept
     if sample is not None and sample < len(out):
