@@ -117,6 +117,9 @@ class Settings:
     query_len: int = field(default=32, metadata={"help": "previous-window: query is the last l tokens"})
     rerank: str = field(default="none", metadata={"help": "previous-window: none | lm"})
     pool_cap: int = field(default=15, metadata={"help": "ircot: maximum paragraphs gathered"})
+    revise: str = field(default="evidence", metadata={
+        "help": "the final read's answer replaces the answer: evidence (unless the answer is found in the pages "
+                "that wrote it and the read's is in no page gathered later) | always"})
     read_cap: int = field(default=0, metadata={
         "help": "the final read: most pages it reads, the most useful first (0: twice k, the question's pages "
                 "and as many more)"})
@@ -250,6 +253,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "keep_first": ("auto", "yes", "no"),
     "fresh_docs": ("yes", "no"),
     "final_search": ("yes", "no"),
+    "revise": ("evidence", "always"),
     "rerank": ("none", "lm"),
     "reader": ("cot", "direct"),
 }

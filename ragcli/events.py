@@ -86,6 +86,8 @@ class AnswerRead:
     previous: str  # the answer before the read
     documents: tuple[Document, ...] = ()  # what the read saw, most useful first
     changed: bool = False
+    proposed: str = ""  # what the read wrote (the answer, unless the evidence gate kept the old one)
+    kept: str = ""  # why the answer stands against what the read wrote ("" when it was taken)
     kind = "read"
 
 

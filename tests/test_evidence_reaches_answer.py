@@ -237,3 +237,61 @@ def test_the_final_read_starts_with_the_pages_already_in_the_main_prompt(setting
     first, last = gen.calls[0]["prompt"], gen.calls[-1]["prompt"]
     shared = first[: first.index("Question:")]
     assert last.startswith(shared) and "Romulus was the son of Mars" in last[len(shared):]
+
+
+# The evidence gate (--revise evidence). A first answer that the question's pages hold stands against
+# a read that drifts to another name those same pages already held; an answer found only in a page
+# gathered later replaces it (test_flare_answers_from_the_page_its_draft_found above).
+FOUNDER_QUESTION = "Who founded Rome?"
+TWINS = Document("twins", "Twins", "Remus was the twin brother of Romulus, raised with him by a she-wolf.")
+TWIN_FACTS = [("twin brother", "Remus", "Remus was the twin brother of Romulus."), FACTS[1]]
+TWIN_GUESS = ("Remus", "Remus was the twin brother of Romulus.")
+
+
+def ask_founder(settings, bridge: Document, **changes):
+    retriever = OverlapRetriever([bridge, TWINS, *NOISE])
+    strategy = build(Flare, ReadingFake(TWIN_FACTS, TWIN_GUESS), retriever, settings.copy(k=1, theta=0.5, **changes))
+    return list(strategy.run(FOUNDER_QUESTION)), retriever
+
+
+def test_a_read_that_drifts_to_a_name_the_first_pages_held_leaves_the_answer_standing(settings):
+    bridge = Document("rome", "Rome", "Rome was founded by Romulus, who killed his brother Remus.")
+    events, retriever = ask_founder(settings, bridge)
+    assert retriever.queries[1] == "was the twin brother of Romulus"  # the draft's search finds the twins' page
+    read = [e for e in events if isinstance(e, AnswerRead)]
+    assert len(read) == 1 and not read[0].changed
+    assert {d.id for d in read[0].documents} == {"rome", "twins"}
+    assert extract_answer(read[0].proposed) == "Remus"
+    assert "'Romulus' is in 'Rome'" in read[0].kept and "'Remus' is in no page found later" in read[0].kept
+    assert extract_answer(final(events).answer) == "Romulus"
+    assert final(events).context == ("rome",)  # the answer was written from the question's page alone
+    # --revise always takes whatever the read wrote
+    events, _ = ask_founder(settings, bridge, revise="always")
+    assert extract_answer(final(events).answer) == "Remus"
+    assert set(final(events).context) == {"rome", "twins"}
+
+
+def test_a_read_whose_answer_only_a_later_page_holds_revises_the_answer(settings):
+    """The same loop; only now the question's page does not name Remus: the read's answer is new evidence."""
+    bridge = Document("rome", "Rome", "Rome was founded by Romulus, the founder and first king of the city.")
+    events, _ = ask_founder(settings, bridge)
+    read = [e for e in events if isinstance(e, AnswerRead)]
+    assert read[0].changed and not read[0].kept
+    assert extract_answer(final(events).answer) == "Remus"
+
+
+def test_the_gate_takes_a_read_that_shortens_the_answer_or_replaces_one_no_page_held(settings):
+    from ragcli.generation.fake import FakeGenerator
+
+    strategy = build(Flare, FakeGenerator(), OverlapRetriever([]), settings)
+    page = Document("mvd", "Mart Van Duren", "Mart Van Duren is a Dutch footballer. Wim Roos is a Dutch runner.")
+    later = Document("x", "Other", "A page found later.")
+    gate = strategy._unsupported_revision
+    # the first answer is a copied sentence; the read says the same name alone
+    assert gate("Mart Van Duren is a Dutch footballer.", "Mart Van Duren.", [page], [page, later]) == ""
+    # the first answer is in its page and the read drifts to a name that page also holds
+    assert "no page found later" in gate("Mart Van Duren.", "Wim Roos.", [page], [page, later])
+    # a first answer no page holds (a guess) is replaced
+    assert gate("Jan Smit.", "Wim Roos.", [page], [page, later]) == ""
+    # a yes/no answer is in no page: the read decides
+    assert gate("Yes.", "No.", [page], [page, later]) == ""

@@ -48,7 +48,8 @@ def examples() -> list:
         ev.SentenceCommitted(sentence, regenerated=True),
         ev.Notice("the answer was cut at 160 tokens", "warning"),
         ev.Calibrated("prob", 0.35, 0.5, 40, cached=True),
-        ev.AnswerRead("Rush is a Canadian band.", "Rush is a band.", (doc,), changed=True),
+        ev.AnswerRead("Rush is a Canadian band.", "Rush is a band.", (doc,), changed=True,
+                      proposed="Rush is a Canadian band."),
         ev.AnswerFinished("Rush is a band.", (doc,), stats, "end", (0,), ((0, 15, (0,)),), (doc.id,)),
         ev.RunFailed("no index at idx", "run `ragcli index PATH` first", 3),
     ]

@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-import re
-import string
 from collections import Counter
 from typing import Iterable, Sequence
 
-_ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
-_PUNCT = set(string.punctuation)
-YES_NO = {"yes", "no"}
+from ragcli.answers import YES_NO, normalize_answer, short_answer
 
-
-def normalize_answer(s: str) -> str:
-    """SQuAD normalisation: lower case, no punctuation, no articles, single spaces."""
-    s = s.lower()
-    s = "".join(ch for ch in s if ch not in _PUNCT)
-    s = _ARTICLES.sub(" ", s)
-    return " ".join(s.split())
+__all__ = ["YES_NO", "exact_match", "extract_answer", "f1_score", "is_yes_no", "normalize_answer", "recall",
+           "yes_no_accuracy"]
 
 
 def exact_match(prediction: str, golds: Sequence[str]) -> float:
@@ -54,20 +45,9 @@ def yes_no_accuracy(prediction: str, golds: Sequence[str]) -> float:
     return float(said is not None and said == normalize_answer(golds[0]))
 
 
-_ANSWER_IS = re.compile(r"answer is[:\s]*(.+?)(?:\.\s|\.$|\n|$)", re.IGNORECASE | re.S)
-
-
 def extract_answer(text: str) -> str:
-    """The short answer: what follows the last "answer is" (chain-of-thought format), else the first
-    sentence (the answer-first format of the default prompt) without its final period."""
-    matches = list(_ANSWER_IS.finditer(text))
-    if matches:
-        return matches[-1].group(1).strip().strip('"').strip()
-    from ragcli.sentences import split_sentences
-
-    sentences = split_sentences(text.strip())
-    first = sentences[0] if sentences else text.strip()
-    return first.rstrip(".").strip()
+    """The short answer EM and F1 score (``ragcli.answers.short_answer``)."""
+    return short_answer(text)
 
 
 def recall(retrieved: Iterable[str], gold: Iterable[str], budget: int | None = None) -> float:

@@ -189,6 +189,10 @@ class RichLiveRenderer:
                 line = Text(_label("revised"), style="cyan")
                 line.append(safe(event.answer), style=COMMITTED)
                 line.append(f"   ({len(event.documents)} documents read)", style="dim")
+            elif event.kept:
+                line = Text(f"{_label('read')}the answer stands: ", style="dim")
+                line.append(safe(event.kept), style="yellow")
+                line.append(f"   ({len(event.documents)} documents read)", style="dim")
             else:
                 line = Text(f"{_label('read')}the answer stands, read against {len(event.documents)} documents",
                             style="dim")

@@ -55,6 +55,8 @@ class PlainRenderer:
         elif isinstance(event, AnswerRead):
             if event.changed:
                 self._trace(f"revised after reading {len(event.documents)} documents: {safe(event.answer)}")
+            elif event.kept:
+                self._trace(f"read: the answer stands ({len(event.documents)} documents): {safe(event.kept)}")
             else:
                 self._trace(f"read: the answer stands ({len(event.documents)} documents)")
         elif isinstance(event, Calibrated):

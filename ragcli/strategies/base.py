@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar, Collection, Iterator, Mapping, Sequence
 
-from ragcli import attribution, prompts
+from ragcli import answers, attribution, prompts
 from ragcli.config import Settings
 from ragcli.errors import ContextOverflowError, UsageError
 from ragcli.events import (
@@ -336,7 +336,8 @@ class Strategy:
         loop): most useful first (``gathered``), at most ``read_cap``, fitted to the context; when the
         answer is uncertain, a search with the question and the answer comes first (``final_search``). A
         reasoning answer keeps its reasoning and re-derives its conclusion; a short answer is
-        written again whole. Yields the step and an ``AnswerRead``; returns the final answer."""
+        written again whole. The read's answer is taken unless the evidence gate keeps the old one
+        (``_unsupported_revision``). Yields the step and an ``AnswerRead``; returns the final answer."""
         before = " ".join(answer).strip()
         if not self.final_read_wanted() or not self.evidence:
             return before
@@ -377,9 +378,32 @@ class Strategy:
         if not text:
             yield self.notice("the final read wrote nothing; keeping the answer as it was", "warning")
             return before
+        kept = self._unsupported_revision(before, after, self.context_documents(), docs)
+        if kept:
+            yield AnswerRead(before, before, tuple(docs), changed=False, proposed=after, kept=kept)
+            return before
         self.answer_context = tuple(docs)
-        yield AnswerRead(after, before, tuple(docs), changed=after != before)
+        yield AnswerRead(after, before, tuple(docs), changed=after != before, proposed=after)
         return after
+
+    def _unsupported_revision(self, before: str, after: str, written_from: Sequence[Document],
+                              read: Sequence[Document]) -> str:
+        """Why the read's answer must not replace the answer ("" when it may). With ``--revise
+        evidence`` an answer that the pages it was written from hold word for word stands, unless the
+        read's answer is in a page gathered later and in none of those: a small model re-reading more
+        pages drifts to another name it already had in front of it (dev pool: README). A read that
+        only shortens the answer ("Mart Van Duren is 30 years old" to "Mart Van Duren") agrees with it."""
+        if self.settings.revise != "evidence" or not before:
+            return ""
+        first, second = answers.short_answer(before), answers.short_answer(after)
+        holders = answers.held_by(first, written_from)
+        if not holders or answers.within(second, first):
+            return ""
+        old = {d.id for d in written_from}
+        if answers.held_by(second, [d for d in read if d.id not in old]) and not answers.held_by(second, written_from):
+            return ""
+        page = holders[0].title or holders[0].id
+        return f"{first!r} is in {page!r}, a page it was written from; the read's {second!r} is in no page found later"
 
     def _final_search_reason(self) -> str:
         """Why the final read searches first ("" when it should not): a strategy with a trigger

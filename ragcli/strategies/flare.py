@@ -93,7 +93,7 @@ class Flare(Strategy):
     description = ("FLARE-direct: draft each sentence, retrieve with it when the trigger fires (a token below theta, "
                    "or --trigger entropy), regenerate; then answer again from everything retrieved.")
     params = ("theta", "beta", "trigger", "tau", "query_mode", "keep_first", "lookahead", "k", "max_steps",
-              "max_tokens", "max_query_words", "final_read", "final_search", "read_cap", "fresh_docs")
+              "max_tokens", "max_query_words", "final_read", "final_search", "read_cap", "revise", "fresh_docs")
     answer_stop = prompts.ANSWER_STOP
     reads_finally = True
     uses_trigger = True
