@@ -62,6 +62,10 @@ class Evidence:
 RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al. 2009)
 
 
+def _clip(text: str, width: int = 60) -> str:
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+
+
 class Strategy:
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
@@ -403,7 +407,8 @@ class Strategy:
         if answers.held_by(second, [d for d in read if d.id not in old]) and not answers.held_by(second, written_from):
             return ""
         page = holders[0].title or holders[0].id
-        return f"{first!r} is in {page!r}, a page it was written from; the read's {second!r} is in no page found later"
+        return (f"{_clip(first)!r} is in {_clip(page)!r}, a page it was written from; the read's {_clip(second)!r} "
+                "is in no page found later")
 
     def _final_search_reason(self) -> str:
         """Why the final read searches first ("" when it should not): a strategy with a trigger
