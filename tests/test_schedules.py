@@ -54,6 +54,7 @@ def test_previous_sentence_queries_with_the_last_sentence(settings):
 
 def test_ircot_stops_on_answer_is_and_reads(settings):
     gen = FakeGenerator([
+        toks(" Romulus.", 0.9) + END,  # the one-retrieval answer the reader's must agree with or overrule
         toks(" Romulus founded Rome.", 0.9) + [(" X", 0.9)],
         toks(" So the answer is Romulus.", 0.9) + END,
         toks(" Romulus. He founded it.", 0.9) + toks("\n\nQuestion:", 0.9),
@@ -67,6 +68,36 @@ def test_ircot_stops_on_answer_is_and_reads(settings):
     from ragcli import prompts
 
     assert gen.calls[-1]["prompt"].startswith(prompts.INSTRUCTION)  # the reader writes a short answer
+
+
+def test_ircots_reader_overrules_the_one_retrieval_answer_only_with_a_paragraph_found_later(settings):
+    """The reader over the pool drifts to a name the question's paragraph already held: the
+    one-retrieval answer stands (the evidence gate); with --revise always the reader decides."""
+    from ragcli.events import AnswerRead
+
+    rome = Document("rome", "Rome", "Rome was founded by Romulus, who killed his brother Remus.", 1.0)
+    twins = Document("twins", "Twins", "Remus was the twin of Romulus.", 1.0)
+
+    class TwoSearches(RecordingRetriever):
+        def search(self, query, k):
+            self.queries.append(query)
+            return [rome] if len(self.queries) == 1 else [twins]
+
+    def ask(**changes):
+        scripts = [toks(" Romulus.", 0.9) + END] if changes.get("revise") != "always" else []
+        gen = FakeGenerator(scripts + [toks(" Romulus had a twin.", 0.9) + [(" X", 0.9)],
+                                       toks(" So the answer is Remus.", 0.9) + END,
+                                       toks(" Remus. He was the twin.", 0.9) + END])
+        events, _ = run(IRCoT, gen, settings.copy(reader="direct", k=1, **changes), retriever=TwoSearches([]))
+        return events
+
+    events = ask()
+    read = of(events, AnswerRead)[0]
+    assert not read.changed and "'Romulus' is in 'Rome'" in read.kept and "Remus" in read.proposed
+    fin = of(events, AnswerFinished)[0]
+    assert fin.answer == "Romulus had a twin. So the answer is: Romulus." and fin.context == ("rome",)
+    fin = of(ask(revise="always"), AnswerFinished)[0]
+    assert fin.answer == "Romulus had a twin. So the answer is: Remus."
 
 
 def test_ircot_respects_the_pool_cap_and_context_budget(settings):
@@ -105,7 +136,10 @@ def test_ircot_prompts_keep_the_last_prompts_paragraphs_as_their_prefix(settings
 
     gen = FakeGenerator(default=toks(" Another step.", 0.9) + [(" X", 0.9)])
     run(IRCoT, gen, settings.copy(k=3, max_steps=3, pool_cap=15), retriever=Scripted(docs.values()))
-    steps = [re.findall(r"Title(\d)", c["prompt"]) for c in gen.calls[:3]]
+    from ragcli import prompts
+
+    reasoning = [c for c in gen.calls if c["prompt"].startswith(prompts.COT_INSTRUCTION)]
+    steps = [re.findall(r"Title(\d)", c["prompt"]) for c in reasoning[:3]]
     assert steps == [["0", "1", "2"], ["0", "1", "2", "3", "4"], ["0", "1", "2", "3", "4", "5", "6"]]
 
 

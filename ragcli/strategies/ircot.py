@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ragcli import prompts
-from ragcli.events import Event
+from ragcli import answers, prompts
+from ragcli.events import AnswerRead, Event
 from ragcli.sentences import first_sentence_end
 from ragcli.strategies.base import Strategy
 from ragcli.strategies.stream import cut_sentence, sentences_of
@@ -24,7 +24,7 @@ from ragcli.types import Document, Query
 class IRCoT(Strategy):
     name = "ircot"
     description = "IRCoT: each chain-of-thought sentence becomes the next query; a reader answers from the pool."
-    params = ("k", "pool_cap", "reader", "max_steps", "max_tokens")
+    params = ("k", "pool_cap", "reader", "max_steps", "max_tokens", "revise", "read_cap")
     answer_stop = prompts.ANSWER_STOP
 
     def answer(self, question: str) -> Iterator[Event]:
@@ -35,8 +35,10 @@ class IRCoT(Strategy):
         docs = yield from self.retrieve(self.question_query(question), "first step: the question")
         self.stats.retrieval_opportunities += 1
         self._add(pool, seen, docs, 0)
+        first = (yield from self._one_retrieval_answer(question, docs)) if st.revise == "evidence" else None
         stop_reason = "max_steps"
-        while self.stats.steps < st.max_steps:
+        before_loop = self.stats.steps  # max_steps bounds the reasoning steps
+        while self.stats.steps - before_loop < st.max_steps:
             so_far = " ".join(reasoning)
             build = lambda d: prompts.answer_prompt(question, d, so_far, "cot")  # noqa: E731
             # rank order decides what is dropped when the context is tight (the latest retrieval's
@@ -63,7 +65,7 @@ class IRCoT(Strategy):
             self._add(pool, seen, docs, self.stats.retrievals)
         in_pool = {d.id for _, _, d in pool}
         ranked = [d for d in self.gathered() if d.id in in_pool]
-        answer = yield from self._read(question, ranked, reasoning)
+        answer = yield from self._read(question, ranked, reasoning, first)
         yield self.finish(answer, stop_reason)
 
     def _add(self, pool, seen, docs, retrieval_no: int) -> None:
@@ -73,24 +75,50 @@ class IRCoT(Strategy):
             seen.add(d.id)
             pool.append((rank, retrieval_no, d))
 
-    def _read(self, question: str, ranked: list[Document], reasoning: list[str]):
+    def _one_retrieval_answer(self, question: str, docs: list[Document]):
+        """The reader over the question's paragraphs alone (the paper's one-retrieval baseline, OneR):
+        the answer the reader over the whole pool must overrule with a paragraph found later
+        (``Strategy._unsupported_revision``). Returns (answer, its documents), or None."""
+        budget = min(self.settings.max_tokens, max(self.settings.lookahead, 16))
+        docs = self.fit_documents(docs, lambda d: prompts.answer_prompt(question, d, ""), reserve=budget)
+        yield self.step("generate")
+        chunk = yield from self.generate(prompts.answer_prompt(question, docs, ""), max_tokens=budget,
+                                         until_sentence=True)
+        sentence, _ = cut_sentence(chunk.tokens, first_sentence_end(chunk.text))
+        return (sentence.text.strip(), tuple(docs)) if sentence.text.strip() else None
+
+    def _read(self, question: str, ranked: list[Document], reasoning: list[str], first=None):
         """The reader over the pool, most useful paragraphs first: ``direct`` writes a short answer (the
         ``single`` format: a phrase, then a sentence) and its phrase concludes the reasoning; ``cot``
-        reasons again from the start."""
+        reasons again from the start. With ``first`` (the one-retrieval answer and its paragraphs), the
+        reader's answer passes the evidence gate against it."""
         st = self.settings
         style = "cot" if st.reader == "cot" else "short"
         build = lambda d: prompts.answer_prompt(question, d, "", style)  # noqa: E731
         budget = st.max_tokens if style == "cot" else min(st.max_tokens, max(st.lookahead, 16))
-        docs = self.fit_documents(ranked, build, reserve=budget)
+        docs = self.fit_documents(ranked[: st.read_cap or None], build, reserve=budget)
         self.cite(docs)
         self.answer_context = tuple(docs)
         yield self.step("read")
         chunk = yield from self.generate(build(docs), max_tokens=budget)
         sentences, _ = sentences_of(chunk.tokens)
-        if style == "cot":
-            return " ".join(s.text for s in sentences).strip()
-        phrase = sentences[0].text.rstrip(".").strip() if sentences else ""
-        # the reasoning, without a conclusion of its own, then the reader's short answer
         steps = " ".join(s for s in reasoning if not prompts.concludes(s))
-        conclusion = f"{prompts.CONCLUSION} {phrase}." if phrase else ""
-        return f"{steps} {conclusion}".strip()
+        if style == "cot":
+            written = " ".join(s.text for s in sentences).strip()
+        else:
+            phrase = sentences[0].text.rstrip(".").strip() if sentences else ""
+            # the reasoning, without a conclusion of its own, then the reader's short answer
+            written = f"{steps} {prompts.CONCLUSION} {phrase}.".strip() if phrase else steps
+        if first is None:
+            return written
+        before, first_docs = first
+        kept = self._unsupported_revision(before, written, first_docs, docs) if written else "the reader wrote nothing"
+        if not kept:
+            yield AnswerRead(written, before, tuple(docs), changed=True, proposed=written)
+            return written
+        self.answer_context = first_docs
+        self.cite(first_docs)
+        phrase = answers.short_answer(before)
+        answer = f"{steps} {prompts.CONCLUSION} {phrase}.".strip()
+        yield AnswerRead(answer, before, tuple(docs), changed=False, proposed=written, kept=kept)
+        return answer
