@@ -7,7 +7,9 @@ is capped (paper: 15) and the prompt kept inside the context window by dropping 
 paragraphs first; the paragraphs of the last prompt stay its prefix (``Strategy.cache_fit``), so the KV
 cache evaluates only the new ones. A reader step then answers from the pool, most useful paragraphs first
 (``Strategy.gathered``): ``--reader direct`` writes the short answer after the reasoning, ``cot``
-reasons again from the start.
+reasons again from the start. With ``--revise evidence`` (the default) the reader over the question's
+paragraphs answers first (the paper's one-retrieval baseline), and the pool's reader replaces that
+answer only through the evidence gate (``Strategy._unsupported_revision``), as FLARE's final read does.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from ragcli.types import Document, Query
 class IRCoT(Strategy):
     name = "ircot"
     description = "IRCoT: each chain-of-thought sentence becomes the next query; a reader answers from the pool."
-    params = ("k", "pool_cap", "reader", "max_steps", "max_tokens", "revise", "read_cap")
+    params = ("k", "pool_cap", "reader", "max_steps", "max_tokens", "revise")
     answer_stop = prompts.ANSWER_STOP
 
     def answer(self, question: str) -> Iterator[Event]:
@@ -96,7 +98,7 @@ class IRCoT(Strategy):
         style = "cot" if st.reader == "cot" else "short"
         build = lambda d: prompts.answer_prompt(question, d, "", style)  # noqa: E731
         budget = st.max_tokens if style == "cot" else min(st.max_tokens, max(st.lookahead, 16))
-        docs = self.fit_documents(ranked[: st.read_cap or None], build, reserve=budget)
+        docs = self.fit_documents(ranked, build, reserve=budget)
         self.cite(docs)
         self.answer_context = tuple(docs)
         yield self.step("read")
