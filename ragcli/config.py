@@ -118,8 +118,9 @@ class Settings:
     rerank: str = field(default="none", metadata={"help": "previous-window: none | lm"})
     pool_cap: int = field(default=15, metadata={"help": "ircot: maximum paragraphs gathered"})
     revise: str = field(default="evidence", metadata={
-        "help": "the final read's answer replaces the answer: evidence (unless the answer is found in the pages "
-                "that wrote it and the read's is in no page gathered later) | always"})
+        "help": "when the final read's answer replaces the answer: evidence (an answer that the pages it was "
+                "written from hold stands, unless the read's answer is in a page gathered later and not in "
+                "those) | always"})
     read_cap: int = field(default=0, metadata={
         "help": "the final read: most pages it reads, the most useful first (0: twice k, the question's pages "
                 "and as many more)"})
