@@ -54,13 +54,14 @@ def test_previous_sentence_queries_with_the_last_sentence(settings):
 
 def test_ircot_stops_on_answer_is_and_reads(settings):
     gen = FakeGenerator([
-        toks(" Romulus.", 0.9) + END,  # the one-retrieval answer the reader's must agree with or overrule
         toks(" Romulus founded Rome.", 0.9) + [(" X", 0.9)],
         toks(" So the answer is Romulus.", 0.9) + END,
+        toks(" Romulus.", 0.9) + END,  # the one-retrieval answer the reader's must agree with or overrule
         toks(" Romulus. He founded it.", 0.9) + toks("\n\nQuestion:", 0.9),
     ])
     events, r = run(IRCoT, gen, settings.copy(reader="direct"))
-    assert r.queries == ["Who founded Rome?", "Romulus founded Rome."]
+    # the question, the reasoning sentence, then the final read's search with the question and the answer
+    assert r.queries == ["Who founded Rome?", "Romulus founded Rome.", "Who founded Rome? Romulus."]
     fin = of(events, AnswerFinished)[0]
     assert fin.stop_reason == "answer"
     # the reasoning's own conclusion gives way to the reader's: said once
@@ -84,10 +85,10 @@ def test_ircots_reader_overrules_the_one_retrieval_answer_only_with_a_paragraph_
             return [rome] if len(self.queries) == 1 else [twins]
 
     def ask(**changes):
-        scripts = [toks(" Romulus.", 0.9) + END] if changes.get("revise") != "always" else []
-        gen = FakeGenerator(scripts + [toks(" Romulus had a twin.", 0.9) + [(" X", 0.9)],
-                                       toks(" So the answer is Remus.", 0.9) + END,
-                                       toks(" Remus. He was the twin.", 0.9) + END])
+        one_retrieval = [toks(" Romulus.", 0.9) + END] if changes.get("revise") != "always" else []
+        gen = FakeGenerator([toks(" Romulus had a twin.", 0.9) + [(" X", 0.9)],
+                             toks(" So the answer is Remus.", 0.9) + END]
+                            + one_retrieval + [toks(" Remus. He was the twin.", 0.9) + END])
         events, _ = run(IRCoT, gen, settings.copy(reader="direct", k=1, **changes), retriever=TwoSearches([]))
         return events
 
@@ -118,7 +119,9 @@ def test_ircot_respects_the_pool_cap_and_context_budget(settings):
         assert gen.count_tokens(call["prompt"]) + 32 <= 900
     fin = of(events, AnswerFinished)[0]
     assert len(fin.sources) <= 5
-    assert len(r.queries) == 2  # question + one CoT sentence fill the pool of 5; no retrieval after that
+    # question + one CoT sentence fill the pool of 5; no reasoning retrieval after that, only the final
+    # read's search with the question and the answer
+    assert len(r.queries) == 3 and r.queries[2].startswith("Who founded Rome? ")
 
 
 def test_ircot_prompts_keep_the_last_prompts_paragraphs_as_their_prefix(settings):
@@ -135,7 +138,7 @@ def test_ircot_prompts_keep_the_last_prompts_paragraphs_as_their_prefix(settings
             return [docs[i] for i in answers[len(self.queries) - 1]]
 
     gen = FakeGenerator(default=toks(" Another step.", 0.9) + [(" X", 0.9)])
-    run(IRCoT, gen, settings.copy(k=3, max_steps=3, pool_cap=15), retriever=Scripted(docs.values()))
+    run(IRCoT, gen, settings.copy(k=3, max_steps=3, pool_cap=15, final_search="no"), retriever=Scripted(docs.values()))
     from ragcli import prompts
 
     reasoning = [c for c in gen.calls if c["prompt"].startswith(prompts.COT_INSTRUCTION)]

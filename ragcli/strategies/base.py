@@ -337,14 +337,25 @@ class Strategy:
 
     def final_read(self, question: str, answer: Sequence[str]) -> Iterator[Event]:
         """Answer once more from every document gathered along the way (IRCoT's reader, for any active
-        loop): most useful first (``gathered``), at most ``read_cap``, fitted to the context; when the
-        answer is uncertain, a search with the question and the answer comes first (``final_search``). A
-        reasoning answer keeps its reasoning and re-derives its conclusion; a short answer is
-        written again whole. The read's answer is taken unless the evidence gate keeps the old one
-        (``_unsupported_revision``). Yields the step and an ``AnswerRead``; returns the final answer."""
+        loop), when the settings and the answer style want it (``read_gathered``). A reasoning answer
+        keeps its reasoning and re-derives its conclusion; a short answer is written again whole.
+        Returns the final answer."""
         before = " ".join(answer).strip()
         if not self.final_read_wanted() or not self.evidence:
             return before
+        reasoning = " ".join(s for s in answer if not prompts.concludes(s)) if self.style == "cot" else ""
+        return (yield from self.read_gathered(question, before, self.context_documents(), style=self.style,
+                                              reasoning=reasoning))
+
+    def read_gathered(self, question: str, before: str, written_from: Sequence[Document], *, style: str,
+                      reasoning: str = "", budget: int | None = None, cap: int | None = None) -> Iterator[Event]:
+        """The final read: ``before`` (written from ``written_from``) written again in ``style`` from
+        the documents gathered, most useful first (``gathered``), at most ``cap`` (default:
+        ``read_cap``), fitted to the context; when the answer is uncertain, a search with the question
+        and the answer comes first (``final_search``). ``reasoning`` (a reasoning answer's steps) stays
+        in front of what the read writes, in at most ``budget`` tokens (default: a short answer's). The
+        read's answer is taken unless the evidence gate keeps ``before`` (``_unsupported_revision``).
+        Yields the step and an ``AnswerRead``; returns the final answer."""
         st = self.settings
         last: list[Document] = []
         if st.final_search == "yes" and before and (reason := self._final_search_reason()):
@@ -353,18 +364,15 @@ class Strategy:
             query = Query(self.trim_query(f"{prompts.request_topic(question)} {before}"), "answer")
             self.stats.retrieval_opportunities += 1
             last = yield from self.retrieve(query, reason, fresh=True)
-        reasoning = ""
-        if self.style == "cot":
-            reasoning = " ".join(s for s in answer if not prompts.concludes(s))
-        build = lambda d: self.answer_prompt(question, d, reasoning)  # noqa: E731
-        budget = min(st.max_tokens, max(st.lookahead, 16))
+        build = lambda d: prompts.answer_prompt(question, d, reasoning, style)  # noqa: E731
+        budget = min(st.max_tokens, max(st.lookahead, 16)) if budget is None else budget
         # Fitted in rank order; the pages already in the main slot's KV cache first, in their order
         # (the final read then evaluates only what is new), and the final search's pages last, next
         # to the question: what the answer pointed to is read where a small model reads best.
-        written_from = {d.id for d in self.context_documents()}
-        cap = st.read_cap or 2 * st.k
+        cap = cap or st.read_cap or 2 * st.k
         docs = self.prompt_documents(self.gathered()[:cap], build, budget, last={d.id for d in last})
-        if {d.id for d in docs} <= written_from:
+        if {d.id for d in docs} <= {d.id for d in written_from}:
+            self.answer_context = tuple(written_from)
             return before  # the answer was written from all these documents: nothing new to read
         yield self.step("read")
         chunk = yield from self.generate(build(docs), max_tokens=budget, slot="main")
@@ -372,7 +380,7 @@ class Strategy:
         if not chunk.ended and len(sentences) > 1 and not ends_with_stop(sentences[-1].text):
             # out of tokens mid-sentence: end at the last full stop
             sentences = sentences[:-1]
-        if self.style == "cot":  # up to and including the conclusion
+        if style == "cot":  # up to and including the conclusion
             cut = next((i for i, s in enumerate(sentences) if prompts.concludes(s.text)), len(sentences) - 1)
             sentences = sentences[: cut + 1]
         else:  # the short answer and its one sentence of explanation
@@ -381,9 +389,11 @@ class Strategy:
         after = f"{reasoning} {text}".strip() if reasoning else text
         if not text:
             yield self.notice("the final read wrote nothing; keeping the answer as it was", "warning")
+            self.answer_context = tuple(written_from)
             return before
-        kept = self._unsupported_revision(before, after, self.context_documents(), docs)
+        kept = self._unsupported_revision(before, after, written_from, docs)
         if kept:
+            self.answer_context = tuple(written_from)
             yield AnswerRead(before, before, tuple(docs), changed=False, proposed=after, kept=kept)
             return before
         self.answer_context = tuple(docs)

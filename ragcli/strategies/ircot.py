@@ -5,11 +5,13 @@ every paragraph collected so far (only the first sentence is kept), and retrieve
 Stop when a sentence gives the conclusion ("So the answer is: X.") or after ``max_steps``. The pool
 is capped (paper: 15) and the prompt kept inside the context window by dropping the lowest-ranked
 paragraphs first; the paragraphs of the last prompt stay its prefix (``Strategy.cache_fit``), so the KV
-cache evaluates only the new ones. A reader step then answers from the pool, most useful paragraphs first
-(``Strategy.gathered``): ``--reader direct`` writes the short answer after the reasoning, ``cot``
-reasons again from the start. With ``--revise evidence`` (the default) the reader over the question's
-paragraphs answers first (the paper's one-retrieval baseline), and the pool's reader replaces that
-answer only through the evidence gate (``Strategy._unsupported_revision``), as FLARE's final read does.
+cache evaluates only the new ones. A reader step then answers from what was gathered: the final read
+every active loop shares (``Strategy.read_gathered``: a search with the question and the answer for
+pages not gathered yet, then the most useful pages within ``--read-cap``): ``--reader direct`` writes
+the short answer after the reasoning, ``cot`` reasons again from the start. With ``--revise evidence``
+(the default) the reader over the question's paragraphs answers first (the paper's one-retrieval
+baseline), and the final read replaces that answer only through the evidence gate
+(``Strategy._unsupported_revision``), as FLARE's does.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from ragcli.types import Document, Query
 class IRCoT(Strategy):
     name = "ircot"
     description = "IRCoT: each chain-of-thought sentence becomes the next query; a reader answers from the pool."
-    params = ("k", "pool_cap", "reader", "max_steps", "max_tokens", "revise")
+    params = ("k", "pool_cap", "reader", "max_steps", "max_tokens", "final_search", "read_cap", "revise")
     answer_stop = prompts.ANSWER_STOP
 
     def answer(self, question: str) -> Iterator[Event]:
@@ -37,7 +39,7 @@ class IRCoT(Strategy):
         docs = yield from self.retrieve(self.question_query(question), "first step: the question")
         self.stats.retrieval_opportunities += 1
         self._add(pool, seen, docs, 0)
-        first = (yield from self._one_retrieval_answer(question, docs)) if st.revise == "evidence" else None
+        question_docs = docs
         stop_reason = "max_steps"
         before_loop = self.stats.steps  # max_steps bounds the reasoning steps
         while self.stats.steps - before_loop < st.max_steps:
@@ -65,9 +67,10 @@ class IRCoT(Strategy):
             docs = yield from self.retrieve(Query(self.trim_query(sentence.text), "cot"),
                                             "the last reasoning sentence")
             self._add(pool, seen, docs, self.stats.retrievals)
-        in_pool = {d.id for _, _, d in pool}
-        ranked = [d for d in self.gathered() if d.id in in_pool]
-        answer = yield from self._read(question, ranked, reasoning, first)
+        # The one-retrieval answer is written last, just before the read: the read's prompt (the same
+        # instruction, the question's paragraphs first) then reuses its KV cache up to the new pages.
+        first = (yield from self._one_retrieval_answer(question, question_docs)) if st.revise == "evidence" else None
+        answer = yield from self._read(question, reasoning, first)
         yield self.finish(answer, stop_reason)
 
     def _add(self, pool, seen, docs, retrieval_no: int) -> None:
@@ -82,45 +85,28 @@ class IRCoT(Strategy):
         the answer the reader over the whole pool must overrule with a paragraph found later
         (``Strategy._unsupported_revision``). Returns (answer, its documents), or None."""
         budget = min(self.settings.max_tokens, max(self.settings.lookahead, 16))
-        docs = self.fit_documents(docs, lambda d: prompts.answer_prompt(question, d, ""), reserve=budget)
+        docs = self.cache_fit(docs, lambda d: prompts.answer_prompt(question, d, ""), budget)
         yield self.step("generate")
         chunk = yield from self.generate(prompts.answer_prompt(question, docs, ""), max_tokens=budget,
                                          until_sentence=True)
         sentence, _ = cut_sentence(chunk.tokens, first_sentence_end(chunk.text))
         return (sentence.text.strip(), tuple(docs)) if sentence.text.strip() else None
 
-    def _read(self, question: str, ranked: list[Document], reasoning: list[str], first=None):
-        """The reader over the pool, most useful paragraphs first: ``direct`` writes a short answer (the
-        ``single`` format: a phrase, then a sentence) and its phrase concludes the reasoning; ``cot``
-        reasons again from the start. With ``first`` (the one-retrieval answer and its paragraphs), the
-        reader's answer passes the evidence gate against it."""
+    def _read(self, question: str, reasoning: list[str], first=None):
+        """The reader over everything gathered (``Strategy.read_gathered``, the final read every active
+        loop shares: a search with the question and the answer first, the most useful pages within
+        ``--read-cap``): ``direct`` writes a short answer (the ``single`` format: a phrase, then a
+        sentence) and its phrase concludes the reasoning; ``cot`` reasons again from the start. With
+        ``first`` (the one-retrieval answer and its paragraphs), the reader's answer passes the evidence
+        gate against it; without (``--revise always``), the reader decides."""
         st = self.settings
-        style = "cot" if st.reader == "cot" else "short"
-        build = lambda d: prompts.answer_prompt(question, d, "", style)  # noqa: E731
-        budget = st.max_tokens if style == "cot" else min(st.max_tokens, max(st.lookahead, 16))
-        docs = self.fit_documents(ranked, build, reserve=budget)
-        self.cite(docs)
-        self.answer_context = tuple(docs)
-        yield self.step("read")
-        chunk = yield from self.generate(build(docs), max_tokens=budget)
-        sentences, _ = sentences_of(chunk.tokens)
         steps = " ".join(s for s in reasoning if not prompts.concludes(s))
-        if style == "cot":
-            written = " ".join(s.text for s in sentences).strip()
-        else:
-            phrase = sentences[0].text.rstrip(".").strip() if sentences else ""
-            # the reasoning, without a conclusion of its own, then the reader's short answer
-            written = f"{steps} {prompts.CONCLUSION} {phrase}.".strip() if phrase else steps
-        if first is None:
-            return written
-        before, first_docs = first
-        kept = self._unsupported_revision(before, written, first_docs, docs) if written else "the reader wrote nothing"
-        if not kept:
-            yield AnswerRead(written, before, tuple(docs), changed=True, proposed=written)
-            return written
-        self.answer_context = first_docs
-        self.cite(first_docs)
-        phrase = answers.short_answer(before)
-        answer = f"{steps} {prompts.CONCLUSION} {phrase}.".strip()
-        yield AnswerRead(answer, before, tuple(docs), changed=False, proposed=written, kept=kept)
-        return answer
+        before, written_from = first if first is not None else (" ".join(reasoning), ())
+        cap = min(st.read_cap or 2 * st.k, st.pool_cap)  # the pool's cap bounds what the reader reads too
+        if st.reader == "cot":
+            return (yield from self.read_gathered(question, before, written_from, style="cot",
+                                                  budget=st.max_tokens, cap=cap))
+        read = yield from self.read_gathered(question, before, written_from, style="short", cap=cap)
+        phrase = answers.short_answer(read) if read else ""
+        # the reasoning, without a conclusion of its own, then the reader's short answer
+        return f"{steps} {prompts.CONCLUSION} {phrase}.".strip() if phrase else steps
