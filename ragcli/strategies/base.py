@@ -24,7 +24,7 @@ from ragcli.events import (
 from ragcli.generation import Generator
 from ragcli.retrieval import Retriever
 from ragcli.retrieval.web import WebSearcher
-from ragcli.sentences import ends_with_stop, first_sentence_end
+from ragcli.sentences import ends_with_stop, first_sentence_end, split_sentences
 from ragcli.strategies.stream import (
     REPEATED,
     REPEATS,
@@ -37,6 +37,7 @@ from ragcli.strategies.stream import (
 )
 from ragcli.strategies.trigger import Trigger, make_trigger
 from ragcli.types import Document, Query, RunStats, Sentence, Token
+from ragcli.words import content_words
 
 # A step run on every retrieval's documents (``--correct``: CRAG's grading and refinement). It gets
 # the strategy, the question and the documents, yields events and returns the documents to use.
@@ -60,6 +61,20 @@ class Evidence:
 
 
 RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al. 2009)
+# the final search adds a sentence from each of the question's best pages: two, as a comparison
+# question names two things ("Which film came out first, A or B?"), each with a page of its own
+BRIDGE_PAGES = 2
+
+
+def _closest_sentence(text: str, words: set[str]) -> str:
+    """The sentence of ``text`` that shares most content words with ``words`` (the first on a tie;
+    "" when none shares one: a page about something else brings nothing to search for)."""
+    best, best_score = "", 0
+    for sentence in split_sentences(text):
+        score = len(words.intersection(content_words(sentence)))
+        if score > best_score:
+            best, best_score = sentence, score
+    return best
 
 
 def _clip(text: str, width: int = 60) -> str:
@@ -361,7 +376,7 @@ class Strategy:
         if st.final_search == "yes" and before and (reason := self._final_search_reason()):
             # What the answer says names what it still needs (a bridge entity the model read, a
             # guess to check): one more search with it, for pages not gathered yet (ITER-RETGEN).
-            query = Query(self.trim_query(f"{prompts.request_topic(question)} {before}"), "answer")
+            query = self._final_query(question, before)
             self.stats.retrieval_opportunities += 1
             last = yield from self.retrieve(query, reason, fresh=True)
         build = lambda d: prompts.answer_prompt(question, d, reasoning, style)  # noqa: E731
@@ -399,6 +414,20 @@ class Strategy:
         self.answer_context = tuple(docs)
         yield AnswerRead(after, before, tuple(docs), changed=after != before, proposed=after)
         return after
+
+    def _final_query(self, question: str, before: str) -> Query:
+        """The final search's query: the question and the answer so far (ITER-RETGEN), then from each
+        of the question's ``BRIDGE_PAGES`` best pages the sentence that shares most words with the
+        question. That sentence names what the page links to ("X is a 1950 film directed by Y"): the
+        bridge a multi-hop question needs next, which a small model rarely writes itself (dev pool:
+        README)."""
+        topic = prompts.request_topic(question)
+        asked = set(content_words(topic))
+        firsts = sorted((e for e in self.evidence.values() if e.first == 0), key=lambda e: e.rank)
+        bridges = [_closest_sentence(e.doc.text, asked) for e in firsts[:BRIDGE_PAGES]]
+        text = self.trim_query(f"{topic} {before}")
+        extra = self.trim_query(" ".join(b for b in bridges if b))
+        return Query(f"{text} {extra}".strip(), "answer")
 
     def _unsupported_revision(self, before: str, after: str, written_from: Sequence[Document],
                               read: Sequence[Document]) -> str:
