@@ -110,20 +110,23 @@ class Settings:
     fresh_docs: str = field(default="no", metadata={
         "help": "FLARE: a draft's retrieval brings k documents the answer has not seen yet (yes) or the top k (no)"})
     final_search: str = field(default="yes", metadata={
-        "help": "the final read first searches with the question and the answer so far when the answer has a "
-                "token the trigger flags, adding k pages not yet gathered (ITER-RETGEN's query): yes | no"})
+        "help": "the final read first searches with the question and the answer so far (ITER-RETGEN's query) "
+                "when the answer has a token the trigger flags, adding k pages not yet gathered: yes | no | "
+                "bridge (the query also carries, from each of the question's two best pages, the sentence "
+                "closest to the question: the bridge it names)"})
     max_query_words: int = field(default=32, metadata={"help": "queries are trimmed to this many words"})
     stride: int = field(default=16, metadata={"help": "previous-window: retrieve every s tokens"})
     query_len: int = field(default=32, metadata={"help": "previous-window: query is the last l tokens"})
     rerank: str = field(default="none", metadata={"help": "previous-window: none | lm"})
-    pool_cap: int = field(default=15, metadata={"help": "ircot: maximum paragraphs gathered"})
+    pool_cap: int = field(default=15, metadata={
+        "help": "ircot: maximum paragraphs its reasoning gathers (its reader reads at most --read-cap of them)"})
     revise: str = field(default="evidence", metadata={
         "help": "when the final read's answer replaces the answer: evidence (an answer that the pages it was "
                 "written from hold stands, unless the read's answer is in a page gathered later and not in "
                 "those) | always"})
     read_cap: int = field(default=0, metadata={
-        "help": "the final read: most pages it reads, the most useful first (0: twice k, the question's pages "
-                "and as many more)"})
+        "help": "the final read (and IRCoT's reader): most pages it reads, the most useful first (0: twice k, "
+                "the question's pages and as many more)"})
     reader: str = field(default="direct", metadata={"help": "ircot: cot | direct"})
     upper: float = field(default=0.6, metadata={"help": "crag: a document above this is Correct"})
     lower: float = field(default=0.2, metadata={"help": "crag: all documents below this is Incorrect"})
@@ -253,7 +256,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "query_mode": ("masked", "qgen"),
     "keep_first": ("auto", "yes", "no"),
     "fresh_docs": ("yes", "no"),
-    "final_search": ("yes", "no"),
+    "final_search": ("yes", "no", "bridge"),
     "revise": ("evidence", "always"),
     "rerank": ("none", "lm"),
     "reader": ("cot", "direct"),

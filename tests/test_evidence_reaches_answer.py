@@ -299,8 +299,8 @@ def test_the_gate_takes_a_read_that_shortens_the_answer_or_replaces_one_no_page_
 
 # A bridge the model never writes: the question's page names the director ("directed by Denys
 # Desjardins"), the model guesses a city without naming him, and no draft or answer holds the name
-# that finds his page. The final search adds, from the question's best pages, the sentence closest
-# to the question, which names the bridge.
+# that finds his page. --final-search bridge adds, from the question's best pages, the sentence
+# closest to the question, which names the bridge.
 FILM = Document("film", "The Zone", "The Zone is a 2017 documentary film directed by Denys Desjardins. "
                                     "It was shot in Quebec.")
 DIRECTOR = Document("director", "Denys Desjardins", "Denys Desjardins is a Canadian filmmaker from Montreal.")
@@ -318,12 +318,13 @@ def ask_bridge(cls, settings, **changes):
 @pytest.mark.parametrize("cls", [Flare, IRCoT])
 def test_the_final_search_follows_the_bridge_the_questions_page_names(settings, cls):
     assert OverlapRetriever([FILM, DIRECTOR, *NOISE]).search(BRIDGE_QUESTION, 5) == [FILM]  # one hop only
-    events, retriever = ask_bridge(cls, settings)
+    events, retriever = ask_bridge(cls, settings, final_search="bridge")
     last = [e for e in events if isinstance(e, RetrievalTriggered)][-1]
     assert last.query.origin == "answer" and "directed by Denys Desjardins" in last.query.text
     assert "It was shot in Quebec" not in last.query.text  # the page's sentence closest to the question only
     done = final(events)
     assert extract_answer(done.answer) == "Montreal"
     assert "director" in done.context
-    events, _ = ask_bridge(cls, settings, final_search="no")
-    assert extract_answer(final(events).answer) == "Paris"
+    for plain in ("yes", "no"):  # the question and the answer name nothing that finds his page
+        events, _ = ask_bridge(cls, settings, final_search=plain)
+        assert extract_answer(final(events).answer) == "Paris"

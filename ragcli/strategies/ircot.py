@@ -19,15 +19,17 @@ from __future__ import annotations
 from typing import Iterator
 
 from ragcli import answers, prompts
-from ragcli.events import AnswerRead, Event
+from ragcli.events import Event
 from ragcli.sentences import first_sentence_end
 from ragcli.strategies.base import Strategy
-from ragcli.strategies.stream import cut_sentence, sentences_of
+from ragcli.strategies.stream import cut_sentence
 from ragcli.types import Document, Query
+
 
 class IRCoT(Strategy):
     name = "ircot"
-    description = "IRCoT: each chain-of-thought sentence becomes the next query; a reader answers from the pool."
+    description = ("IRCoT: each chain-of-thought sentence becomes the next query; a reader answers from "
+                   "everything gathered.")
     params = ("k", "pool_cap", "reader", "max_steps", "max_tokens", "final_search", "read_cap", "revise")
     answer_stop = prompts.ANSWER_STOP
 
@@ -82,7 +84,7 @@ class IRCoT(Strategy):
 
     def _one_retrieval_answer(self, question: str, docs: list[Document]):
         """The reader over the question's paragraphs alone (the paper's one-retrieval baseline, OneR):
-        the answer the reader over the whole pool must overrule with a paragraph found later
+        the answer the final read must overrule with a paragraph found later
         (``Strategy._unsupported_revision``). Returns (answer, its documents), or None."""
         budget = min(self.settings.max_tokens, max(self.settings.lookahead, 16))
         docs = self.cache_fit(docs, lambda d: prompts.answer_prompt(question, d, ""), budget)
