@@ -372,6 +372,7 @@ class Strategy:
         read's answer is taken unless the evidence gate keeps ``before`` (``_unsupported_revision``).
         Yields the step and an ``AnswerRead``; returns the final answer."""
         st = self.settings
+        self.answer_context = tuple(written_from)  # until a read's answer is taken
         last: list[Document] = []
         if st.final_search != "no" and before and (reason := self._final_search_reason()):
             # What the answer says names what it still needs (a bridge entity the model read, a
@@ -380,14 +381,13 @@ class Strategy:
             self.stats.retrieval_opportunities += 1
             last = yield from self.retrieve(query, reason, fresh=True)
         build = lambda d: prompts.answer_prompt(question, d, reasoning, style)  # noqa: E731
-        budget = min(st.max_tokens, max(st.lookahead, 16)) if budget is None else budget
+        budget = self.short_answer_budget() if budget is None else budget
         # Fitted in rank order; the pages already in the main slot's KV cache first, in their order
         # (the final read then evaluates only what is new), and the final search's pages last, next
         # to the question: what the answer pointed to is read where a small model reads best.
-        cap = cap or st.read_cap or 2 * st.k
+        cap = cap or self.read_limit()
         docs = self.prompt_documents(self.gathered()[:cap], build, budget, last={d.id for d in last})
         if {d.id for d in docs} <= {d.id for d in written_from}:
-            self.answer_context = tuple(written_from)
             return before  # the answer was written from all these documents: nothing new to read
         yield self.step("read")
         chunk = yield from self.generate(build(docs), max_tokens=budget, slot="main")
@@ -404,16 +404,25 @@ class Strategy:
         after = f"{reasoning} {text}".strip() if reasoning else text
         if not text:
             yield self.notice("the final read wrote nothing; keeping the answer as it was", "warning")
-            self.answer_context = tuple(written_from)
             return before
         kept = self._unsupported_revision(before, after, written_from, docs)
         if kept:
-            self.answer_context = tuple(written_from)
             yield AnswerRead(before, before, tuple(docs), changed=False, proposed=after, kept=kept)
             return before
         self.answer_context = tuple(docs)
         yield AnswerRead(after, before, tuple(docs), changed=after != before, proposed=after)
         return after
+
+    def short_answer_budget(self) -> int:
+        """Tokens for a short answer (a phrase and a sentence of explanation): the look-ahead, at
+        least 16, within ``max_tokens``."""
+        st = self.settings
+        return min(st.max_tokens, max(st.lookahead, 16))
+
+    def read_limit(self) -> int:
+        """The most pages the final read reads: ``--read-cap``, or twice k (the question's pages and
+        as many more)."""
+        return self.settings.read_cap or 2 * self.settings.k
 
     def _final_query(self, question: str, before: str) -> Query:
         """The final search's query: the question and the answer so far (ITER-RETGEN); with
@@ -423,12 +432,12 @@ class Strategy:
         model rarely writes itself. On the dev pool it puts more of the gold pages in front of the read
         (2Wiki), but the bundled model reads them no better (README), so it is not the default."""
         topic = prompts.request_topic(question)
+        text = self.trim_query(f"{topic} {before}")
         if self.settings.final_search != "bridge":
-            return Query(self.trim_query(f"{topic} {before}"), "answer")
+            return Query(text, "answer")
         asked = set(content_words(topic))
         firsts = sorted((e for e in self.evidence.values() if e.first == 0), key=lambda e: e.rank)
         bridges = [_closest_sentence(e.doc.text, asked) for e in firsts[:BRIDGE_PAGES]]
-        text = self.trim_query(f"{topic} {before}")
         extra = self.trim_query(" ".join(b for b in bridges if b))
         return Query(f"{text} {extra}".strip(), "answer")
 

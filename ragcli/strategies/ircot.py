@@ -86,7 +86,7 @@ class IRCoT(Strategy):
         """The reader over the question's paragraphs alone (the paper's one-retrieval baseline, OneR):
         the answer the final read must overrule with a paragraph found later
         (``Strategy._unsupported_revision``). Returns (answer, its documents), or None."""
-        budget = min(self.settings.max_tokens, max(self.settings.lookahead, 16))
+        budget = self.short_answer_budget()
         docs = self.cache_fit(docs, lambda d: prompts.answer_prompt(question, d, ""), budget)
         yield self.step("generate")
         chunk = yield from self.generate(prompts.answer_prompt(question, docs, ""), max_tokens=budget,
@@ -104,7 +104,7 @@ class IRCoT(Strategy):
         st = self.settings
         steps = " ".join(s for s in reasoning if not prompts.concludes(s))
         before, written_from = first if first is not None else (" ".join(reasoning), ())
-        cap = min(st.read_cap or 2 * st.k, st.pool_cap)  # the pool's cap bounds what the reader reads too
+        cap = min(self.read_limit(), st.pool_cap)  # the pool's cap bounds what the reader reads too
         if st.reader == "cot":
             return (yield from self.read_gathered(question, before, written_from, style="cot",
                                                   budget=st.max_tokens, cap=cap))
