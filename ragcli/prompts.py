@@ -61,6 +61,11 @@ class Prompt(str):
         return self.continuation.lstrip()
 
 
+def starts_answer(prompt: str) -> bool:
+    """Whether ``prompt`` asks for the start of an output: a Prompt with nothing after its cue yet."""
+    return isinstance(prompt, Prompt) and not prompt.continuation.strip()
+
+
 def _shots(text: str, cue: str = "Answer:") -> tuple[tuple[str, str], ...]:
     """Exemplars written as completion text ("Question: …\nAnswer: …\n\n" blocks) as (input, output) pairs."""
     pairs = []

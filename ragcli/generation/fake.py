@@ -63,6 +63,13 @@ class FakeGenerator:
         self.stats.prompt_tokens_evaluated += self.count_tokens(prompt)
         self.last_finish = "eog"
         stops = StopFilter(stop)  # the real backends' stop handling, holding back what may start a stop
+        banned = dict(suppress_first or {})
+        # a token banned at its position is skipped: the script's next token is the model's next choice
+        kept: list[tuple[str, float]] = []
+        for piece, prob in pairs:
+            if not any(len(kept) < int(n) and piece in (s, " " + s) for s, n in banned.items()):
+                kept.append((piece, prob))
+        pairs = kept
         for i, (piece, prob) in enumerate(pairs):
             if i >= max_tokens:
                 self.last_finish = "length"

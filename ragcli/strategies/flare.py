@@ -23,14 +23,13 @@ from typing import Iterator, Sequence
 from ragcli import prompts
 from ragcli.events import DraftSentence, Event
 from ragcli.sentences import first_sentence_end
-from ragcli.strategies.base import Strategy
+from ragcli.strategies.base import HOLD_BREAK, Strategy
 from ragcli.strategies.stream import REPEATED, cut_sentence, sentences_of
 from ragcli.strategies.trigger import Trigger
 from ragcli.types import Document, Query, Sentence, Token
 from ragcli.words import WHOLE_WORD
 
 MASK = "▁▁▁"
-HOLD_END = {"\n": 1, "\n\n": 1}  # tokens that would end a short answer after its phrase, held off for one token
 _AFTER_CONCLUSION = re.compile(r"^.*?\banswer is\b:?", re.IGNORECASE)
 
 
@@ -138,7 +137,7 @@ class Flare(Strategy):
                 chunk = yield from self.generate(
                     self.answer_prompt(question, (), " ".join(answer)),
                     max_tokens=budget, slot="draft", draft=True, until_sentence=True,
-                    suppress_first=HOLD_END if len(answer) == 1 and explain else None)
+                    suppress_first=HOLD_BREAK if len(answer) == 1 and explain else None)
                 draft, _rest = cut_sentence(chunk.tokens, first_sentence_end(chunk.text))
                 if not draft.text:
                     stop_reason = "end"
