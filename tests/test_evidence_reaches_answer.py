@@ -362,3 +362,14 @@ def test_an_answer_begun_is_not_retried_when_it_ends(settings):
     list(build(SingleRetrieval, gen, OverlapRetriever([BRIDGE, ANSWER_PAGE, *NOISE]), settings.copy(k=1))
          .run(QUESTION))
     assert len(gen.calls) == 1 and gen.calls[0]["suppress_first"] == {}
+
+
+def test_ircot_shows_the_answer_the_read_checks_before_the_read(settings):
+    """The live view said "the answer stands" of an answer it never showed: the one-retrieval answer
+    is shown (as self-ask shows its intermediate answers) before the read that keeps or revises it."""
+    events, _, _ = ask(IRCoT, settings, reader="direct")
+    shown = [i for i, e in enumerate(events) if "answer from the question's paragraphs: Romulus" in str(
+        getattr(e, "message", ""))]
+    read = [i for i, e in enumerate(events) if isinstance(e, StepStarted) and e.what == "read"]
+    assert shown and read and shown[0] < read[0]
+    assert extract_answer(final(events).answer) == "Mars"
