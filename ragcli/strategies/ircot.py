@@ -92,11 +92,12 @@ class IRCoT(Strategy):
         chunk = yield from self.generate(prompts.answer_prompt(question, docs, ""), max_tokens=budget,
                                          until_sentence=True)
         sentence, _ = cut_sentence(chunk.tokens, first_sentence_end(chunk.text))
-        if not sentence.text.strip():
+        text = sentence.text.strip()
+        if not text:
             return None
         # shown as self-ask shows its intermediate answers: the read that follows says whether it stands
-        yield self.notice(f"answer from the question's paragraphs: {sentence.text.strip()}")
-        return sentence.text.strip(), tuple(docs)
+        yield self.notice(f"answer from the question's paragraphs: {text}")
+        return text, tuple(docs)
 
     def _read(self, question: str, reasoning: list[str], first=None):
         """The reader over everything gathered (``Strategy.read_gathered``, the final read every active
