@@ -82,7 +82,8 @@ def test_flare_answers_from_the_page_its_draft_found(settings):
     events, retriever, gen = ask(Flare, settings, theta=0.5)
     drafts = [e for e in events if isinstance(e, DraftSentence)]
     assert drafts and not drafts[0].accepted  # the guess about Romulus' father was uncertain
-    assert retriever.queries[1] == "Romulus was the son of"  # the draft's search, its guess masked
+    # the draft's search, its guess masked (two content words left: the question goes in front)
+    assert retriever.queries[1] == f"{QUESTION} Romulus was the son of"
     # a short answer's flagged explanation is not regenerated: the final read writes the answer again
     assert "regenerate" not in [e.what for e in events if isinstance(e, StepStarted)]
     read = [e for e in events if isinstance(e, AnswerRead)]

@@ -66,10 +66,11 @@ def test_low_probability_token_triggers_retrieval_with_exactly_that_token_masked
         toks(" He was the son of Jupiter.", 0.9) + toks(END, 0.9),
     ])
     events, r = run(Flare, gen, s)
-    assert r.queries == ["Who founded Rome?", "He was the son of"]
+    # one content word is left ("son"): the question goes in front of the masked draft
+    assert r.queries == ["Who founded Rome?", "Who founded Rome? He was the son of"]
     trig = of(events, RetrievalTriggered)[1]
     assert trig.query.origin == "masked"
-    assert trig.query.shown == "He was the son of ▁▁▁."  # the word goes, its period stays
+    assert trig.query.shown == "Who founded Rome? He was the son of ▁▁▁."  # the word goes, its period stays
     assert "Mars." in trig.reason and "0.10" in trig.reason
     draft = of(events, DraftSentence)[0]
     assert not draft.accepted and [t.text for t in draft.low] == [" Mars."]
@@ -94,7 +95,7 @@ def test_theta_zero_never_retrieves_and_theta_one_always_does(settings):
                                    toks(" He was the son of Mars.", 0.999) + toks(END, 0.9)])
     events, r = run(Flare, gen, settings.copy(theta=1.0, beta=0.0))
     assert len(r.queries) == 2
-    assert r.queries[1] == "He was the son of Mars"  # beta=0 keeps every word of the sentence
+    assert r.queries[1] == "Who founded Rome? He was the son of Mars"  # beta=0 keeps every word of the sentence
     assert of(events, AnswerFinished)[0].stats.retrieval_rate == 1.0
 
 
@@ -112,6 +113,21 @@ def test_qgen_issues_one_question_per_low_confidence_span(settings):
     assert r.queries[1:] == ["Where was Romulus born?", "When was Romulus born?"]
     assert [e.query.origin for e in of(events, RetrievalTriggered)][1:] == ["qgen", "qgen"]
     assert "Phrase: Alba Longa" in gen.calls[2]["prompt"] and "Phrase: 771" in gen.calls[3]["prompt"]
+
+
+def test_a_masked_draft_with_few_content_words_left_is_searched_with_the_question(settings):
+    # "was in 1958" finds any page with the year in it: with fewer than ANCHOR_BELOW content words
+    # left, the question goes in front; a draft that keeps enough is searched as it is (FLARE)
+    s = settings.copy(theta=0.5, beta=0.4)
+    poor = toks(" It was released on 15 October 1958.", 0.9, low={"It": 0.1, "released": 0.1, "15": 0.1,
+                                                                   "October": 0.1})
+    rich = toks(" Romulus killed Remus on the Palatine Hill.", 0.9, low={"Remus": 0.1})
+    for draft, query in ((poor, "Who founded Rome? was on 1958"),
+                         (rich, "Romulus killed on the Palatine Hill")):
+        gen = FakeGenerator([FIRST, draft + [(" More", 0.9)], toks(" Again.", 0.9) + toks(END, 0.9)])
+        events, r = run(Flare, gen, s)
+        assert r.queries == ["Who founded Rome?", query]
+        assert of(events, RetrievalTriggered)[1].query.origin == "masked"
 
 
 def test_masked_query_trims_and_gaps():
