@@ -210,14 +210,16 @@ class Flare(Strategy):
                 lists.append(docs)
             return interleave(lists, st.k)
         query = masked_query(draft, masked, st.max_query_words)
+        after_question = None  # what of the masked draft follows the question, when the question goes first
         if prompts.concludes(draft.text):
             # "So the answer is: ▁▁▁" says nothing to search for: the question does, with what is left
-            rest = _AFTER_CONCLUSION.sub("", query.text)
-            query = Query(self.trim_query(f"{question} {rest}"), "masked", f"{question} {query.shown}")
+            after_question = _AFTER_CONCLUSION.sub("", query.text)
         elif not query.text.strip():  # everything was masked: fall back to the unmasked draft
             query = Query(self.trim_query(draft.text), "masked", query.shown)
         elif len(content_words(query.text)) < ANCHOR_BELOW:  # too little left to search with alone
-            query = Query(self.trim_query(f"{question} {query.text}"), "masked", f"{question} {query.shown}")
+            after_question = query.text
+        if after_question is not None:
+            query = Query(self.trim_query(f"{question} {after_question}"), "masked", f"{question} {query.shown}")
         docs = yield from self.retrieve(query, reason, fresh=st.fresh_docs == "yes")
         return docs
 
