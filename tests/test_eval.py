@@ -276,3 +276,27 @@ def test_eval_cli_refuses_to_mix_before_loading_the_model_and_restart_starts_ove
     assert run("--max-tokens", "64")[0] == 0 and loads == [64, 64]  # the same settings resume
     code, err = run("--max-tokens", "32", "--restart")
     assert code == 0 and json.loads(out.read_text().splitlines()[0])["settings"]["max_tokens"] == 32
+
+
+def test_a_results_file_from_before_a_setting_existed_resumes_at_its_default(tmp_path, settings):
+    """A results file written before a setting was added does not record it; its run had the default
+    (a new setting's default keeps the old behaviour), so resuming at the default is allowed and any
+    other value is refused, named."""
+    from ragcli.errors import UsageError
+    from ragcli.eval.runner import run_metadata
+
+    data, corpus = _dataset(tmp_path)
+    eng = _engine(settings, tmp_path, corpus)
+    examples = load_examples(data)
+    specs = expand_grid(["none"], {})
+    out = tmp_path / "results.jsonl"
+    run_eval(eng, specs, examples[:1], settings, out=out, meta=run_metadata(settings, data, settings.index, ""))
+    lines = out.read_text().splitlines()
+    header = json.loads(lines[0])
+    del header["settings"]["page_order"]  # as written before --page-order existed
+    out.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    rows = run_eval(eng, specs, examples, settings, out=out, meta=run_metadata(settings, data, settings.index, ""))
+    assert len(rows) == 2
+    near = settings.copy(page_order="near")
+    with pytest.raises(UsageError, match="page_order: 'rank' there, 'near' here"):
+        run_eval(eng, specs, examples, near, out=out, meta=run_metadata(near, data, settings.index, ""))
