@@ -128,6 +128,9 @@ class Settings:
         "help": "the final read (and IRCoT's reader): most pages it reads, the most useful first (0: twice k, "
                 "the question's pages and as many more)"})
     reader: str = field(default="direct", metadata={"help": "ircot: cot | direct"})
+    page_order: str = field(default="rank", metadata={
+        "help": "pages entering a prompt: rank (the best first) | near (the best last, next to the question; "
+                "pages already in the KV cache keep their place either way)"})
     upper: float = field(default=0.6, metadata={"help": "crag: a document above this is Correct"})
     lower: float = field(default=0.2, metadata={"help": "crag: all documents below this is Incorrect"})
     correct: bool = field(default=False, metadata={"help": "pass every retrieval through CRAG's grading and refinement"})
@@ -260,6 +263,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "revise": ("evidence", "always"),
     "rerank": ("none", "lm"),
     "reader": ("cot", "direct"),
+    "page_order": ("rank", "near"),
 }
 
 

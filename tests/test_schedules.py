@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ragcli.events import AnswerFinished, DocumentsRetrieved, Notice, RetrievalTriggered, SentenceCommitted
 from ragcli.generation.fake import FakeGenerator, toks
 from ragcli.strategies.ircot import IRCoT
@@ -124,9 +126,11 @@ def test_ircot_respects_the_pool_cap_and_context_budget(settings):
     assert len(r.queries) == 3 and r.queries[2].startswith("Who founded Rome? ")
 
 
-def test_ircot_prompts_keep_the_last_prompts_paragraphs_as_their_prefix(settings):
+@pytest.mark.parametrize("order, first", [("rank", ["0", "1", "2"]), ("near", ["2", "1", "0"])])
+def test_ircot_prompts_keep_the_last_prompts_paragraphs_as_their_prefix(settings, order, first):
     """Each reasoning step's prompt starts with the previous step's paragraphs in their order (the KV
-    cache evaluates only the new ones), even when a retrieval repeats a pooled paragraph first."""
+    cache evaluates only the new ones), even when a retrieval repeats a pooled paragraph first; with
+    ``--page-order near`` the new ones enter with the best last, the cached prefix unchanged."""
     import re
 
     docs = {f"d{i}": Document(f"d{i}", f"Title{i}", f"Paragraph number {i}.", 1.0) for i in range(8)}
@@ -138,12 +142,19 @@ def test_ircot_prompts_keep_the_last_prompts_paragraphs_as_their_prefix(settings
             return [docs[i] for i in answers[len(self.queries) - 1]]
 
     gen = FakeGenerator(default=toks(" Another step.", 0.9) + [(" X", 0.9)])
-    run(IRCoT, gen, settings.copy(k=3, max_steps=3, pool_cap=15, final_search="no"), retriever=Scripted(docs.values()))
+    run(IRCoT, gen, settings.copy(k=3, max_steps=3, pool_cap=15, final_search="no", page_order=order),
+        retriever=Scripted(docs.values()))
     from ragcli import prompts
 
     reasoning = [c for c in gen.calls if c["prompt"].startswith(prompts.COT_INSTRUCTION)]
     steps = [re.findall(r"Title(\d)", c["prompt"]) for c in reasoning[:3]]
-    assert steps == [["0", "1", "2"], ["0", "1", "2", "3", "4"], ["0", "1", "2", "3", "4", "5", "6"]]
+    if order == "rank":
+        assert steps == [["0", "1", "2"], ["0", "1", "2", "3", "4"], ["0", "1", "2", "3", "4", "5", "6"]]
+    else:
+        assert steps[0] == first
+        assert steps[1][:3] == steps[0] and sorted(steps[1][3:]) == ["3", "4"]
+        assert steps[2][:5] == steps[1] and sorted(steps[2][5:]) == ["5", "6"]
+        assert steps[1][3:] != sorted(steps[1][3:])  # the new pages too: the best last
 
 
 def test_self_ask_retrieves_once_per_follow_up(settings):
@@ -158,3 +169,17 @@ def test_self_ask_retrieves_once_per_follow_up(settings):
     assert r.queries == ["Who founded Rome?", "Who was Romulus' father?"]
     assert [e.query.origin for e in of(events, RetrievalTriggered)] == ["follow-up", "follow-up"]
     assert of(events, AnswerFinished)[0].answer == "So the answer is Mars."
+
+
+@pytest.mark.parametrize("order, expected", [("rank", ["A", "B", "C"]), ("near", ["C", "B", "A"])])
+def test_page_order_puts_the_best_page_first_or_next_to_the_question(settings, order, expected):
+    """Single retrieval's prompt lists the question's pages by rank, or with ``--page-order near``
+    the best last, nearest the question (where a small model reads best)."""
+    import re
+
+    from ragcli.strategies.baselines import SingleRetrieval
+
+    docs = [Document(x.lower(), f"Page{x}", f"Text of page {x}.", 3.0 - i) for i, x in enumerate("ABC")]
+    gen = FakeGenerator(default=toks(" Romulus.", 0.9) + toks("\n\nQuestion:", 0.9))
+    run(SingleRetrieval, gen, settings.copy(k=3, page_order=order), retriever=RecordingRetriever(docs))
+    assert re.findall(r"Page([ABC])", gen.calls[0]["prompt"]) == expected

@@ -180,9 +180,9 @@ class Strategy:
 
     def reuse_order(self, docs: Sequence[Document], previous: Sequence[Document]) -> list[Document]:
         """Documents that were also in the previous prompt first, in their previous order, then the
-        new ones by rank: when a retrieval returns overlapping documents, the prompt keeps a common
-        prefix and the KV cache re-evaluates only from the first new document. The order depends
-        only on the strategy's own state, so cached and uncached runs see the same prompt."""
+        new ones in the order given: when a retrieval returns overlapping documents, the prompt keeps
+        a common prefix and the KV cache re-evaluates only from the first new document. The order
+        depends only on the strategy's own state, so cached and uncached runs see the same prompt."""
         ids = {d.id for d in docs}
         kept = [d for d in previous if d.id in ids]
         kept_ids = {d.id for d in kept}
@@ -355,7 +355,8 @@ class Strategy:
     def fit_documents(self, docs: Sequence[Document], build: Callable[[Sequence[Document]], str],
                       reserve: int) -> list[Document]:
         """Keep the prompt inside the context window: drop the lowest-ranked documents first,
-        then shorten the last one. Raises only when the prompt does not fit even without documents."""
+        then shorten the last one. Raises only when the prompt does not fit even without documents.
+        The kept documents come back in prompt order (``--page-order``: by rank, or the best last)."""
         budget = self.gen.n_ctx - reserve
         kept = list(docs)
         while kept and self.gen.count_tokens(build(kept)) > budget:
@@ -374,6 +375,10 @@ class Strategy:
                 f"the question and answer need more than the {self.gen.n_ctx}-token context window",
                 hint="shorten the question or raise --ctx",
             )
+        if self.settings.page_order == "near" and len(kept) > 1:
+            near = kept[::-1]
+            if self.gen.count_tokens(build(near)) <= budget:  # token boundaries differ by order
+                return near
         return kept
 
     # -------------------------------------------------------------------- the final read
