@@ -176,8 +176,7 @@ def _differences(header: dict, meta: dict, model: bool) -> list[str]:
     """e.g. ["max_tokens: 64 there, 32 here"]: what differs between a results file and this run. A
     setting the file does not record is newer than it: the file's run had its default."""
     there, here = header.get("settings") or {}, meta.get("settings") or {}
-    defaults = Settings().to_dict()
-    there = {**{key: defaults[key] for key in here if key not in there and key in defaults}, **there}
+    there = {**{key: value for key, value in Settings().to_dict().items() if key in here}, **there}
     differ = [f"{key}: {there.get(key)!r} there, {here.get(key)!r} here" for key in sorted(set(there) | set(here))
               if key not in RESUME_IGNORES and there.get(key) != here.get(key)]
     for key, name, on in (("model_sha256", "model", model), ("dataset_sha256", "dataset", True)):
