@@ -53,6 +53,9 @@ class DocumentsRetrieved:
     query: Query
     documents: tuple[Document, ...]
     seconds: float = 0.0
+    # a search for new evidence (the final read's): how many of its hits were left out because this
+    # answer had already gathered them; "no documents" then means "nothing new", not "nothing found"
+    already_read: int = 0
     kind = "documents"
 
 

@@ -146,6 +146,21 @@ def test_fresh_docs_makes_a_drafts_search_bring_pages_the_answer_has_not_seen(se
     assert [d.id for d in strategy.gathered()] == ["rome", "romulus"]
 
 
+def test_a_search_for_new_pages_says_how_many_it_left_out_as_already_read(settings):
+    """The final read's search skips the pages the answer already has: its event counts them, so the
+    live view says "nothing new", not "no documents found", when it found only those."""
+    retriever = OverlapRetriever([BRIDGE, ANSWER_PAGE, *NOISE])
+    strategy = build(Flare, ReadingFake(FACTS, GUESS), retriever, settings.copy(k=2))
+    strategy.question = "Rome Romulus"
+    first = list(strategy.retrieve(Query("Rome founded Romulus", "test"), "test", fresh=True))[-1]
+    assert (len(first.documents), first.already_read) == (2, 0)
+    again = list(strategy.retrieve(Query("Rome founded Romulus", "test"), "test", fresh=True))[-1]
+    assert [d.id for d in again.documents] == [d.id for d in retriever.search("Rome founded Romulus", 4)][2:4]
+    assert again.already_read == 2
+    plain = list(strategy.retrieve(Query("Rome founded Romulus", "test"), "test"))[-1]
+    assert plain.already_read == 0  # an ordinary search shows what it found, gathered or not
+
+
 def test_a_final_read_cut_off_by_its_token_budget_ends_at_its_last_full_sentence(settings):
     long = ("Romulus, who with his twin brother Remus was suckled by a she-wolf on the Palatine Hill after "
             "their uncle Amulius ordered them drowned in the Tiber, was the son of Mars.")

@@ -195,3 +195,26 @@ def test_streaming_a_long_answer_costs_the_same_per_token_at_its_end(monkeypatch
         r.handle(TokenGenerated(Token(f" word{i}", -0.1)))
     r.close()
     assert len(r.current.rows) > 40 and max(wrapped) <= 80
+
+
+def test_a_search_that_finds_only_pages_already_read_says_so():
+    """"no documents found" would tell the user the search failed; it found pages the answer had."""
+    nothing_new = DocumentsRetrieved(Query("Rome founded", "answer"), (), 0.01, already_read=3)
+    some_new = DocumentsRetrieved(Query("Rome founded", "answer"), (DOC,), 0.01, already_read=1)
+    err = Console(record=True, width=80, force_terminal=True)
+    live = RichLiveRenderer(highlight=0.4, err=err, out=Console(file=io.StringIO()))
+    trace = io.StringIO()
+    plain = PlainRenderer(out=io.StringIO(), err=trace)
+    for e in (nothing_new, some_new):
+        live.handle(e)
+        plain.handle(e)
+    live.close()
+    shown = err.export_text()
+    assert "no documents found" not in shown
+    assert "nothing new: 3 of its hits were already read" in shown
+    assert "1 of its hits was already read, left out" in shown and "Romulus and Remus" in shown
+    assert "nothing new: 3 of its hits were already read" in trace.getvalue()
+    empty = Console(record=True, width=80, force_terminal=True)
+    live = RichLiveRenderer(highlight=0.4, err=empty, out=Console(file=io.StringIO()))
+    live.handle(DocumentsRetrieved(Query("zzz", "question"), (), 0.01))
+    assert "no documents found" in empty.export_text()

@@ -26,7 +26,7 @@ from ragcli.events import (
     StepStarted,
     TokenGenerated,
 )
-from ragcli.render.text import safe, calibration_line, cited_pieces, shorten, shorten_left, source_lines, summary_line
+from ragcli.render.text import already_read_line, safe, calibration_line, cited_pieces, shorten, shorten_left, source_lines, summary_line
 from ragcli.types import Sentence, Token
 
 DRAFT = "grey58 italic"
@@ -162,7 +162,9 @@ class RichLiveRenderer:
             self._print(Text(f"{_label('')}why: {shorten(safe(event.reason), max(self.err.width - 20, 20))}", style="dim"))
         elif isinstance(event, DocumentsRetrieved):
             width = max(self.err.width - 14, 20)
-            if not event.documents:
+            if event.already_read:
+                self._print(Text(_label("") + already_read_line(event), style="dim" if event.documents else "yellow"))
+            elif not event.documents:
                 self._print(Text(_label("") + "no documents found", style="yellow"))
             for i, d in enumerate(event.documents, start=1):
                 head = Text(_label(str(i)), style="dim")

@@ -14,7 +14,7 @@ from ragcli.events import (
     RetrievalTriggered,
     SentenceCommitted,
 )
-from ragcli.render.text import is_tty, safe, calibration_line, marked_answer, source_lines, summary_line
+from ragcli.render.text import already_read_line, is_tty, safe, calibration_line, marked_answer, source_lines, summary_line
 
 
 class PlainRenderer:
@@ -45,6 +45,8 @@ class PlainRenderer:
         elif isinstance(event, DocumentsRetrieved):
             for i, d in enumerate(event.documents, start=1):
                 self._trace(f"  {i}. {safe(d.title)} ({d.score:.2f}) {safe(d.location)}")
+            if event.already_read:
+                self._trace(f"  ({already_read_line(event)})")
         elif isinstance(event, DocumentsGraded):
             self._trace(f"graded: {event.action} " + " ".join(f"{s:.2f}" for s in event.scores))
         elif isinstance(event, DraftSentence):

@@ -88,6 +88,13 @@ def shorten_left(text: str, width: int) -> str:
     return text if len(text) <= width else "…" + text[-(width - 1):]
 
 
+def already_read_line(event) -> str:
+    """For a search for new evidence whose hits this answer had partly or wholly gathered before."""
+    n = event.already_read
+    found = f"{n} of its hits {'was' if n == 1 else 'were'} already read"
+    return f"{found}, left out" if event.documents else f"nothing new: {found}"
+
+
 def calibration_line(event) -> str:
     """One line for a ``Calibrated`` event: the automatic threshold in effect and where it comes from."""
     name, rel = ("θ", "below") if event.trigger == "prob" else ("τ", "above")

@@ -150,12 +150,18 @@ class Strategy:
         k = self.settings.k if k is None else k
         yield RetrievalTriggered(query, reason)
         t = time.perf_counter()
-        docs = []
+        docs, already_read = [], 0
         if self.retriever and query.text.strip():
             seen = set(self.evidence) if fresh else set()
-            docs = [d for d in self.retriever.search(query.text, k + len(seen)) if d.id not in seen][:k]
+            for d in self.retriever.search(query.text, k + len(seen)):
+                if len(docs) == k:
+                    break
+                if d.id in seen:
+                    already_read += 1
+                else:
+                    docs.append(d)
         self.stats.retrievals += 1
-        yield DocumentsRetrieved(query, tuple(docs), time.perf_counter() - t)
+        yield DocumentsRetrieved(query, tuple(docs), time.perf_counter() - t, already_read)
         if self.post_retrieval is not None and docs:
             docs = yield from self.post_retrieval(self, self.question, docs)
         self.gather(docs)
