@@ -8,7 +8,7 @@ from typing import Annotated, Any, Callable, Optional
 
 import typer
 
-from ragcli.config import AUTO, Settings, setting_type
+from ragcli.config import AUTO, Settings, flag_name, setting_type
 
 
 # ----------------------------------------------------------------------------- settings flags
@@ -27,8 +27,8 @@ def with_settings(*names: str) -> Callable:
             if f.name.startswith("_") or (names and f.name not in names):
                 continue
             typ = str if f.name in AUTO else setting_type(f.name)  # "auto" or a number: Settings.set checks
-            dashed = f.name.replace("_", "-")
-            decls = [f"--{dashed}/--no-{dashed}"] if typ is bool else [f"--{dashed}"]
+            flag = flag_name(f.name)
+            decls = [f"{flag}/--no-{flag[2:]}"] if typ is bool else [flag]
             option = typer.Option(*decls, help=f.metadata.get("help", ""), rich_help_panel="Settings",
                                   show_default=False)
             extra.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=None,

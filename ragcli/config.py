@@ -176,28 +176,30 @@ class Settings:
         for key, value in (flags or {}).items():
             if value is None:
                 continue
-            settings.set(key, value)
+            settings.set(key, value, label=flag_name(key))
             sources[key] = "flag"
         settings._sources = sources
         return settings
 
-    def set(self, name: str, value: Any) -> None:
-        """Set one setting by name, coercing strings (from env, config or `/set`) to its type."""
+    def set(self, name: str, value: Any, *, label: str | None = None) -> None:
+        """Set one setting by name, coercing strings (from env, config or `/set`) to its type.
+        ``label``: how an error names it (a flag's own spelling, e.g. "--page-order")."""
         name = name.replace("-", "_")
+        label = label or f"setting {name!r}"
         if name not in self.names():
             raise UsageError(f"unknown setting {name!r}", hint=f"known settings: {', '.join(self.names())}")
         if name in AUTO and str(value).strip().lower() == AUTO_VALUE:
             setattr(self, name, AUTO_VALUE)
             self._sources[name] = self._sources.get(name, "set")
             return
-        value = _coerce(name, value, setting_type(name))
+        value = _coerce(name, value, setting_type(name), label)
         if name in CHOICES and value not in CHOICES[name]:
-            raise UsageError(f"setting {name!r} must be one of {', '.join(CHOICES[name])}, got {value!r}")
+            raise UsageError(f"{label} must be one of {', '.join(CHOICES[name])}, got {value!r}")
         if name in RANGES:
             low, high = RANGES[name]
             if not (low <= value <= high) or value != value:  # value != value: NaN
                 bounds = f"at least {low:g}" if high == math.inf else f"between {low:g} and {high:g}"
-                raise UsageError(f"setting {name!r} must be {bounds}, got {value!r}")
+                raise UsageError(f"{label} must be {bounds}, got {value!r}")
         setattr(self, name, value)
         self._sources[name] = self._sources.get(name, "set")
 
@@ -286,7 +288,12 @@ RANGES: dict[str, tuple[float, float]] = {
 }
 
 
-def _coerce(name: str, value: Any, typ: type) -> Any:
+def flag_name(name: str) -> str:
+    """The command-line flag of a setting: page_order -> --page-order."""
+    return "--" + name.replace("_", "-")
+
+
+def _coerce(name: str, value: Any, typ: type, label: str) -> Any:
     try:
         if typ is bool:
             if isinstance(value, bool):
@@ -304,7 +311,7 @@ def _coerce(name: str, value: Any, typ: type) -> Any:
         return str(value)
     except (TypeError, ValueError):
         expected = "a number or 'auto'" if name in AUTO else typ.__name__
-        raise UsageError(f"setting {name!r} expects {expected}, got {value!r}") from None
+        raise UsageError(f"{label} expects {expected}, got {value!r}") from None
 
 
 _DEFAULTS = Settings(index=".")

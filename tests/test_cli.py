@@ -184,7 +184,9 @@ def test_usage_errors_print_usage_and_exit_2_not_internal_error(argv, says, caps
 def test_out_of_range_flag_is_a_one_line_error_with_exit_2(capsys):
     code, out, err = call(["ask", "q", "--theta", "7"], capsys)
     assert code == 2
-    assert err.strip() == "error: setting 'theta' must be between 0 and 1, got 7.0"
+    assert err.strip() == "error: --theta must be between 0 and 1, got 7.0"
+    code, out, err = call(["ask", "q", "--page-order", "bogus"], capsys)
+    assert (code, err.strip()) == (2, "error: --page-order must be one of rank, near, got 'bogus'")
 
 
 def test_a_missing_index_is_reported_before_the_model_is_loaded(tmp_path, capsys):

@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from ragcli.cli_support import stderr_console, with_settings
-from ragcli.config import Settings
+from ragcli.config import Settings, flag_name
 
 
 
@@ -108,11 +108,11 @@ def _run_specs(base: Settings, strategy: str, grid: dict[str, str]) -> list:
     grid_values = {name: runner.iter_grid_values(v) for name, v in grid.items()}
     for name, values in grid_values.items():
         if len(values) == 1:
-            base.set(name, values[0])
+            base.set(name, values[0], label=flag_name(name))
     grid_values = {n: v for n, v in grid_values.items() if len(v) > 1}
     for name, values in grid_values.items():
         for v in values:
-            base.copy().set(name, v)
+            base.copy().set(name, v, label=flag_name(name))
     return runner.expand_grid([s.strip() for s in strategy.split(",") if s.strip()], grid_values)
 
 
