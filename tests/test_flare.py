@@ -130,6 +130,19 @@ def test_a_masked_draft_with_few_content_words_left_is_searched_with_the_questio
         assert of(events, RetrievalTriggered)[1].query.origin == "masked"
 
 
+def test_a_draft_whose_every_word_is_uncertain_is_searched_and_shown_as_it_is(settings):
+    # nothing is left once masked: the draft itself is the query, and the live view shows that text,
+    # not a row of gaps that hides what was searched
+    s = settings.copy(theta=0.5, beta=0.4)
+    draft = toks(" Hermes.", 0.9, low={"Hermes.": 0.1})
+    gen = FakeGenerator([FIRST, draft + [(" More", 0.9)], toks(" Again.", 0.9) + toks(END, 0.9)])
+    events, r = run(Flare, gen, s)
+    assert r.queries == ["Who founded Rome?", "Hermes."]
+    trig = of(events, RetrievalTriggered)[1]
+    assert trig.query.shown is None and trig.query.text == "Hermes."
+    assert "every word was uncertain" in trig.reason
+
+
 def test_masked_query_trims_and_gaps():
     sentence = Sentence("a b c", (Token(" alpha", 0.0), Token(" beta", -5.0), Token(" gamma", 0.0)))
     q = masked_query(sentence, ProbTrigger(0.5, 0.4).masked(sentence), max_words=1)

@@ -214,8 +214,9 @@ class Flare(Strategy):
         if prompts.concludes(draft.text):
             # "So the answer is: ▁▁▁" says nothing to search for: the question does, with what is left
             after_question = _AFTER_CONCLUSION.sub("", query.text)
-        elif not query.text.strip():  # everything was masked: fall back to the unmasked draft
-            query = Query(self.trim_query(draft.text), "masked", query.shown)
+        elif not query.text.strip():  # everything was masked: fall back to the unmasked draft, shown as searched
+            query = Query(self.trim_query(draft.text), "masked", None)
+            reason += "; every word was uncertain: the draft searched as it is"
         elif len(content_words(query.text)) < ANCHOR_BELOW:  # too little left to search with alone
             after_question = query.text
         if after_question is not None:
