@@ -312,3 +312,24 @@ def test_a_short_answer_that_stops_after_its_phrase_still_drafts_its_explanation
     gen = FakeGenerator([toks(" Romulus.", 0.9) + toks(END, 0.9)])
     events, r = run(Flare, gen, settings.copy(theta=0.5), read=False)
     assert len(gen.calls) == 1 and of(events, AnswerFinished)[0].answer == "Romulus."
+
+
+def test_a_read_that_writes_the_same_answer_again_is_not_a_revision(settings):
+    """The live view says "revised" only when the answer says something else: the read writing
+    "romulus" as "Romulus." leaves it standing (the answer is the read's text all the same)."""
+    from ragcli.events import AnswerRead
+
+    class Two(RecordingRetriever):
+        def search(self, query, k):
+            self.queries.append(query)
+            return DOCS[:1] if len(self.queries) == 1 else DOCS[1:2]
+
+    for read, changed in ((" Romulus.", False), (" Remus.", True)):
+        gen = FakeGenerator([
+            toks(" romulus", 0.9) + toks(END, 0.9),
+            toks(" He was the son of Mars.", 0.9, low={"Mars.": 0.1}) + toks(END, 0.9),
+            toks(read, 0.9) + toks(END, 0.9),
+        ])
+        events, _ = run(Flare, gen, settings.copy(theta=0.5, k=1, revise="always"), retriever=Two(), read=True)
+        [event] = of(events, AnswerRead)
+        assert event.changed is changed and event.answer == read.strip()

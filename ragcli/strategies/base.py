@@ -452,7 +452,9 @@ class Strategy:
             yield AnswerRead(before, before, tuple(docs), changed=False, proposed=after, kept=kept)
             return before
         self.answer_context = tuple(docs)
-        yield AnswerRead(after, before, tuple(docs), changed=after != before, proposed=after)
+        # "changed": says something else, not only another full stop or capital ("hermes" -> "hermes.")
+        changed = answers.normalize_answer(after) != answers.normalize_answer(before)
+        yield AnswerRead(after, before, tuple(docs), changed=changed, proposed=after)
         return after
 
     def short_answer_budget(self) -> int:
