@@ -333,3 +333,29 @@ def test_a_read_that_writes_the_same_answer_again_is_not_a_revision(settings):
         events, _ = run(Flare, gen, settings.copy(theta=0.5, k=1, revise="always"), retriever=Two(), read=True)
         [event] = of(events, AnswerRead)
         assert event.changed is changed and event.answer == read.strip()
+
+
+def test_fitting_drops_pages_then_shortens_the_last_and_tokenizes_each_candidate_once(settings):
+    import pytest
+
+    from ragcli.errors import ContextOverflowError
+
+    class Counting(FakeGenerator):
+        counted = 0
+
+        def count_tokens(self, text):
+            self.counted += 1
+            return super().count_tokens(text)
+
+    big = [Document(f"b{i}", f"Big {i}", "word " * 300, 1.0) for i in range(3)]
+    build = lambda ds: "Question: q\n" + "\n".join(d.text for d in ds)  # noqa: E731
+    gen = Counting([], n_ctx=260)
+    strategy = Flare(gen, StaticRetriever([]), settings)
+    kept = strategy.fit_documents(big, build, reserve=10)
+    # three pages, two, one, then that page cut to 2/3 (300 -> 200 words) fits: four candidates
+    assert gen.counted == 4
+    assert [d.id for d in kept] == ["b0"] and kept[0].text.endswith(" …")
+    assert gen.count_tokens(build(kept)) <= 250
+    assert strategy.fit_documents(big[:1], build, reserve=10)[0].text.endswith(" …")
+    with pytest.raises(ContextOverflowError):  # not even the question fits
+        strategy.fit_documents(big, lambda ds: "word " * 300, reserve=10)

@@ -364,26 +364,24 @@ class Strategy:
         then shorten the last one. Raises only when the prompt does not fit even without documents.
         The kept documents come back in prompt order (``--page-order``: by rank, or the best last)."""
         budget = self.gen.n_ctx - reserve
+        fits = lambda ds: self.gen.count_tokens(build(ds)) <= budget  # noqa: E731
         kept = list(docs)
-        while kept and self.gen.count_tokens(build(kept)) > budget:
-            if len(kept) > 1:
+        while not fits(kept):  # each candidate tokenized once
+            if not kept:
+                raise ContextOverflowError(
+                    f"the question and answer need more than the {self.gen.n_ctx}-token context window",
+                    hint="shorten the question or raise --ctx",
+                )
+            d = kept[-1]
+            words = d.text.split() if len(kept) == 1 else ()
+            if len(words) <= 20:  # another page to drop, or this one too short to shorten
                 kept.pop()
                 continue
-            words = kept[0].text.split()
-            if len(words) <= 20:
-                kept.pop()
-                break
-            d = kept[0]
             kept[0] = Document(d.id, d.title, " ".join(words[: len(words) * 2 // 3]) + " …", d.score, d.source,
                                d.location)
-        if self.gen.count_tokens(build(kept)) > budget:
-            raise ContextOverflowError(
-                f"the question and answer need more than the {self.gen.n_ctx}-token context window",
-                hint="shorten the question or raise --ctx",
-            )
         if self.settings.page_order == "near" and len(kept) > 1:
             near = kept[::-1]
-            if self.gen.count_tokens(build(near)) <= budget:  # token boundaries differ by order
+            if fits(near):  # token boundaries differ by order
                 return near
         return kept
 
