@@ -93,6 +93,7 @@ def index(
     Formats: .txt .md .rst .html .pdf, source code, and JSONL corpora ({"title", "text"} per line).
     """
     from ragcli.ingest.indexer import build_index
+    from ragcli.words import counted
 
     settings = Settings.resolve(flags)
     console = stderr_console()
@@ -127,11 +128,10 @@ def index(
             console.print(markup_safe(result.describe()), soft_wrap=True)
     bad = sum(report.bad_lines.values())
     console.print(
-        f"indexed {report.files_seen} files ({report.added} added, {report.updated} updated, "
+        f"indexed {counted(report.files_seen, 'file')} ({report.added} added, {report.updated} updated, "
         f"{report.removed} removed, {report.unchanged} unchanged, {len(report.skipped)} skipped"
-        + (f"; {bad} bad JSONL line{'s' if bad != 1 else ''} skipped in {len(report.bad_lines)} file"
-           f"{'s' if len(report.bad_lines) != 1 else ''}" if bad else "")
-        + f"): {report.passages_added} passages added, {report.passages_total} in the index, "
+        + (f"; {counted(bad, 'bad JSONL line')} skipped in {counted(len(report.bad_lines), 'file')}" if bad else "")
+        + f"): {counted(report.passages_added, 'passage')} added, {report.passages_total} in the index, "
         f"{report.seconds:.1f}s ({report.passages_per_second:.0f} passages/s) → {settings.index}",
         soft_wrap=True,
     )

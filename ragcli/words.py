@@ -1,5 +1,6 @@
 """Words that carry content: one stop-word list and one tokenizer for every module that compares
-texts by their words (attribution, CRAG's lexical evidence, the entropy trigger, masked queries)."""
+texts by their words (attribution, CRAG's lexical evidence, the entropy trigger, masked queries);
+and counted nouns for messages."""
 
 from __future__ import annotations
 
@@ -36,3 +37,8 @@ def content_words(text: str) -> list[str]:
         if w and is_content_word(w):
             out.setdefault(w, None)
     return list(out)
+
+
+def counted(n: int, noun: str) -> str:
+    """"1 file", "2 files": a count and its noun for a message."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

@@ -162,6 +162,22 @@ def test_bytes_no_encoding_fits_are_skipped_with_the_reason(tmp_path):
     assert decode(b"").text == "" and decode(b"plain").encoding == "utf-8"
 
 
+def test_a_file_name_that_is_not_utf8_skips_that_file_only(tmp_path):
+    """A name from an old zip ("caf\xe9.txt" in Latin-1 bytes) cannot be stored as index text: that
+    file is skipped with a reason a terminal can print; the folder's other files are indexed."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    with open(os.path.join(os.fsencode(folder), b"caf\xe9.txt"), "w") as fh:
+        fh.write("Ferrets sleep eighteen hours a day.")
+    (folder / "otters.txt").write_text("Otters hold hands while they sleep.", encoding="utf-8")
+    warnings = []
+    report = build_index([folder], tmp_path / "index", on_warning=warnings.append)
+    assert report.added == 1 and report.passages_total == 1
+    [(shown, why)] = report.skipped
+    assert shown.endswith("caf\\xe9.txt") and "not valid UTF-8" in why
+    assert all(w.encode("utf-8") for w in warnings)  # printable: no lone surrogates
+
+
 def test_second_writer_gets_a_clear_lock_error(built_index):
     with built_index.writer():
         with pytest.raises(IndexLockedError, match="locked by PID"):

@@ -23,6 +23,7 @@ from ragcli.ingest.formats import JSONL_SUFFIXES
 from ragcli.ingest.passages import TARGET_WORDS
 from ragcli.ingest.reader import FileInfo, FileNotes, SkipFile, iter_files, iter_passages, read_passages
 from ragcli.retrieval.index import LOCK_FILE, TantivyIndex, exclusive_lock
+from ragcli.words import counted
 
 COMMIT_EVERY_PASSAGES = 50_000
 SUPPORTED = "text, Markdown, reStructuredText, HTML, PDF, source code and JSONL corpora"
@@ -44,14 +45,10 @@ class FileResult:
         """e.g. "added    notes/old.txt (3 passages, cp1252)"."""
         if self.action == "skipped":
             return f"skipped  {self.path}: {self.reason}"
-        found = [_count(self.passages, "passage")] + ([self.encoding] if self.encoding else [])
-        found += [f"{_count(self.replaced, 'bad byte')} replaced"] if self.replaced else []
-        found += [f"{_count(self.bad_lines, 'bad line')} skipped"] if self.bad_lines else []
+        found = [counted(self.passages, "passage")] + ([self.encoding] if self.encoding else [])
+        found += [f"{counted(self.replaced, 'bad byte')} replaced"] if self.replaced else []
+        found += [f"{counted(self.bad_lines, 'bad line')} skipped"] if self.bad_lines else []
         return f"{self.action:<8} {self.path} ({', '.join(found)})"
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 @dataclass
@@ -78,10 +75,13 @@ WarnFn = Callable[[str], None]
 
 
 def display_path(path: Path) -> str:
+    """The path as shown to the user: relative to the working directory when under it; bytes of a
+    name that are not UTF-8 shown as escapes (\\xe9), which any terminal can print."""
     try:
-        return str(path.relative_to(Path.cwd()))
+        shown = str(path.relative_to(Path.cwd()))
     except ValueError:
-        return str(path)
+        shown = str(path)
+    return os.fsencode(shown).decode("utf-8", "backslashreplace")
 
 
 def file_hash(path: Path, algorithm: str = "sha1") -> str:
@@ -186,7 +186,7 @@ def _discard(index_dir: Path, created: str) -> None:
 
 
 def _empty(paths: list[Path], report: IndexReport, kept: Path | None) -> EmptyCorpusError:
-    named = ", ".join(str(p) for p in paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+    named = ", ".join(display_path(p) for p in paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
     skipped = f" ({len(report.skipped)} skipped, see the warnings)" if report.skipped else ""
     hint = f"supported: {SUPPORTED}"
     if kept is not None:

@@ -84,9 +84,14 @@ def iter_files(paths: list[Path], *, include_hidden: bool = False, exclude: Iter
                     continue
                 seen.add(resolved)
                 st = path.stat()
+                str(resolved).encode("utf-8")  # the index stores names as UTF-8 text
             except (OSError, RuntimeError) as exc:
                 if on_skip is not None:
                     on_skip(path, _unreachable(path, exc))
+                continue
+            except UnicodeEncodeError:  # bytes that are no UTF-8 (a name from an old zip): this file only
+                if on_skip is not None:
+                    on_skip(path, "its name is not valid UTF-8 (rename it to index it)")
                 continue
             yield FileInfo(resolved, st.st_size, st.st_mtime_ns)
 

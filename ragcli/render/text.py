@@ -7,6 +7,7 @@ from typing import Sequence
 
 from ragcli.attribution import cited as first_use
 from ragcli.types import Document, RunStats
+from ragcli.words import counted
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
@@ -65,15 +66,11 @@ def marked_answer(answer: str, citations) -> str:
     return "".join(piece + marker for piece, marker in cited_pieces(answer, citations))
 
 
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
-
-
 def summary_line(stats: RunStats, stop_reason: str = "end") -> str:
     return (
-        f"{_n(stats.steps, 'step')} · {_n(stats.sentences, 'sentence')} · {_n(stats.retrievals, 'retrieval')} "
-        f"(retrieval rate {stats.retrieval_rate:.0%}) · {_n(stats.tokens_generated, 'token')} generated · "
-        f"{_n(stats.prompt_tokens_evaluated, 'prompt token')} evaluated · {stats.seconds:.1f}s"
+        f"{counted(stats.steps, 'step')} · {counted(stats.sentences, 'sentence')} · {counted(stats.retrievals, 'retrieval')} "
+        f"(retrieval rate {stats.retrieval_rate:.0%}) · {counted(stats.tokens_generated, 'token')} generated · "
+        f"{counted(stats.prompt_tokens_evaluated, 'prompt token')} evaluated · {stats.seconds:.1f}s"
         + ("" if stop_reason == "end" else f" · stopped: {stop_reason}")
     )
 
