@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ragcli.ingest.formats import html_sections
 from ragcli.ingest.indexer import build_index
 from ragcli.ingest.reader import iter_files, read_passages
 from ragcli.retrieval.index import TantivyIndex
@@ -65,6 +66,22 @@ def test_html_boilerplate_removed_title_kept(tmp_path):
     assert "macropod" in text and "Rottnest" in text
     for junk in ("Subscribe", "About us", "Copyright", "tracking", "banner"):
         assert junk not in text
+
+
+def test_html_keeps_every_text_node_in_paragraphs_of_its_own(tmp_path):
+    """Loose text, <div>s, a list item's own text beside its nested list, table headers, small
+    headings, <summary> and <figcaption> are text a reader sees: none of it may be lost."""
+    page = tmp_path / "setup.html"
+    page.write_text("<main><h2>Setup</h2>Run the installer first.<div>Back up your data.</div>"
+                    "<ol><li>Download the package<ul><li>Linux: tar.gz</li></ul></li></ol>"
+                    "<table><tr><th>Flag</th></tr><tr><td>-v</td></tr></table><h5>Fine print</h5>"
+                    "<p>Al<b>ways</b> <i>reboot</i>.<!-- a comment --></p><details><summary>More</summary>"
+                    "Hidden text</details><figure><figcaption>A diagram</figcaption></figure></main>",
+                    encoding="utf-8")
+    [section] = html_sections(page, page.read_bytes())
+    assert section.text.split("\n\n") == [
+        "Setup", "Run the installer first.", "Back up your data.", "Download the package", "Linux: tar.gz",
+        "Flag", "-v", "Fine print", "Always reboot.", "More", "Hidden text", "A diagram"]
 
 
 def test_markdown_heading_path_is_the_title(tmp_path):

@@ -138,17 +138,47 @@ def html_sections(path: Path, markup: bytes | str) -> list[Section]:
     if not title:
         h1 = root.find("h1")
         title = h1.get_text(" ", strip=True) if h1 else path.stem
-    blocks = []
-    for el in root.find_all(["h1", "h2", "h3", "h4", "p", "li", "pre", "blockquote", "td", "dd", "dt"]):
-        if el.find(["p", "li", "pre", "blockquote"]):  # a container: its children are taken instead
-            continue
-        text = el.get_text(" ", strip=True)
+    blocks = _text_blocks(root)
+    return [Section(title, "\n\n".join(blocks), anchor="html")] if blocks else []
+
+
+# Elements that start a block of text of their own (HTML's block-level and table elements): the text
+# of the page is every text node, cut into paragraphs where one of these begins or ends.
+BLOCK_TAGS = frozenset("""address article aside blockquote body caption center dd details dialog div dl dt fieldset
+    figcaption figure h1 h2 h3 h4 h5 h6 hgroup hr li main menu ol p pre section summary table tbody td tfoot th
+    thead tr ul br""".split())
+
+
+def _text_blocks(root) -> list[str]:
+    """Every text node under ``root`` (comments and the like left out), grouped into one paragraph
+    per run of text between block boundaries: a list item's own text and its nested list, a
+    heading, a cell, loose text beside a <div> each become their own paragraph; nothing is dropped."""
+    from bs4 import NavigableString, Tag
+    from bs4.element import PreformattedString
+
+    blocks: list[str] = []
+    pieces: list[str] = []  # the text nodes of the current block, as written ("Do<b>ne</b>" is "Done")
+
+    def flush() -> None:
+        text = " ".join("".join(pieces).split())
         if text:
             blocks.append(text)
-    if not blocks:
-        text = root.get_text("\n", strip=True)
-        blocks = [text] if text else []
-    return [Section(title, "\n\n".join(blocks), anchor="html")] if blocks else []
+        pieces.clear()
+
+    stack: list = [root]
+    while stack:
+        node = stack.pop()
+        if node is None:  # the end of a block element
+            flush()
+        elif isinstance(node, Tag):
+            if node.name in BLOCK_TAGS:
+                flush()
+                stack.append(None)
+            stack.extend(reversed(node.contents))
+        elif isinstance(node, NavigableString) and not isinstance(node, PreformattedString):
+            pieces.append(str(node))
+    flush()
+    return blocks
 
 
 # --------------------------------------------------------------------------- PDF
