@@ -84,6 +84,20 @@ def test_html_keeps_every_text_node_in_paragraphs_of_its_own(tmp_path):
         "Flag", "-v", "Fine print", "Always reboot.", "More", "Hidden text", "A diagram"]
 
 
+def test_line_numbers_count_only_real_line_breaks(tmp_path):
+    """A form feed (or U+2028, a Word line break \\x0b) is not a line break to an editor nor to
+    CommonMark: sections and locations stay on the lines the file has; old Mac files (CR only) get
+    their real line numbers, not line 1 for everything."""
+    md = tmp_path / "ff.md"
+    md.write_text("# Guide\n\nIntro.\n\x0c\n## Part two\n\nText about alpacas.\u2028More.\n", encoding="utf-8")
+    passages = read_passages(md, "ff.md")
+    assert [(p.location, p.title) for p in passages] == [("ff.md:3", "Guide"), ("ff.md:7", "Guide > Part two")]
+    assert "Part two" not in passages[1].text
+    cr = tmp_path / "old.txt"
+    cr.write_bytes(b"Line one.\r\r" + b"word " * 150 + b"end.\r\rLast line about yaks.\r")
+    assert [p.location for p in read_passages(cr, "old.txt")][-1].endswith(":5")
+
+
 def test_markdown_heading_path_is_the_title(tmp_path):
     md = tmp_path / "guide.md"
     md.write_text("# User Guide\n\nIntro text here.\n\n## Install\n\nRun the installer.\n\n### Linux\n\n"

@@ -7,6 +7,7 @@ parsing (markdown-it-py, pypdf, BeautifulSoup); nothing here is a hand-written p
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +38,29 @@ class Section:
 
 
 # --------------------------------------------------------------------------- plain text and code
+_LINE_END = re.compile(r"\r\n|\r|\n")  # what editors and CommonMark count as a line break
+
+
+def starts_of_lines(text: str) -> list[int]:
+    """The offset of each line's first character: lines end at \\n, \\r\\n or a lone \\r (old Mac
+    files), never at the other characters str.splitlines() breaks on (form feed, U+2028, …), so
+    line numbers are those an editor shows."""
+    if "\r" in text:
+        return [0] + [m.end() for m in _LINE_END.finditer(text)]
+    starts = [0]
+    pos = text.find("\n")
+    while pos != -1:
+        starts.append(pos + 1)
+        pos = text.find("\n", pos + 1)
+    return starts
+
+
+def split_lines(text: str) -> list[str]:
+    """``text`` cut into lines (each with its line break) as ``starts_of_lines`` counts them."""
+    starts = starts_of_lines(text)
+    return [text[a:b] for a, b in zip(starts, starts[1:] + [len(text)]) if a < b]
+
+
 def text_sections(path: Path, text: str) -> list[Section]:
     return [Section(path.stem, text, first_line=1)]
 
@@ -48,7 +72,7 @@ def markdown_sections(path: Path, text: str) -> list[Section]:
     underlined with ``===`` or ``---``), never a ``#`` line inside a fenced (``` or ~~~) or indented
     code block. A section's text is the source lines between its heading and the next one, so
     locations keep their line numbers."""
-    lines = text.splitlines(keepends=True)
+    lines = split_lines(text)  # as markdown-it counts them: its line map indexes this list
     sections: list[Section] = []
     stack: list[tuple[int, str]] = []
     doc_title = path.stem

@@ -19,7 +19,7 @@ from typing import Callable, Iterable, Iterator
 
 from ragcli.ingest import formats
 from ragcli.ingest.encoding import SNIFF_BYTES, bom, bomless_utf16, decode
-from ragcli.ingest.formats import SUPPORTED_SUFFIXES, Section, SkipFile
+from ragcli.ingest.formats import SUPPORTED_SUFFIXES, Section, SkipFile, starts_of_lines
 from ragcli.ingest.passages import Passage, chunk_text, normalise, passage_id
 
 MAX_FILE_BYTES = 200 * 1024 * 1024
@@ -284,7 +284,7 @@ def _sections(path: Path, suffix: str, notes: FileNotes) -> list[Section]:
 
 def _section_passages(section: Section, shown: str) -> Iterator[Passage]:
     text = section.text
-    line_starts = _line_starts(text) if section.first_line is not None else None
+    line_starts = starts_of_lines(text) if section.first_line is not None else None
     pieces = chunk_text(text)
     for i, (a, b) in enumerate(pieces, start=1):
         body = normalise(text[a:b])
@@ -336,15 +336,6 @@ def _jsonl_passages(records: Iterable[tuple[int, object]], shown: str, key: str,
             yield Passage(pid, title, piece, key, location)
     if notes.bad_lines and not good:
         raise SkipFile("no valid line: " + notes.bad_lines_text())
-
-
-def _line_starts(text: str) -> list[int]:
-    starts = [0]
-    pos = text.find("\n")
-    while pos != -1:
-        starts.append(pos + 1)
-        pos = text.find("\n", pos + 1)
-    return starts
 
 
 def _line_of(starts: list[int], offset: int) -> int:
