@@ -163,6 +163,9 @@ class Settings:
                 data = tomllib.loads(path.read_text(encoding="utf-8"))
             except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
                 raise UsageError(f"config file {path} is not valid TOML: {exc}") from None
+            except OSError as exc:
+                raise UsageError(f"cannot read the config file {path}: {exc.strerror or exc}",
+                                 hint="fix its permissions, or point RAGCLI_CONFIG at another file") from None
             data = data.get("settings", data)
             for key, value in data.items():
                 key = key.replace("-", "_")
@@ -193,13 +196,17 @@ class Settings:
             self._sources[name] = self._sources.get(name, "set")
             return
         value = _coerce(name, value, setting_type(name), label)
-        if name in CHOICES and value not in CHOICES[name]:
+        if name == "strategy" and value in EVAL_ONLY_STRATEGIES:
+            pass
+        elif name in CHOICES and value not in CHOICES[name]:
             raise UsageError(f"{label} must be one of {', '.join(CHOICES[name])}, got {value!r}")
         if name in RANGES:
             low, high = RANGES[name]
             if not (low <= value <= high) or value != value:  # value != value: NaN
                 bounds = f"at least {low:g}" if high == math.inf else f"between {low:g} and {high:g}"
                 raise UsageError(f"{label} must be {bounds}, got {value!r}")
+        if name in PATHS:  # "~/notes-index" from a config file or the environment: the home folder
+            value = os.path.expanduser(value)
         setattr(self, name, value)
         self._sources[name] = self._sources.get(name, "set")
 
@@ -252,7 +259,14 @@ def setting_type(name: str) -> type:
     return type(getattr(_DEFAULTS, name))
 
 
+# The strategy registry's names (ragcli.strategies; a test keeps the two equal): a bad --strategy,
+# RAGCLI_STRATEGY or config value is refused where it is set, naming where it came from.
+STRATEGY_NAMES = ("flare", "flare-instruct", "single", "none", "previous-window", "previous-sentence", "ircot",
+                  "self-ask", "crag")
+EVAL_ONLY_STRATEGIES = ("oracle",)  # accepted (the eval sets it), never offered
+
 CHOICES: dict[str, tuple[str, ...]] = {
+    "strategy": STRATEGY_NAMES,
     "backend": ("llama", "openai"),
     "prompt_style": ("auto", "completion", "chat"),
     "answer_style": ("auto", "short", "long", "cot"),
@@ -268,6 +282,9 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "page_order": ("rank", "near"),
 }
 
+
+# Settings that name a file or folder: a leading ~ is the user's home, wherever the value came from.
+PATHS = frozenset({"index", "model"})
 
 # Numeric settings outside these (inclusive) bounds are refused: --theta 7 meant 0.7, and would
 # otherwise silently retrieve at every sentence.
@@ -304,7 +321,11 @@ def _coerce(name: str, value: Any, typ: type, label: str) -> Any:
             if text in {"0", "false", "no", "off"}:
                 return False
             raise ValueError(value)
+        if typ in (int, float) and isinstance(value, bool):  # TOML's `k = true`
+            raise ValueError(value)
         if typ is int:
+            if isinstance(value, float) and not value.is_integer():  # TOML's `k = 2.9`: not silently 2
+                raise ValueError(value)
             return int(value)
         if typ is float:
             return float(value)

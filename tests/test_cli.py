@@ -67,7 +67,7 @@ def test_bad_paths_and_strategy(tmp_path, capsys, fake_model):
     code, _, err = call(["index", str(tmp_path / "missing"), "--index", str(tmp_path / "i")], capsys)
     assert code == 2 and "does not exist" in err
     code, _, err = call(["ask", "q", "--strategy", "nope", "--index", str(tmp_path)], capsys)
-    assert code == 2 and "unknown strategy" in err
+    assert code == 2 and "--strategy must be one of flare," in err and "got 'nope'" in err
 
 
 def test_model_path_that_is_not_gguf(tmp_path, capsys, small_corpus):

@@ -82,3 +82,55 @@ def test_thresholds_take_auto_or_a_number_in_range():
     with pytest.raises(UsageError, match="at least 0"):
         s.set("tau", "-1")
     assert s.copy(theta="auto").highlight_threshold == 0.4  # until the calibrated value arrives
+
+
+def test_a_strategy_is_checked_where_it_is_set_and_the_names_are_the_registrys(tmp_path):
+    from ragcli.config import EVAL_ONLY_STRATEGIES, STRATEGY_NAMES
+    from ragcli.strategies import EVAL_ONLY, STRATEGIES
+
+    assert STRATEGY_NAMES == tuple(STRATEGIES) and EVAL_ONLY_STRATEGIES == tuple(EVAL_ONLY)
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('strategy = "zz"\n')
+    with pytest.raises(UsageError, match=f"must be one of flare, .*got 'zz' \\(from the config file {cfg}\\)"):
+        Settings.resolve({}, env={}, config_path=cfg)
+    with pytest.raises(UsageError, match="from the environment variable RAGCLI_STRATEGY"):
+        Settings.resolve({}, env={"RAGCLI_STRATEGY": "zz"}, config_path=tmp_path / "none.toml")
+    s = Settings(index=".")
+    with pytest.raises(UsageError, match="got 'zz'"):  # the REPL's /set strategy zz
+        s.set("strategy", "zz")
+    s.set("strategy", "oracle")  # the eval's gold-paragraph run
+    assert s.strategy == "oracle"
+
+
+def test_a_path_setting_starting_with_a_tilde_is_in_the_home_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('index = "~/notes-index"\n')
+    assert Settings.resolve({}, env={}, config_path=cfg).index == str(tmp_path / "notes-index")
+    s = Settings.resolve({}, env={"RAGCLI_INDEX": "~/other", "RAGCLI_MODEL": "~/m.gguf"},
+                         config_path=tmp_path / "none.toml")
+    assert (s.index, s.model) == (str(tmp_path / "other"), str(tmp_path / "m.gguf"))
+
+
+def test_a_config_file_that_cannot_be_read_is_a_usage_error(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    cfg = tmp_path / "config.toml"
+    cfg.write_text("k = 3\n")
+
+    def denied(self, *args, **kwargs):  # chmod 000 as a user (tests may run as root, who reads anyway)
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "read_text", denied)
+    with pytest.raises(UsageError, match=f"cannot read the config file {cfg}: Permission denied"):
+        Settings.resolve({}, env={}, config_path=cfg)
+
+
+@pytest.mark.parametrize("line", ["k = true", "k = 2.9", "theta = false"])
+def test_a_config_number_of_the_wrong_type_is_refused_not_truncated(tmp_path, line):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(line + "\n")
+    with pytest.raises(UsageError, match="expects"):
+        Settings.resolve({}, env={}, config_path=cfg)
+    cfg.write_text("k = 3.0\n")  # a whole number written as a float is that number
+    assert Settings.resolve({}, env={}, config_path=cfg).k == 3

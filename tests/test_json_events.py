@@ -140,7 +140,7 @@ def test_real_streams_have_the_golden_shape(strategy, built_index, settings, cap
 
 @pytest.mark.parametrize("argv, code, says", [
     (["ask", "q", "--strategy", "single"], 3, "no index at"),  # fails before any event: the error is the first
-    (["ask", "q", "--strategy", "nope"], 2, "unknown strategy"),
+    (["ask", "q", "--strategy", "nope"], 2, "--strategy must be one of"),
     (["ask", "q", "--theta", "7"], 2, "must be between 0 and 1"),
 ])
 def test_a_failed_run_ends_the_stream_with_an_error_event_and_the_same_exit_code(argv, code, says, tmp_path, capsys,
