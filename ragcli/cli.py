@@ -16,7 +16,7 @@ import typer
 from ragcli import __version__
 from ragcli.cli_support import markup_safe, stderr_console, with_settings
 from ragcli.config import Settings
-from ragcli.errors import Interrupted, RagcliError, UsageError
+from ragcli.errors import HistoryError, Interrupted, RagcliError, UsageError
 from ragcli.eval.cli import eval_app
 from ragcli.models_cli import models_app
 
@@ -253,7 +253,7 @@ def _log_answer(question: str, settings: dict, events: list) -> None:
         log = AnswerLog()
         log.record(question, settings, events)
         log.close()
-    except (sqlite3.Error, OSError) as exc:  # logging must never cost the user their answer
+    except (HistoryError, sqlite3.Error, OSError) as exc:  # logging must never cost the user their answer
         stderr_console().print(f"[yellow]warning:[/] could not write the history log: {exc}")
 
 
@@ -330,7 +330,8 @@ def history_show(
         c.print(escape(line))
     for e in row["events"]:
         if e["event"] == "retrieve":
-            c.print(f"[magenta]search[/] [{e['query']['origin']}] {markup_safe(e['query']['text'])}")
+            origin = escape(f"[{e['query']['origin']}]")  # "[question]" is not a markup tag
+            c.print(f"[magenta]search[/] {origin} {markup_safe(e['query']['text'])}")
         elif e["event"] == "sentence":
             c.print(f"[cyan]sentence[/] {markup_safe(e['sentence']['text'])}")
     stats = {k: v for k, v in row["stats"].items() if k in RunStats.__dataclass_fields__}

@@ -74,5 +74,11 @@ class ServerError(RagcliError):
     exit_code = 10
 
 
+class HistoryError(RagcliError):
+    """The answer history (``ragcli history``) cannot be opened or read: a damaged or foreign file."""
+
+    exit_code = 11
+
+
 class Interrupted(RagcliError):
     exit_code = 130

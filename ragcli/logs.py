@@ -6,8 +6,10 @@ import json
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator
 
+from ragcli.errors import HistoryError
 from ragcli.events import AnswerFinished, Event, event_to_dict
 
 SCHEMA = """
@@ -37,8 +39,22 @@ class AnswerLog:
         self.path = path or default_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(self.path, timeout=5)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.executescript(SCHEMA)
+        try:
+            with self._guarded():
+                self.db.execute("PRAGMA journal_mode=WAL")
+                self.db.executescript(SCHEMA)
+        except HistoryError:
+            self.db.close()
+            raise
+
+    @contextmanager
+    def _guarded(self) -> Iterator[None]:
+        """A file that is not a database, or a damaged one, is the user's to fix, not a crash."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            raise HistoryError(f"the answer history {self.path} cannot be used: {exc}",
+                               hint="move the file aside; ragcli then starts a new history") from None
 
     def record(self, question: str, settings: dict[str, Any], events: Iterable[Event]) -> int | None:
         events = list(events)
@@ -46,26 +62,30 @@ class AnswerLog:
         if final is None:
             return None
         trace = [event_to_dict(e) for e in events if e.kind != "token"]
-        cur = self.db.execute(
-            "INSERT INTO answers (created, question, answer, strategy, settings, stats, sources, events, stop_reason)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (time.time(), question, final.answer, settings.get("strategy", ""), json.dumps(settings),
-             json.dumps(final.stats.to_dict()), json.dumps([d.to_dict() for d in final.sources]),
-             json.dumps(trace, ensure_ascii=False), final.stop_reason),
-        )
-        self.db.commit()
+        with self._guarded():
+            cur = self.db.execute(
+                "INSERT INTO answers (created, question, answer, strategy, settings, stats, sources, events, stop_reason)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (time.time(), question, final.answer, settings.get("strategy", ""), json.dumps(settings),
+                 json.dumps(final.stats.to_dict()), json.dumps([d.to_dict() for d in final.sources]),
+                 json.dumps(trace, ensure_ascii=False), final.stop_reason),
+            )
+            self.db.commit()
         return cur.lastrowid
 
     def recent(self, limit: int = 20) -> list[dict[str, Any]]:
-        rows = self.db.execute(
-            "SELECT id, created, strategy, question, answer FROM answers ORDER BY id DESC LIMIT ?", (limit,))
+        with self._guarded():
+            rows = self.db.execute(
+                "SELECT id, created, strategy, question, answer FROM answers ORDER BY id DESC LIMIT ?",
+                (limit,)).fetchall()
         return [dict(zip(("id", "created", "strategy", "question", "answer"), r)) for r in rows]
 
     def get(self, entry_id: int) -> dict[str, Any] | None:
-        row = self.db.execute("SELECT * FROM answers WHERE id = ?", (entry_id,)).fetchone()
+        with self._guarded():
+            row = self.db.execute("SELECT * FROM answers WHERE id = ?", (entry_id,)).fetchone()
+            names = [d[0] for d in self.db.execute("SELECT * FROM answers LIMIT 0").description]
         if row is None:
             return None
-        names = [d[0] for d in self.db.execute("SELECT * FROM answers LIMIT 0").description]
         entry = dict(zip(names, row))
         for key in ("settings", "stats", "sources", "events"):
             entry[key] = json.loads(entry[key])

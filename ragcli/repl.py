@@ -213,12 +213,21 @@ class Repl:
                 self.out.print(f"[bold][{i}] {escape(safe(d.title))}[/]{mark} [dim]{escape(safe(d.location))}[/]")
                 self.out.print(escape(safe(d.text)) + "\n")
         elif cmd == "/search":
-            query = " ".join(args)
-            for i, d in enumerate(self.engine.retriever.search(query, self.settings.k), start=1):
+            if not args:
+                self.console.print("usage: /search QUERY")
+                return None
+            found = self.engine.retriever.search(" ".join(args), self.settings.k)
+            if not found:
+                self.console.print("no documents found")
+            for i, d in enumerate(found, start=1):
                 self.out.print(f"[{i}] {escape(safe(d.title))} ({d.score:.2f}) [dim]{escape(safe(d.location))}[/]")
                 self.out.print("    " + escape(safe(d.text[:200])))
         elif cmd == "/index":
             from ragcli.ingest.indexer import build_index
+
+            if not args:
+                self.console.print("usage: /index PATH")
+                return None
 
             report = build_index([Path(a).expanduser() for a in args], Path(self.settings.index),
                                  on_warning=lambda m: self.console.print(f"[yellow]warning:[/] {escape(safe(m))}"))

@@ -130,9 +130,25 @@ def test_history_lists_and_shows_logged_answers(small_corpus, tmp_path, capsys, 
     code, out, _ = call(["history"], capsys)
     assert code == 0 and "Which band?" in out and "Not logged?" not in out
     code, out, _ = call(["history", "show", "1"], capsys)
-    assert code == 0 and "Rush is the band." in out and "search" in out
+    assert code == 0 and "Rush is the band." in out and "search [question] Which band?" in out
     code, _, err = call(["history", "show", "99"], capsys)
     assert code == 2 and "no history entry 99" in err
+
+
+def test_a_damaged_history_is_one_error_naming_the_file_and_ask_still_answers(small_corpus, tmp_path, capsys,
+                                                                               fake_model):
+    from ragcli.logs import default_path
+
+    idx = str(tmp_path / "idx")
+    call(["index", str(small_corpus), "--index", idx], capsys)
+    default_path().parent.mkdir(parents=True, exist_ok=True)
+    default_path().write_text("garbage, not a database")
+    for argv in (["history"], ["history", "show", "1"]):
+        code, _, err = call(argv, capsys)
+        assert code == 11 and f"the answer history {default_path()} cannot be used" in err
+        assert "internal error" not in err and "move the file aside" in err
+    code, out, err = call(["ask", "Which band?", "--index", idx, "--strategy", "single"], capsys)
+    assert code == 0 and "Rush is the band." in out and "could not write the history log" in err
 
 
 def test_info_shows_index_stats(built_index, settings, capsys):

@@ -82,3 +82,12 @@ def test_ctrl_d_leaves_and_unknown_command_is_reported(settings, built_index):
 def test_errors_keep_the_session_alive(settings, built_index):
     repl, code, err, out = drive(make_repl(settings, built_index), "/strategy nope\r/set k many\r/exit\r")
     assert "unknown strategy" in err and "expects int" in err and code == 0
+
+
+def test_search_and_index_without_an_argument_print_their_usage(settings, built_index):
+    repl, code, err, out = drive(make_repl(settings, built_index),
+                                 "/search\r/index\r/search zzqqxx\r/search shrub\r/exit\r")
+    assert "usage: /search QUERY" in err and "usage: /index PATH" in err
+    assert "nothing to index" not in err
+    assert "no documents found" in err  # a search that finds nothing says so
+    assert "[1] Field notes" in out and code == 0
