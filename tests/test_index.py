@@ -149,6 +149,24 @@ def test_text_in_any_encoding_is_decoded_and_binary_files_are_skipped(small_corp
     assert idx.stats()["encodings"]["cp1252"] == 2
 
 
+@pytest.mark.parametrize("codec, text", [
+    ("cp1252", "La riunione è stata spostata a giovedì. Perché non è ancora pronto? Grazie, Niccolò.\n"),
+    ("cp1252", "Mötet har flyttats till torsdag. Vänligen skicka dina ändringar före onsdag. Tack, Björn Åström.\n"),
+    ("cp1252", "Der Bäcker öffnet um sieben Uhr. Die Brötchen kosten 50 Cent, das Müsli 3 €.\n"),
+    ("cp1251", "Привет, как дела? Встреча перенесена на четверг. Спасибо за помощь.\n"),
+    ("cp1250", "Zażółć gęślą jaźń. Spotkanie zostało przeniesione na czwartek. Dziękuję za pomoc.\n"),
+    ("cp1253", "Καλημέρα, η συνάντηση μεταφέρθηκε την Πέμπτη. Ευχαριστώ για τη βοήθεια.\n"),
+    ("shift_jis", "会議は木曜日に延期されました。ご協力ありがとうございます。\n"),
+])
+def test_a_short_legacy_note_is_decoded_in_its_own_encoding(codec, text):
+    """Short notes are where the detector's language fit is noisy: a Windows-1252 line must not come
+    back as cp1258 ("gioved́") or HP Roman-8 ("M—tet"), nor a Cyrillic, Polish, Greek or Japanese one
+    as Windows-1252."""
+    from ragcli.ingest.encoding import decode
+
+    assert decode(text.encode(codec)).text == text
+
+
 def test_bytes_no_encoding_fits_are_skipped_with_the_reason(tmp_path):
     import random
 
