@@ -98,6 +98,24 @@ def test_line_numbers_count_only_real_line_breaks(tmp_path):
     assert [p.location for p in read_passages(cr, "old.txt")][-1].endswith(":5")
 
 
+def test_an_html_charset_is_read_as_browsers_read_it_and_a_wrong_one_is_not_trusted(tmp_path):
+    """A page that says iso-8859-1 is Windows-1252 (WHATWG): its curly quotes are not C1 control
+    characters. A page that says utf-8 but is not is decoded like any text file, not with U+FFFD."""
+    from ragcli.ingest.reader import FileNotes, iter_passages
+
+    latin = tmp_path / "latin.html"
+    latin.write_bytes(b'<html><head><meta charset="iso-8859-1"></head><body><p>He said \x93hello\x94 '
+                      b'\x97 it\x92s 5\x80</p></body></html>')
+    liar = tmp_path / "liar.html"
+    liar.write_bytes(b'<html><head><meta charset="utf-8"></head><body><p>Caf\xe9 cr\xe8me and more words '
+                     b'here for the detector.</p></body></html>')
+    for page, text in ((latin, "He said \u201chello\u201d \u2014 it\u2019s 5\u20ac"),
+                       (liar, "Caf\u00e9 cr\u00e8me and more words here for the detector.")):
+        notes = FileNotes()
+        [passage] = iter_passages(page, page.name, notes)
+        assert passage.text == text and (notes.encoding, notes.replaced) == ("cp1252", 0)
+
+
 def test_markdown_heading_path_is_the_title(tmp_path):
     md = tmp_path / "guide.md"
     md.write_text("# User Guide\n\nIntro text here.\n\n## Install\n\nRun the installer.\n\n### Linux\n\n"

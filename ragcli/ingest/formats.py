@@ -127,18 +127,24 @@ BOILERPLATE_TAGS = ("script", "style", "noscript", "nav", "header", "footer", "a
 BOILERPLATE_ROLES = ("navigation", "banner", "contentinfo", "complementary", "search")
 
 
+# What browsers decode a page declared in these as (the WHATWG Encoding Standard): pages that say
+# iso-8859-1 are written in Windows-1252 (curly quotes, dashes and € in 0x80-0x9F).
+_WHATWG = {"iso8859-1": "cp1252", "ascii": "cp1252", "iso8859-9": "cp1254"}
+
+
 def declared_encoding(raw: bytes) -> str | None:
     """The encoding an HTML page declares (``<meta charset>``, an XML declaration), if it is one
-    Python knows (``codecs`` name, e.g. "cp1252" for windows-1252)."""
+    Python knows (``codecs`` name, e.g. "cp1252" for windows-1252), read as browsers read it."""
     import codecs
 
     from bs4.dammit import EncodingDetector
 
     name = EncodingDetector.find_declared_encoding(raw, is_html=True)
     try:
-        return codecs.lookup(name).name if name else None
+        found = codecs.lookup(name).name if name else None
     except LookupError:
         return None
+    return _WHATWG.get(found, found) if found else None
 
 
 def html_sections(path: Path, markup: bytes | str) -> list[Section]:

@@ -272,10 +272,14 @@ def _sections(path: Path, suffix: str, notes: FileNotes) -> list[Section]:
     if suffix in formats.HTML_SUFFIXES:
         raw = read_bytes(path)
         declared = None if bom(raw) or b"\x00" in raw[:SNIFF_BYTES] else formats.declared_encoding(raw)
-        if declared is None:  # no <meta charset> (or UTF-16, or binary): decoded here like any text file
+        try:
+            text = raw.decode(declared) if declared else None  # strictly: a page may lie about its charset
+        except UnicodeDecodeError:
+            text = None
+        if text is None:  # no <meta charset>, a wrong one, UTF-16 or binary: decoded like any text file
             return formats.html_sections(path, read_text(path, raw, notes))
         notes.encoding = declared
-        return formats.html_sections(path, raw)
+        return formats.html_sections(path, text)
     text = read_text(path, notes=notes)
     if suffix in formats.MARKDOWN_SUFFIXES:
         return formats.markdown_sections(path, text)
