@@ -116,6 +116,22 @@ def test_an_html_charset_is_read_as_browsers_read_it_and_a_wrong_one_is_not_trus
         assert passage.text == text and (notes.encoding, notes.replaced) == ("cp1252", 0)
 
 
+def test_markdown_front_matter_is_metadata_not_text_and_lines_keep_their_numbers(tmp_path):
+    """A blog post's YAML (or Hugo's TOML) front matter is no rule and setext heading: no "---"
+    passage, no "title: My Postdate: …" heading; its title names the post; a heading over two
+    lines keeps the space between them."""
+    post = tmp_path / "post.md"
+    post.write_text('---\ntitle: "My Post"\ndate: 2020-01-01\n---\n\nIntro about frogs.\n', encoding="utf-8")
+    [passage] = read_passages(post, "post.md")
+    assert (passage.title, passage.text, passage.location) == ("My Post", "Intro about frogs.", "post.md:6")
+    hugo = tmp_path / "hugo.md"
+    hugo.write_text('+++\ntitle = "Toml Post"\n+++\nHello toml.\n', encoding="utf-8")
+    assert [(p.title, p.location) for p in read_passages(hugo, "hugo.md")] == [("Toml Post", "hugo.md:4")]
+    setext = tmp_path / "setext.md"
+    setext.write_text("Setext heading\nover two lines\n==============\n\nBody text.\n", encoding="utf-8")
+    assert [p.title for p in read_passages(setext, "setext.md")] == ["Setext heading over two lines"]
+
+
 def test_markdown_heading_path_is_the_title(tmp_path):
     md = tmp_path / "guide.md"
     md.write_text("# User Guide\n\nIntro text here.\n\n## Install\n\nRun the installer.\n\n### Linux\n\n"

@@ -72,10 +72,11 @@ def markdown_sections(path: Path, text: str) -> list[Section]:
     underlined with ``===`` or ``---``), never a ``#`` line inside a fenced (``` or ~~~) or indented
     code block. A section's text is the source lines between its heading and the next one, so
     locations keep their line numbers."""
+    text, doc_title = _without_front_matter(text)
+    doc_title = doc_title or path.stem
     lines = split_lines(text)  # as markdown-it counts them: its line map indexes this list
     sections: list[Section] = []
     stack: list[tuple[int, str]] = []
-    doc_title = path.stem
 
     def add(first: int, end: int) -> None:  # 0-based line range [first, end)
         body = "".join(lines[first:end])
@@ -95,6 +96,21 @@ def markdown_sections(path: Path, text: str) -> list[Section]:
     return sections
 
 
+_FRONT_MATTER = re.compile(r"\A(---|\+\+\+)[ \t]*\r?\n(.*?\r?\n)(?:\1|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
+_FRONT_TITLE = re.compile(r"^title\s*[:=]\s*(.+?)\s*$", re.M)
+
+
+def _without_front_matter(text: str) -> tuple[str, str]:
+    """A leading YAML (---) or TOML (+++) front matter block blanked out, its lines kept so line
+    numbers stay (CommonMark would read it as a rule and a heading), and the title it gives."""
+    m = _FRONT_MATTER.match(text)
+    if not m:
+        return text, ""
+    title = _FRONT_TITLE.search(m.group(2))
+    blank = "".join(line[len(line.rstrip("\r\n")):] for line in split_lines(m.group(0)))
+    return blank + text[m.end():], title.group(1).strip("\"'") if title else ""
+
+
 def _headings(text: str) -> list[tuple[int, str, tuple[int, int]]]:
     """(level, plain title, 0-based line range) of each top-level heading."""
     tokens = _markdown().parse(text)
@@ -103,7 +119,8 @@ def _headings(text: str) -> list[tuple[int, str, tuple[int, int]]]:
         if tok.type != "heading_open" or tok.level != 0 or not tok.map:
             continue
         inline = tokens[i + 1]
-        words = [c.content for c in inline.children or () if c.type in ("text", "code_inline")]
+        words = [" " if c.type in ("softbreak", "hardbreak") else c.content
+                 for c in inline.children or () if c.type in ("text", "code_inline", "softbreak", "hardbreak")]
         title = " ".join("".join(words).split()) or inline.content.strip()
         found.append((int(tok.tag[1:]), title, (tok.map[0], tok.map[1])))
     return found
