@@ -59,6 +59,13 @@ class Document:
     source: str = "index"  # "index" | "web" | "gold"
     location: str = ""  # e.g. "docs/guide.md:12-30" or "corpus.jsonl#L42" or a URL
 
+    @property
+    def key(self) -> tuple[str, str]:
+        """Which passage this is, for gathering, deduplicating and citing: the id with the location,
+        since ids can repeat across a folder's files (two JSONL exports that both number from 1, or
+        the chunks of one document sharing its id); ``id`` stays what the eval compares."""
+        return (self.id, self.location)
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 

@@ -146,6 +146,27 @@ def test_fresh_docs_makes_a_drafts_search_bring_pages_the_answer_has_not_seen(se
     assert [d.id for d in strategy.gathered()] == ["rome", "romulus"]
 
 
+def test_pages_that_share_an_id_in_different_places_are_different_pages(settings):
+    """Two JSONL exports that both number their records from 1 (or the chunks of one document
+    sharing its id): each passage is gathered, read and cited on its own, not folded into the
+    first one found with that id."""
+    from ragcli.generation.fake import FakeGenerator
+    from ragcli.retrieval import StaticRetriever
+
+    lives = Document("1", "Capybara", "The capybara colony lives in the Orinoco basin wetlands.", 1.0,
+                     location="train.jsonl#L1")
+    eats = Document("1", "Capybara diet", "The capybara colony eats aquatic plants and grasses.", 1.0,
+                    location="dev.jsonl#L1")
+    strategy = Flare(FakeGenerator(), StaticRetriever([]), settings)
+    strategy.stats.retrievals = 1
+    strategy.gather([lives])
+    strategy.stats.retrievals = 2
+    strategy.gather([eats, lives])
+    assert [d.location for d in strategy.gathered()] == ["train.jsonl#L1", "dev.jsonl#L1"]
+    strategy.cite([lives, eats])
+    assert [d.location for d in strategy.sources] == ["train.jsonl#L1", "dev.jsonl#L1"]
+
+
 def test_a_search_for_new_pages_says_how_many_it_left_out_as_already_read(settings):
     """The final read's search skips the pages the answer already has: its event counts them, so the
     live view says "nothing new", not "no documents found", when it found only those."""

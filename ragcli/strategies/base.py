@@ -104,13 +104,13 @@ class Strategy:
         self._threshold = threshold
         self.stats = RunStats()
         self.sources: list[Document] = []
-        self._source_ids: set[str] = set()
+        self._source_keys: set[tuple[str, str]] = set()
         self._t0 = time.perf_counter()
         self._gen0 = (0, 0, 0)
         self.stop_reason: str | None = None  # set when a limit (repetition, timeout) ended the answer
         self._prompt_docs: list[Document] = []  # documents in the main prompt now (for reuse_order)
         self.style = "short"  # answer style of the current question (prompts.answer_style)
-        self.evidence: dict[str, Evidence] = {}  # every document retrieved for this answer, by id
+        self.evidence: dict[tuple[str, str], Evidence] = {}  # every document retrieved for this answer, by key
         # the committed sentences (with their tokens' probabilities) and the documents of the prompt that wrote each
         self._committed: list[tuple[Sentence, tuple[Document, ...]]] = []
         self.deferred: list[Sentence] = []  # flagged drafts whose regeneration was left to the final read
@@ -156,7 +156,7 @@ class Strategy:
             for d in self.retriever.search(query.text, k + len(seen)):
                 if len(docs) == k:
                     break
-                if d.id in seen:
+                if d.key in seen:
                     already_read += 1
                 else:
                     docs.append(d)
@@ -171,9 +171,9 @@ class Strategy:
         """Remember a retrieval's documents as evidence for the final read."""
         number = self.stats.retrievals - 1
         for rank, d in enumerate(docs):
-            e = self.evidence.get(d.id)
+            e = self.evidence.get(d.key)
             if e is None:
-                e = self.evidence[d.id] = Evidence(d, number, rank)
+                e = self.evidence[d.key] = Evidence(d, number, rank)
             e.rank = min(e.rank, rank)
             e.fused += 1.0 / (RRF_K + rank + 1)
 
@@ -189,15 +189,15 @@ class Strategy:
         new ones in the order given: when a retrieval returns overlapping documents, the prompt keeps
         a common prefix and the KV cache re-evaluates only from the first new document. The order
         depends only on the strategy's own state, so cached and uncached runs see the same prompt."""
-        ids = {d.id for d in docs}
-        kept = [d for d in previous if d.id in ids]
-        kept_ids = {d.id for d in kept}
-        return kept + [d for d in docs if d.id not in kept_ids]
+        keys = {d.key for d in docs}
+        kept = [d for d in previous if d.key in keys]
+        kept_keys = {d.key for d in kept}
+        return kept + [d for d in docs if d.key not in kept_keys]
 
     def cite(self, docs: Sequence[Document]) -> None:
         for d in docs:
-            if d.id not in self._source_ids:
-                self._source_ids.add(d.id)
+            if d.key not in self._source_keys:
+                self._source_keys.add(d.key)
                 self.sources.append(d)
 
     # -------------------------------------------------------------------- generation
@@ -332,20 +332,20 @@ class Strategy:
         return prompts.answer_prompt(question, docs, so_far, self.style)
 
     def prompt_documents(self, docs: Sequence[Document], build: Callable[[Sequence[Document]], str],
-                         reserve: int, *, last: Collection[str] = ()) -> list[Document]:
+                         reserve: int, *, last: Collection[tuple[str, str]] = ()) -> list[Document]:
         """The documents for the next main-slot prompt (``cache_fit``), cited."""
         ordered = self.cache_fit(docs, build, reserve, last=last)
         self.cite(ordered)
         return ordered
 
     def cache_fit(self, docs: Sequence[Document], build: Callable[[Sequence[Document]], str],
-                  reserve: int, *, last: Collection[str] = ()) -> list[Document]:
+                  reserve: int, *, last: Collection[tuple[str, str]] = ()) -> list[Document]:
         """``docs`` (most useful first) fitted to the context in that order (the least useful go
-        first when it is tight), then put in reuse order for the KV cache (those with an id in
+        first when it is tight), then put in reuse order for the KV cache (those with a key in
         ``last`` at the end, next to the question) and remembered for the next call."""
         kept = self.fit_documents(docs, build, reserve)
-        ordered = (self.reuse_order([d for d in kept if d.id not in last], self._prompt_docs)
-                   + [d for d in kept if d.id in last])
+        ordered = (self.reuse_order([d for d in kept if d.key not in last], self._prompt_docs)
+                   + [d for d in kept if d.key in last])
         if ordered != kept and self.gen.count_tokens(build(ordered)) > self.gen.n_ctx - reserve:
             ordered = kept  # the reordered prompt tokenizes longer: keep the order that was checked
         self._prompt_docs = ordered
@@ -426,8 +426,8 @@ class Strategy:
         # (the final read then evaluates only what is new), and the final search's pages last, next
         # to the question: what the answer pointed to is read where a small model reads best.
         cap = cap or self.read_limit()
-        docs = self.prompt_documents(self.gathered()[:cap], build, budget, last={d.id for d in last})
-        if {d.id for d in docs} <= {d.id for d in written_from}:
+        docs = self.prompt_documents(self.gathered()[:cap], build, budget, last={d.key for d in last})
+        if {d.key for d in docs} <= {d.key for d in written_from}:
             return before  # the answer was written from all these documents: nothing new to read
         yield self.step("read")
         chunk = yield from self.generate(build(docs), max_tokens=budget, slot="main")
@@ -496,8 +496,8 @@ class Strategy:
         holders = answers.held_by(first, written_from)
         if not holders or answers.within(second, first):
             return ""
-        old = {d.id for d in written_from}
-        if answers.held_by(second, [d for d in read if d.id not in old]) and not answers.held_by(second, written_from):
+        old = {d.key for d in written_from}
+        if answers.held_by(second, [d for d in read if d.key not in old]) and not answers.held_by(second, written_from):
             return ""
         page = holders[0].title or holders[0].id
         return (f"{_clip(first)!r} is in {_clip(page)!r}, a page it was written from; the read's {_clip(second)!r} "
@@ -536,10 +536,10 @@ class Strategy:
             return per[0]
         if self.style == "cot":
             return per[-1]
-        seen: dict[str, Document] = {}
+        seen: dict[tuple[str, str], Document] = {}
         for docs in per:
             for d in docs:
-                seen.setdefault(d.id, d)
+                seen.setdefault(d.key, d)
         return tuple(seen.values())
 
     def step(self, what: str) -> Event:

@@ -82,11 +82,11 @@ def spans_of(sentence: Sentence, masked: Sequence[bool]) -> list[str]:
 
 def interleave(lists: Sequence[Sequence[Document]], k: int) -> list[Document]:
     out: list[Document] = []
-    seen: set[str] = set()
+    seen: set[tuple[str, str]] = set()
     for rank in range(max((len(lst) for lst in lists), default=0)):
         for lst in lists:
-            if rank < len(lst) and lst[rank].id not in seen:
-                seen.add(lst[rank].id)
+            if rank < len(lst) and lst[rank].key not in seen:
+                seen.add(lst[rank].key)
                 out.append(lst[rank])
     return out[:k]
 
@@ -115,7 +115,7 @@ class Flare(Strategy):
         # (WikiAsp) configuration does ("first-keep"). They also stay a cached prompt prefix.
         keep = st.keep_first == "yes" or (st.keep_first == "auto" and self.style == "long")
         first = list(docs) if keep else []
-        first_ids = {d.id for d in first}
+        first_keys = {d.key for d in first}
         if first:
             yield self.notice(f"long answer: the question's {len(first)} document(s) stay in the prompt for "
                               "every sentence (--keep-first no to drop them)")
@@ -171,7 +171,7 @@ class Flare(Strategy):
                     stop_reason = "end"
                     break
                 if first:
-                    docs = first + [d for d in docs if d.id not in first_ids]
+                    docs = first + [d for d in docs if d.key not in first_keys]
                 sentence, ended = yield from self.sentence_with(question, docs, answer, what="regenerate",
                                                                 budget=min(st.lookahead, st.max_tokens - used))
                 if sentence is None:

@@ -77,9 +77,9 @@ class IRCoT(Strategy):
 
     def _add(self, pool, seen, docs, retrieval_no: int) -> None:
         for rank, d in enumerate(docs):
-            if d.id in seen or len(pool) >= self.settings.pool_cap:
+            if d.key in seen or len(pool) >= self.settings.pool_cap:
                 continue
-            seen.add(d.id)
+            seen.add(d.key)
             pool.append((rank, retrieval_no, d))
 
     def _one_retrieval_answer(self, question: str, docs: list[Document]):
