@@ -175,6 +175,26 @@ def test_symlink_loop_does_not_hang(tmp_path):
     assert names == ["doc.txt"]
 
 
+def test_a_linked_file_is_indexed_under_its_link_and_leaves_with_it(tmp_path):
+    """A symlink in the folder names its passages (what the user sees in the folder); deleting the
+    link removes them on the next run. Indexing the folder through a link to it changes nothing."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("Hippos spend their days in rivers.")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "own.txt").write_text("Otters hold hands.")
+    os.symlink(outside, docs / "hippos.txt")
+    os.symlink(docs, tmp_path / "docs_link")
+    index = tmp_path / "index"
+    r = build_index([docs], index)
+    assert r.added == 2 and {Path(f.path).name for f in r.files} == {"own.txt", "hippos.txt"}
+    r = build_index([tmp_path / "docs_link"], index)
+    assert (r.added, r.unchanged, r.removed) == (0, 2, 0)
+    (docs / "hippos.txt").unlink()
+    r = build_index([docs], index)
+    assert r.removed == 1 and r.passages_total == 1
+
+
 def test_add_change_delete_cycle_reports_counts(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()

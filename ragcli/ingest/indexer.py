@@ -249,7 +249,7 @@ class _Run:
 
     def remove_gone(self, paths: list[Path], files: list[FileInfo]) -> None:
         """Delete files that were indexed under these roots and are gone now."""
-        roots = [str(p.resolve()) for p in paths]
+        roots = [str(p.resolve()) for p in paths]  # as iter_files names the files under them
         current = {str(f.path) for f in files}
         for key in list(self.manifest):
             if key not in current and any(key == r or key.startswith(r.rstrip(os.sep) + os.sep) for r in roots):

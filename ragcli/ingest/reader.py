@@ -70,12 +70,15 @@ def _spec(patterns: Iterable[str]):
 
 def iter_files(paths: list[Path], *, include_hidden: bool = False, exclude: Iterable[str] = (),
                on_skip: SkipFn | None = None) -> Iterator[FileInfo]:
-    """Every supported file under ``paths`` (files given directly are taken as they are). A file
-    that cannot be looked at (a symlink loop or a broken link, or one that vanished) goes to
-    ``on_skip`` with the reason."""
+    """Every supported file under ``paths`` (files given directly are taken as they are), named by
+    its path under the resolved root (a symlink inside a folder by its own name, so deleting the
+    link removes its passages; a root reached through a link names its files as its target does);
+    a file reached twice (two links to one target) counts once. A file that cannot be looked at (a
+    symlink loop or a broken link, or one that vanished) goes to ``on_skip`` with the reason."""
     seen: set[Path] = set()
     excluded = list(exclude)
     for root in paths:
+        base = root.resolve()
         candidates: Iterable[Path] = [root] if root.is_file() else _walk(root, include_hidden, excluded)
         for path in candidates:
             try:
@@ -84,7 +87,8 @@ def iter_files(paths: list[Path], *, include_hidden: bool = False, exclude: Iter
                     continue
                 seen.add(resolved)
                 st = path.stat()
-                str(resolved).encode("utf-8")  # the index stores names as UTF-8 text
+                key = str(base if path == root else base / path.relative_to(root))
+                key.encode("utf-8")  # the index stores names as UTF-8 text
             except (OSError, RuntimeError) as exc:
                 if on_skip is not None:
                     on_skip(path, _unreachable(path, exc))
@@ -93,7 +97,7 @@ def iter_files(paths: list[Path], *, include_hidden: bool = False, exclude: Iter
                 if on_skip is not None:
                     on_skip(path, "its name is not valid UTF-8 (rename it to index it)")
                 continue
-            yield FileInfo(resolved, st.st_size, st.st_mtime_ns)
+            yield FileInfo(Path(key), st.st_size, st.st_mtime_ns)
 
 
 def _unreachable(path: Path, exc: BaseException) -> str:
