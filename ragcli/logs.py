@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from pathlib import Path
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ragcli.errors import HistoryError
