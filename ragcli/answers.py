@@ -16,7 +16,7 @@ from ragcli.types import Document
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCT = set(string.punctuation)
 YES_NO = frozenset({"yes", "no"})
-_ANSWER_IS = re.compile(r"answer is[:\s]*(.+?)(?:\.\s|\.$|\n|$)", re.IGNORECASE | re.S)
+_ANSWER_IS = re.compile(r"answer is[:\s]*", re.IGNORECASE)
 
 
 def normalize_answer(s: str) -> str:
@@ -28,16 +28,16 @@ def normalize_answer(s: str) -> str:
 
 
 def short_answer(text: str) -> str:
-    """The short answer: what follows the last "answer is" (chain-of-thought format), else the first
-    sentence (the answer-first format of the default prompt) without its final period."""
-    matches = list(_ANSWER_IS.finditer(text))
-    if matches:
-        return matches[-1].group(1).strip().strip('"').strip()
+    """The short answer: the first sentence after the last "answer is" (chain-of-thought format),
+    else the first sentence (the answer-first format of the default prompt), without its final
+    period. Sentences are Punkt's, so "George W. Bush." and "St. Louis." stay whole."""
     from ragcli.sentences import split_sentences
 
-    sentences = split_sentences(text.strip())
-    first = sentences[0] if sentences else text.strip()
-    return first.rstrip(".").strip()
+    matches = list(_ANSWER_IS.finditer(text))
+    rest = text[matches[-1].end():].split("\n", 1)[0] if matches else text
+    sentences = split_sentences(rest.strip())
+    first = (sentences[0] if sentences else rest).strip().rstrip(".").strip()
+    return first.strip('"').strip() if matches else first
 
 
 def within(part: str, whole: str) -> bool:

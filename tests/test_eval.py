@@ -42,6 +42,13 @@ def test_extract_answer():
     assert m.extract_answer("The answer is: Paris") == "Paris"
     assert m.extract_answer("Just Paris") == "Just Paris"
     assert m.extract_answer("St. Louis, Missouri. He was born there in 1948.") == "St. Louis, Missouri"
+    # a reasoning answer's conclusion is a sentence too: initials and abbreviations do not end it
+    for name in ("George W. Bush", "St. Louis, Missouri", "A. P. J. Abdul Kalam", "Philip K. Dick"):
+        assert m.extract_answer(f"He led it. So the answer is: {name}.") == name
+        assert m.exact_match(m.extract_answer(f"So the answer is: {name}."), [name]) == 1.0
+    assert m.extract_answer('So the answer is: "Paris". Paris is in France.') == "Paris"
+    assert m.extract_answer("So the answer is: 1 May 2020\nQuestion: next") == "1 May 2020"
+    assert m.extract_answer("So the answer is:") == ""
 
 
 def test_recall_by_pid_with_duplicate_titles():
