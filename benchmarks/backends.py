@@ -68,7 +68,8 @@ def check_close(a: list[dict], b: list[dict]) -> tuple[int | None, bool]:
 
 
 def compare(index: str, base_url: str, questions: list[str], strategies: list[str],
-            max_tokens: int = 160) -> list[Comparison]:
+            max_tokens: int = 160, model: str = "") -> list[Comparison]:
+    """``model``: the GGUF the server serves, loaded in-process too ("" : the bundled one)."""
     from ragcli.config import Settings
     from ragcli.engine import Engine
 
@@ -76,7 +77,7 @@ def compare(index: str, base_url: str, questions: list[str], strategies: list[st
         return Settings.resolve({"index": index, "max_tokens": max_tokens, "temperature": 0.0, **extra},
                                 env={}, config_path=Path("/nonexistent"))
 
-    local = Engine(settings())
+    local = Engine(settings(model=model)) if model else Engine(settings())
     remote = Engine(settings(backend="openai", base_url=base_url))
     out = []
     for strategy in strategies:

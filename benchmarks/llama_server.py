@@ -48,8 +48,9 @@ class LlamaServer:
     """``with LlamaServer(path, args=["-fa", "off"]) as server: server.url``"""
 
     def __init__(self, path: Path, *, args: tuple[str, ...] | list[str] = (), log: Path | None = None,
-                 start_timeout: float = 180.0) -> None:
+                 start_timeout: float = 180.0, model: Path | None = None) -> None:
         self.path, self.args, self.log, self.start_timeout = path, list(args), log, start_timeout
+        self.model = model  # None: the bundled model
         self.port = free_port()
         self.proc: subprocess.Popen | None = None
 
@@ -68,7 +69,8 @@ class LlamaServer:
         from ragcli.generation.llama import embedded_model_path
 
         out = self.log.open("ab") if self.log else subprocess.DEVNULL
-        self.proc = subprocess.Popen([str(self.path), "-m", str(embedded_model_path()), *self.args,
+        model = self.model or embedded_model_path()
+        self.proc = subprocess.Popen([str(self.path), "-m", str(model), *self.args,
                                       "--host", "127.0.0.1", "--port", str(self.port)],
                                      stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         import httpx

@@ -33,6 +33,8 @@ class Script:
     token_delay: float = 0.0  # seconds between streamed tokens
     stall_at: int | None = None  # a stream falls silent before this token (until released, 30 s at most)
     n_ctx: int = 4096
+    chat_template: str = ""  # llama-server's /props: the GGUF's template ("" for a base model)
+    model_path: str = "/models/stub.gguf"
 
 
 class StubServer:
@@ -109,7 +111,8 @@ def _handler(stub: StubServer):
                 self._json(200, {"object": "list", "data": [entry]})
             elif self.path == "/props" and s.dialect == "llama":
                 self._json(200, {"default_generation_settings": {"n_ctx": s.n_ctx}, "total_slots": 1,
-                                 "model_path": "/models/stub.gguf", "build_info": "stub", "chat_template": ""})
+                                 "model_path": s.model_path, "build_info": "stub",
+                                 "chat_template": s.chat_template})
             else:
                 self._json(404, {"error": {"message": "File Not Found", "type": "not_found_error"}})
 

@@ -167,6 +167,28 @@ def test_chat_only_server_is_used_through_chat_completions():
         assert body["logprobs"] is True and body["top_logprobs"] == 5
 
 
+CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+def test_an_instruct_model_on_llama_server_gets_its_chat_template_in_completions():
+    """The default --prompt-style auto renders an instruct model's own template (from /props) and
+    sends the text to /v1/completions, as in-process: logprobs and the KV cache work as for a base
+    model. (This path once failed to import at all: the stubs had no template.)"""
+    script = Script(chat_template=CHATML, model_path="/models/SmolLM2-135M-Instruct.Q4_1.gguf")
+    with StubServer(script) as stub:
+        g = gen(stub)
+        assert g.endpoint == "completions" and g.chat_template == CHATML
+        from ragcli.prompts import answer_prompt
+
+        tokens = list(g.stream(answer_prompt("Who wrote Hamlet?"), max_tokens=3))
+        assert tokens and tokens[0].top
+        sent = stub.completions()[-1]["body"]["prompt"]
+        assert sent.startswith("<|im_start|>system\n") and sent.endswith("<|im_start|>assistant\n")
+        assert "Question: Who wrote Hamlet?" in sent
+        assert g.count_tokens("plain") > 1  # counted as the model sees it, template included
+
+
 def test_token_counts_use_the_servers_tokenizer_or_a_generous_estimate():
     with StubServer() as stub:
         assert gen(stub).count_tokens("one two three") == 3

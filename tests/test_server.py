@@ -156,3 +156,25 @@ def test_engine_runs_every_logprob_free_strategy(server, sample_index):
         final = list(engine.ask("Who is Ulf Merbold?", engine.settings.copy(strategy=strategy, web=False)))[-1]
         assert final.kind == "answer" and final.stats.tokens_generated > 0
     engine.close()
+
+
+@pytest.mark.smollm2
+def test_an_instruct_model_through_its_chat_template_agrees_with_in_process(server_binary, sample_index, capsys):
+    """SmolLM2-135M-Instruct on llama-server, --prompt-style auto: ragcli renders the model's chat
+    template (from /props) and completes it on /v1/completions, as in-process does; single and FLARE
+    give the same tokens up to a near tie, and answers end at the template's end of turn."""
+    from tests.instruct_model import FetchError, fetch
+
+    try:
+        model = fetch()
+    except (FetchError, OSError) as exc:
+        pytest.skip(f"SmolLM2 GGUF not available ({exc}); run scripts/fetch-test-models.sh")
+    with LlamaServer(server_binary, args=["-fa", "off", "-c", "4096", "-np", "1"], model=model) as s:
+        g = OpenAIGenerator(s.url)
+        assert g.chat_template and g.endpoint == "completions"
+        rows = backends.compare(sample_index, s.url, backends.questions(2), ["single", "flare"], max_tokens=64,
+                                model=str(model))
+    with capsys.disabled():
+        print("\n" + backends.report(rows))
+    assert all(r.tokens[0] and r.tokens[1] for r in rows)
+    assert all(r.close for r in rows), backends.report(rows)

@@ -286,9 +286,9 @@ class OpenAIGenerator:
         """The prompt as the model sees it: wrapped in its chat template where in-process would."""
         if not self.chat_template:
             return prompt
-        from ragcli.generation.chat import wrap
+        from ragcli.generation.chat import render
 
-        return wrap(prompt, self.chat_template)
+        return render(prompt, self.chat_template)
 
     def _tokenize(self, text: str, *, special: bool) -> list[int] | None:
         """Token ids from the server's /tokenize (llama-server's or vLLM's); None where it has none."""
