@@ -210,6 +210,22 @@ def test_instruct_runs_the_query_and_strips_the_marker(settings):
     assert gen.calls[0]["bias"] == {"[": 2.0}
     assert gen.calls[1]["suppress_first"] == {"[": 5}
     assert "[1] Title 0" in gen.calls[1]["prompt"]
+    # the answer was written from the prompts' documents: the eval's answer-context recall reads them
+    assert fin.context and set(fin.context) <= {d.id for d in DOCS}
+
+
+def test_flare_instructs_context_is_the_prompt_that_wrote_its_conclusion(settings):
+    class Two(RecordingRetriever):
+        def search(self, query, k):
+            self.queries.append(query)
+            return DOCS[:1] if len(self.queries) == 1 else DOCS[3:4]
+
+    gen = FakeGenerator([
+        toks(" Rome was founded by Romulus. [Search(Romulus father)]", 0.9),
+        toks(" His father was Mars. So the answer is Mars.", 0.9) + toks(END, 0.9),
+    ])
+    events, _ = run(FlareInstruct, gen, settings.copy(k=1), retriever=Two())
+    assert of(events, AnswerFinished)[0].context == ("d3",)
 
 
 def test_search_marker_inside_a_document_is_never_executed(settings):

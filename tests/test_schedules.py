@@ -73,6 +73,28 @@ def test_ircot_stops_on_answer_is_and_reads(settings):
     assert gen.calls[-1]["prompt"].startswith(prompts.INSTRUCTION)  # the reader writes a short answer
 
 
+def test_ircot_lists_every_page_its_reasoning_read_as_a_source(settings):
+    """The pages behind a reasoning sentence are sources even when the final read (capped at one
+    page here) reads another: "Inception was directed by Christopher Nolan." is cited to its page."""
+    film = Document("a", "Inception", "Inception is a 2010 film directed by Christopher Nolan.", 1.0)
+    born = Document("b", "Christopher Nolan", "Christopher Nolan was born in London in 1970.", 1.0)
+
+    class ByQuery(RecordingRetriever):
+        def search(self, query, k):
+            self.queries.append(query)
+            return [film] if len(self.queries) == 1 else [born]
+
+    gen = FakeGenerator([
+        toks(" Inception was directed by Christopher Nolan.", 0.9) + [(" X", 0.9)],
+        toks(" Christopher Nolan was born in London.", 0.9) + [(" X", 0.9)],
+        toks(" So the answer is London.", 0.9) + END,
+        toks(" Christopher Nolan was born in London. So the answer is: London.", 0.9) + END,
+    ])
+    events, _ = run(IRCoT, gen, settings.copy(k=1, read_cap=1, revise="always"), retriever=ByQuery(), read=True)
+    fin = of(events, AnswerFinished)[0]
+    assert {d.id for d in fin.sources} == {"a", "b"}
+
+
 def test_ircots_reader_overrules_the_one_retrieval_answer_only_with_a_paragraph_found_later(settings):
     """The reader over the pool drifts to a name the question's paragraph already held: the
     one-retrieval answer stands (the evidence gate); with --revise always the reader decides."""

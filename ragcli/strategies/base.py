@@ -525,13 +525,17 @@ class Strategy:
 
     def context_documents(self) -> tuple[Document, ...]:
         """The documents in the prompt when the final answer was written: the final read's; else the
-        prompt of the sentence that holds the short answer (the first of a short answer, the
-        conclusion of a reasoning one); for a paragraph, every sentence's."""
+        prompt of the sentence that holds the short answer (the last "So the answer is …" sentence, as
+        ``answers.short_answer`` reads it; else the first of a short answer, the last of a reasoning
+        one); for a paragraph, every sentence's."""
         if self.answer_context is not None:
             return self.answer_context
         per = [docs for _, docs in self._committed]
         if not per:
             return tuple(self._prompt_docs)
+        concluding = [docs for sentence, docs in self._committed if prompts.concludes(sentence.text)]
+        if concluding and self.style != "long":
+            return concluding[-1]
         if self.style == "short":
             return per[0]
         if self.style == "cot":

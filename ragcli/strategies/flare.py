@@ -267,7 +267,7 @@ class FlareInstruct(Strategy):
             m = SEARCH.search(text)
             before = text[: m.start()] if m else text
             for sentence in sentences_of(_tokens_for(chunk.tokens, len(before)))[0]:
-                yield self.commit(sentence)
+                yield self.commit(sentence, docs=docs)
             answer = (answer + before).rstrip() if m else answer + before
             if not m:
                 stop_reason = "end" if chunk.ended else "max_tokens"

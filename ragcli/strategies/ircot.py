@@ -50,7 +50,7 @@ class IRCoT(Strategy):
             # rank order decides what is dropped when the context is tight (the latest retrieval's
             # lowest-ranked first); the prompt keeps the last one's paragraphs as its prefix
             by_rank = [d for _, _, d in sorted(pool, key=lambda x: (x[0], x[1]))]
-            ranked = self.cache_fit(by_rank, build, st.lookahead)
+            ranked = self.prompt_documents(by_rank, build, st.lookahead)
             yield self.step("cot")
             chunk = yield from self.generate(build(ranked), max_tokens=st.lookahead, until_sentence=True)
             sentence, _ = cut_sentence(chunk.tokens, first_sentence_end(chunk.text))
@@ -87,7 +87,7 @@ class IRCoT(Strategy):
         the answer the final read must overrule with a paragraph found later
         (``Strategy._unsupported_revision``). Returns (answer, its documents), or None."""
         budget = self.short_answer_budget()
-        docs = self.cache_fit(docs, lambda d: prompts.answer_prompt(question, d, ""), budget)
+        docs = self.prompt_documents(docs, lambda d: prompts.answer_prompt(question, d, ""), budget)
         yield self.step("generate")
         chunk = yield from self.generate(prompts.answer_prompt(question, docs, ""), max_tokens=budget,
                                          until_sentence=True)
