@@ -301,9 +301,14 @@ def test_a_results_file_from_before_a_setting_existed_resumes_at_its_default(tmp
     lines = out.read_text().splitlines()
     header = json.loads(lines[0])
     del header["settings"]["page_order"]  # as written before --page-order existed
+    del header["long_form"]  # and before --long-form was recorded
     out.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
     rows = run_eval(eng, specs, examples, settings, out=out, meta=run_metadata(settings, data, settings.index, ""))
     assert len(rows) == 2
     near = settings.copy(page_order="near")
     with pytest.raises(UsageError, match="page_order: 'rank' there, 'near' here"):
         run_eval(eng, specs, examples, near, out=out, meta=run_metadata(near, data, settings.index, ""))
+    # --long-form asks other questions under the same ids: the plain run's rows are not its answers
+    with pytest.raises(UsageError, match="long_form: False there, True here"):
+        run_eval(eng, specs, examples, settings, out=out,
+                 meta=run_metadata(settings, data, settings.index, "", long_form=True))

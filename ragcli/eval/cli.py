@@ -83,8 +83,9 @@ def eval_run(
         engine.strategy_class(spec.strategy, allow_eval=True)
     _open_index(base, dataset, corpus)
     if not restart:  # settings and dataset before the model loads (seconds for a big one); its hash after
-        runner.check_resumable(out, runner.run_metadata(base, dataset, base.index, None), model=False)
-    meta = _run_header(engine, base, dataset, specs, len(examples))
+        runner.check_resumable(out, runner.run_metadata(base, dataset, base.index, None, long_form=long_form),
+                               model=False)
+    meta = _run_header(engine, base, dataset, specs, len(examples), long_form=long_form)
     rows = _run_with_progress(engine, specs, examples, base, out=out, meta=meta, restart=restart, workers=workers)
     runs = runner.summarize(rows)
     _print_results(runs, len(examples), dataset.name, compare=not long_form)
@@ -127,13 +128,14 @@ def _open_index(base: Settings, dataset: Path, corpus: Path | None) -> None:
         TantivyIndex.open(base.index).check_not_empty()
 
 
-def _run_header(engine, base: Settings, dataset: Path, specs: list, n_questions: int) -> dict:
+def _run_header(engine, base: Settings, dataset: Path, specs: list, n_questions: int, *,
+                long_form: bool = False) -> dict:
     """What the records file's header keeps: settings, model (and its hash), backend and server, runs."""
     from ragcli.eval import runner
 
     gen = engine.generator
     model = str(getattr(gen, "model_path", "") or getattr(gen, "model", "")) or None
-    meta = runner.run_metadata(base, dataset, base.index, model)
+    meta = runner.run_metadata(base, dataset, base.index, model, long_form=long_form)
     meta["backend"] = base.backend
     if hasattr(gen, "server_info"):  # the server and what it reports of the model (never the key)
         meta["server"] = gen.server_info()

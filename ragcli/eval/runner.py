@@ -182,6 +182,8 @@ def _differences(header: dict, meta: dict, model: bool) -> list[str]:
     for key, name, on in (("model_sha256", "model", model), ("dataset_sha256", "dataset", True)):
         if on and key in meta and header.get(key) != meta[key]:
             differ.append(f"{name}: sha256 {str(header.get(key))[:12]} there, {str(meta[key])[:12]} here")
+    if bool(header.get("long_form")) != bool(meta.get("long_form")):  # a file from before the key: plain
+        differ.append(f"long_form: {bool(header.get('long_form'))} there, {bool(meta.get('long_form'))} here")
     return differ
 
 
@@ -289,7 +291,10 @@ def _means(items: list[dict]) -> dict[str, float]:
     }
 
 
-def run_metadata(settings: Settings, dataset: Path, index_dir: str, model_path: str | None) -> dict[str, Any]:
+def run_metadata(settings: Settings, dataset: Path, index_dir: str, model_path: str | None, *,
+                 long_form: bool = False) -> dict[str, Any]:
+    """A results file's header. ``long_form``: the questions were asked as "Tell me about …" (their
+    rows answer other questions than the plain run's, under the same ids)."""
     from importlib.metadata import PackageNotFoundError, version
 
     from ragcli import __version__
@@ -308,6 +313,7 @@ def run_metadata(settings: Settings, dataset: Path, index_dir: str, model_path: 
         "index": index_dir,
         "dataset": str(dataset),
         "dataset_sha256": _sha256(dataset),
+        "long_form": long_form,
         "git_commit": _git_commit(),
         "versions": versions,
     }
