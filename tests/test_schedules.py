@@ -193,6 +193,29 @@ def test_self_ask_retrieves_once_per_follow_up(settings):
     assert of(events, AnswerFinished)[0].answer == "So the answer is Mars."
 
 
+def test_self_ask_generates_within_max_tokens(settings):
+    """Follow-ups, intermediate and final answers share --max-tokens: each call is given what is left,
+    and the run stops with "max_tokens" when it is spent."""
+    script = [toks("Follow up: Who founded Rome?\n", 0.9), toks(" Romulus founded Rome.", 0.9)] * 5
+    gen = FakeGenerator(script)
+    events, _ = run(SelfAsk, gen, settings.copy(max_tokens=12), question="Who was the father of Rome's founder?")
+    assert gen.calls[0]["max_tokens"] == 12
+    assert gen.stats.tokens_generated == 12  # the last call was given what was left, no more
+    assert of(events, AnswerFinished)[0].stop_reason == "max_tokens"
+
+
+def test_the_look_ahead_is_a_parameter_of_every_strategy_that_uses_it():
+    """A --lookahead grid runs every strategy whose steps it bounds (previous-sentence's sentences,
+    IRCoT's reasoning steps, every final read's budget), not only FLARE."""
+    from ragcli.eval.runner import expand_grid
+
+    keys = [s.key for s in expand_grid(["flare", "previous-sentence", "previous-window", "ircot", "single"],
+                                       {"lookahead": [16, 64]})]
+    for name in ("flare", "previous-sentence", "previous-window", "ircot"):
+        assert f"{name} lookahead=16" in keys and f"{name} lookahead=64" in keys
+    assert "single" in keys
+
+
 @pytest.mark.parametrize("order, expected", [("rank", ["A", "B", "C"]), ("near", ["C", "B", "A"])])
 def test_page_order_puts_the_best_page_first_or_next_to_the_question(settings, order, expected):
     """Single retrieval's prompt lists the question's pages by rank, or with ``--page-order near``

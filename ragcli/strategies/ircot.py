@@ -30,7 +30,7 @@ class IRCoT(Strategy):
     name = "ircot"
     description = ("IRCoT: each chain-of-thought sentence becomes the next query; a reader answers from "
                    "everything gathered.")
-    params = ("k", "pool_cap", "reader", "max_steps", "max_tokens", "final_search", "read_cap", "revise")
+    params = ("k", "pool_cap", "reader", "lookahead", "max_steps", "max_tokens", "final_search", "read_cap", "revise")
     answer_stop = prompts.ANSWER_STOP
 
     def answer(self, question: str) -> Iterator[Event]:

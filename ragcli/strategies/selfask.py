@@ -27,10 +27,19 @@ class SelfAsk(Strategy):
         docs = []
         stop_reason = "max_steps"
         final = ""
+        used = 0  # tokens generated: follow-ups, intermediate and final answers share --max-tokens
+
+        def budget(cap: int) -> int:
+            return min(cap, st.max_tokens - used)
+
         while self.stats.steps < st.max_steps:
+            if budget(1) <= 0:
+                stop_reason = "max_tokens"
+                break
             yield self.step("decompose")
-            chunk = yield from self.generate(prompts.self_ask_prompt(question, docs, scratch), max_tokens=64,
+            chunk = yield from self.generate(prompts.self_ask_prompt(question, docs, scratch), max_tokens=budget(64),
                                              stop=prompts.SELF_ASK_STOP)
+            used += len(chunk.tokens)
             text = chunk.text
             done = FINAL.search(text)
             follow = FOLLOW_UP.search(text)
@@ -42,8 +51,12 @@ class SelfAsk(Strategy):
             if not follow:
                 # the model wrote neither: ask it for the final answer directly
                 scratch += text.rstrip() + "\nSo the final answer is:"
-                chunk = yield from self.generate(prompts.self_ask_prompt(question, docs, scratch), max_tokens=32,
-                                                 stop=("\n",))
+                if budget(1) <= 0:
+                    stop_reason = "max_tokens"
+                    break
+                chunk = yield from self.generate(prompts.self_ask_prompt(question, docs, scratch),
+                                                 max_tokens=budget(32), stop=("\n",))
+                used += len(chunk.tokens)
                 final = chunk.text.strip()
                 stop_reason = "end"
                 break
@@ -54,10 +67,14 @@ class SelfAsk(Strategy):
             docs = self.fit_documents(docs, lambda d: prompts.self_ask_prompt(question, d, scratch), reserve=96)
             self.cite(docs)
             self._prompt_docs = docs  # the final answer is written from the last follow-up's documents
+            if budget(1) <= 0:
+                stop_reason = "max_tokens"
+                break
             yield self.step("intermediate")
             scratch += "Intermediate answer:"
-            chunk = yield from self.generate(prompts.self_ask_prompt(question, docs, scratch), max_tokens=48,
+            chunk = yield from self.generate(prompts.self_ask_prompt(question, docs, scratch), max_tokens=budget(48),
                                              stop=("\n",))
+            used += len(chunk.tokens)
             scratch += " " + chunk.text.strip() + "\n"
         for line in scratch.strip().splitlines():
             if line.startswith("Intermediate answer:"):

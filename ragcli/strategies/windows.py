@@ -22,7 +22,8 @@ RERANK_CANDIDATES = 8
 class PreviousWindow(Strategy):
     name = "previous-window"
     description = "Retrieve every --stride tokens with the last --query-len tokens as the query (IC-RALM)."
-    params = ("stride", "query_len", "k", "rerank", "max_tokens", "final_read", "final_search", "read_cap", "revise")
+    params = ("stride", "query_len", "k", "rerank", "lookahead", "max_tokens", "final_read", "final_search", "read_cap",
+              "revise")
     answer_stop = prompts.ANSWER_STOP
     reads_finally = True
 
@@ -96,7 +97,7 @@ class PreviousWindow(Strategy):
 class PreviousSentence(Strategy):
     name = "previous-sentence"
     description = "Retrieve before every sentence with the previous sentence as the query."
-    params = ("k", "max_steps", "max_tokens", "final_read", "final_search", "read_cap", "revise")
+    params = ("k", "lookahead", "max_steps", "max_tokens", "final_read", "final_search", "read_cap", "revise")
     answer_stop = prompts.ANSWER_STOP
     reads_finally = True
 
