@@ -123,3 +123,30 @@ def test_sentences_of_keeps_every_token_and_the_unfinished_rest():
     done, rest = sentences_of(tokens)
     assert [s.text for s in done] == ["Dr. Smith came.", "He sat.", "Then"] and rest == []
 
+
+
+def test_a_piece_that_crosses_a_sentence_end_loses_no_text(settings):
+    """A server without per-token logprobs streams text in pieces (" Paris. He"): the piece is cut at
+    the sentence end, so every word lands in a sentence, in the answer, and in a cut repetition."""
+    from ragcli.events import AnswerFinished
+    from ragcli.generation.fake import FakeGenerator
+    from ragcli.retrieval import StaticRetriever
+    from ragcli.strategies.baselines import SingleRetrieval
+    from ragcli.strategies.stream import cut_sentence, sentences_of
+    from ragcli.types import Token
+
+    pieces = [" Paris. He", " was born there. It", " rained."]
+    tokens = [Token(t, -0.5) for t in pieces]
+    done, rest = sentences_of(tokens, final=False)
+    assert [s.text for s in done] == ["Paris.", "He was born there."] and "".join(t.text for t in rest) == " It rained."
+    assert [t.text for t in done[1].tokens] == [" He", " was born there."] and done[1].tokens[0].logprob == -0.5
+    head, rest = cut_sentence(tokens, len(" Paris."))
+    assert head.text == "Paris." and "".join(t.text for t in rest) == " He was born there. It rained."
+    gen = FakeGenerator([[(p, 0.9) for p in pieces] + [("\n\nQuestion:", 0.9)]])
+    events = list(SingleRetrieval(gen, StaticRetriever([]), settings).run("Where was he born?"))
+    assert events[-1].answer == "Paris. He was born there. It rained."
+    looping = [" He sat. He", " sat. He", " sat."]  # the repeat starts inside a piece: cut exactly there
+    gen = FakeGenerator([[(p, 0.9) for p in looping] + [("\n\nQuestion:", 0.9)]])
+    final = [e for e in SingleRetrieval(gen, StaticRetriever([]), settings.copy(final_read="no")).run("q?")
+             if isinstance(e, AnswerFinished)][-1]
+    assert final.answer == "He sat." and final.stop_reason == "repetition"

@@ -34,6 +34,7 @@ from ragcli.strategies.stream import (
     repeating,
     repeats,
     sentences_of,
+    split_at,
 )
 from ragcli.strategies.trigger import Trigger, make_trigger
 from ragcli.types import Document, Query, RunStats, Sentence, Token
@@ -288,8 +289,8 @@ class Strategy:
         return chunk
 
     def _cut_repetition(self, chunk: Chunk, keep: int) -> Iterator[Event]:
-        """End the chunk before a sentence that repeats an earlier one."""
-        del chunk.tokens[keep:]
+        """End the chunk before a sentence that repeats an earlier one (``keep``: characters before it)."""
+        chunk.tokens[:] = split_at(chunk.tokens, keep)[0]
         self.stop_reason = "repetition"
         yield Notice(REPEATED, "warning")
         chunk.ended = True

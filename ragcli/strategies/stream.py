@@ -60,24 +60,34 @@ def repeats(sentence: str, earlier: Sequence[str]) -> bool:
     return bool(key) and any(_sentence_key(e) == key for e in earlier)
 
 
+def split_at(tokens: Sequence[Token], offset: int) -> tuple[list[Token], list[Token]]:
+    """Tokens before and after a character offset of their joined text; a token crossing it is cut
+    there, both pieces keeping its probability."""
+    pos = 0
+    for i, tok in enumerate(tokens):
+        if pos + len(tok.text) > offset:
+            if offset <= pos:
+                return list(tokens[:i]), list(tokens[i:])
+            cut = offset - pos
+            return [*tokens[:i], tok.with_text(tok.text[:cut])], [tok.with_text(tok.text[cut:]), *tokens[i + 1:]]
+        pos += len(tok.text)
+    return list(tokens), []
+
+
 def cut_sentence(tokens: Sequence[Token], offset: int | None) -> tuple[Sentence, list[Token]]:
     """Split tokens at a character offset of their joined text: (first sentence, remaining tokens)."""
     text = "".join(t.text for t in tokens)
     if offset is None or offset >= len(text.rstrip()):
         return Sentence(text.strip(), tuple(tokens)), []
-    head: list[Token] = []
-    pos = 0
-    for i, tok in enumerate(tokens):
-        if pos >= offset:
-            return Sentence(text[:offset].strip(), tuple(head)), list(tokens[i:])
-        head.append(tok)
-        pos += len(tok.text)
-    return Sentence(text[:offset].strip(), tuple(head)), []
+    head, rest = split_at(tokens, offset)
+    return Sentence(text[:offset].strip(), tuple(head)), rest
 
 
 def sentences_of(tokens: Sequence[Token], *, final: bool = True) -> tuple[list[Sentence], list[Token]]:
-    """Cut tokens into sentences with one Punkt pass. A token belongs to the sentence it starts in.
-    With ``final`` False the last (possibly unfinished) sentence is returned as leftover tokens."""
+    """Cut tokens into sentences with one Punkt pass. A token that crosses a sentence end (a server
+    sending " Paris. He" as one piece) is cut there, both pieces keeping its probability, so every
+    character lands in one sentence. With ``final`` False the last (possibly unfinished) sentence is
+    returned as leftover tokens."""
     tokens = list(tokens)
     text = "".join(t.text for t in tokens)
     ends = [b for _a, b in split_spans(text)]
@@ -85,9 +95,13 @@ def sentences_of(tokens: Sequence[Token], *, final: bool = True) -> tuple[list[S
     i = start = 0  # the current sentence's first token, and where its text starts
     for end in ends[:-1]:
         j, pos = i, start
-        while j < len(tokens) and pos < end:
+        while j < len(tokens) and pos + len(tokens[j].text) <= end:
             pos += len(tokens[j].text)
             j += 1
+        if j < len(tokens) and pos < end:  # tokens[j] crosses the end
+            head, tail = split_at(tokens[j:j + 1], end - pos)
+            tokens[j:j + 1] = head + tail
+            pos, j = end, j + 1
         sentence = Sentence(text[start:end].strip(), tuple(tokens[i:j]))
         if sentence.text:
             out.append(sentence)
@@ -110,7 +124,6 @@ class SentenceTracker:
 
     def __init__(self) -> None:
         self.sentences: list[Sentence] = []
-        self.tokens_before_open = 0  # tokens in the complete sentences
         self._open: list[Token] = []
         self._text = ""
 
@@ -129,16 +142,15 @@ class SentenceTracker:
         return self._complete(done, [])
 
     def _complete(self, done: list[Sentence], rest: list[Token]) -> list[Sentence]:
-        self.tokens_before_open += len(self._open) - len(rest)
         self._open, self._text = rest, "".join(t.text for t in rest)
         self.sentences.extend(done)
         return done
 
     def repeated(self, new: Sequence[Sentence]) -> int | None:
-        """If one of the ``new`` sentences repeats an earlier one, how many tokens come before it
-        (where to cut the answer); else None."""
+        """If one of the ``new`` sentences repeats an earlier one, how many characters of the stream
+        come before it (where to cut the answer: ``split_at``); else None."""
         first_new = len(self.sentences) - len(new)
         for k in range(first_new, len(self.sentences)):
             if repeats(self.sentences[k].text, [s.text for s in self.sentences[:k]]):
-                return sum(len(s.tokens) for s in self.sentences[:k])
+                return sum(len(t.text) for s in self.sentences[:k] for t in s.tokens)
         return None
