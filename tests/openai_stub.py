@@ -178,6 +178,7 @@ def _handler(stub: StubServer):
             if word and s.logprobs and want:
                 lp = -0.1 - 0.05 * i
                 alts = [(word, lp), (" maybe", lp - 1.5), (" or", lp - 2.5)]
+                alts += [(f" other{k}", lp - 3.0 - 0.1 * k) for k in range(max(0, int(want) - len(alts)))]
                 if s.dialect == "vllm" and not chat:
                     choice["logprobs"] = {"tokens": [word], "token_logprobs": [lp], "text_offset": [0],
                                           "top_logprobs": [{t: v for t, v in alts}]}

@@ -72,7 +72,7 @@ def test_legacy_shape_with_partial_bytes_and_the_sampled_token_added():
                          "usage": {"prompt_tokens": 12, "prompt_tokens_details": {"cached_tokens": 8}}})
     (p,) = chunk.pieces
     assert p.data == b"\xe2\x80" and p.logprob == -9.0
-    assert [t for t, _ in p.top] == ["x", "y", "z", "w", "v"]  # the 5 best; the sampled one (6th) left out
+    assert [t for t, _ in p.top][:5] == ["x", "y", "z", "w", "v"]  # best first; a token keeps these 5
     assert (chunk.prompt_tokens, chunk.cached_tokens) == (12, 8)
 
 
@@ -115,7 +115,7 @@ def test_stream_fills_tokens_alternatives_stops_and_counts(dialect):
         assert g.last_finish == "stop"
         first = tokens[0]
         assert first.logprob == pytest.approx(-0.1) and first.top[0] == ("Paris", pytest.approx(-0.1))
-        assert len(first.top) == 3 and first.entropy is not None
+        assert len(first.top) == 5 and first.entropy is not None  # the 5 asked for
         assert (first.id != -1) == (dialect == "llama")
         body = stub.completions()[-1]["body"]
         assert body["stream"] and body["logprobs"] == 5 and body["temperature"] == 0.0
@@ -201,10 +201,14 @@ def test_token_counts_use_the_servers_tokenizer_or_a_generous_estimate():
 
 def test_next_token_probs_from_the_alternatives():
     with StubServer() as stub:
-        probs = gen(stub).next_token_probs("Q", ["Paris", " maybe", " Lyon"])
+        g = gen(stub)
+        probs = g.next_token_probs("Q", ["Paris", " maybe", " Lyon", " other16"])
         assert probs["Paris"] == pytest.approx(math.exp(-0.1)) and probs[" maybe"] == pytest.approx(math.exp(-1.6))
         assert probs[" Lyon"] == 0.0
         assert stub.completions()[-1]["body"]["logprobs"] == 20
+        # all 20 alternatives asked for are read, not only the 5 a streamed token keeps
+        assert probs[" other16"] == pytest.approx(math.exp(-0.1 - 3.0 - 1.6))
+        assert all(len(t.top) == 5 for t in g.stream("Q", max_tokens=3))
 
 
 def test_next_token_probs_without_logprobs_is_the_models_own_word():

@@ -229,7 +229,7 @@ class OpenAIGenerator:
             text = self._piece_text(p, chunk, decoder)
             if text is None:
                 continue
-            yield Token(text, p.logprob if p.logprob is not None else 0.0, p.id, p.entropy, p.top)
+            yield Token(text, p.logprob if p.logprob is not None else 0.0, p.id, p.entropy, p.top[:TOP_N])
 
     @staticmethod
     def _piece_text(p: Piece, chunk: Chunk, decoder) -> str | None:

@@ -32,7 +32,7 @@ class Piece:
     logprob: float | None
     id: int = -1
     data: bytes | None = None  # the token's exact bytes, when the server sends them (llama-server)
-    top: tuple[tuple[str, float], ...] = ()
+    top: tuple[tuple[str, float], ...] = ()  # every alternative sent, best first (a token keeps TOP_N)
     top_ids: tuple[int, ...] = ()  # ids of ``top`` when the server sends them
     entropy: float | None = None  # a lower bound from the listed alternatives (see ``entropy_bound``)
 
@@ -128,8 +128,8 @@ def _content_piece(entry: dict) -> Piece:
     ids = [ids[i] for i in order]
     logprob = entry.get("logprob")
     return Piece(str(entry.get("token", "")), float(logprob) if isinstance(logprob, (int, float)) else None,
-                 int(entry["id"]) if isinstance(entry.get("id"), int) else -1, data, tuple(top[:TOP_N]),
-                 tuple(ids[:TOP_N]) if all(i >= 0 for i in ids) else (), entropy_bound([lp for _, lp in top]))
+                 int(entry["id"]) if isinstance(entry.get("id"), int) else -1, data, tuple(top),
+                 tuple(ids) if all(i >= 0 for i in ids) else (), entropy_bound([lp for _, lp in top]))
 
 
 def _legacy_pieces(logprobs: dict) -> list[Piece]:
@@ -144,7 +144,7 @@ def _legacy_pieces(logprobs: dict) -> list[Piece]:
         top = sorted(((_legacy_token(str(t))[0], float(v)) for t, v in alts.items()
                       if isinstance(v, (int, float))), key=lambda p: -p[1])
         pieces.append(Piece(text, float(lp) if isinstance(lp, (int, float)) else None, -1, data,
-                            tuple(top[:TOP_N]), (), entropy_bound([v for _, v in top])))
+                            tuple(top), (), entropy_bound([v for _, v in top])))
     return pieces
 
 
