@@ -35,6 +35,8 @@ class Script:
     n_ctx: int = 4096
     chat_template: str = ""  # llama-server's /props: the GGUF's template ("" for a base model)
     model_path: str = "/models/stub.gguf"
+    held: tuple[int, ...] = ()  # llama: words sent with no text (held back for a stop), released with the next
+    logprob_at: dict[int, float] = field(default_factory=dict)  # a word's logprob other than the default
 
 
 class StubServer:
@@ -149,6 +151,7 @@ def _handler(stub: StubServer):
             self.end_headers()
             chat = "messages" in body
             n = min(int(body.get("max_tokens") or 16), len(s.words))
+            held = ""
             for i, word in enumerate(s.words[:n]):
                 if s.stall_at is not None and i == s.stall_at and "max_tokens" in body and body["max_tokens"] > 1:
                     stub.release.wait(30)
@@ -157,7 +160,12 @@ def _handler(stub: StubServer):
                     self.close_connection = True
                     self.connection.shutdown(2)  # drop it mid-body: no final chunk, no [DONE]
                     return
-                self._event(self._chunk(word, i, body, chat, None))
+                if i in s.held:  # as llama-server holds a token back: its logprob now, its text later
+                    self._event(self._chunk(word, i, body, chat, None, shown=""))
+                    held += word
+                else:
+                    self._event(self._chunk(word, i, body, chat, None, shown=held + word))
+                    held = ""
                 if s.token_delay:
                     time.sleep(s.token_delay)
             finish = "length" if n < len(s.words) else "stop"
@@ -167,26 +175,28 @@ def _handler(stub: StubServer):
             self._send_raw(b"data: [DONE]\n\n")
             self._send_raw(b"")
 
-        def _chunk(self, word: str, i: int, body: dict, chat: bool, finish: str | None) -> dict:
+        def _chunk(self, word: str, i: int, body: dict, chat: bool, finish: str | None,
+                   shown: str | None = None) -> dict:
             s = stub.script
+            text = word if shown is None else shown
             choice: dict[str, Any] = {"index": 0, "finish_reason": finish}
             if chat:
-                choice["delta"] = {"content": word}
+                choice["delta"] = {"content": text}
             else:
-                choice["text"] = word
+                choice["text"] = text
             want = body.get("top_logprobs") if chat else body.get("logprobs")
             if word and s.logprobs and want:
-                lp = -0.1 - 0.05 * i
+                lp = s.logprob_at.get(i, -0.1 - 0.05 * i)
                 alts = [(word, lp), (" maybe", lp - 1.5), (" or", lp - 2.5)]
                 alts += [(f" other{k}", lp - 3.0 - 0.1 * k) for k in range(max(0, int(want) - len(alts)))]
                 if s.dialect == "vllm" and not chat:
                     choice["logprobs"] = {"tokens": [word], "token_logprobs": [lp], "text_offset": [0],
                                           "top_logprobs": [{t: v for t, v in alts}]}
                 else:
-                    entry = {"token": word, "logprob": lp,
+                    entry = {"token": text, "logprob": lp,
                              "top_logprobs": [{"token": t, "logprob": v} for t, v in alts]}
                     if s.dialect == "llama":
-                        entry.update(id=_token_id(word), bytes=list(word.encode()))
+                        entry.update(id=_token_id(word), bytes=list(text.encode()))
                         for alt in entry["top_logprobs"]:
                             alt.update(id=_token_id(alt["token"]), bytes=list(alt["token"].encode()))
                     choice["logprobs"] = {"content": [entry]}

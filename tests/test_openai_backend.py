@@ -127,6 +127,19 @@ def test_stream_fills_tokens_alternatives_stops_and_counts(dialect):
         assert g.fingerprint().startswith(f"openai:{stub.url}/v1|stub-model|")
 
 
+def test_a_token_llama_server_held_back_speaks_for_the_text_it_released_with():
+    """llama-server sends a token that may start a stop string with no text (its logprob only) and its
+    text with the token that releases it: the released text carries the least likely of them (as
+    in-process, where the stop filter merges held tokens), and both count as generated."""
+    script = Script(held=(1,), logprob_at={1: -3.0})
+    with StubServer(script) as stub:
+        g = gen(stub)
+        tokens = list(g.stream("Q", max_tokens=4))
+        assert [t.text for t in tokens] == ["Paris", " is the", " capital"]
+        assert tokens[1].logprob == pytest.approx(-3.0)
+        assert g.stats.tokens_generated == 4
+
+
 def test_usage_counts_prompt_and_cached_tokens_and_finish_reasons():
     with StubServer() as stub:
         g = gen(stub)

@@ -236,7 +236,10 @@ class OpenAIGenerator:
         if p.data is None:
             return p.text or None  # an empty token is an end-of-generation or control token: no text
         if not p.data:
-            return None
+            # llama-server sends a token it holds back (it may start a stop string) with no text, and
+            # its text later with the token that releases it: passed on empty, the stop filter merges it
+            # with that one, so the least likely of them speaks for the text, as in-process
+            return "" if p.logprob is not None else None
         if p.data[0] & 0xC0 == 0x80 and not decoder.getstate()[0] and len(chunk.pieces) == 1 and chunk.text:
             # llama-server sends no token whose bytes end inside a character: the chunk's text has them
             return chunk.text
