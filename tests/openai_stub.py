@@ -37,6 +37,7 @@ class Script:
     model_path: str = "/models/stub.gguf"
     held: tuple[int, ...] = ()  # llama: words sent with no text (held back for a stop), released with the next
     logprob_at: dict[int, float] = field(default_factory=dict)  # a word's logprob other than the default
+    tokens_per_word: int = 1  # llama: model tokens behind one entry (an emoji of 3 byte tokens), as usage counts
 
 
 class StubServer:
@@ -150,7 +151,8 @@ def _handler(stub: StubServer):
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
             chat = "messages" in body
-            n = min(int(body.get("max_tokens") or 16), len(s.words))
+            asked = int(body.get("max_tokens") or 16)
+            n = min(-(-asked // s.tokens_per_word), len(s.words))  # words begun within the tokens asked
             held = ""
             for i, word in enumerate(s.words[:n]):
                 if s.stall_at is not None and i == s.stall_at and "max_tokens" in body and body["max_tokens"] > 1:
@@ -170,7 +172,8 @@ def _handler(stub: StubServer):
                     time.sleep(s.token_delay)
             finish = "length" if n < len(s.words) else "stop"
             final = self._chunk("", n, body, chat, finish)
-            final["usage"] = {"prompt_tokens": 7, "completion_tokens": n, "prompt_tokens_details": {"cached_tokens": 3}}
+            final["usage"] = {"prompt_tokens": 7, "completion_tokens": min(asked, n * s.tokens_per_word),
+                              "prompt_tokens_details": {"cached_tokens": 3}}
             self._event(final)
             self._send_raw(b"data: [DONE]\n\n")
             self._send_raw(b"")

@@ -140,6 +140,20 @@ def test_a_token_llama_server_held_back_speaks_for_the_text_it_released_with():
         assert g.stats.tokens_generated == 4
 
 
+def test_a_ban_on_the_first_tokens_survives_characters_of_several_tokens():
+    """llama-server sends the byte tokens of one emoji as one entry: the first request of a
+    suppress-first ban (5 tokens) gets 2 entries for its 5 tokens, which is not a full context; the
+    answer goes on, and every token counts."""
+    emoji = ["\U0001F431", "\U0001F436", "\U0001F426", "\U0001F41F", "\U0001F438", "\U0001F422", "\U0001F40D",
+             "\U0001F419"]
+    with StubServer(Script(words=emoji, tokens_per_word=3)) as stub:
+        g = gen(stub)
+        before = len(stub.completions())  # the start-up probe
+        tokens = list(g.stream("Q", max_tokens=12, suppress_first={"[": 5}))
+        assert len(stub.completions()) - before == 2  # the banned first 5 tokens, then the rest
+        assert len(tokens) == 2 + 3 and g.stats.tokens_generated == 12
+
+
 def test_usage_counts_prompt_and_cached_tokens_and_finish_reasons():
     with StubServer() as stub:
         g = gen(stub)

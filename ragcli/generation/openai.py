@@ -261,10 +261,11 @@ class OpenAIGenerator:
             logit_bias = {**base_bias, **self._logit_bias({s: None for s in banned})}
             full = prompt.extended(stops.text) if isinstance(prompt, Prompt) else prompt + stops.text
             body = self._body(full, n, stop, logit_bias, TOP_N if self.logprobs else 0)
-            finish, got = None, 0
+            finish, got, counted = None, 0, None
             with closing(self._events(body, full)) as events:
                 for chunk in events:
                     finish = chunk.finish or finish
+                    counted = chunk.generated if chunk.generated is not None else counted
                     for token in self._tokens(chunk, decoder):
                         got += 1
                         self.stats.tokens_generated += 1
@@ -274,6 +275,11 @@ class OpenAIGenerator:
                         if stops.stopped:
                             self.last_finish = "stop"
                             return
+            if counted is not None and counted > got:
+                # llama-server sends one entry for the tokens of one character (an emoji, a CJK sign):
+                # its own count says how many were generated, and whether the phase was cut short
+                self.stats.tokens_generated += counted - got
+                got = counted
             count += got
             if finish != "length":
                 self.last_finish = "eog"  # the model ended (a stop string the server saw first, or EOS)

@@ -47,6 +47,7 @@ class Chunk:
     finish: str | None = None  # "stop" | "length" | ... when the choice finished
     prompt_tokens: int | None = None
     cached_tokens: int | None = None
+    generated: int | None = None  # tokens generated so far by the server's count (llama-server, usage)
     error: str | None = None
     error_type: str = ""
 
@@ -105,12 +106,16 @@ def _read_counts(chunk: Chunk, obj: dict) -> None:
     if isinstance(timings, dict) and isinstance(timings.get("prompt_n"), int):
         cached = int(timings.get("cache_n") or 0)
         chunk.prompt_tokens, chunk.cached_tokens = timings["prompt_n"] + cached, cached
+        if isinstance(timings.get("predicted_n"), int):
+            chunk.generated = timings["predicted_n"]
         return
     usage = obj.get("usage")
     if isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int):
         details = usage.get("prompt_tokens_details") or {}
         chunk.prompt_tokens = usage["prompt_tokens"]
         chunk.cached_tokens = int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0
+        if isinstance(usage.get("completion_tokens"), int):
+            chunk.generated = usage["completion_tokens"]
 
 
 def _content_piece(entry: dict) -> Piece:
