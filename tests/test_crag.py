@@ -256,3 +256,18 @@ def test_correct_flag_wraps_the_retrieval_of_other_strategies(settings):
     assert len(graded) == 2 and all(g.action == "incorrect" for g in graded)
     notices = [e for e in events if e.kind == "notice"]
     assert len(notices) == 1  # web off: said once per answer, not at every corrective step
+
+
+def test_grading_reads_yes_and_no_with_or_without_a_leading_space():
+    """A chat model starts its turn with "No" (no space before it): the grade must read that token,
+    not the near-zero " No" (SmolLM2: P("No") 0.9, P(" No") 3e-5)."""
+    from ragcli.generation.fake import FakeGenerator
+    from ragcli.strategies.corrective import grade
+
+    class ChatStyle(FakeGenerator):
+        def next_token_probs(self, prompt, candidates, *, slot="score"):
+            probs = {"Yes": 0.03, "No": 0.9, " Yes": 2e-6, " No": 3e-5}
+            return {c: probs.get(c, 0.0) for c in candidates}
+
+    lm = 2 * grade(ChatStyle(), "zzz qqq?", "Bananas are yellow.")  # no word shared: the model's part alone
+    assert lm == pytest.approx(0.03 / 0.93, abs=1e-3)

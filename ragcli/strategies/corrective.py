@@ -64,11 +64,16 @@ def _fit_text(gen: Generator, question: str, text: str) -> str:
     return " ".join(words)
 
 
+GRADE_TOKENS = (" Yes", "Yes", " No", "No")
+
+
 def grade(gen: Generator, question: str, text: str) -> float:
-    """0.5 * P(Yes | grading prompt) normalised against No + 0.5 * lexical overlap, in [0, 1]."""
-    probs = gen.next_token_probs(grading_prompt(question, _fit_text(gen, question, text)), [" Yes", " No"],
+    """0.5 * P(Yes | grading prompt) normalised against No + 0.5 * lexical overlap, in [0, 1]. Each
+    word counts with and without a leading space: a completion continues "…(Yes or No):" with " Yes",
+    a chat model starts its turn with "Yes"."""
+    probs = gen.next_token_probs(grading_prompt(question, _fit_text(gen, question, text)), GRADE_TOKENS,
                                  slot="score")
-    yes, no = probs.get(" Yes", 0.0), probs.get(" No", 0.0)
+    yes, no = (sum(probs.get(t, 0.0) for t in (f" {word}", word)) for word in ("Yes", "No"))
     lm = yes / (yes + no) if yes + no > 0 else 0.5
     return 0.5 * lm + 0.5 * lexical_overlap(question, text)
 
