@@ -319,7 +319,7 @@ class Strategy:
             yield self.notice(REPEATED, "warning")
             return None, True
         yield self.commit(sentence, regenerated=(what == "regenerate"), docs=docs)
-        return sentence, chunk.ended and not rest
+        return sentence, chunk.ended and not "".join(t.text for t in rest).strip()
 
     def repeated(self, sentence: Sentence, answer: Sequence[str]) -> bool:
         """True (and the stop reason set) when ``sentence`` repeats one already in the answer."""
