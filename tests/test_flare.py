@@ -22,6 +22,18 @@ class RecordingRetriever(StaticRetriever):
         return super().search(query, k)
 
 
+class FirstThen(RecordingRetriever):
+    """The first search finds ``first``, every later one ``then``."""
+
+    def __init__(self, first, then):
+        super().__init__()
+        self.first, self.then = list(first), list(then)
+
+    def search(self, query, k):
+        self.queries.append(query)
+        return self.first if len(self.queries) == 1 else self.then
+
+
 def run(strategy_cls, gen, settings, question="Who founded Rome?", retriever=None, read=False):
     """The loop alone (no final read unless ``read``), on scripted tokens."""
     retriever = retriever or RecordingRetriever()
@@ -215,16 +227,11 @@ def test_instruct_runs_the_query_and_strips_the_marker(settings):
 
 
 def test_flare_instructs_context_is_the_prompt_that_wrote_its_conclusion(settings):
-    class Two(RecordingRetriever):
-        def search(self, query, k):
-            self.queries.append(query)
-            return DOCS[:1] if len(self.queries) == 1 else DOCS[3:4]
-
     gen = FakeGenerator([
         toks(" Rome was founded by Romulus. [Search(Romulus father)]", 0.9),
         toks(" His father was Mars. So the answer is Mars.", 0.9) + toks(END, 0.9),
     ])
-    events, _ = run(FlareInstruct, gen, settings.copy(k=1), retriever=Two())
+    events, _ = run(FlareInstruct, gen, settings.copy(k=1), retriever=FirstThen(DOCS[:1], DOCS[3:4]))
     assert of(events, AnswerFinished)[0].context == ("d3",)
 
 
@@ -313,12 +320,8 @@ def test_a_short_answer_that_stops_after_its_phrase_still_drafts_its_explanation
         toks(" Romulus. Rome was founded by Romulus.", 0.9) + toks(END, 0.9),  # the final read
     ])
 
-    class Two(RecordingRetriever):
-        def search(self, query, k):
-            self.queries.append(query)
-            return DOCS[:1] if len(self.queries) == 1 else DOCS[1:2]
-
-    events, r = run(Flare, gen, settings.copy(theta=0.5, k=1), retriever=Two(), read=True)
+    events, r = run(Flare, gen, settings.copy(theta=0.5, k=1), retriever=FirstThen(DOCS[:1], DOCS[1:2]),
+                    read=True)
     assert gen.calls[1]["slot"] == "draft" and gen.calls[1]["suppress_first"] == {"\n": 1, "\n\n": 1}
     # the question's search, the draft's, and the final search (the flagged draft is still unresolved)
     assert len(r.queries) == 3 and of(events, DraftSentence)[0].low
@@ -335,18 +338,14 @@ def test_a_read_that_writes_the_same_answer_again_is_not_a_revision(settings):
     "romulus" as "Romulus." leaves it standing (the answer is the read's text all the same)."""
     from ragcli.events import AnswerRead
 
-    class Two(RecordingRetriever):
-        def search(self, query, k):
-            self.queries.append(query)
-            return DOCS[:1] if len(self.queries) == 1 else DOCS[1:2]
-
     for read, changed in ((" Romulus.", False), (" Remus.", True)):
         gen = FakeGenerator([
             toks(" romulus", 0.9) + toks(END, 0.9),
             toks(" He was the son of Mars.", 0.9, low={"Mars.": 0.1}) + toks(END, 0.9),
             toks(read, 0.9) + toks(END, 0.9),
         ])
-        events, _ = run(Flare, gen, settings.copy(theta=0.5, k=1, revise="always"), retriever=Two(), read=True)
+        events, _ = run(Flare, gen, settings.copy(theta=0.5, k=1, revise="always"),
+                        retriever=FirstThen(DOCS[:1], DOCS[1:2]), read=True)
         [event] = of(events, AnswerRead)
         assert event.changed is changed and event.answer == read.strip()
 

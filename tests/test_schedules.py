@@ -10,7 +10,7 @@ from ragcli.strategies.ircot import IRCoT
 from ragcli.strategies.selfask import SelfAsk
 from ragcli.strategies.windows import PreviousSentence, PreviousWindow
 from ragcli.types import Document
-from tests.test_flare import RecordingRetriever, of, run
+from tests.test_flare import FirstThen, RecordingRetriever, of, run
 
 END = toks("\n\nQuestion:", 0.9)
 
@@ -79,18 +79,14 @@ def test_ircot_lists_every_page_its_reasoning_read_as_a_source(settings):
     film = Document("a", "Inception", "Inception is a 2010 film directed by Christopher Nolan.", 1.0)
     born = Document("b", "Christopher Nolan", "Christopher Nolan was born in London in 1970.", 1.0)
 
-    class ByQuery(RecordingRetriever):
-        def search(self, query, k):
-            self.queries.append(query)
-            return [film] if len(self.queries) == 1 else [born]
-
     gen = FakeGenerator([
         toks(" Inception was directed by Christopher Nolan.", 0.9) + [(" X", 0.9)],
         toks(" Christopher Nolan was born in London.", 0.9) + [(" X", 0.9)],
         toks(" So the answer is London.", 0.9) + END,
         toks(" Christopher Nolan was born in London. So the answer is: London.", 0.9) + END,
     ])
-    events, _ = run(IRCoT, gen, settings.copy(k=1, read_cap=1, revise="always"), retriever=ByQuery(), read=True)
+    events, _ = run(IRCoT, gen, settings.copy(k=1, read_cap=1, revise="always"),
+                    retriever=FirstThen([film], [born]), read=True)
     fin = of(events, AnswerFinished)[0]
     assert {d.id for d in fin.sources} == {"a", "b"}
 
@@ -103,17 +99,13 @@ def test_ircots_reader_overrules_the_one_retrieval_answer_only_with_a_paragraph_
     rome = Document("rome", "Rome", "Rome was founded by Romulus, who killed his brother Remus.", 1.0)
     twins = Document("twins", "Twins", "Remus was the twin of Romulus.", 1.0)
 
-    class TwoSearches(RecordingRetriever):
-        def search(self, query, k):
-            self.queries.append(query)
-            return [rome] if len(self.queries) == 1 else [twins]
-
     def ask(**changes):
         one_retrieval = [toks(" Romulus.", 0.9) + END] if changes.get("revise") != "always" else []
         gen = FakeGenerator([toks(" Romulus had a twin.", 0.9) + [(" X", 0.9)],
                              toks(" So the answer is Remus.", 0.9) + END]
                             + one_retrieval + [toks(" Remus. He was the twin.", 0.9) + END])
-        events, _ = run(IRCoT, gen, settings.copy(reader="direct", k=1, **changes), retriever=TwoSearches([]))
+        events, _ = run(IRCoT, gen, settings.copy(reader="direct", k=1, **changes),
+                        retriever=FirstThen([rome], [twins]))
         return events
 
     events = ask()
