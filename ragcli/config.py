@@ -196,9 +196,7 @@ class Settings:
             self._sources[name] = self._sources.get(name, "set")
             return
         value = _coerce(name, value, setting_type(name), label)
-        if name == "strategy" and value in EVAL_ONLY_STRATEGIES:
-            pass
-        elif name in CHOICES and value not in CHOICES[name]:
+        if name in CHOICES and value not in CHOICES[name] + UNLISTED_CHOICES.get(name, ()):
             raise UsageError(f"{label} must be one of {', '.join(CHOICES[name])}, got {value!r}")
         if name in RANGES:
             low, high = RANGES[name]
@@ -263,7 +261,7 @@ def setting_type(name: str) -> type:
 # RAGCLI_STRATEGY or config value is refused where it is set, naming where it came from.
 STRATEGY_NAMES = ("flare", "flare-instruct", "single", "none", "previous-window", "previous-sentence", "ircot",
                   "self-ask", "crag")
-EVAL_ONLY_STRATEGIES = ("oracle",)  # accepted (the eval sets it), never offered
+EVAL_ONLY_STRATEGIES = ("oracle",)  # the eval sets it (gold paragraphs); `ask` refuses it
 
 CHOICES: dict[str, tuple[str, ...]] = {
     "strategy": STRATEGY_NAMES,
@@ -281,6 +279,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "reader": ("cot", "direct"),
     "page_order": ("rank", "near"),
 }
+UNLISTED_CHOICES: dict[str, tuple[str, ...]] = {"strategy": EVAL_ONLY_STRATEGIES}  # accepted, never offered
 
 
 # Settings that name a file or folder: a leading ~ is the user's home, wherever the value came from.

@@ -223,11 +223,10 @@ class Repl:
                 self.out.print(f"[{i}] {escape(safe(d.title))} ({d.score:.2f}) [dim]{escape(safe(d.location))}[/]")
                 self.out.print("    " + escape(safe(d.text[:200])))
         elif cmd == "/index":
-            from ragcli.ingest.indexer import build_index
-
             if not args:
                 self.console.print("usage: /index PATH")
                 return None
+            from ragcli.ingest.indexer import build_index
 
             report = build_index([Path(a).expanduser() for a in args], Path(self.settings.index),
                                  on_warning=lambda m: self.console.print(f"[yellow]warning:[/] {escape(safe(m))}"))

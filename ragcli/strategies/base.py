@@ -373,7 +373,7 @@ class Strategy:
                     f"the question and answer need more than the {self.gen.n_ctx}-token context window",
                     hint="shorten the question or raise --ctx",
                 )
-            d = kept[-1]
+            d = kept[0]
             words = d.text.split() if len(kept) == 1 else ()
             if len(words) <= 20:  # another page to drop, or this one too short to shorten
                 kept.pop()
