@@ -195,6 +195,38 @@ def test_a_linked_file_is_indexed_under_its_link_and_leaves_with_it(tmp_path):
     assert r.removed == 1 and r.passages_total == 1
 
 
+def test_a_linked_folder_outside_the_root_is_read_under_its_link(tmp_path):
+    """A link to a folder elsewhere (notes/archive -> a drive) is read as part of the folder, its
+    files named under the link, and they leave when the link does. A link back up (to the root or
+    above it) is reported as a loop; links inside the linked folder do not read it twice."""
+    elsewhere = tmp_path / "drive" / "old_notes"
+    (elsewhere / "sub").mkdir(parents=True)
+    (elsewhere / "walrus.txt").write_text("The walrus sleeps on the ice.")
+    (elsewhere / "sub" / "narwhal.md").write_text("# N\n\nThe narwhal has a tusk.")
+    os.symlink(elsewhere, elsewhere / "sub" / "back_up")  # a loop inside the linked folder
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "own.txt").write_text("Otters hold hands.")
+    os.symlink(elsewhere, docs / "archive")
+    os.symlink(elsewhere, docs / "archive_again")  # the same folder twice: read once
+    os.symlink(tmp_path, docs / "up")  # holds docs itself
+    skipped: list[tuple[Path, str]] = []
+    files = list(iter_files([docs], on_skip=lambda path, why: skipped.append((path, why))))
+    assert sorted(str(f.path.relative_to(docs)) for f in files) == [
+        "archive/sub/narwhal.md", "archive/walrus.txt", "own.txt"]
+    assert [(p.name, why.split(" (")[0]) for p, why in skipped] == [("up", "symlink loop")]
+
+    index = tmp_path / "index"
+    r = build_index([docs], index)
+    assert r.added == 3 and [why for _, why in r.skipped] == ["symlink loop (a link to a folder that holds this one)"]
+    idx = TantivyIndex.open(index)
+    assert idx.search("walrus", 1)[0].location == f"{docs / 'archive' / 'walrus.txt'}:1"
+    (docs / "archive").unlink()
+    (docs / "archive_again").unlink()
+    r = build_index([docs], index)
+    assert r.removed == 2 and r.passages_total == 1
+
+
 def test_add_change_delete_cycle_reports_counts(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()

@@ -73,13 +73,15 @@ def iter_files(paths: list[Path], *, include_hidden: bool = False, exclude: Iter
     """Every supported file under ``paths`` (files given directly are taken as they are), named by
     its path under the resolved root (a symlink inside a folder by its own name, so deleting the
     link removes its passages; a root reached through a link names its files as its target does);
-    a file reached twice (two links to one target) counts once. A file that cannot be looked at (a
-    symlink loop or a broken link, or one that vanished) goes to ``on_skip`` with the reason."""
+    a file reached twice (two links to one target) counts once. A link to a folder outside the root
+    is followed, its files named under the link; one to a folder inside it is not (that folder is
+    read under its own name). A file that cannot be looked at (a symlink loop or a broken link, or one
+    that vanished) and a link to a folder holding the root go to ``on_skip`` with the reason."""
     seen: set[Path] = set()
     excluded = list(exclude)
     for root in paths:
         base = root.resolve()
-        candidates: Iterable[Path] = [root] if root.is_file() else _walk(root, include_hidden, excluded)
+        candidates: Iterable[Path] = [root] if root.is_file() else _walk(root, include_hidden, excluded, on_skip)
         for path in candidates:
             try:
                 resolved = path.resolve()
@@ -108,12 +110,15 @@ def _unreachable(path: Path, exc: BaseException) -> str:
     return f"cannot read: {getattr(exc, 'strerror', None) or exc}"
 
 
-def _walk(root: Path, include_hidden: bool, exclude: list[str]) -> Iterator[Path]:
+def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn | None = None) -> Iterator[Path]:
     specs: list[tuple[Path, object]] = []
     if exclude:
         specs.append((root, _spec(exclude)))
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+    real_root = os.path.realpath(root)
+    walked: set[str] = set()  # real paths of the folders read so far (and the links' targets about to be)
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
         here = Path(dirpath)
+        walked.add(os.path.realpath(here))
         ignore = here / IGNORE_FILE
         if ignore.is_file():
             try:
@@ -133,6 +138,8 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str]) -> Iterator[Path
         for d in sorted(dirnames):
             if (not include_hidden and d.startswith(".")) or ignored(here / d, True):
                 continue
+            if os.path.islink(here / d) and not _follow(here / d, real_root, walked, on_skip):
+                continue
             kept.append(d)
         dirnames[:] = kept
         for name in sorted(filenames):
@@ -141,6 +148,22 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str]) -> Iterator[Path
             p = here / name
             if p.suffix.lower() in SUPPORTED_SUFFIXES and not ignored(p, False):
                 yield p
+
+
+def _follow(link: Path, real_root: str, walked: set[str], on_skip: SkipFn | None) -> bool:
+    """Whether the walk goes into a link to a folder: only into a folder outside the root not read
+    yet (the root's own folders are read under their own names, and nothing is read twice, so a
+    link back up inside a linked folder ends there). A link to the root or a folder above it
+    would loop: reported, not followed."""
+    target = os.path.realpath(link)
+    if target == real_root or real_root.startswith(target.rstrip(os.sep) + os.sep):
+        if on_skip is not None:
+            on_skip(link, "symlink loop (a link to a folder that holds this one)")
+        return False
+    if target.startswith(real_root.rstrip(os.sep) + os.sep) or target in walked:
+        return False
+    walked.add(target)
+    return True
 
 
 def read_bytes(path: Path) -> bytes:
