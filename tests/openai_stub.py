@@ -76,6 +76,21 @@ def _token_id(word: str) -> int:
     return sum(word.encode()) % 997 + 3
 
 
+def stub_tokens(text: str) -> list[int]:
+    """The stub's tokenizer: a token per word with the spaces before it."""
+    return [_token_id(w) for w in re.findall(r"\s*\S+|\s+", text)]
+
+
+def chatml(messages: list[dict[str, str]], add_generation_prompt: bool = True) -> str:
+    """The stub's chat template (ChatML); a final assistant message is continued, not closed
+    (llama-server's prefill, vLLM's continue_final_message)."""
+    continued = bool(messages) and messages[-1]["role"] == "assistant"
+    out = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
+    if continued:
+        return out[: -len("<|im_end|>\n")]
+    return out + ("<|im_start|>assistant\n" if add_generation_prompt else "")
+
+
 def _handler(stub: StubServer):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -124,9 +139,15 @@ def _handler(stub: StubServer):
             body = self._body()
             self._record(body)
             if self.path == "/tokenize" and s.dialect in ("llama", "vllm"):
-                text = body.get("content", body.get("prompt", ""))
-                ids = [_token_id(w) for w in re.findall(r"\s*\S+|\s+", text)]
+                if s.dialect == "vllm" and "messages" in body:  # vLLM's chat form: the template applied
+                    text = chatml(body["messages"], body.get("add_generation_prompt", True))
+                else:
+                    text = body.get("content", body.get("prompt", ""))
+                ids = stub_tokens(text)
                 self._json(200, {"tokens": ids, "count": len(ids)})
+                return
+            if self.path == "/apply-template" and s.dialect == "llama":
+                self._json(200, {"prompt": chatml(body["messages"])})
                 return
             if not self.path.endswith("completions") or (s.chat_only and self.path == "/v1/completions"):
                 self._json(404, {"error": {"message": "File Not Found", "type": "not_found_error"}})

@@ -19,11 +19,12 @@ import pytest
 from ragcli import cli
 from ragcli.engine import Engine
 from ragcli.errors import ContextOverflowError, Interrupted, ServerError
-from ragcli.generation.openai import OpenAIGenerator, estimate_tokens
+from ragcli.generation.openai import (CHAT_TOKENS_ONCE, CHAT_TOKENS_PER_MESSAGE, OpenAIGenerator, _messages,
+                                      estimate_tokens)
 from ragcli.generation.openai_http import api_base
 from ragcli.generation.openai_wire import entropy_bound, error_text, parse_chunk, retry_after
 from tests.conftest import ROOT
-from tests.openai_stub import Script, StubServer, without_wall_times
+from tests.openai_stub import Script, StubServer, chatml, stub_tokens, without_wall_times
 
 
 def gen(stub: StubServer, **kw) -> OpenAIGenerator:
@@ -224,6 +225,29 @@ def test_token_counts_use_the_servers_tokenizer_or_a_generous_estimate():
         g = gen(stub)
         assert g.count_tokens("one two three") == estimate_tokens("one two three")
         assert any("no /tokenize" in n for n in g.notices)
+
+
+def test_chat_endpoint_counts_the_servers_template_around_the_messages():
+    """--prompt-style chat: the server wraps the messages in its template, and the count that fits
+    prompts into the context includes it: rendered by llama-server's /apply-template, or counted by
+    vLLM's /tokenize from the messages; a server that can do neither gets a generous allowance per
+    message (a flat +16 was short with exemplar turns: SmolLM2 by 5 tokens)."""
+    from ragcli.prompts import answer_prompt
+    from ragcli.types import Document
+
+    page = Document("d1", "Hamlet", "Hamlet is a tragedy by William Shakespeare.", 1.0, "h.txt", "h.txt:1")
+    for prompt in (answer_prompt("Who wrote Hamlet?", [page]), answer_prompt("Who wrote Hamlet?", [page], "It was")):
+        convo, continued = _messages(prompt)
+        assert len(convo) >= 3 and continued == prompt.endswith("It was")
+        exact = len(stub_tokens(chatml(convo)))
+        for dialect in ("llama", "vllm"):
+            with StubServer(Script(dialect=dialect)) as stub:
+                g = gen(stub, prompt_style="chat")
+                assert g.endpoint == "chat" and g.count_tokens(prompt) == exact, dialect
+        with StubServer(Script(dialect="openai")) as stub:
+            g = gen(stub, prompt_style="chat")
+            assert g.count_tokens(prompt) == (estimate_tokens(str(prompt)) + CHAT_TOKENS_ONCE
+                                              + CHAT_TOKENS_PER_MESSAGE * len(convo)) > exact
 
 
 def test_next_token_probs_from_the_alternatives():

@@ -178,3 +178,28 @@ def test_an_instruct_model_through_its_chat_template_agrees_with_in_process(serv
         print("\n" + backends.report(rows))
     assert all(r.tokens[0] and r.tokens[1] for r in rows)
     assert all(r.close for r in rows), backends.report(rows)
+
+
+@pytest.mark.smollm2
+def test_chat_endpoint_counts_agree_with_the_servers_usage(server_binary):
+    """--prompt-style chat on llama-server: the count that fits a prompt into the context is the number
+    of prompt tokens the server reports for the same messages (its template, exemplar turns and a
+    continued answer included); it was a flat +16 over the text, 5 short on SmolLM2's."""
+    from ragcli.prompts import answer_prompt
+    from ragcli.types import Document
+    from tests.instruct_model import FetchError, fetch
+
+    try:
+        model = fetch()
+    except (FetchError, OSError) as exc:
+        pytest.skip(f"SmolLM2 GGUF not available ({exc}); run scripts/fetch-test-models.sh")
+    page = Document("d1", "Ulf Merbold", "Ulf Merbold is a German physicist and astronaut.", 1.0, "u.txt", "u.txt:1")
+    with LlamaServer(server_binary, args=["-fa", "off", "-c", "4096", "-np", "1"], model=model) as s:
+        g = OpenAIGenerator(s.url, prompt_style="chat")
+        assert g.endpoint == "chat"
+        for prompt in (answer_prompt("Who is Ulf Merbold?", [page]),
+                       answer_prompt("Who is Ulf Merbold?", [page], "Ulf Merbold is a"), "A plain question?"):
+            before = g.stats.prompt_tokens_evaluated + g.stats.prompt_tokens_reused
+            list(g.stream(prompt, max_tokens=1))
+            used = g.stats.prompt_tokens_evaluated + g.stats.prompt_tokens_reused - before
+            assert g.count_tokens(prompt) == used, prompt[-40:]

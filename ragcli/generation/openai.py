@@ -36,6 +36,10 @@ from ragcli.prompts import Prompt
 
 SCORING_TOP = 20  # alternatives asked for by next_token_probs where the server allows more than 5
 BAN = -100.0  # OpenAI's strongest bias (llama-server takes false: -inf)
+# a chat template's tokens where the server cannot count them: per message (role markers, end of turn) and
+# once (a BOS, a default system prompt such as Llama 3.1's knowledge-date lines); generous, as counts fit
+# prompts into the context
+CHAT_TOKENS_PER_MESSAGE, CHAT_TOKENS_ONCE = 8, 32
 KEY_VARS = ("RAGCLI_API_KEY", "OPENAI_API_KEY")
 NO_ECHO = ("scoring a given continuation (echo with logprobs), which previous-window --rerank lm needs, is not "
            "supported by this server")
@@ -76,6 +80,7 @@ class OpenAIGenerator:
         self._counts: dict[str, int] = {}
         self._ids: dict[tuple[str, bool], list[int] | None] = {}
         self._tokenizer: bool | None = None
+        self._chat_counts: bool | None = None  # whether the server counts chat messages exactly
         self._echo: bool | None = None
         try:
             self._probe(model, n_ctx, prompt_style)
@@ -324,14 +329,46 @@ class OpenAIGenerator:
         self._ids[key] = tokens
         return tokens
 
+    def _chat_ids(self, text: str) -> list[int] | None:
+        """The tokens of ``text`` sent as chat messages, the server's template around them: llama-server
+        renders it (``/apply-template``) for its ``/tokenize``, vLLM's ``/tokenize`` takes messages.
+        None where the server can do neither."""
+        if self._chat_counts is False or self.kind not in ("llama.cpp", "vllm"):
+            return None
+        convo, continued = _messages(text)
+        try:
+            if self.kind == "llama.cpp":
+                data = self.http.post_json(self.root + "/apply-template", {"messages": convo}, missing_ok=True)
+                rendered = data.get("prompt") if isinstance(data, dict) else None
+                ids = self._tokenize(rendered, special=True) if isinstance(rendered, str) else None
+            else:
+                data = self.http.post_json(self.root + "/tokenize", {
+                    "model": self.model, "messages": convo, "add_generation_prompt": not continued,
+                    "continue_final_message": continued, "add_special_tokens": False}, missing_ok=True)
+                ids = data.get("tokens") if isinstance(data, dict) else None
+        except ServerError:  # a template the server cannot render for a count: estimated instead
+            ids = None
+        if not isinstance(ids, list):
+            self._chat_counts = False
+            return None
+        self._chat_counts = True
+        return ids
+
     def count_tokens(self, text: str) -> int:
         if text in self._counts:
             return self._counts[text]
-        shown = self.format(text)
-        ids = self._tokenize(shown, special=True)
-        n = len(ids) if ids is not None else estimate_tokens(shown)
         if self.endpoint == "chat":
-            n += 16  # the server's chat template around the message
+            ids = self._chat_ids(text)
+            if ids is None:  # the messages' own tokens, and a generous allowance for the template
+                ids = self._tokenize(str(text), special=True)
+                n = (len(ids) if ids is not None else estimate_tokens(str(text))) + CHAT_TOKENS_ONCE
+                n += CHAT_TOKENS_PER_MESSAGE * len(_messages(text)[0])
+            else:
+                n = len(ids)
+        else:
+            shown = self.format(text)
+            ids = self._tokenize(shown, special=True)
+            n = len(ids) if ids is not None else estimate_tokens(shown)
         if len(self._counts) > 4096:
             self._counts.clear()
         self._counts[text] = n
