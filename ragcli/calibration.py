@@ -8,15 +8,20 @@ drafts, retrieval never triggered), scores every draft with the trigger, and tak
 which the target share of those drafts (``--retrieval-target``, default 50 %) would retrieve.
 
 Results are cached on disk per model (the GGUF's SHA-256, or a server's URL and model), trigger,
-answer style and target, so it runs once; ``ragcli doctor`` lists them and eval summaries record
-the one in effect.
+answer style and target, and per what else shapes the drafts it scores (the index asked about, k,
+the look-ahead and the prompt style), so it runs once for each; ``ragcli doctor`` lists them and
+eval summaries record the one in effect. Eval workers calibrate once between them, and processes
+writing the cache at once keep each other's entries.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import tempfile
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -43,6 +48,8 @@ class Calibration:
     drafts: int
     scores: list[float]
     created: float = 0.0
+    scope: str = ""  # the index and settings it was calibrated with (``scope``)
+    seconds: float = 0.0  # how long calibrating took
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -54,8 +61,17 @@ def cache_path() -> Path:
     return user_cache_dir() / CACHE_FILE
 
 
-def _key(trigger: str, style: str, target: float) -> str:
-    return f"{trigger}/{style}/{target:g}"
+def _key(trigger: str, style: str, target: float, where: str) -> str:
+    return f"{trigger}/{style}/{target:g}@{where}"
+
+
+def scope(retriever: Retriever | None, settings: Settings) -> str:
+    """What besides the model, trigger, style and target shapes the drafts calibration scores: the
+    index its questions come from (and whose pages their prompts hold), k, the look-ahead, the prompt
+    style. A calibration is reused only where all of these are the same."""
+    directory = getattr(retriever, "directory", None)
+    where = str(Path(directory).resolve()) if directory is not None else type(retriever).__name__
+    return f"{where} k={settings.k} lookahead={settings.lookahead} prompt={settings.prompt_style}"
 
 
 def load_all(path: Path | None = None) -> dict[str, dict[str, dict[str, Any]]]:
@@ -68,26 +84,66 @@ def load_all(path: Path | None = None) -> dict[str, dict[str, dict[str, Any]]]:
     return data if isinstance(data, dict) else {}
 
 
-def cached(fingerprint: str, trigger: str, style: str, target: float) -> Calibration | None:
-    entry = load_all().get(fingerprint, {}).get(_key(trigger, style, target))
+def entries(fingerprint: str) -> list[Calibration]:
+    """The calibrations cached for one model (entries another version wrote, or damaged, left out)."""
+    out = []
+    for entry in load_all().get(fingerprint, {}).values():
+        calibration = _parse(entry)
+        if calibration is not None:
+            out.append(calibration)
+    return out
+
+
+def _parse(entry: Any) -> Calibration | None:
     try:
-        return Calibration(**entry) if entry else None
+        return Calibration(**entry) if isinstance(entry, dict) else None
     except TypeError:  # written by another version: calibrate again
         return None
 
 
+def cached(fingerprint: str, trigger: str, style: str, target: float, where: str) -> Calibration | None:
+    return _parse(load_all().get(fingerprint, {}).get(_key(trigger, style, target, where)))
+
+
 def store(fingerprint: str, calibration: Calibration) -> None:
+    """Add ``calibration`` to the cache file: read, changed and replaced under a lock, so two processes
+    storing at once keep both entries."""
     path = cache_path()
-    data = load_all(path)
-    data.setdefault(fingerprint, {})[_key(calibration.trigger, calibration.style, calibration.target)] = \
-        calibration.to_dict()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
-        os.replace(tmp, path)
+        with _file_lock(path.with_suffix(".lock")):
+            data = load_all(path)
+            data.setdefault(fingerprint, {})[_key(calibration.trigger, calibration.style, calibration.target,
+                                                  calibration.scope)] = calibration.to_dict()
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    fh.write(json.dumps(data, indent=1))
+                os.replace(tmp, path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
     except OSError:
         pass  # calibrated again next time
+
+
+@contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    try:
+        import fcntl
+    except ImportError:  # no advisory locks here: a lost entry is calibrated again
+        yield
+        return
+    with path.open("a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+# One calibration at a time in a process: eval workers asking at once wait for the first one's result.
+_CALIBRATING = threading.Lock()
 
 
 def questions(retriever: Retriever, n: int = QUESTIONS) -> list[str]:
@@ -114,6 +170,7 @@ def calibrate(generator: Generator, retriever: Retriever, settings: Settings, st
                          hint="index some documents, or give --theta / --tau a number")
     # final_read as in the real run: it decides whether a short answer drafts its explanation (which
     # is then the draft that is scored); with nothing retrieved after the question it reads nothing
+    started = time.perf_counter()
     never = settings.copy(theta=0.0, tau=1e9, answer_style=style, correct=False,
                           max_steps=1 + 2 * DRAFTS_PER_QUESTION, timeout=0.0)
     trigger = make_trigger(settings.trigger, 0.0, settings.beta)
@@ -135,7 +192,8 @@ def calibrate(generator: Generator, retriever: Retriever, settings: Settings, st
                          hint="give --theta / --tau a number")
     threshold = threshold_for(scores, settings.retrieval_target, trigger.fires_above)
     return Calibration(settings.trigger, style, settings.retrieval_target, round(threshold, 6), len(scores),
-                       [round(x, 6) for x in scores], time.time())
+                       [round(x, 6) for x in scores], time.time(), scope(retriever, settings),
+                       round(time.perf_counter() - started, 3))
 
 
 def resolve(generator: Generator, retriever: Retriever | None, settings: Settings, style: str) -> Iterator[Event]:
@@ -147,11 +205,16 @@ def resolve(generator: Generator, retriever: Retriever | None, settings: Setting
     if retriever is None:
         raise UsageError(f"--{name} auto needs an index to calibrate on", hint=f"give --{name} a number")
     fingerprint = generator.fingerprint()
-    found = cached(fingerprint, settings.trigger, style, settings.retrieval_target)
+    key = (fingerprint, settings.trigger, style, settings.retrieval_target, scope(retriever, settings))
+    found = cached(*key)
     if found is None:
-        found = yield from calibrate(generator, retriever, settings, style)
-        store(fingerprint, found)
-        yield Calibrated(found.trigger, found.threshold, found.target, found.drafts, cached=False)
-    else:
-        yield Calibrated(found.trigger, found.threshold, found.target, found.drafts, cached=True)
+        with _CALIBRATING:
+            found = cached(*key)  # another thread may have calibrated it meanwhile
+            if found is None:
+                found = yield from calibrate(generator, retriever, settings, style)
+                store(fingerprint, found)
+                yield Calibrated(found.trigger, found.threshold, found.target, found.drafts, cached=False,
+                                 seconds=found.seconds)
+                return found.threshold
+    yield Calibrated(found.trigger, found.threshold, found.target, found.drafts, cached=True)
     return found.threshold

@@ -18,19 +18,24 @@ class Check:
 
 
 def run_checks(settings: Settings, *, web: bool = True) -> list[Check]:
-    model = _server(settings) if settings.backend == "openai" else [_model(settings), _backend(settings)]
-    return [*model, _index(settings), _sentences(), _calibration(settings), *([_web(settings)] if web else [])]
+    if settings.backend == "openai":
+        model, fingerprint = _server(settings)
+    else:
+        model, fingerprint = [_model(settings), _backend(settings)], None
+    return [*model, _index(settings), _sentences(), _calibration(settings, fingerprint),
+            *([_web(settings)] if web else [])]
 
 
-def _server(settings: Settings) -> list[Check]:
-    """``--backend openai``: the server answers, serves the model, and returns token log-probabilities."""
+def _server(settings: Settings) -> tuple[list[Check], str | None]:
+    """``--backend openai``: the server answers, serves the model, and returns token log-probabilities;
+    and the model's fingerprint there (what its calibrations are cached under), None if unreachable."""
     from ragcli.errors import RagcliError
     from ragcli.generation.openai import OpenAIGenerator
 
     try:
         gen = OpenAIGenerator.from_settings(settings)
     except RagcliError as exc:
-        return [Check("server", False, exc.message, exc.hint or "check --base-url and the server")]
+        return [Check("server", False, exc.message, exc.hint or "check --base-url and the server")], None
     try:
         info = gen.server_info()
         slots = f", {info['slots']} slot(s)" if info.get("slots") else ""
@@ -46,7 +51,7 @@ def _server(settings: Settings) -> list[Check]:
         for notice in gen.notices:
             if "log-probabilities" not in notice:
                 checks.append(Check("server", True, notice, warn_only=True))
-        return checks
+        return checks, gen.fingerprint()
     finally:
         gen.close()
 
@@ -96,25 +101,29 @@ def _index(settings: Settings) -> Check:
         return Check("index", False, exc.message, exc.hint or "ragcli index PATH")
 
 
-def _calibration(settings: Settings) -> Check:
-    """The automatic trigger thresholds cached for this model (``--theta auto`` / ``--tau auto``)."""
-    from ragcli import calibration
+def _calibration(settings: Settings, fingerprint: str | None) -> Check:
+    """The automatic trigger thresholds cached for this model (``--theta auto`` / ``--tau auto``): the
+    GGUF's, or (``fingerprint``) the server model's."""
+    from ragcli import calibration, models
     from ragcli.errors import RagcliError
     from ragcli.generation.llama import embedded_model_path, gguf_fingerprint
 
-    from ragcli import models
-
+    if fingerprint is None and settings.backend == "openai":
+        return Check("calibration", True, "no server to look up", warn_only=True)
     try:
-        path = models.resolve(settings.model, download=False) if settings.model else embedded_model_path()
-        entries = calibration.load_all().get(gguf_fingerprint(path), {})
+        if fingerprint is None:
+            path = models.resolve(settings.model, download=False) if settings.model else embedded_model_path()
+            fingerprint = gguf_fingerprint(path)
+        entries = calibration.entries(fingerprint)
     except (RagcliError, OSError):
         return Check("calibration", True, "no model to look up", warn_only=True)
     if not entries:
         return Check("calibration", True, "none cached for this model: --theta auto calibrates on first use "
-                     "(about 30 drafts about the index)")
+                     f"({calibration.QUESTIONS} questions about the index, up to "
+                     f"{calibration.QUESTIONS * calibration.DRAFTS_PER_QUESTION} drafts)")
     names = {"prob": "θ", "entropy": "τ"}
-    detail = "; ".join(f"{names.get(c['trigger'], c['trigger'])} = {c['threshold']:.3g} ({c['style']} answers, "
-                       f"{c['target']:.0%} of {c['drafts']} drafts)" for c in entries.values())
+    detail = "; ".join(f"{names.get(c.trigger, c.trigger)} = {c.threshold:.3g} ({c.style} answers, "
+                       f"{c.target:.0%} of {c.drafts} drafts, {c.scope or 'index not recorded'})" for c in entries)
     return Check("calibration", True, detail)
 
 

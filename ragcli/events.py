@@ -103,6 +103,7 @@ class Calibrated:
     target: float  # the share of drafts meant to retrieve
     drafts: int  # how many drafts it was calibrated on
     cached: bool = False  # read from the calibration cache
+    seconds: float = 0.0  # spent calibrating now (not part of the answer's time)
     kind = "calibration"
 
 

@@ -75,8 +75,9 @@ def test_auto_theta_is_calibrated_once_per_model_then_read_from_the_cache(settin
     drafts = [e for e in again if isinstance(e, DraftSentence)]
     assert drafts and all(d.accepted == (min(t.prob for t in d.sentence.tokens) >= 0.25) for d in drafts)
     assert isinstance(again[-1], AnswerFinished)
-    entry = calibration.load_all()["fake"]
-    assert list(entry) == ["prob/short/0.5"] and len(entry["prob/short/0.5"]["scores"]) == calibration.QUESTIONS
+    (key, entry), = calibration.load_all()["fake"].items()
+    assert key == "prob/short/0.5@StaticRetriever k=3 lookahead=64 prompt=auto"
+    assert entry["scope"] == key.split("@")[1] and len(entry["scores"]) == calibration.QUESTIONS
 
 
 def test_each_trigger_style_and_target_has_its_own_calibration(settings):
@@ -85,7 +86,96 @@ def test_each_trigger_style_and_target_has_its_own_calibration(settings):
     engine, _ = engine_with(settings, [0.1, 0.2, 0.3, 0.9], trigger="entropy", tau="auto")
     events = list(engine.ask("Who is the subject?"))
     assert [e.trigger for e in events if isinstance(e, Calibrated)] == ["entropy"]
-    assert set(calibration.load_all()["fake"]) == {"prob/short/0.25", "entropy/short/0.5"}
+    assert {key.split("@")[0] for key in calibration.load_all()["fake"]} == {"prob/short/0.25", "entropy/short/0.5"}
+
+
+class IndexAt(StaticRetriever):
+    """A retriever standing for an index in a folder (what a calibration is kept per)."""
+
+    def __init__(self, directory, documents):
+        super().__init__(documents)
+        self.directory = directory
+
+
+def test_a_calibration_is_kept_per_index_and_draft_settings(settings, tmp_path):
+    """A threshold calibrated on one index (or with another k, look-ahead or prompt style, which all
+    change the drafts it scored) is not taken for another: it is calibrated there afresh."""
+
+    def calibrated(retriever, **changes):
+        gen = FakeGenerator(default=drafts_with([0.1, 0.2, 0.3, 0.9]))
+        engine = Engine(settings.copy(strategy="flare", theta="auto", final_read="no", **changes), generator=gen,
+                        retriever=retriever)
+        return [e.cached for e in engine.ask("Who is the subject?") if isinstance(e, Calibrated)]
+
+    notes, papers = IndexAt(tmp_path / "notes", PAGES), IndexAt(tmp_path / "papers", PAGES)
+    assert calibrated(notes) == [False] and calibrated(notes) == [True]
+    assert calibrated(papers) == [False] and calibrated(notes, k=5) == [False]
+    assert calibrated(notes, lookahead=32) == [False] and calibrated(notes, prompt_style="completion") == [False]
+    assert calibrated(papers) == [True] and len(calibration.load_all()["fake"]) == 5
+
+
+def test_eval_workers_asking_at_once_calibrate_once(settings):
+    """Threads (eval --workers) that need the same calibration at once: one runs it, the others wait
+    and read it from the cache."""
+    import threading
+
+    results: list[list[bool]] = []
+    start = threading.Barrier(4)
+
+    def ask() -> None:
+        gen = FakeGenerator(default=drafts_with([0.1, 0.2, 0.3, 0.9]))
+        start.wait()
+        events = calibration.resolve(gen, StaticRetriever(PAGES), settings.copy(theta="auto"), "short")
+        results.append([e.cached for e in events if isinstance(e, Calibrated)])
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(results) == [[False], [True], [True], [True]]
+
+
+def _store_many(fingerprint: str, n: int) -> None:
+    for i in range(n):
+        calibration.store(f"{fingerprint}-{i}", calibration.Calibration("prob", "short", 0.5, 0.2, 12, [0.1]))
+
+
+def test_processes_storing_at_once_keep_every_entry(settings):
+    """The cache file is read, changed and replaced under a lock: two processes calibrating other
+    models at the same moment lose nothing (without the lock 7 of 20 such races lost an entry)."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_store_many, args=(name, 40)) for name in ("a", "b", "c")]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert all(p.exitcode == 0 for p in procs)
+    assert len(calibration.load_all()) == 120
+    assert not list(calibration.cache_path().parent.glob("*.tmp"))
+
+
+def test_an_evals_seconds_leave_out_the_calibration(settings, monkeypatch):
+    """A question that had to calibrate θ first is timed without it (a 270 s calibration made one
+    question's time 320 s and FLARE's s/q 134 against single's 1.5)."""
+    import time
+
+    from ragcli.eval.dataset import Example
+    from ragcli.eval.runner import RunSpec, run_one
+
+    def slow_calibration(generator, retriever, settings, style):
+        time.sleep(0.5)
+        yield Notice("calibrating")
+        return calibration.Calibration("prob", style, 0.5, 0.25, 12, [0.1], time.time(),
+                                       calibration.scope(retriever, settings), 0.5)
+
+    monkeypatch.setattr(calibration, "calibrate", slow_calibration)
+    engine, _ = engine_with(settings, [0.9])
+    row = run_one(engine, RunSpec("flare"), Example("q1", "Who is the subject?", ("Topic 1",)), engine.settings)
+    calibrated = [e for e in row["events"] if e.get("event") == "calibration"]
+    assert calibrated and calibrated[0]["seconds"] == 0.5 and row["seconds"] < 0.4
 
 
 def test_calibration_needs_an_index_with_passages_and_enough_drafts(settings):

@@ -34,7 +34,28 @@ def test_yes_no():
     assert m.is_yes_no(["yes"]) and not m.is_yes_no(["Paris"])
     assert m.yes_no_accuracy("No, they are not", ["no"]) == 1.0
     assert m.yes_no_accuracy("yes", ["no"]) == 0.0
+    # a refusal is not a "no": only the answer's first word counts
+    assert m.yes_no_accuracy("There is no information about this.", ["no"]) == 0.0
+    assert m.yes_no_accuracy("Both are located in Canada, so yes", ["yes"]) == 0.0
+    assert m.yes_no_accuracy("Yes, both are Canadian.", ["yes"]) == 1.0
     assert m.f1_score("no", ["yes"]) == 0.0
+
+
+def test_answers_are_read_as_texts_and_a_record_that_is_not_one_is_refused_by_line(tmp_path):
+    """A number is an answer as written, a lone string one answer (not its letters); anything else
+    is refused with the file and line before any question runs (it crashed after the model answered)."""
+    from ragcli.errors import UsageError
+
+    data = tmp_path / "qs.jsonl"
+    data.write_text('{"id": 1, "question": "When?", "answers": [1912, 3.5]}\n'
+                    '{"id": 2, "question": "Capital?", "answers": "Paris"}\n')
+    assert [e.answers for e in load_examples(data)] == [("1912", "3.5"), ("Paris",)]
+    for bad in ('{"id": 3, "question": "Q?", "answers": [{"text": "x"}]}', '{"id": 3, "question": "Q?", '
+                '"answers": [true]}', '{"id": 3, "question": 7, "answers": ["x"]}',
+                '{"id": 3, "question": "Q?", "answers": ["x"], "paragraphs": ["p"]}'):
+        data.write_text('{"id": 1, "question": "When?", "answers": ["1912"]}\n' + bad + "\n")
+        with pytest.raises(UsageError, match=f"^{data}:2 is not a dataset record"):
+            load_examples(data)
 
 
 def test_extract_answer():
@@ -253,6 +274,33 @@ def test_resuming_with_other_settings_or_another_model_is_refused(tmp_path, sett
                     meta=meta(settings.copy(max_tokens=32)), restart=True)
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert lines[0]["settings"]["max_tokens"] == 32 and len(lines) == 3 and len(rows) == 2
+
+
+def test_resuming_against_a_server_now_serving_another_model_is_refused(tmp_path, settings):
+    """A server's model has no file to hash: what the server says it serves stands for it, so a run
+    resumed after the server was restarted with another model (same URL) is refused, naming both;
+    the server's build may change."""
+    from ragcli.errors import UsageError
+    from ragcli.eval.runner import run_metadata
+
+    data, corpus = _dataset(tmp_path)
+    eng = _engine(settings, tmp_path, corpus)
+    examples = load_examples(data)
+    specs = expand_grid(["none"], {})
+    out = tmp_path / "results.jsonl"
+
+    def meta(identity, build="b1"):
+        m = run_metadata(settings, data, settings.index, None)
+        m["server"] = {"base_url": "http://127.0.0.1:8080/v1", "model": "served", "identity": identity,
+                       "reported": f"{identity} build={build}"}
+        return m
+
+    run_eval(eng, specs, examples[:1], settings, out=out, meta=meta("served llama-8b.gguf n_params=8 size=5"))
+    with pytest.raises(UsageError, match=r"other settings: server model: 'served llama-8b.gguf n_params=8 size=5' "
+                                         r"there, 'served qwen-7b.gguf n_params=7 size=4' here$"):
+        run_eval(eng, specs, examples, settings, out=out, meta=meta("served qwen-7b.gguf n_params=7 size=4"))
+    rows = run_eval(eng, specs, examples, settings, out=out, meta=meta("served llama-8b.gguf n_params=8 size=5", "b2"))
+    assert len(rows) == 2
 
 
 def test_eval_cli_refuses_to_mix_before_loading_the_model_and_restart_starts_over(tmp_path, monkeypatch, capsys):

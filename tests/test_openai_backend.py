@@ -217,6 +217,16 @@ def test_an_instruct_model_on_llama_server_gets_its_chat_template_in_completions
         assert g.count_tokens("plain") > 1  # counted as the model sees it, template included
 
 
+def test_the_model_a_server_serves_is_identified_without_its_build():
+    """What stands for a served model where there is no file to hash (eval resume compares it)."""
+    with StubServer() as stub:
+        info = gen(stub).server_info()
+    assert info["identity"] == "stub-model stub.gguf n_params=1 size=2"
+    assert info["reported"] == "stub.gguf n_params=1 size=2 build=stub"
+    with StubServer(Script(dialect="vllm")) as stub:
+        assert gen(stub).server_info()["identity"] == "stub-model"
+
+
 def test_token_counts_use_the_servers_tokenizer_or_a_generous_estimate():
     with StubServer() as stub:
         assert gen(stub).count_tokens("one two three") == 3
@@ -584,3 +594,27 @@ def test_doctor_checks_the_server_and_its_logprobs(capsys, tmp_path, monkeypatch
     code, out, err = call(["doctor", "--backend", "openai", "--base-url", f"http://127.0.0.1:{closed_port()}",
                            "--no-web", "--index", str(tmp_path)], capsys)
     assert code == 1 and "cannot connect" in out
+
+
+def test_doctor_lists_the_server_models_calibrations(capsys, tmp_path, monkeypatch):
+    """The calibrations doctor lists are the served model's (they were the local GGUF's, which it also
+    hashed for nothing), and an entry it cannot read does not stop it."""
+    import json
+
+    from ragcli import calibration
+
+    monkeypatch.setenv("COLUMNS", "300")
+    with StubServer() as stub:
+        fingerprint = gen(stub).fingerprint()
+        calibration.store(fingerprint, calibration.Calibration("prob", "short", 0.5, 0.123, 30, [0.1], 0.0,
+                                                               "/notes k=3 lookahead=64 prompt=auto"))
+        data = calibration.load_all()
+        data[fingerprint]["prob/long/0.5@old"] = {"trigger": "prob", "threshold": 0.1}  # another version's
+        data["gguf:somewhere-else"] = {"prob/short/0.5@x": {**data[fingerprint]["prob/short/0.5@/notes k=3 "
+                                                                                 "lookahead=64 prompt=auto"],
+                                                            "threshold": 0.987}}
+        calibration.cache_path().write_text(json.dumps(data))
+        code, out, err = call(["doctor", "--backend", "openai", "--base-url", stub.url, "--no-web",
+                               "--index", str(tmp_path)], capsys)
+    assert "θ = 0.123 (short answers, 50% of 30 drafts, /notes k=3 lookahead=64 prompt=auto)" in out
+    assert "0.987" not in out and "internal error" not in out + err

@@ -29,6 +29,36 @@ class Example:
                 for p in self.paragraphs if p.get("is_supporting")]
 
 
+def _question(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f'"question" is {type(value).__name__}, not text')
+    return value
+
+
+def _answers(value: object) -> tuple[str, ...]:
+    """The reference answers: a list of texts (a lone text is one answer; numbers are read as they are
+    written, 1912 as "1912"), never the letters of one string."""
+    if value is None:
+        return ()
+    items = [value] if isinstance(value, (str, int, float)) and not isinstance(value, bool) else value
+    if not isinstance(items, list):
+        raise TypeError(f'"answers" is {type(value).__name__}, not a list of texts')
+    out = []
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, (str, int, float)):
+            raise TypeError(f'an answer is {json.dumps(item)}, not text')
+        out.append(item if isinstance(item, str) else json.dumps(item))
+    return tuple(out)
+
+
+def _paragraphs(value: object) -> tuple[dict, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(p, dict) for p in value):
+        raise TypeError('"paragraphs" is not a list of objects')
+    return tuple(value)
+
+
 def load_examples(path: Path, *, dataset: str | None = None, type_: str | None = None, limit: int | None = None,
                   sample: int | None = None, seed: int = 0, per_dataset: int | None = None,
                   skip_per_dataset: int = 0) -> list[Example]:
@@ -46,9 +76,9 @@ def load_examples(path: Path, *, dataset: str | None = None, type_: str | None =
                 continue
             try:
                 r = json.loads(line)
-                ex = Example(str(r["id"]), r["question"], tuple(r.get("answers") or ()), r.get("dataset", ""),
-                             r.get("type", ""), tuple(r.get("paragraphs") or ()))
-            except (ValueError, KeyError, TypeError) as exc:
+                ex = Example(str(r["id"]), _question(r["question"]), _answers(r.get("answers")),
+                             r.get("dataset", ""), r.get("type", ""), _paragraphs(r.get("paragraphs")))
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
                 raise UsageError(f"{path}:{lineno} is not a dataset record ({exc})") from None
             if datasets and ex.dataset not in datasets:
                 continue

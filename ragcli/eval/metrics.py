@@ -40,9 +40,10 @@ def is_yes_no(golds: Sequence[str]) -> bool:
 
 
 def yes_no_accuracy(prediction: str, golds: Sequence[str]) -> float:
+    """1 when the answer starts with the gold's yes or no ("No, they are not."): a "no" further on
+    ("There is no information.") is no answer."""
     words = normalize_answer(prediction).split()
-    said = next((w for w in words if w in YES_NO), None)
-    return float(said is not None and said == normalize_answer(golds[0]))
+    return float(bool(words) and words[0] in YES_NO and words[0] == normalize_answer(golds[0]))
 
 
 def extract_answer(text: str) -> str:

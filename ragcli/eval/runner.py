@@ -21,7 +21,7 @@ from ragcli.engine import Engine
 from ragcli.errors import UsageError
 from ragcli.eval.dataset import Example
 from ragcli.eval.metrics import exact_match, extract_answer, f1_score, is_yes_no, recall, yes_no_accuracy
-from ragcli.events import AnswerFinished, DocumentsRetrieved, event_to_dict
+from ragcli.events import AnswerFinished, Calibrated, DocumentsRetrieved, event_to_dict
 from ragcli.retrieval import StaticRetriever
 
 RECALL_BUDGET = 15
@@ -94,14 +94,17 @@ def run_one(engine: Engine, spec: RunSpec, example: Example, base: Settings) -> 
     retrieved: list[str] = []
     final: AnswerFinished | None = None
     started = time.perf_counter()
+    calibrating = 0.0  # a --theta auto calibration run for this question: not the question's time
     for event in engine.ask(example.question, settings, retriever=retriever, allow_eval=True):
         if isinstance(event, DocumentsRetrieved):
             retrieved.extend(d.id for d in event.documents)
+        if isinstance(event, Calibrated):
+            calibrating += event.seconds
         if isinstance(event, AnswerFinished):
             final = event
         if event.kind != "token":  # tokens are summarised by the sentences that hold them
             trace.append(event_to_dict(event))
-    seconds = time.perf_counter() - started
+    seconds = time.perf_counter() - started - calibrating
     assert final is not None, "strategy ended without AnswerFinished"
     stats = final.stats
     row = {
@@ -182,6 +185,13 @@ def _differences(header: dict, meta: dict, model: bool) -> list[str]:
     for key, name, on in (("model_sha256", "model", model), ("dataset_sha256", "dataset", True)):
         if on and key in meta and header.get(key) != meta[key]:
             differ.append(f"{name}: sha256 {str(header.get(key))[:12]} there, {str(meta[key])[:12]} here")
+    # a server's model has no file hash here: what the server says it serves (its name, and the file and
+    # size behind it for llama-server) stands for it; a file from before "identity" compares the name
+    server_there, server_here = header.get("server") or {}, meta.get("server") or {}
+    if model and server_here:
+        field = "identity" if "identity" in server_there else "model"
+        if server_there.get(field) != server_here.get(field):
+            differ.append(f"server model: {server_there.get(field)!r} there, {server_here.get(field)!r} here")
     if bool(header.get("long_form")) != bool(meta.get("long_form")):  # a file from before the key: plain
         differ.append(f"long_form: {bool(header.get('long_form'))} there, {bool(meta.get('long_form'))} here")
     return differ

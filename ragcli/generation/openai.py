@@ -122,13 +122,17 @@ class OpenAIGenerator:
             self.n_ctx = int(self.props["default_generation_settings"].get("n_ctx") or n_ctx)
             path = str(self.props.get("model_path") or "")
             meta = entry.get("meta") or {}
-            self.reported = (f"{os.path.basename(path)} n_params={meta.get('n_params')} size={meta.get('size')} "
-                             f"build={self.props.get('build_info')}")
+            self.identity = f"{os.path.basename(path)} n_params={meta.get('n_params')} size={meta.get('size')}"
+            self.reported = f"{self.identity} build={self.props.get('build_info')}"
         elif "max_model_len" in entry:
             self.kind, self.n_ctx = "vllm", int(entry["max_model_len"])
-            self.reported = f"{entry.get('root') or model} max_model_len={entry['max_model_len']}"
+            self.identity = str(entry.get("root") or model)
+            self.reported = f"{self.identity} max_model_len={entry['max_model_len']}"
         else:
             self.kind, self.n_ctx, self.reported = "openai", n_ctx, str(entry.get("owned_by") or "")
+            self.identity = ""
+        # the model behind the name, not the server's build: what stands for a file hash (eval resume)
+        self.identity = model if self.identity in ("", model) else f"{model} {self.identity}"
         self.endpoint = "chat" if prompt_style == "chat" else "completions"
         self.chat_template = None
         if self.endpoint == "completions" and self.kind == "llama.cpp":
@@ -170,7 +174,8 @@ class OpenAIGenerator:
 
     def server_info(self) -> dict[str, Any]:
         """What an eval header records of the server (never the key)."""
-        return {"base_url": self.base, "model": self.model, "kind": self.kind, "reported": self.reported,
+        return {"base_url": self.base, "model": self.model, "identity": self.identity, "kind": self.kind,
+                "reported": self.reported,
                 "endpoint": self.endpoint, "n_ctx": self.n_ctx, "logprobs": self.logprobs,
                 "slots": self.props.get("total_slots")}
 
