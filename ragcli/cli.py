@@ -166,7 +166,7 @@ def info(
         if key == "encodings":
             key, value = "encodings (files)", ", ".join(f"{name}: {count}" for name, count in value.items())
         table.add_row(key.replace("_", " "), str(value))
-    Console(highlight=False).print(table)
+    Console(highlight=False, emoji=False).print(table)
 
 
 # ----------------------------------------------------------------------------- search
@@ -195,7 +195,10 @@ def search(
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(show_lines=False, expand=True, title=f"{len(docs)} passages in {ms:.1f} ms", title_justify="left")
+    from ragcli.words import counted
+
+    table = Table(show_lines=False, expand=True, title=f"{counted(len(docs), 'passage')} in {ms:.1f} ms",
+                  title_justify="left")
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column("score", justify="right", no_wrap=True)
     table.add_column("title / location", ratio=1)
@@ -203,7 +206,7 @@ def search(
     for i, d in enumerate(docs, start=1):
         table.add_row(str(i), f"{d.score:.2f}", f"{markup_safe(d.title)}\n[dim]{markup_safe(d.location)}[/]",
                       markup_safe(d.text[:300]) + ("…" if len(d.text) > 300 else ""))
-    Console(highlight=False).print(table)
+    Console(highlight=False, emoji=False).print(table)
 
 
 # ----------------------------------------------------------------------------- ask
@@ -297,7 +300,7 @@ def history_list(
     for row in log.recent(limit):
         when = datetime.datetime.fromtimestamp(row["created"]).strftime("%Y-%m-%d %H:%M")
         table.add_row(str(row["id"]), when, row["strategy"], markup_safe(row["question"][:60]), markup_safe(row["answer"][:80]))
-    Console(highlight=False).print(table)
+    Console(highlight=False, emoji=False).print(table)
 
 
 @history_app.command("show")
@@ -320,7 +323,7 @@ def history_show(
     from ragcli.render.text import marked_answer, source_lines, summary_line
     from ragcli.types import Document, RunStats
 
-    c = Console(highlight=False)
+    c = Console(highlight=False, emoji=False)
     c.print(f"[bold]{markup_safe(row['question'])}[/]  [dim]({row['strategy']})[/]")
     finished = next((e for e in row["events"] if e["event"] == "answer"), {})
     c.print(escape(marked_answer(row["answer"], finished.get("citations") or ())))
@@ -363,7 +366,7 @@ def doctor(flags: dict | None = None) -> None:
     for c in checks:
         status = "[green]ok[/]" if c.ok else ("[yellow]warning[/]" if c.warn_only else "[red]problem[/]")
         table.add_row(c.name, status, markup_safe(c.detail), markup_safe(c.fix))
-    Console(highlight=False).print(table)
+    Console(highlight=False, emoji=False).print(table)
     if any(not c.ok and not c.warn_only for c in checks):
         raise typer.Exit(1)
 
@@ -382,7 +385,7 @@ def strategies() -> None:
     for name, cls in STRATEGIES.items():
         params = ", ".join(f"{p.replace('_', '-')}={getattr(defaults, p)}" for p in cls.params)
         table.add_row(name, cls.description, params)
-    Console(highlight=False).print(table)
+    Console(highlight=False, emoji=False).print(table)
 
 
 @config_app.command("show")
@@ -402,7 +405,7 @@ def config_show(
     table = Table("setting", "value", "from")
     for name, value in settings.to_dict().items():
         table.add_row(name.replace("_", "-"), str(value), settings.source(name))
-    Console(highlight=False).print(table)
+    Console(highlight=False, emoji=False).print(table)
 
 
 @config_app.command("path")

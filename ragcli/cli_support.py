@@ -50,7 +50,7 @@ def with_settings(*names: str) -> Callable:
 def stderr_console():
     from rich.console import Console
 
-    return Console(stderr=True, highlight=False)
+    return Console(stderr=True, highlight=False, emoji=False)
 
 
 

@@ -37,7 +37,7 @@ def models_list(ctx: typer.Context) -> None:
                       markup_safe(str(path)))
     else:
         table.add_row("(default) Gemma 3 270M", "", "", "assembled from its PyPI package on first use")
-    Console(highlight=False).print(table)
+    Console(highlight=False, emoji=False).print(table)
 
 
 def _has_template(path: Path) -> str:

@@ -59,8 +59,8 @@ class Repl:
                  input=None, output=None, log: Callable[[str, dict, list], None] | None = None) -> None:
         self.engine = engine
         self.settings = engine.settings
-        self.console = console or Console(stderr=True, highlight=False)
-        self.out = out or Console(highlight=False)
+        self.console = console or Console(stderr=True, highlight=False, emoji=False)
+        self.out = out or Console(highlight=False, emoji=False)
         self.transcript: list[Exchange] = []
         self.context: list[Exchange] = []
         self.log = log

@@ -227,6 +227,16 @@ def test_a_linked_folder_outside_the_root_is_read_under_its_link(tmp_path):
     assert r.removed == 2 and r.passages_total == 1
 
 
+def test_a_lone_surrogate_escape_in_jsonl_is_replaced_not_fatal(tmp_path):
+    """"\\ud83d" (half an emoji, cut by an exporter) is valid JSON but no text: it stopped the whole
+    run with an internal error and left no index. It is replaced like a bad byte, with the warning."""
+    (tmp_path / "c.jsonl").write_text('{"title": "S", "text": "a \\ud83d b walrus"}\n{"title": "Ok", "text": "fine"}\n')
+    warnings: list[str] = []
+    r = build_index([tmp_path / "c.jsonl"], tmp_path / "index", on_warning=warnings.append)
+    assert r.passages_added == 2 and r.files[0].replaced == 1 and any("replaced" in w for w in warnings)
+    assert TantivyIndex.open(tmp_path / "index").search("walrus", 1)[0].text == "a \ufffd b walrus"
+
+
 def test_add_change_delete_cycle_reports_counts(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()

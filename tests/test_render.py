@@ -218,3 +218,78 @@ def test_a_search_that_finds_only_pages_already_read_says_so():
     live = RichLiveRenderer(highlight=0.4, err=empty, out=Console(file=io.StringIO()))
     live.handle(DocumentsRetrieved(Query("zzz", "question"), (), 0.01))
     assert "no documents found" in empty.export_text()
+
+
+def test_a_streaming_line_taller_than_the_terminal_shows_its_last_rows():
+    """A live region taller than the terminal cannot be redrawn in place: each refresh left a copy
+    of it in the scrollback (12 copies of "generate │ Ulf Merbold …" in a 60×8 pane). It shows the
+    rows that fit, the earlier ones cut with "…"."""
+    err = Console(record=True, width=60, height=8, force_terminal=True, file=io.StringIO())
+    r = RichLiveRenderer(highlight=0.4, err=err, out=Console(file=io.StringIO()))
+    r.handle(StepStarted(1, "generate"))
+    for i in range(200):
+        r.handle(TokenGenerated(Token(f" word{i}", -0.1)))
+    shown = err.render_lines(r.current, err.options)
+    assert len(shown) == 7 and len(r.current.rows) > 20
+    first, last = ("".join(s.text for s in line) for line in (shown[0], shown[-1]))
+    assert first.strip().startswith("generate │ … ") and "word199" in last
+    r.close()
+
+
+def test_a_new_step_streams_on_a_line_of_its_own():
+    """self-ask's follow-up question streamed on after its intermediate answer, under its label."""
+    err = Console(record=True, width=100, force_terminal=True, file=io.StringIO())
+    r = RichLiveRenderer(highlight=0.4, err=err, out=Console(file=io.StringIO()))
+    r.handle(StepStarted(1, "intermediate"))
+    r.handle(TokenGenerated(Token(" Twelve cylinders.", -0.1)))
+    r.handle(StepStarted(2, "decompose"))
+    r.handle(TokenGenerated(Token(" Follow up: How many?", -0.1)))
+    line = "".join(s.text for s in err.render_lines(r.current, err.options)[0])
+    assert line.strip().startswith("decompose │ Follow up: How many?") and "Twelve" not in line
+    r.close()
+
+
+def test_wide_characters_are_measured_in_terminal_columns():
+    """A CJK sentence wraps under its label and a CJK page's preview is cut to the width (both
+    counted characters, not columns: the sentence started at column 0, the preview spilled)."""
+    cjk = "東京タワーは一九五八年に完成した電波塔であり、高さは三百三十三メートルです。" * 2
+    page = Document("d2", "東京タワー", cjk, 3.0, "index", "tokyo.md:1")
+    err = Console(record=True, width=80, force_terminal=True)
+    r = RichLiveRenderer(highlight=0.4, err=err, out=Console(file=io.StringIO()))
+    r.handle(DocumentsRetrieved(Query("tower", "question"), (page,), 0.01))
+    r.handle(SentenceCommitted(Sentence(cjk)))
+    r.close()
+    from rich.cells import cell_len
+
+    lines = err.export_text().splitlines()
+    assert all(cell_len(line) <= 80 for line in lines)
+    assert any(line.endswith("…") and "東京タワーは" in line for line in lines)  # the page's preview
+    sentence = lines[lines.index(next(line for line in lines if line.strip().startswith("sentence"))) + 1]
+    assert sentence.startswith(" " * 9) and "│" in sentence
+
+
+def test_plain_output_says_what_the_live_view_says():
+    """Piped, an empty answer is "(no answer)" (it was an empty line over a sources list) and a
+    search without hits says so, as the live view does."""
+    out, trace = io.StringIO(), io.StringIO()
+    plain = PlainRenderer(out=out, err=trace)
+    plain.handle(DocumentsRetrieved(Query("qwxyz", "question"), (), 0.01))
+    plain.handle(AnswerFinished("", (DOC,), RunStats()))
+    assert "no documents found" in trace.getvalue()
+    assert out.getvalue().startswith("(no answer)\n")
+
+
+def test_text_is_shown_as_written_never_as_emoji(tmp_path, capsys):
+    """":100:" and ":b:" are Rich emoji codes: a ratio "1:100:1" was shown as "1💯1" by `history`
+    and `search`."""
+    from ragcli import cli
+    from ragcli.ingest.indexer import build_index
+
+    (tmp_path / "mix.txt").write_text("Mix at a ratio of 1:100:1 and watch :fire: carefully.")
+    build_index([tmp_path / "mix.txt"], tmp_path / "index")
+    try:
+        cli.run(["search", "ratio", "--index", str(tmp_path / "index")])
+    except SystemExit as exc:
+        assert exc.code == 0
+    shown = capsys.readouterr().out
+    assert "1:100:1" in shown and ":fire:" in shown and "💯" not in shown

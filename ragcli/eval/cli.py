@@ -169,9 +169,9 @@ def _print_results(runs: dict, n_questions: int, name: str, *, compare: bool) ->
 
     from ragcli.eval import report
 
-    out_console = Console(highlight=False)
+    out_console = Console(highlight=False, emoji=False)
     if not out_console.is_terminal:  # redirected to a file: do not squeeze the table into 80 columns
-        out_console = Console(highlight=False, width=150)
+        out_console = Console(highlight=False, emoji=False, width=150)
     out_console.print(report.summary_table(runs, f"{n_questions} questions from {name}"))
     if compare and "single" in runs and len(runs) > 1:
         pairs = report.compare_pairs({"runs": runs}, None, name, "", "single")
@@ -233,9 +233,9 @@ def eval_compare(
 
     sa = report.load_summary(a)
     sb = report.load_summary(b) if b is not None else None
-    console = Console(highlight=False)
+    console = Console(highlight=False, emoji=False)
     if not console.is_terminal:
-        console = Console(highlight=False, width=160)
+        console = Console(highlight=False, emoji=False, width=160)
     if sb is not None and base is None:
         console.print(report.compare_table(sa, sb, a.name, b.name))
     pairs = report.compare_pairs(sa, sb, a.name, b.name if b else "", base)

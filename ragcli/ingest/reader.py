@@ -13,6 +13,7 @@ import errno
 import io
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -272,9 +273,31 @@ def _jsonl_records(batches: Iterable[tuple[int, list[bytes]]], notes: FileNotes)
             continue
         for n, raw in numbered:
             try:
-                yield n, _parse_line(n, raw)
+                value = _parse_line(n, raw)
             except _BadLine as bad:
                 notes.bad_line(str(bad))
+                continue
+            if b"\\u" in raw:  # an escaped lone surrogate ("\ud83d" of a cut emoji) is no text: replaced
+                value, fixed = _without_surrogates(value)
+                notes.replaced += fixed
+            yield n, value
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _without_surrogates(value: object) -> tuple[object, int]:
+    """``value`` (a parsed JSON line) with lone surrogates in its strings replaced by U+FFFD (orjson
+    refuses them; json accepts them and they cannot be stored), and how many there were."""
+    if isinstance(value, str):
+        return _SURROGATE.subn("\ufffd", value)
+    if isinstance(value, dict):
+        items = [(k, _without_surrogates(v)) for k, v in value.items()]
+        return {k: v for k, (v, _) in items}, sum(n for _, (_, n) in items)
+    if isinstance(value, list):
+        items = [_without_surrogates(v) for v in value]
+        return [v for v, _ in items], sum(n for _, n in items)
+    return value, 0
 
 
 class _BadLine(Exception):

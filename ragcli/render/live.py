@@ -73,8 +73,14 @@ class _Streaming:
     def __rich_console__(self, console, options):
         with self._lock:
             rows = [*self.rows, self.tail.copy()]
-        for i, row in enumerate(rows):
+        # A live region taller than the terminal cannot be redrawn in place (each refresh would leave
+        # a copy in the scrollback): only its last lines are shown, as many as fit.
+        fits = max(console.size.height - 1, 1)
+        cut = len(rows) > fits
+        for i, row in enumerate(rows[-fits:] if cut else rows):
             line = self.label.copy() if i == 0 else Text(CONTINUED, style="dim")
+            if i == 0 and cut:
+                line.append("… ", style="dim")
             line.append_text(row)
             yield line
 
@@ -82,9 +88,9 @@ class _Streaming:
 class RichLiveRenderer:
     def __init__(self, *, highlight: float, stdout=None, stderr=None, err: Console | None = None,
                  out: Console | None = None) -> None:
-        self.err = err or Console(file=stderr, stderr=stderr is None, highlight=False)
+        self.err = err or Console(file=stderr, stderr=stderr is None, highlight=False, emoji=False)
         if out is None:  # word-wrapped on a terminal; a file or pipe gets each paragraph on one line
-            out = Console(file=stdout, highlight=False)
+            out = Console(file=stdout, highlight=False, emoji=False)
             out.soft_wrap = not out.is_terminal
         self.out = out
         self.threshold = highlight
@@ -116,7 +122,7 @@ class RichLiveRenderer:
         """
         width = self.err.width - LABEL_WIDTH
         if (not isinstance(line, Text) or line.plain[LABEL_WIDTH - 2:LABEL_WIDTH] != "│ "
-                or width < 20 or len(line.plain) <= self.err.width):
+                or width < 20 or line.cell_len <= self.err.width):
             return line
         head, body = line.divide([LABEL_WIDTH])
         out = head.copy()
@@ -143,7 +149,8 @@ class RichLiveRenderer:
                 tok = tok.with_text(tok.text.lstrip())
                 self._live().update(self.current)
             self.current.append(self._token_text(tok, event.draft))
-        elif isinstance(event, StepStarted):
+        elif isinstance(event, StepStarted):  # a new step streams on a line of its own
+            self._clear()
             self.step_label = _label(event.what)
         elif isinstance(event, DraftSentence):
             self._clear()

@@ -47,6 +47,8 @@ class PlainRenderer:
                 self._trace(f"  {i}. {safe(d.title)} ({d.score:.2f}) {safe(d.location)}")
             if event.already_read:
                 self._trace(f"  ({already_read_line(event)})")
+            elif not event.documents:
+                self._trace("  (no documents found)")
         elif isinstance(event, DocumentsGraded):
             self._trace(f"graded: {event.action} " + " ".join(f"{s:.2f}" for s in event.scores))
         elif isinstance(event, DraftSentence):
@@ -68,6 +70,8 @@ class PlainRenderer:
         elif isinstance(event, AnswerFinished):
             if self.err is None:  # --quiet: the answer alone, for scripts
                 answer = safe(event.answer)
+            elif not event.answer:  # as the live view says it
+                answer = "(no answer)"
             else:  # with the sources list below it, each sentence carries its sources' numbers
                 answer = marked_answer(event.answer, event.citations)
             self.out.write(self._wrapped(answer) + "\n")

@@ -76,13 +76,21 @@ def summary_line(stats: RunStats, stop_reason: str = "end") -> str:
 
 
 def shorten(text: str, width: int) -> str:
+    """``text`` on one line of at most ``width`` terminal columns (a CJK character takes two)."""
+    from rich.cells import cell_len, set_cell_size
+
     text = " ".join(text.split())
-    return text if len(text) <= width else text[: max(width - 1, 1)] + "…"
+    return text if cell_len(text) <= width else set_cell_size(text, max(width - 1, 1)).rstrip() + "…"
 
 
 def shorten_left(text: str, width: int) -> str:
-    """Keep the end (file name and line) of a long location."""
-    return text if len(text) <= width else "…" + text[-(width - 1):]
+    """Keep the end (file name and line) of a long location, in at most ``width`` columns."""
+    from rich.cells import cell_len, set_cell_size
+
+    if cell_len(text) <= width:
+        return text
+    tail = set_cell_size(text[::-1], max(width - 1, 1))[::-1]  # reversed twice: the end of the text
+    return "…" + tail.lstrip()
 
 
 def already_read_line(event) -> str:
