@@ -154,7 +154,7 @@ def info(
     if as_json:
         typer.echo(json.dumps(stats, indent=2))
         return
-    from rich.console import Console
+    from ragcli.render.text import text_console
     from rich.table import Table
 
     table = Table(show_header=False, title=f"index {settings.index}", title_justify="left")
@@ -166,7 +166,7 @@ def info(
         if key == "encodings":
             key, value = "encodings (files)", ", ".join(f"{name}: {count}" for name, count in value.items())
         table.add_row(key.replace("_", " "), str(value))
-    Console(highlight=False, emoji=False).print(table)
+    text_console().print(table)
 
 
 # ----------------------------------------------------------------------------- search
@@ -192,7 +192,7 @@ def search(
         for d in docs:
             typer.echo(json.dumps(d.to_dict(), ensure_ascii=False))
         return
-    from rich.console import Console
+    from ragcli.render.text import text_console
     from rich.table import Table
 
     from ragcli.words import counted
@@ -206,7 +206,7 @@ def search(
     for i, d in enumerate(docs, start=1):
         table.add_row(str(i), f"{d.score:.2f}", f"{markup_safe(d.title)}\n[dim]{markup_safe(d.location)}[/]",
                       markup_safe(d.text[:300]) + ("…" if len(d.text) > 300 else ""))
-    Console(highlight=False, emoji=False).print(table)
+    text_console().print(table)
 
 
 # ----------------------------------------------------------------------------- ask
@@ -288,7 +288,7 @@ def history_list(
     """List recent answers (`ragcli history show N` prints one with its trace)."""
     if ctx.invoked_subcommand is not None:
         return
-    from rich.console import Console
+    from ragcli.render.text import text_console
     from rich.table import Table
 
     from ragcli.logs import AnswerLog
@@ -300,7 +300,7 @@ def history_list(
     for row in log.recent(limit):
         when = datetime.datetime.fromtimestamp(row["created"]).strftime("%Y-%m-%d %H:%M")
         table.add_row(str(row["id"]), when, row["strategy"], markup_safe(row["question"][:60]), markup_safe(row["answer"][:80]))
-    Console(highlight=False, emoji=False).print(table)
+    text_console().print(table)
 
 
 @history_app.command("show")
@@ -317,13 +317,13 @@ def history_show(
     if as_json:
         typer.echo(json.dumps(row, indent=2, ensure_ascii=False))
         return
-    from rich.console import Console
+    from ragcli.render.text import text_console
     from rich.markup import escape
 
     from ragcli.render.text import marked_answer, source_lines, summary_line
     from ragcli.types import Document, RunStats
 
-    c = Console(highlight=False, emoji=False)
+    c = text_console()
     c.print(f"[bold]{markup_safe(row['question'])}[/]  [dim]({row['strategy']})[/]")
     finished = next((e for e in row["events"] if e["event"] == "answer"), {})
     c.print(escape(marked_answer(row["answer"], finished.get("citations") or ())))
@@ -356,7 +356,7 @@ def _read_question(question: str | None) -> str:
                "prompt_style")
 def doctor(flags: dict | None = None) -> None:
     """Check the model (or the server and its logprobs), llama.cpp, index, sentence splitter and web search."""
-    from rich.console import Console
+    from ragcli.render.text import text_console
     from rich.table import Table
 
     from ragcli.doctor import run_checks
@@ -366,7 +366,7 @@ def doctor(flags: dict | None = None) -> None:
     for c in checks:
         status = "[green]ok[/]" if c.ok else ("[yellow]warning[/]" if c.warn_only else "[red]problem[/]")
         table.add_row(c.name, status, markup_safe(c.detail), markup_safe(c.fix))
-    Console(highlight=False, emoji=False).print(table)
+    text_console().print(table)
     if any(not c.ok and not c.warn_only for c in checks):
         raise typer.Exit(1)
 
@@ -375,7 +375,7 @@ def doctor(flags: dict | None = None) -> None:
 @app.command()
 def strategies() -> None:
     """List the retrieval strategies with their parameters."""
-    from rich.console import Console
+    from ragcli.render.text import text_console
     from rich.table import Table
 
     from ragcli.strategies import STRATEGIES
@@ -385,7 +385,7 @@ def strategies() -> None:
     for name, cls in STRATEGIES.items():
         params = ", ".join(f"{p.replace('_', '-')}={getattr(defaults, p)}" for p in cls.params)
         table.add_row(name, cls.description, params)
-    Console(highlight=False, emoji=False).print(table)
+    text_console().print(table)
 
 
 @config_app.command("show")
@@ -399,13 +399,13 @@ def config_show(
     if as_json:
         typer.echo(json.dumps(settings.to_dict(), indent=2))
         return
-    from rich.console import Console
+    from ragcli.render.text import text_console
     from rich.table import Table
 
     table = Table("setting", "value", "from")
     for name, value in settings.to_dict().items():
         table.add_row(name.replace("_", "-"), str(value), settings.source(name))
-    Console(highlight=False, emoji=False).print(table)
+    text_console().print(table)
 
 
 @config_app.command("path")

@@ -48,9 +48,9 @@ def with_settings(*names: str) -> Callable:
 
 
 def stderr_console():
-    from rich.console import Console
+    from ragcli.render.text import text_console
 
-    return Console(stderr=True, highlight=False, emoji=False)
+    return text_console(stderr=True)
 
 
 

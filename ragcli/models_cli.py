@@ -17,7 +17,7 @@ def models_list(ctx: typer.Context) -> None:
     """List the downloaded models with their size and whether they carry a chat template."""
     if ctx.invoked_subcommand is not None:
         return
-    from rich.console import Console
+    from ragcli.render.text import text_console
     from rich.table import Table
 
     from ragcli import models
@@ -37,7 +37,7 @@ def models_list(ctx: typer.Context) -> None:
                       markup_safe(str(path)))
     else:
         table.add_row("(default) Gemma 3 270M", "", "", "assembled from its PyPI package on first use")
-    Console(highlight=False, emoji=False).print(table)
+    text_console().print(table)
 
 
 def _has_template(path: Path) -> str:

@@ -22,7 +22,7 @@ from ragcli.engine import Engine
 from ragcli.errors import RagcliError
 from ragcli.events import AnswerFinished, Event
 from ragcli.render import safe
-from ragcli.render.text import marked_answer, source_lines
+from ragcli.render.text import marked_answer, source_lines, text_console
 
 COMMANDS = {
     "/help": "show this help",
@@ -59,8 +59,8 @@ class Repl:
                  input=None, output=None, log: Callable[[str, dict, list], None] | None = None) -> None:
         self.engine = engine
         self.settings = engine.settings
-        self.console = console or Console(stderr=True, highlight=False, emoji=False)
-        self.out = out or Console(highlight=False, emoji=False)
+        self.console = console or text_console(stderr=True)
+        self.out = out or text_console()
         self.transcript: list[Exchange] = []
         self.context: list[Exchange] = []
         self.log = log

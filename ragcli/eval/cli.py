@@ -165,13 +165,13 @@ def _run_with_progress(engine, specs: list, examples: list, base: Settings, **kw
 
 def _print_results(runs: dict, n_questions: int, name: str, *, compare: bool) -> None:
     """The summary table on stdout and, beside single retrieval, the paired differences."""
-    from rich.console import Console
+    from ragcli.render.text import text_console
 
     from ragcli.eval import report
 
-    out_console = Console(highlight=False, emoji=False)
+    out_console = text_console()
     if not out_console.is_terminal:  # redirected to a file: do not squeeze the table into 80 columns
-        out_console = Console(highlight=False, emoji=False, width=150)
+        out_console = text_console(width=150)
     out_console.print(report.summary_table(runs, f"{n_questions} questions from {name}"))
     if compare and "single" in runs and len(runs) > 1:
         pairs = report.compare_pairs({"runs": runs}, None, name, "", "single")
@@ -227,15 +227,15 @@ def eval_compare(
 ) -> None:
     """Differences between runs, with paired bootstrap 95% intervals on F1 and answer-context recall
     per data set: two summaries run by run, or (--base RUN) every run of a summary against one."""
-    from rich.console import Console
+    from ragcli.render.text import text_console
 
     from ragcli.eval import report
 
     sa = report.load_summary(a)
     sb = report.load_summary(b) if b is not None else None
-    console = Console(highlight=False, emoji=False)
+    console = text_console()
     if not console.is_terminal:
-        console = Console(highlight=False, emoji=False, width=160)
+        console = text_console(width=160)
     if sb is not None and base is None:
         console.print(report.compare_table(sa, sb, a.name, b.name))
     pairs = report.compare_pairs(sa, sb, a.name, b.name if b else "", base)

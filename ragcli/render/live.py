@@ -26,7 +26,8 @@ from ragcli.events import (
     StepStarted,
     TokenGenerated,
 )
-from ragcli.render.text import already_read_line, safe, calibration_line, cited_pieces, shorten, shorten_left, source_lines, summary_line
+from ragcli.render.text import (already_read_line, calibration_line, cited_pieces, safe, shorten, shorten_left,
+                                source_lines, summary_line, text_console)
 from ragcli.types import Sentence, Token
 
 DRAFT = "grey58 italic"
@@ -88,9 +89,9 @@ class _Streaming:
 class RichLiveRenderer:
     def __init__(self, *, highlight: float, stdout=None, stderr=None, err: Console | None = None,
                  out: Console | None = None) -> None:
-        self.err = err or Console(file=stderr, stderr=stderr is None, highlight=False, emoji=False)
+        self.err = err or text_console(file=stderr, stderr=stderr is None)
         if out is None:  # word-wrapped on a terminal; a file or pipe gets each paragraph on one line
-            out = Console(file=stdout, highlight=False, emoji=False)
+            out = text_console(file=stdout)
             out.soft_wrap = not out.is_terminal
         self.out = out
         self.threshold = highlight

@@ -75,6 +75,13 @@ def summary_line(stats: RunStats, stop_reason: str = "end") -> str:
     )
 
 
+def text_console(**options):
+    """A Rich console that shows text as it is written: numbers not highlighted, ":100:" never an emoji."""
+    from rich.console import Console
+
+    return Console(highlight=False, emoji=False, **options)
+
+
 def shorten(text: str, width: int) -> str:
     """``text`` on one line of at most ``width`` terminal columns (a CJK character takes two)."""
     from rich.cells import cell_len, set_cell_size
