@@ -432,12 +432,28 @@ def run(argv: list[str] | None = None) -> None:
         raise SystemExit(exc.exit_code) from None
     except usage_errors as exc:  # unknown option, missing argument, bad value: usage and exit 2
         exc.show()
+        _usage_error_event(exc, sys.argv[1:] if argv is None else argv)
         raise SystemExit(exc.exit_code) from None
     except Exception as exc:  # noqa: BLE001 - a bug: one line, exit 1, traceback with --debug
         if _state.get("debug"):
             raise
         _report(exc)
     raise SystemExit(0)
+
+
+def _usage_error_event(exc: Exception, argv: list[str]) -> None:
+    """`ask --json` with an option it cannot parse (`--k abc`) fails before `ask` runs: its stream
+    still ends with the error event a script waits for, as any other failed run's does."""
+    ctx = getattr(exc, "ctx", None)
+    options = argv[: argv.index("--")] if "--" in argv else argv
+    if ctx is None or ctx.command.name != "ask" or "--json" not in options:
+        return
+    from ragcli.events import RunFailed
+    from ragcli.render import make_renderer
+
+    renderer = make_renderer(json=True)
+    renderer.handle(RunFailed(exc.format_message(), "see `ragcli ask --help`", exc.exit_code))
+    renderer.close()
 
 
 def _failure(exc: BaseException) -> tuple[str, str | None, int]:

@@ -155,6 +155,21 @@ def test_a_failed_run_ends_the_stream_with_an_error_event_and_the_same_exit_code
     conforms({k: v for k, v in last.items() if k != "schema"}, golden()["error"])
 
 
+@pytest.mark.parametrize("argv, says", [
+    (["ask", "q", "--json", "--k", "abc"], "Invalid value for '--k'"),  # a value the option parser refuses
+    (["ask", "--json", "--bogus", "q"], "No such option: --bogus"),
+])
+def test_an_option_the_parser_refuses_still_ends_the_stream_with_an_error_event(argv, says, capsys):
+    code, out, err = call(argv, capsys)
+    assert code == 2 and says in err and "Usage:" in err  # the usage text stays on stderr
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert len(rows) == 1 and rows[0]["event"] == "error" and says in rows[0]["message"] and rows[0]["exit_code"] == 2
+    conforms({k: v for k, v in rows[0].items() if k != "schema"}, golden()["error"])
+    # without --json (or with it after `--`, where it is the question) stdout stays empty
+    assert call([a for a in argv if a != "--json"], capsys)[1] == ""
+    assert call(["ask", "--k", "abc", "--", "--json"], capsys)[1] == ""
+
+
 def test_a_failure_mid_stream_ends_it_with_an_error_event(built_index, settings, capsys, monkeypatch):
     from ragcli.errors import ContextOverflowError
 
