@@ -303,6 +303,36 @@ def test_resuming_against_a_server_now_serving_another_model_is_refused(tmp_path
     assert len(rows) == 2
 
 
+def test_resuming_after_the_index_was_changed_is_refused(tmp_path, settings):
+    """The same --index re-indexed in between holds other documents (and gives --theta auto another
+    threshold): its rows would mix two corpora under one score. The same content elsewhere, copied
+    (other paths and times) or re-indexed unchanged, resumes."""
+    import shutil
+
+    from ragcli.errors import UsageError
+    from ragcli.eval.runner import run_metadata
+
+    data, corpus = _dataset(tmp_path)
+    eng = _engine(settings, tmp_path, corpus)
+    examples = load_examples(data)
+    specs = expand_grid(["single"], {})
+    out = tmp_path / "results.jsonl"
+    run_eval(eng, specs, examples[:1], settings, out=out, meta=run_metadata(settings, data, settings.index, None))
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    shutil.copy(corpus, copy / "corpus.jsonl")
+    elsewhere = settings.copy(index=str(tmp_path / "index2"))
+    build_index([copy], Path(elsewhere.index))
+    assert len(run_eval(eng, specs, examples[:1], settings, out=out,
+                        meta=run_metadata(settings, data, elsewhere.index, None))) == 1
+    (copy / "more.jsonl").write_text(json.dumps({"title": "Topic 99", "text": "Topic 99 is about zeta3 too."}) + "\n")
+    build_index([copy], Path(settings.index))
+    with pytest.raises(UsageError, match=r"other settings: index content: \w{12} there, \w{12} here "
+                                         r"\(the index was changed\)$"):
+        run_eval(eng, specs, examples, settings, out=out, meta=run_metadata(settings, data, settings.index, None))
+    assert len(out.read_text().splitlines()) == 2  # nothing appended
+
+
 def test_eval_cli_refuses_to_mix_before_loading_the_model_and_restart_starts_over(tmp_path, monkeypatch, capsys):
     from ragcli import cli
 

@@ -192,6 +192,11 @@ def _differences(header: dict, meta: dict, model: bool) -> list[str]:
         field = "identity" if "identity" in server_there else "model"
         if server_there.get(field) != server_here.get(field):
             differ.append(f"server model: {server_there.get(field)!r} there, {server_here.get(field)!r} here")
+    # the same --index re-indexed in between (files added, changed): other documents, and another
+    # --theta auto threshold, which is calibrated on the index's own sentences
+    if header.get("index_content") and meta.get("index_content") and header["index_content"] != meta["index_content"]:
+        differ.append(f"index content: {header['index_content'][:12]} there, {meta['index_content'][:12]} here "
+                      "(the index was changed)")
     if bool(header.get("long_form")) != bool(meta.get("long_form")):  # a file from before the key: plain
         differ.append(f"long_form: {bool(header.get('long_form'))} there, {bool(meta.get('long_form'))} here")
     return differ
@@ -321,12 +326,28 @@ def run_metadata(settings: Settings, dataset: Path, index_dir: str, model_path: 
         "model": model_path,
         "model_sha256": _sha256(Path(model_path)) if model_path and Path(model_path).is_file() else None,
         "index": index_dir,
+        "index_content": index_content(index_dir),
         "dataset": str(dataset),
         "dataset_sha256": _sha256(dataset),
         "long_form": long_form,
         "git_commit": _git_commit(),
         "versions": versions,
     }
+
+
+def index_content(index_dir: str) -> str | None:
+    """What the index holds, as a hash of its files' content hashes and passage counts (not their
+    paths or times: a copied or touched corpus is the same index). None when it has no manifest."""
+    import hashlib
+
+    from ragcli.retrieval.index import MANIFEST_FILE
+
+    try:
+        manifest = json.loads((Path(index_dir) / MANIFEST_FILE).read_text(encoding="utf-8"))
+        files = sorted(f"{entry.get('sha1')}:{entry.get('passages')}" for entry in manifest.values())
+    except (OSError, ValueError, AttributeError):
+        return None
+    return hashlib.sha256("\n".join(files).encode()).hexdigest()
 
 
 def _sha256(path: Path) -> str:
