@@ -293,3 +293,18 @@ def test_text_is_shown_as_written_never_as_emoji(tmp_path, capsys):
         assert exc.code == 0
     shown = capsys.readouterr().out
     assert "1:100:1" in shown and ":fire:" in shown and "💯" not in shown
+
+
+def test_stdout_is_the_same_whether_stderr_shows_the_live_view_or_plain_lines():
+    """`ragcli ask q > answer.txt` writes the answer and its sources the same way with stderr on a
+    terminal (the live view) as with it redirected (plain lines): a script reading the file cannot tell."""
+    per = ((0, 40, (0,)), (41, 53, ()))
+    for final in (AnswerFinished("Romulus and Remus are the twin brothers. Mars is red.", (DOC,), RunStats(), "end",
+                                 (0,), per),
+                  AnswerFinished("", (DOC,), RunStats()), AnswerFinished("Mars is red.", (), RunStats())):
+        live_out, plain_out = io.StringIO(), io.StringIO()
+        live = RichLiveRenderer(highlight=0.4, err=Console(file=io.StringIO()), stdout=live_out)
+        live.handle(final)
+        live.close()
+        PlainRenderer(plain_out, io.StringIO()).handle(final)
+        assert live_out.getvalue() == plain_out.getvalue()

@@ -216,6 +216,8 @@ class RichLiveRenderer:
             self.close()
             self._print(Text(summary_line(event.stats, event.stop_reason), style="dim"))
             self.out.print(self._answer_text(event))
+            if event.sources:  # a blank line before them, as in plain output: stdout is the same either way
+                self.out.print()
             for i, line in enumerate(source_lines(event.sources, event.citations)):
                 self.out.print(Text(line, style="bold" if i == 0 else "dim" if line.startswith("  also in the prompt") else ""))
 
