@@ -157,11 +157,28 @@ def test_text_in_any_encoding_is_decoded_and_binary_files_are_skipped(small_corp
     ("cp1250", "Zażółć gęślą jaźń. Spotkanie zostało przeniesione na czwartek. Dziękuję za pomoc.\n"),
     ("cp1253", "Καλημέρα, η συνάντηση μεταφέρθηκε την Πέμπτη. Ευχαριστώ για τη βοήθεια.\n"),
     ("shift_jis", "会議は木曜日に延期されました。ご協力ありがとうございます。\n"),
+    # each of these came back in another encoding before ragcli.ingest.codepages decided
+    ("cp1252", "Le café était très bon, merci à vous. Où êtes-vous?"),  # Mac Central European: "Le cafť ťtait"
+    ("cp1252", "Ci vediamo giovedì alle tre. Il caffè è pronto."),  # cp1250: "giovedě ... caffč"
+    ("cp1252", "Año nuevo, vida nueva."),  # Big5
+    ("cp1252", "Smörgåsbord och kött\u00adbullar serverades på festen.\nVi ses på fredag."),  # skipped: "not text"
+    ("cp1254", "Toplantı notları: Şubat ayında İstanbul'daki ofiste görüştük."),  # cp1252: "Þubat ayýnda"
+    ("cp1254", "Işık ve ses sistemi değişecek. Teşekkürler, Ayşe."),  # Big5-HKSCS
+    ("cp1250", "Schůzka byla přesunuta na čtvrtek. Děkuji za pomoc, Jiří."),  # cp1252: "pøesunuta"
+    ("cp1250", "Właściwie nie wiem, gdzie położyłem klucze."),  # cp949
+    ("cp1250", "Mulţumesc pentru ajutor, ne vedem mâine în Bucureşti."),  # cp1252: "Mulþumesc"
+    ("iso8859_2", "Proszę przesłać mi raport do środy. Dziękuję, Łukasz."),  # cp1252: "przes³aæ"
+    ("cp1257", "Susitikimas perkeltas į ketvirtadienį. Ačiū už pagalbą, Žygimantai."),  # cp1252: "Aèiû uþ"
+    ("cp1255", "הפגישה נדחתה ליום חמישי. תודה על העזרה."),  # cp1251: "дфвйщд ргзъд"
+    ("koi8_r", "Привет, как дела? Встреча перенесена на четверг."),  # Shift JIS
+    ("euc_jp", "報告書は月曜日までに提出してください。よろしくお願いします。"),  # cp949
+    ("gbk", "会议推迟到星期四。谢谢你的帮助。"),
+    ("euc_kr", "회의가 목요일로 연기되었습니다. 도와주셔서 감사합니다."),
 ])
 def test_a_short_legacy_note_is_decoded_in_its_own_encoding(codec, text):
     """Short notes are where the detector's language fit is noisy: a Windows-1252 line must not come
-    back as cp1258 ("gioved́") or HP Roman-8 ("M—tet"), nor a Cyrillic, Polish, Greek or Japanese one
-    as Windows-1252."""
+    back as cp1258 ("gioved́"), HP Roman-8 ("M—tet") or Mac Central European ("cafť"), nor a Turkish,
+    Czech, Baltic, Cyrillic, Polish, Greek, Hebrew or Japanese one as Windows-1252 or a CJK code page."""
     from ragcli.ingest.encoding import decode
 
     assert decode(text.encode(codec)).text == text

@@ -3,7 +3,8 @@
 In order: a byte-order mark (UTF-8, UTF-16, UTF-32); NUL bytes, which are UTF-16 without a mark
 when every other byte is NUL (ASCII-range text) and binary otherwise; UTF-8; UTF-8 with a few
 damaged bytes (replaced, and counted); a detector (charset-normalizer) for legacy 8-bit and CJK
-encodings, trusted only above a confidence floor. What is left is not text, and skipped with why.
+encodings, trusted only above a confidence floor to say *that* the bytes are text, while
+``codepages`` says *which* encoding they are in. What is left is not text, and skipped with why.
 """
 
 from __future__ import annotations
@@ -23,10 +24,7 @@ BOMS = (
 )
 SNIFF_BYTES = 8192  # how far the binary and BOM-less UTF-16 tests look
 MIN_CONFIDENCE = 0.9  # the detector's 1 - chaos (charset-normalizer's "mess" ratio) must reach this
-# On short texts the detector finds several 8-bit code pages equally good (café decodes the same in
-# a dozen); among those ties, the one Windows and most legacy Western files use wins.
-PREFERRED = ("cp1252",)
-COHERENCE_TIE = 0.1
+MIN_MEAN_LOG_P = -4.0  # ... or ``codepages``' mean log-probability per character beyond ASCII
 
 
 @dataclass(frozen=True)
@@ -108,16 +106,18 @@ def _damaged_utf8(raw: bytes) -> Decoded | None:
 
 
 def _detected(raw: bytes) -> Decoded:
+    """A legacy encoding. charset-normalizer says whether the bytes are text at all; which encoding
+    they are in is decided by ``codepages`` (the detector's language fit is noise on a short note)."""
     from charset_normalizer import from_bytes
 
+    from ragcli.ingest.codepages import best_encoding
+
     matches = list(from_bytes(raw, threshold=1 - MIN_CONFIDENCE))
-    if not matches:
+    found = best_encoding(raw, extra=(matches[0].encoding,) if matches else ())
+    # text if the detector finds it so, or if one decoding reads like a language (the detector's
+    # "mess" ratio refuses some short notes: a soft hyphen in a Swedish line)
+    if found is None or not (matches or found[1] >= MIN_MEAN_LOG_P):
         raise SkipFile("not text: not UTF-8, and no other encoding fits")
-    best = matches[0]
-    # Coherence (language fit) is noisy on a short note: within 0.1 of the best counts as a tie, so
-    # "giovedì" stays cp1252 instead of cp1258's "gioved́" (17 legacy-encoded sentences: 15 right, was 13)
-    tied = [m for m in matches if m.chaos <= best.chaos + 0.01 and m.coherence >= best.coherence - COHERENCE_TIE]
-    names = {n for m in tied for n in (m.encoding, *m.could_be_from_charset)}
-    name = next((p for p in PREFERRED if p in names), best.encoding)
+    name = found[0]
     text, bad = _decode_counting(raw, name)
-    return Decoded(text, name, bad, confidence=round(1 - best.chaos, 3))
+    return Decoded(text, name, bad, confidence=round(1 - matches[0].chaos, 3) if matches else 0.0)

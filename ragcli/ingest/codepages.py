@@ -1,0 +1,254 @@
+"""Which legacy encoding a text file that is not UTF-8 was written in.
+
+A Windows-1252 note and a Windows-1250 or Windows-1254 one differ only in their accented letters, so a
+statistical detector (charset-normalizer) finds them equally good on a short file and often picks the
+wrong one: "Le café était" came back as Mac Central European ("Le cafť ťtait"), a Turkish note as
+Windows-1252 ("Þubat"). Here every candidate encoding decodes a sample of the file, and each decoding
+is scored the way a reader would judge it: are its letters those one language writes, and as often as
+that language writes them? A naive Bayes score over the characters beyond ASCII (each one's
+probability under the best-fitting language, by its frequency rank there) plus how common the
+encoding is. What no language explains costs the most: letters of two scripts in one word, an upper-
+case letter inside a lower-case word, a symbol stuck to a word, Cyrillic or Greek words without a
+vowel, Greek without accents, Han characters read where Japanese would have kana or Korean Hangul.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from functools import lru_cache
+
+# Letters beyond ASCII each language writes, most frequent first (lower case).
+LANGUAGES = {
+    "french": "éàèêçùôîâûëïüœæÿ", "german": "üäöß", "spanish": "óíáéñúü", "portuguese": "ãçéáóíêâõúôà",
+    "italian": "èàùòìéóí", "catalan": "àèéòíóçúïü", "dutch": "ëéïöèáüóê", "swedish": "äåöé",
+    "danish_norwegian": "øåæéó", "finnish": "äöå", "icelandic": "áðíéóúýþæö", "polish": "łąęóśżćńź",
+    "czech": "íáéěýřčšžůúťďň", "slovak": "áíéýčšžúľôťďňäĺŕó", "hungarian": "éáóöőüíúű",
+    "romanian": "ăîâşţ", "romanian_comma": "ăîâșț", "croatian_slovene": "čšžćđ", "turkish": "ıüşçğöİâîû", "lithuanian": "ėųšžąįūčę",
+    "latvian": "āīēšūņļčžķģ", "estonian": "äõüöšž",
+    "russian": "оеаинтсрвлкмдпуяызьбгчйхжшюцщэфъё", "ukrainian": "оанвиітерсклудмпзяьгбчхжйшцюєїщфґ",
+    "bulgarian": "аоеинтрсвлкдпмзяугбъчйшжцфхщью", "serbian": "аоиенјсртвлкдпмузбгшчцњћхфљжђџ",
+    "greek": "αοιετσνηκυρπμλςάίόγέδήωθχύφβξώζψϊΐϋΰ", "hebrew": "יוהלרבתמאשנעםדקחפסכגטצןזךףץ",
+    "arabic": "اليمونرتبعدسهفكقحجشصطزثخضغذظءأإآةىئؤیکپچژگ",
+}
+
+
+def _probabilities(letters: str) -> dict[str, float]:
+    weights = [DECAY ** rank for rank in range(len(letters))]  # each letter a little rarer than the one before
+    total = sum(weights)
+    return {c: math.log(w / total) for c, w in zip(letters, weights)}
+
+
+DECAY = 0.75
+LOG_P = {name: _probabilities(letters) for name, letters in LANGUAGES.items()}
+UNEXPLAINED = -7.0  # log-probability of a character no language explains
+# Punctuation and symbols of 8-bit code pages that real text uses; quotes and dashes may touch a word
+QUOTES = frozenset("“”‘’„‚«»‹›–—…")
+DASHES = frozenset("–—")
+SYMBOLS = frozenset("€£¥¢•·°¿¡©®™§¶×÷±¹²³½¼¾µ\u00a0")
+BEFORE_WORD = frozenset("¿¡")
+AFTER_WORD = frozenset("®™©°")
+LOG_PUNCT = math.log(0.5)
+# Candidates in order of how common they are among legacy files (log prior), Windows code pages first
+CANDIDATES = {
+    "cp1252": 0.0, "cp1250": -1.0, "cp1251": -1.0, "shift_jis": -1.0, "gb18030": -1.0, "big5": -1.5,
+    "euc_kr": -1.5, "iso8859_2": -2.0, "cp1254": -2.0, "cp1253": -2.0, "cp1255": -2.0, "cp1256": -2.0,
+    "koi8_r": -2.0, "euc_jp": -2.0, "cp1257": -2.5, "koi8_u": -3.0, "mac_roman": -4.0, "cp850": -4.0,
+}
+OTHER_PRIOR = -5.0  # an encoding the detector proposes that is not listed above
+SAMPLE_BYTES = 16 * 1024  # enough for a verdict (a few pages of text); a big file is scored on its start
+_WORD = re.compile(r"[^\W\d_]+")
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
+_VOWELS = {"cyrillic": frozenset("аеёиоуыэюяієї"), "greek": frozenset("αάεέηήιίϊΐοόυύϋΰωώ")}
+_GREEK_ACCENTED = frozenset("άέήίόύώΐΰ")
+
+
+def sample(raw: bytes) -> bytes:
+    """The first SAMPLE_BYTES of ``raw``, cut after a line break (a byte no multi-byte character of
+    these encodings contains) so that no character is cut in half."""
+    if len(raw) <= SAMPLE_BYTES:
+        return raw
+    cut = raw.rfind(b"\n", 0, SAMPLE_BYTES)
+    return raw[: cut + 1] if cut > 0 else raw[:SAMPLE_BYTES]
+
+
+def best_encoding(raw: bytes, extra: tuple[str, ...] = ()) -> tuple[str, float] | None:
+    """(the encoding whose decoding of ``raw`` reads most like text, the mean log-probability of
+    that decoding's characters beyond ASCII); None if no candidate decodes it."""
+    head = sample(raw)
+    scored = []
+    for order, name in enumerate([*CANDIDATES, *(e for e in extra if e not in CANDIDATES)]):
+        try:
+            text = head.decode(name)
+        except (UnicodeDecodeError, LookupError):
+            continue
+        fit = score(text, name)
+        spots = sum(1 for c in text if ord(c) > 127) or 1
+        scored.append((fit + CANDIDATES.get(name, OTHER_PRIOR), -order, name, fit / spots))
+    if not scored:
+        return None
+    _, _, name, mean = max(scored)
+    return name, mean
+
+
+def _script(c: str) -> str:
+    o = ord(c)
+    if o < 0x250:
+        return "latin"
+    if 0x370 <= o < 0x400:
+        return "greek"
+    if 0x400 <= o < 0x530:
+        return "cyrillic"
+    if 0x590 <= o < 0x600:
+        return "hebrew"
+    if 0x600 <= o < 0x700 or 0xFB50 <= o <= 0xFEFF:
+        return "arabic"
+    if _kana(o) or _han(o) or _hangul(o) or 0x3000 <= o <= 0x303F or 0x3130 <= o <= 0x318F or 0xFF00 <= o <= 0xFFEF:
+        return "cjk"
+    return "other"
+
+
+def _kana(o: int) -> bool:
+    return 0x3040 <= o <= 0x30FF
+
+
+def _han(o: int) -> bool:
+    return 0x4E00 <= o <= 0x9FFF
+
+
+def _hangul(o: int) -> bool:
+    return 0xAC00 <= o <= 0xD7AF  # syllables: text is written in them, not in loose jamo
+
+
+def _lower(c: str) -> str:
+    low = c.lower()
+    return low if len(low) == 1 else c  # "İ".lower() is two characters
+
+
+def score(text: str, encoding: str = "") -> float:
+    """Log-likelihood of ``text``'s characters beyond ASCII being text (higher is more plausible)."""
+    spots = [(i, c) for i, c in enumerate(text) if ord(c) > 127]
+    controls = len(_CONTROL.findall(text))  # no text file holds these; binary data does
+    if not spots:
+        return controls * UNEXPLAINED
+    bad = _odd_positions(text)
+    total = controls * UNEXPLAINED
+    letters = []
+    cjk = kana = hangul = 0
+    for i, c in spots:
+        if i in bad:
+            total += UNEXPLAINED
+        elif _script(c) == "cjk":
+            o = ord(c)
+            cjk += 1
+            kana += _kana(o)
+            hangul += _hangul(o)
+        elif c.isalpha():
+            letters.append(_lower(c))
+        elif _between_symbols(text, i):
+            total += UNEXPLAINED  # "≈—”«·": a run of symbols is no punctuation
+        elif c == "\u00ad" and 0 < i < len(text) - 1 and text[i - 1].isalpha() and text[i + 1].isalpha():
+            total += LOG_PUNCT  # a soft hyphen, where a word may break
+        elif c in DASHES and not _dash_fits(text, i):
+            total += UNEXPLAINED  # "–uro": a dash opens no word
+        elif c in QUOTES or (c in SYMBOLS and _symbol_fits(text, i, c)):
+            total += LOG_PUNCT
+        else:
+            total += UNEXPLAINED
+    if letters:  # the one language that explains them best, among those the encoding can write
+        counts = Counter(letters).items()
+        total += max((sum(n * probs.get(c, UNEXPLAINED) for c, n in counts) for name, probs in LOG_P.items()
+                      if _writes(encoding, name)), default=UNEXPLAINED * len(letters))
+    if cjk:
+        total += cjk * _cjk_log_p(encoding, cjk, kana, hangul)
+    return total
+
+
+@lru_cache(maxsize=None)
+def _writes(encoding: str, language: str) -> bool:
+    """Whether ``encoding`` can write ``language`` (85 % of its letters). Nobody writes Romanian or
+    Turkish in Windows-1252: î, â or ü read in it are French, German, Portuguese or Swedish. Any
+    language when the encoding is not known here."""
+    if not encoding:
+        return True
+    letters = LANGUAGES[language]
+    try:
+        writable = sum(1 for c in letters if _encodable(c, encoding))
+    except LookupError:
+        return True
+    return writable >= 0.85 * len(letters)
+
+
+def _encodable(c: str, encoding: str) -> bool:
+    try:
+        c.encode(encoding)
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _cjk_log_p(encoding: str, cjk: int, kana: int, hangul: int) -> float:
+    """Per CJK character. Japanese writes kana in every sentence, Korean writes Hangul, Chinese neither:
+    a decoding without what its language writes (or with what it does not) is another one read in
+    the wrong code page."""
+    if encoding in ("shift_jis", "euc_jp", "cp932"):
+        return -4.0 if kana else UNEXPLAINED
+    if encoding in ("euc_kr", "cp949"):
+        return -4.0 if hangul >= 0.8 * cjk else UNEXPLAINED
+    return -5.0 if not (kana or hangul) else UNEXPLAINED
+
+
+def _between_symbols(text: str, i: int) -> bool:
+    """Whether a neighbour of the symbol at ``i`` is another symbol beyond ASCII."""
+    return any(0 <= j < len(text) and ord(text[j]) > 127 and not text[j].isalnum() and not text[j].isspace()
+               for j in (i - 1, i + 1))
+
+
+def _dash_fits(text: str, i: int) -> bool:
+    """A dash between spaces, digits ("1990–95") or words ("well—known"), not glued to one side only."""
+    before = text[i - 1] if i else " "
+    after = text[i + 1] if i + 1 < len(text) else " "
+    return (before.isalnum() and after.isalnum()) or not (before.isalpha() or after.isalpha())
+
+
+def _symbol_fits(text: str, i: int, c: str) -> bool:
+    """A symbol is not stuck to a word ("£ukasz", "W³aœciwie"), unless it is one that goes there."""
+    before = text[i - 1] if i else " "
+    after = text[i + 1] if i + 1 < len(text) else " "
+    if before.isalpha() and c not in AFTER_WORD:
+        return False
+    return not (after.isalpha() and c not in BEFORE_WORD)
+
+
+def _odd_positions(text: str) -> set[int]:
+    """Positions of characters beyond ASCII in words no language writes."""
+    bad: set[int] = set()
+    greek_words = greek_accented = 0
+    greek_spots: list[int] = []
+    for m in _WORD.finditer(text):
+        word, start = m.group(), m.start()
+        spots = [start + k for k, c in enumerate(word) if ord(c) > 127]
+        if not spots:
+            continue
+        scripts = {_script(c) for c in word}
+        if len(scripts) > 1 and "cjk" not in scripts:
+            bad.update(spots)  # "Crиme": two alphabets in one word
+            continue
+        if any(text[k].isupper() and k > start and text[k - 1].islower() for k in spots):
+            bad.update(spots)  # "trŤs"
+            continue
+        (script,) = scripts if len(scripts) == 1 else ("cjk",)
+        low = word.lower()
+        if script in _VOWELS and len(word) >= 3 and not any(c in _VOWELS[script] for c in low):
+            bad.update(spots)  # "ргзъд": no Slavic or Greek word goes without a vowel
+        elif script == "greek":
+            if "ς" in low[:-1]:
+                bad.update(spots)  # final sigma inside a word
+            elif len(word) >= 4:
+                greek_words += 1
+                greek_accented += any(c in _GREEK_ACCENTED for c in low)
+                greek_spots += spots
+    if greek_words >= 3 and not greek_accented:
+        bad.update(greek_spots)  # modern Greek puts an accent on nearly every word of two syllables
+    return bad
