@@ -293,7 +293,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "highlight": (-1.0, 1.0),  # -1: the same as theta
     "temperature": (0.0, math.inf),
     "timeout": (0.0, math.inf),
-    "web_timeout": (0.1, math.inf),
+    "web_timeout": (0.1, 3600.0),  # an "inf" overflowed the thread wait (internal error)
     "api_timeout": (0.1, math.inf),
     "threads": (0, math.inf),
     "read_cap": (0, math.inf),

@@ -203,6 +203,8 @@ def test_out_of_range_flag_is_a_one_line_error_with_exit_2(capsys):
     assert err.strip() == "error: --theta must be between 0 and 1, got 7.0"
     code, out, err = call(["ask", "q", "--page-order", "bogus"], capsys)
     assert (code, err.strip()) == (2, "error: --page-order must be one of rank, near, got 'bogus'")
+    code, out, err = call(["ask", "q", "--web-timeout", "inf"], capsys)  # overflowed the thread wait: exit 1
+    assert (code, err.strip()) == (2, "error: --web-timeout must be between 0.1 and 3600, got inf")
 
 
 def test_a_missing_index_is_reported_before_the_model_is_loaded(tmp_path, capsys):

@@ -271,3 +271,22 @@ def test_grading_reads_yes_and_no_with_or_without_a_leading_space():
 
     lm = 2 * grade(ChatStyle(), "zzz qqq?", "Bananas are yellow.")  # no word shared: the model's part alone
     assert lm == pytest.approx(0.03 / 0.93, abs=1e-3)
+
+
+def test_a_web_search_keeps_within_the_question_time_budget(settings):
+    """--timeout bounds the whole question: the web search gets what is left of it, and none once it
+    is spent (the search ran its full --web-timeout after the answer had already been stopped)."""
+    class TimedWeb(FakeWeb):
+        def search(self, query, k, *, timeout=None):
+            self.timeouts.append(timeout)
+            return super().search(query, k)
+
+    keywords = toks(" Rome, founders city history\n", 0.9)
+    web = TimedWeb()
+    web.timeouts = []
+    run(settings.copy(timeout=60.0), [BANANA, PARIS], [keywords, ANSWER], web=web)
+    assert len(web.timeouts) == 1 and 0 < web.timeouts[0] <= 60
+    web = TimedWeb()
+    web.timeouts = []
+    events, _, _ = run(settings.copy(timeout=1e-9), [BANANA, PARIS], [keywords, ANSWER], web=web)
+    assert web.queries == [] and any("web search skipped: time budget" in n.message for n in of(events, Notice))

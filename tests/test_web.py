@@ -42,7 +42,7 @@ def test_real_ddgs_without_network_fails_fast(monkeypatch):
 
 
 def test_slow_search_is_cut_at_the_deadline(monkeypatch):
-    monkeypatch.setattr(DdgsWebSearcher, "_raw_search", lambda self, q, k: time.sleep(10) or [])
+    monkeypatch.setattr(DdgsWebSearcher, "_raw_search", lambda self, q, k, t: time.sleep(10) or [])
     t = time.perf_counter()
     with pytest.raises(WebSearchError, match="no answer within 0.5 s"):
         DdgsWebSearcher(timeout=0.5).search("python", 3)
@@ -61,7 +61,7 @@ def test_ddgs_exceptions_become_one_line_errors(monkeypatch, exc, reason):
 
     cls = getattr(ddgs.exceptions, exc)
 
-    def boom(self, q, k):
+    def boom(self, q, k, t):
         raise cls("DNSError: error resolving DNS\n for search.example")
 
     monkeypatch.setattr(DdgsWebSearcher, "_raw_search", boom)
@@ -71,7 +71,7 @@ def test_ddgs_exceptions_become_one_line_errors(monkeypatch, exc, reason):
 
 
 def test_missing_package_is_reported(monkeypatch):
-    def missing(self, q, k):
+    def missing(self, q, k, t):
         raise ModuleNotFoundError("No module named 'ddgs'")
 
     monkeypatch.setattr(DdgsWebSearcher, "_raw_search", missing)
@@ -81,7 +81,7 @@ def test_missing_package_is_reported(monkeypatch):
 
 def test_results_become_documents_with_wikipedia_first(monkeypatch):
     seen = []
-    monkeypatch.setattr(DdgsWebSearcher, "_raw_search", lambda self, q, k: seen.append((q, k)) or RESULTS)
+    monkeypatch.setattr(DdgsWebSearcher, "_raw_search", lambda self, q, k, t: seen.append((q, k)) or RESULTS)
     docs = DdgsWebSearcher(timeout=2).search("  python\n language ", 3)
     assert seen == [("python language", 3)]
     assert [d.location for d in docs] == [
@@ -112,7 +112,7 @@ class CountingSearcher:
         self.docs = docs if docs is not None else to_documents(RESULTS, 3)
         self.error = error
 
-    def search(self, query, k):
+    def search(self, query, k, *, timeout=None):
         self.calls += 1
         if self.error:
             raise self.error
@@ -183,3 +183,72 @@ def test_default_searcher_caches_under_the_user_cache_dir(tmp_path, monkeypatch)
     assert searcher.inner.timeout == 1.5
     assert searcher.directory == tmp_path / "cache" / "ragcli" / "web"
     assert web_module.PREFERRED_HOST == "wikipedia.org"
+
+
+def test_a_cache_another_process_keeps_locked_is_skipped_quickly(tmp_path, monkeypatch):
+    """A store another process holds a write lock on (a suspended ragcli, a slow network disk) was
+    waited on for diskcache's 60 s, then raised an internal error and lost the answer."""
+    import sqlite3
+
+    monkeypatch.setattr(CachedWebSearcher, "LOCK_WAIT", 0.1)
+    CachedWebSearcher(CountingSearcher(), tmp_path / "web").search("warm up", 3)  # the store exists
+    holder = sqlite3.connect(str(tmp_path / "web" / "cache.db"), isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # the other process's write lock
+    try:
+        for query in ("warm up", "a new query"):
+            inner = CountingSearcher()
+            t = time.perf_counter()
+            docs = CachedWebSearcher(inner, tmp_path / "web").search(query, 3)
+            assert time.perf_counter() - t < 5 and docs == to_documents(RESULTS, 3) and inner.calls == 1
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+def test_a_search_gets_at_most_the_time_it_is_given(monkeypatch):
+    """--timeout (the question's budget) bounds a web search when it is shorter than --web-timeout;
+    the deadline is passed on to ddgs as given, not rounded up to whole seconds."""
+    seen = []
+    monkeypatch.setattr(DdgsWebSearcher, "_raw_search", lambda self, q, k, t: seen.append(t) or time.sleep(10) or [])
+    t = time.perf_counter()
+    with pytest.raises(WebSearchError, match="no answer within 0.3 s"):
+        DdgsWebSearcher(timeout=5).search("python", 3, timeout=0.3)
+    assert time.perf_counter() - t < 3 and seen == [0.3]
+
+
+def test_a_process_leaving_with_a_search_out_ends_at_once(tmp_path):
+    """ddgs runs its engines in a thread pool that Python joins at exit: Ctrl-C during a search said
+    "interrupted" and the process lived on for up to --web-timeout (18 s measured)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    from tests.conftest import ROOT
+
+    script = textwrap.dedent("""
+        import time
+        from concurrent.futures import ThreadPoolExecutor
+        import ragcli.__main__ as entry, ragcli.cli as cli
+        from ragcli.retrieval.web import DdgsWebSearcher
+
+        def stuck(self, q, k, t):  # a search engine that never answers, in a joined pool like ddgs's
+            with ThreadPoolExecutor(1) as pool:
+                pool.submit(time.sleep, 30).result()
+
+        DdgsWebSearcher._raw_search = stuck
+
+        def run():
+            try:
+                DdgsWebSearcher(timeout=0.2).search("python", 3)
+            except Exception:
+                pass
+            print("answered", flush=True)
+            raise SystemExit(130)
+
+        cli.run = run
+        entry.main()
+    """)
+    t = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (130, "answered\n")
+    assert time.perf_counter() - t < 15  # not the 30 s the pool would be joined for

@@ -9,7 +9,6 @@ into strips anyway). ddgs dicts never leave this module: they become ``Document(
 from __future__ import annotations
 
 import json
-import math
 import re
 import threading
 import time
@@ -33,7 +32,10 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u20
 
 
 class WebSearcher(Protocol):
-    def search(self, query: str, k: int) -> list[Document]: ...
+    def search(self, query: str, k: int, *, timeout: float | None = None) -> list[Document]:
+        """``timeout``: seconds left for this search (a question's time budget), when shorter than
+        the searcher's own."""
+        ...
 
 
 def clean_text(text: Any, limit: int = MAX_TEXT_CHARS) -> str:
@@ -92,12 +94,21 @@ def _reason(exc: BaseException) -> str:
     return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
 
 
+SEARCH_THREAD = "ragcli-web-search"
+
+
+def abandoned_searches() -> bool:
+    """Whether a web search given up on (deadline, Ctrl-C) is still running in this process."""
+    return any(t.name == SEARCH_THREAD and t.is_alive() for t in threading.enumerate())
+
+
 class DdgsWebSearcher:
     """Metasearch through the ``ddgs`` package, cut off after ``timeout`` seconds in all.
 
     The request runs in a daemon thread; on the deadline we stop waiting (the thread is
-    abandoned, never joined, and cannot keep the process alive). Every failure becomes a
-    ``WebSearchError`` with a one-line message.
+    abandoned, never joined). ddgs runs its engines in a thread pool that Python joins at exit, so
+    a process leaving with a search still out ends at once instead (``abandoned_searches`` tells
+    the entry point). Every failure becomes a ``WebSearchError`` with a one-line message.
     """
 
     def __init__(self, timeout: float = 5.0, *, region: str = "us-en", backend: str = "auto") -> None:
@@ -105,30 +116,31 @@ class DdgsWebSearcher:
         self.region = region
         self.backend = backend
 
-    def _raw_search(self, query: str, k: int) -> list[dict]:
+    def _raw_search(self, query: str, k: int, timeout: float) -> list[dict]:
         from ddgs import DDGS  # lazy: heavy, and only needed when searching
 
-        ddgs = DDGS(timeout=max(1, math.ceil(self.timeout)))
+        ddgs = DDGS(timeout=timeout)  # seconds as given: rounding 0.5 up to 1 kept every run a second longer
         return ddgs.text(query, max_results=k, region=self.region, backend=self.backend) or []
 
-    def search(self, query: str, k: int) -> list[Document]:
+    def search(self, query: str, k: int, *, timeout: float | None = None) -> list[Document]:
         query = clean_text(query, 500)
         if not query or k <= 0:
             return []
+        limit = self.timeout if timeout is None else max(min(self.timeout, timeout), 0.1)
         future: Future = Future()
 
         def work() -> None:
             if not future.set_running_or_notify_cancel():
                 return
             try:
-                future.set_result(self._raw_search(query, k))
+                future.set_result(self._raw_search(query, k, limit))
             except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
                 future.set_exception(exc)
 
-        threading.Thread(target=work, name="ragcli-web-search", daemon=True).start()
-        done, _ = wait_futures([future], timeout=self.timeout)
+        threading.Thread(target=work, name=SEARCH_THREAD, daemon=True).start()
+        done, _ = wait_futures([future], timeout=limit)
         if not done:
-            raise WebSearchError(f"web search unavailable: no answer within {self.timeout:g} s")
+            raise WebSearchError(f"web search unavailable: no answer within {limit:g} s")
         exc = future.exception()
         if exc is not None:
             if isinstance(exc, WebSearchError):
@@ -150,6 +162,7 @@ class CachedWebSearcher:
     """
 
     SIZE_LIMIT = 64 * 1024 * 1024  # bytes on disk; the least recently stored entries go first
+    LOCK_WAIT = 0.5  # seconds to wait for a store another process is writing
 
     def __init__(self, inner: WebSearcher, directory: str | Path, *, max_age: float | None = 7 * 86400) -> None:
         self.inner = inner
@@ -163,15 +176,43 @@ class CachedWebSearcher:
 
             import diskcache
 
-            try:
+            if self._locked():  # skipped this time; tried again at the next search
+                return None
+            try:  # and past the opening, a lock held longer than LOCK_WAIT skips a read or a write
                 self._store_ = diskcache.Cache(str(self.directory), size_limit=self.SIZE_LIMIT,
-                                               eviction_policy="least-recently-stored")
-            except (OSError, sqlite3.Error):
+                                               eviction_policy="least-recently-stored", timeout=self.LOCK_WAIT)
+            except (OSError, sqlite3.Error, diskcache.Timeout):
                 self._store_ = False
         return None if self._store_ is False else self._store_  # (an empty Cache is falsy: it has a length)
 
+    def _locked(self) -> bool:
+        """Whether another process holds the store's write lock past LOCK_WAIT. Opening the store
+        writes its settings, and diskcache retries that for 60 s: a suspended ragcli or a slow network
+        disk held a search (and its answer) that long, then failed it with an internal error."""
+        import sqlite3
+
+        path = self.directory / "cache.db"
+        if not path.is_file():
+            return False
+        try:
+            con = sqlite3.connect(str(path), timeout=self.LOCK_WAIT, isolation_level=None)
+        except sqlite3.Error:
+            return False  # what is wrong with it, opening the store says
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            con.execute("ROLLBACK")
+        except sqlite3.OperationalError as exc:
+            return "locked" in str(exc)
+        except sqlite3.Error:
+            return False
+        finally:
+            con.close()
+        return False
+
     def _load(self, key: str) -> list[Document] | None:
         import sqlite3
+
+        import diskcache
 
         cache = self._cache()
         try:
@@ -183,11 +224,13 @@ class CachedWebSearcher:
                 return None
             return [Document(**{f: d[f] for f in ("id", "title", "text", "score", "source", "location")})
                     for d in data["documents"]]
-        except (OSError, sqlite3.Error, ValueError, KeyError, TypeError):
+        except (OSError, sqlite3.Error, diskcache.Timeout, ValueError, KeyError, TypeError):
             return None
 
     def _store(self, key: str, query: str, k: int, docs: list[Document]) -> None:
         import sqlite3
+
+        import diskcache
 
         cache = self._cache()
         if cache is None:
@@ -195,16 +238,16 @@ class CachedWebSearcher:
         payload = {"query": query, "k": k, "stored": time.time(), "documents": [d.to_dict() for d in docs]}
         try:
             cache.set(key, json.dumps(payload, ensure_ascii=False), expire=self.max_age)
-        except (OSError, sqlite3.Error):
-            pass  # a cache that cannot be written is only slower
+        except (OSError, sqlite3.Error, diskcache.Timeout):
+            pass  # a cache that cannot be written (or is locked) is only slower
 
-    def search(self, query: str, k: int) -> list[Document]:
+    def search(self, query: str, k: int, *, timeout: float | None = None) -> list[Document]:
         query = " ".join(query.split())
         key = json.dumps([query, k], ensure_ascii=False)
         cached = self._load(key)
         if cached is not None:
             return cached
-        docs = self.inner.search(query, k)  # WebSearchError propagates, nothing is stored
+        docs = self.inner.search(query, k, timeout=timeout)  # WebSearchError propagates, nothing is stored
         if docs:
             self._store(key, query, k, docs)
         return docs

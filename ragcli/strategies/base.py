@@ -295,6 +295,12 @@ class Strategy:
         yield Notice(REPEATED, "warning")
         chunk.ended = True
 
+    def time_left(self) -> float | None:
+        """Seconds left of the question's --timeout (None without one)."""
+        if self.settings.timeout <= 0:
+            return None
+        return self.settings.timeout - (time.perf_counter() - self._t0)
+
     def out_of_time(self) -> bool:
         if self.settings.timeout > 0 and time.perf_counter() - self._t0 > self.settings.timeout:
             self.stop_reason = "timeout"

@@ -162,13 +162,18 @@ def correct_documents(strategy: "Strategy", question: str, docs: Sequence[Docume
         return local
 
     keywords = yield from rewrite_keywords(strategy, question)
+    left = strategy.time_left()
+    if left is not None and left <= 0:  # --timeout: the question's budget is spent, search no more
+        yield Notice(f"web search skipped: time budget of {st.timeout:g}s reached; {fallback}", "warning")
+        return local
     query = Query(keywords, "keywords")
     yield RetrievalTriggered(query, f"CRAG: retrieval judged {action}")
     t = time.perf_counter()
     try:
         if strategy.web is None:
             raise WebSearchError("web search unavailable: no web searcher was given")
-        found = strategy.web.search(keywords, st.k) if keywords else []
+        found = (strategy.web.search(keywords, st.k, timeout=left) if left is not None
+                 else strategy.web.search(keywords, st.k)) if keywords else []
     except WebSearchError as exc:
         strategy.stats.extra["web"] = "unavailable"
         reason = str(exc).removeprefix("web search unavailable: ")
