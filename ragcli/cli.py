@@ -283,7 +283,7 @@ app.add_typer(history_app, name="history")
 @history_app.callback()
 def history_list(
     ctx: typer.Context,
-    limit: Annotated[int, typer.Option("-n", "--limit", help="How many recent answers.")] = 20,
+    limit: Annotated[int, typer.Option("-n", "--limit", min=1, help="How many recent answers.")] = 20,
 ) -> None:
     """List recent answers (`ragcli history show N` prints one with its trace)."""
     if ctx.invoked_subcommand is not None:
@@ -305,7 +305,7 @@ def history_list(
 
 @history_app.command("show")
 def history_show(
-    entry: Annotated[int, typer.Argument(help="The id from `ragcli history`.")],
+    entry: Annotated[int, typer.Argument(min=1, max=2**63 - 1, help="The id from `ragcli history`.")],
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Print one logged answer with its sources, settings and event trace."""

@@ -15,7 +15,7 @@ from ragcli.retrieval import Retriever
 from ragcli.retrieval.web import WebSearcher
 
 MODEL_KEYS = ("model", "n_gpu_layers", "ctx", "threads", "seed", "temperature", "top_p", "cache", "prompt_style",
-              "backend", "base_url", "api_model", "api_timeout")
+              "backend", "base_url", "api_model", "api_timeout", "require_gpu")
 
 
 def make_generator(settings: Settings) -> Generator:

@@ -38,7 +38,8 @@ class AnswerLog:
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or default_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, timeout=5)
+        with self._guarded():  # a folder where the file should be cannot even be opened
+            self.db = sqlite3.connect(self.path, timeout=5)
         try:
             with self._guarded():
                 self.db.execute("PRAGMA journal_mode=WAL")
@@ -52,7 +53,7 @@ class AnswerLog:
         """A file that is not a database, or a damaged one, is the user's to fix, not a crash."""
         try:
             yield
-        except sqlite3.DatabaseError as exc:
+        except sqlite3.Error as exc:  # DatabaseError, and OperationalError "unable to open database file"
             raise HistoryError(f"the answer history {self.path} cannot be used: {exc}",
                                hint="move the file aside; ragcli then starts a new history") from None
 
@@ -87,8 +88,15 @@ class AnswerLog:
         if row is None:
             return None
         entry = dict(zip(names, row))
-        for key in ("settings", "stats", "sources", "events"):
-            entry[key] = json.loads(entry[key])
+        for key, kind in (("settings", dict), ("stats", dict), ("sources", list), ("events", list)):
+            try:
+                value = json.loads(entry[key])
+            except (TypeError, ValueError):
+                value = None
+            if not isinstance(value, kind):  # a damaged entry: shown with what is left of it
+                raise HistoryError(f"history entry {entry_id} is damaged: its {key} cannot be read",
+                                   hint="the other entries are intact; `ragcli history` lists them")
+            entry[key] = value
         return entry
 
     def close(self) -> None:

@@ -52,7 +52,9 @@ class HubRef:
 
 
 def parse(spec: str) -> HubRef:
-    body = spec[len(HF_PREFIX):].strip("/")
+    """``hf:ORG/REPO[/FILE.gguf]``; the ``hf:`` may be left out (``models files ORG/REPO`` took the
+    first three letters off the organisation)."""
+    body = spec.removeprefix(HF_PREFIX).strip("/")
     parts = body.split("/")
     if len(parts) < 2 or not _REPO.match("/".join(parts[:2])):
         raise UsageError(f"bad model name {spec!r}", hint="hf:ORG/REPO or hf:ORG/REPO/FILE.gguf")
@@ -162,9 +164,10 @@ def cached_models() -> list[CachedModel]:
 
 
 def remove(name: str) -> list[CachedModel]:
-    """Remove cached models: a full name, or ``hf:ORG/REPO`` for all of a repository's files."""
-    if not name.startswith(HF_PREFIX):
-        name = HF_PREFIX + name
+    """Remove cached models: a full name, or ``hf:ORG/REPO`` for all of a repository's files. An
+    organisation alone is refused (``models rm org`` removed every model of it)."""
+    ref = parse(name)
+    name = HF_PREFIX + ref.repo + (f"/{ref.filename}" if ref.filename else "")
     gone = [m for m in cached_models() if m.name == name or m.name.startswith(name.rstrip("/") + "/")]
     for m in gone:
         m.path.unlink()

@@ -1,8 +1,8 @@
 """The interactive REPL (`ragcli chat`): prompt_toolkit input, the same engine and live renderer.
 
 The model and index load once per session. Enter sends, Alt-Enter (or Esc Enter) adds a line;
-pasted text keeps its newlines. Ctrl-C cancels a running answer; Ctrl-C twice (or Ctrl-D, /exit)
-leaves. Follow-up questions see the previous exchange until /new.
+pasted text keeps its newlines. Ctrl-C cancels a running answer or command; Ctrl-C twice on an
+empty line (or Ctrl-D, /exit) leaves. A follow-up question sees the previous exchange until /new.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from ragcli.errors import RagcliError
 from ragcli.events import AnswerFinished, Event
 from ragcli.render import safe
 from ragcli.render.text import marked_answer, source_lines, text_console
+from ragcli.words import WORD, content_words
 
 COMMANDS = {
     "/help": "show this help",
@@ -46,6 +47,26 @@ class Exchange:
     sources: list = field(default_factory=list)
     strategy: str = ""
     citations: tuple = ()  # per sentence: start, end, indices into sources (ragcli.attribution)
+
+
+# Words that point back at the previous exchange
+REFERRING = frozenset("""he him his she her hers it its they them their theirs this that these those there
+    then same former latter""".split())
+FOLLOW_UP_MAX_CONTENT_WORDS = 2  # "And the second one?", "What about 1990?": too little to stand alone
+
+
+def is_follow_up(question: str) -> bool:
+    """Whether ``question`` leans on the previous exchange: it refers back (he, it, that, there, …)
+    or says too little to be searched on its own."""
+    words = [w.lower() for w in WORD.findall(question)]
+    if any(w in REFERRING for w in words):
+        return True
+    return len(content_words(question)) <= FOLLOW_UP_MAX_CONTENT_WORDS and not _names_something(question)
+
+
+def _names_something(question: str) -> bool:
+    """A capitalised word past the first ("Who is Ulf Merbold?"): the question names its subject."""
+    return any(w[:1].isupper() for w in WORD.findall(question)[1:])
 
 
 def history_path() -> Path:
@@ -99,8 +120,36 @@ class Repl:
         def _newline(event):
             event.current_buffer.insert_text("\n")
 
+        console = self.console
+
+        class TolerantHistory(FileHistory):
+            """Input history on disk; a file that cannot be read or written (root-owned after `sudo
+            ragcli chat`, a folder, a read-only home) warns once and the session keeps it in memory
+            (prompt_toolkit printed a traceback and "Press ENTER" at every line)."""
+
+            failed = False
+
+            def _warn(self, exc: OSError) -> None:
+                if not self.failed:
+                    self.failed = True
+                    console.print(f"[yellow]warning:[/] input history not saved: {escape(str(exc))}")
+
+            def load_history_strings(self):
+                try:
+                    yield from super().load_history_strings()
+                except OSError as exc:
+                    self._warn(exc)
+
+            def store_string(self, string: str) -> None:
+                if self.failed:
+                    return
+                try:
+                    super().store_string(string)
+                except OSError as exc:
+                    self._warn(exc)
+
         try:
-            history = FileHistory(str(history_path()))
+            history = TolerantHistory(str(history_path()))
         except OSError:
             history = InMemoryHistory()
         return PromptSession(history=history, completer=SlashCompleter(), key_bindings=bindings,
@@ -115,7 +164,9 @@ class Repl:
             try:
                 text = self._session.prompt("› ")
             except KeyboardInterrupt:
-                interrupts += 1
+                # Ctrl-C on a half-typed line clears it; twice on an empty line leaves
+                typed = bool(self._session.app.current_buffer.text.strip()) if self._session.app else False
+                interrupts = 0 if typed else interrupts + 1
                 if interrupts >= 2:
                     return 0
                 self.console.print("[dim](Ctrl-C again or Ctrl-D to leave)[/]")
@@ -132,6 +183,8 @@ class Repl:
                         return 0
                 else:
                     self.ask(text)
+            except KeyboardInterrupt:  # during /index or /search: that command stops, the session goes on
+                self.console.print("[yellow]cancelled[/]")
             except RagcliError as exc:
                 self.console.print(f"[red]error:[/] {escape(exc.message)}" + (f" ({escape(exc.hint)})" if exc.hint else ""))
             except OSError as exc:  # e.g. /save to a folder that does not exist: the session goes on
@@ -143,8 +196,9 @@ class Repl:
         renderer = RichLiveRenderer(highlight=self.settings.highlight_threshold, err=self.console, out=self.out)
         events: list[Event] = []
         final: AnswerFinished | None = None
+        asked = self._with_context(question)
         try:
-            for event in self.engine.ask(self._with_context(question), self.settings):
+            for event in self.engine.ask(asked, self.settings):
                 events.append(event)
                 renderer.handle(event)
                 if isinstance(event, AnswerFinished):
@@ -160,12 +214,16 @@ class Repl:
         exchange = Exchange(question, final.answer, list(final.sources), self.settings.strategy, final.citations)
         self.transcript.append(exchange)
         self.context = [exchange]
-        if self.log is not None:
-            self.log(question, self.settings.to_dict(), events)
+        if self.log is not None:  # what the engine answered: `ragcli ask` with it gives the same answer
+            self.log(asked, self.settings.to_dict(), events)
         return exchange
 
     def _with_context(self, question: str) -> str:
-        if not self.context:
+        """The question as the engine gets it: a follow-up ("When was he born?", "And the second
+        one?") carries the previous exchange; a question that names its own subject goes alone (the
+        earlier topic in its text outweighed the new one in every search: "When was Neil Peart
+        born?" after a question on Ulf Merbold was answered from Sigmund Jähn's page)."""
+        if not self.context or not is_follow_up(question):
             return question
         prev = self.context[-1]
         return f"{question} (Earlier question: {prev.question} Earlier answer: {prev.answer})"
@@ -189,12 +247,15 @@ class Repl:
                 self.console.print(f"strategy: {self.settings.strategy}")
             else:
                 self.engine.strategy_class(args[0])
-                self.settings.set("strategy", args[0])
+                self.settings.set("strategy", args[0], label="/strategy")
+                self.settings._sources["strategy"] = "/strategy"
                 self.console.print(f"strategy → [cyan]{args[0]}[/]")
         elif cmd == "/set":
             if len(args) != 2:
                 self.console.print("usage: /set NAME VALUE")
             else:
+                if args[0].replace("-", "_") == "strategy":  # as /strategy checks it: eval-only ones are refused
+                    self.engine.strategy_class(args[1])
                 self.settings.set(args[0], args[1])
                 self.settings._sources[args[0].replace("-", "_")] = "/set"
                 self.console.print(f"{args[0]} → {getattr(self.settings, args[0].replace('-', '_'))}")

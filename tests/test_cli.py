@@ -151,6 +151,37 @@ def test_a_damaged_history_is_one_error_naming_the_file_and_ask_still_answers(sm
     assert code == 0 and "Rush is the band." in out and "could not write the history log" in err
 
 
+def test_a_damaged_entry_or_a_history_that_cannot_be_opened_is_exit_11_and_bounds_are_checked(
+        small_corpus, tmp_path, capsys, fake_model):
+    """Were internal errors (exit 1): an entry whose events do not parse, a folder where logs.db
+    should be, an id past SQLite's integers; -n 0 and -n -1 were taken (nothing, or everything)."""
+    import sqlite3
+
+    from ragcli.logs import default_path
+
+    idx = str(tmp_path / "idx")
+    call(["index", str(small_corpus), "--index", idx], capsys)
+    call(["ask", "Which band?", "--index", idx, "--strategy", "single"], capsys)
+    call(["ask", "Which band again?", "--index", idx, "--strategy", "single"], capsys)
+    db = sqlite3.connect(default_path())
+    db.execute("UPDATE answers SET events = '{not json' WHERE id = 1")
+    db.execute("UPDATE answers SET stats = 'null' WHERE id = 2")
+    db.commit()
+    db.close()
+    for entry in ("1", "2"):
+        code, _, err = call(["history", "show", entry], capsys)
+        assert code == 11 and f"history entry {entry} is damaged" in err and "internal error" not in err
+    code, out, _ = call(["history"], capsys)
+    assert code == 0 and "Which band again?" in out  # the list still shows them
+    for argv in (["history", "show", "99999999999999999999"], ["history", "-n", "0"], ["history", "-n", "-1"]):
+        code, _, err = call(argv, capsys)
+        assert code == 2 and "internal error" not in err, argv
+    default_path().unlink()
+    default_path().mkdir()
+    code, _, err = call(["history"], capsys)
+    assert code == 11 and "cannot be used" in err and "move the file aside" in err
+
+
 def test_info_shows_index_stats(built_index, settings, capsys):
     code, out, _ = call(["info", "--index", settings.index, "--json"], capsys)
     stats = json.loads(out)

@@ -81,8 +81,18 @@ def test_remove_deletes_one_file_or_a_whole_repository():
     models.resolve("hf:org/a/a-Q4_K_M.gguf", hub=hub)
     models.resolve("hf:org/a/a-Q8_0.gguf", hub=hub)
     assert [m.name for m in models.remove("hf:org/a/a-Q8_0.gguf")] == ["hf:org/a/a-Q8_0.gguf"]
+    models.resolve("hf:org/b/b-Q4_K_M.gguf", hub=FakeHub({"b-Q4_K_M.gguf": 64}))
+    with pytest.raises(UsageError):  # an organisation alone removed all of its repositories' models
+        models.remove("org")
     assert [m.name for m in models.remove("org/a")] == ["hf:org/a/a-Q4_K_M.gguf"]
+    assert [m.name for m in models.remove("hf:org/b")] == ["hf:org/b/b-Q4_K_M.gguf"]
     assert models.cached_models() == [] and not (models.models_dir() / "hf" / "org").exists()
+
+
+def test_a_name_without_hf_prefix_is_read_whole():
+    """`models files TheBloke/Llama-2-7B-GGUF` asked the hub for "Bloke/Llama-2-7B-GGUF"."""
+    assert models.parse("TheBloke/Llama-2-7B-GGUF") == models.HubRef("TheBloke/Llama-2-7B-GGUF", None)
+    assert models.parse("hf:TheBloke/Llama-2-7B-GGUF/x.Q4_K_M.gguf").repo == "TheBloke/Llama-2-7B-GGUF"
 
 
 def test_offline_hub_is_one_line_and_a_model_exit_code(built_index, settings, capsys, monkeypatch):

@@ -63,6 +63,68 @@ def test_follow_up_sees_the_previous_exchange_until_new(settings, built_index):
     assert "Earlier question" not in prompts[2]
 
 
+def test_only_a_follow_up_carries_the_previous_exchange(settings, built_index):
+    """A question that names its own subject is asked alone: the earlier exchange in its text
+    outweighed the new topic in the search ("When was Neil Peart born?" after Ulf Merbold was
+    answered "1978" from Sigmund Jähn's page). History keeps the question the engine answered."""
+    gen = FakeGenerator(default=ANSWER)
+    logged = []
+    args = make_repl(settings.copy(strategy="none"), built_index, generator=gen,
+                     log=lambda q, s, e: logged.append(q))
+    drive(args, "Who is Ulf Merbold?\rWhen was Neil Peart born?\rWhere was he born?\rWhat about 1990?\r/exit\r")
+    prompts = gen.prompts
+    assert "Earlier question" not in prompts[1]
+    assert "Earlier question: When was Neil Peart born?" in prompts[2]  # "he"
+    assert "Earlier question: Where was he born?" in prompts[3]  # too little to search alone
+    assert logged[1] == "When was Neil Peart born?" and logged[2].startswith("Where was he born? (Earlier question: ")
+
+
+def test_is_follow_up():
+    from ragcli.repl import is_follow_up
+
+    for q in ("When was he born?", "And then?", "What did they release after that?", "Why?", "Which one is older?"):
+        assert is_follow_up(q), q
+    for q in ("When was Neil Peart born?", "Which band released Moving Pictures in 1981?",
+              "Who founded the Royal Society of Chemistry?", "What is the capital of France?"):
+        assert not is_follow_up(q), q
+
+
+def test_ctrl_c_during_a_slash_command_keeps_the_session(settings, built_index, monkeypatch, tmp_path):
+    from ragcli.ingest import indexer
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(indexer, "build_index", interrupted)
+    repl, code, err, out = drive(make_repl(settings.copy(strategy="none"), built_index),
+                                 f"/index {tmp_path}\rStill here?\r/exit\r")
+    assert "cancelled" in err and code == 0 and [e.question for e in repl.transcript] == ["Still here?"]
+
+
+def test_ctrl_c_on_a_typed_line_clears_it_and_does_not_count_toward_leaving(settings, built_index):
+    repl, code, err, out = drive(make_repl(settings.copy(strategy="none"), built_index),
+                                 "\x03abc\x03Still here?\r\x03\x03")
+    assert [e.question for e in repl.transcript] == ["Still here?"] and code == 0
+
+
+def test_an_input_history_that_cannot_be_written_warns_once(settings, built_index, monkeypatch, tmp_path):
+    from ragcli import repl as repl_module
+
+    folder = tmp_path / "history"
+    folder.mkdir()  # a folder where the file should be: neither readable nor writable as one
+    monkeypatch.setattr(repl_module, "history_path", lambda: folder)
+    repl, code, err, out = drive(make_repl(settings.copy(strategy="none"), built_index), "One?\rTwo?\r/exit\r")
+    assert code == 0 and len(repl.transcript) == 2
+    assert err.count("input history not saved") == 1 and "Traceback" not in err
+
+
+def test_set_strategy_refuses_what_strategy_refuses_and_both_say_where_it_came_from(settings, built_index):
+    repl, code, err, out = drive(make_repl(settings, built_index),
+                                 "/set strategy oracle\r/strategy single\r/show settings\r/exit\r")
+    assert "unknown strategy 'oracle'" in err and repl.settings.strategy == "single"
+    assert repl.settings.source("strategy") == "/strategy"
+
+
 def test_ctrl_c_cancels_the_answer_without_leaving(settings, built_index):
     def boom(prompt):
         raise KeyboardInterrupt
@@ -91,3 +153,17 @@ def test_search_and_index_without_an_argument_print_their_usage(settings, built_
     assert "nothing to index" not in err
     assert "no documents found" in err  # a search that finds nothing says so
     assert "[1] Field notes" in out and code == 0
+
+
+def test_a_setting_the_model_is_made_with_makes_a_new_one_when_changed(settings, monkeypatch):
+    """`/set require_gpu true` mid-session was ignored: the CPU generator made before it stayed."""
+    from ragcli import engine as engine_module
+
+    made = []
+    monkeypatch.setattr(engine_module, "make_generator", lambda s: made.append(s.require_gpu) or FakeGenerator())
+    engine = Engine(settings)
+    engine.generator
+    engine.settings.set("require_gpu", "true")
+    engine.generator
+    engine.generator
+    assert made == [False, True]
