@@ -114,7 +114,8 @@ class Settings:
                 "when the answer has a token the trigger flags, adding k pages not yet gathered: yes | no | "
                 "bridge (the query also carries, from each of the question's two best pages, the sentence "
                 "closest to the question: the bridge it names)"})
-    max_query_words: int = field(default=32, metadata={"help": "queries are trimmed to this many words"})
+    max_query_words: int = field(default=32, metadata={
+        "help": "a query keeps this many content words of the question, and as many of a draft or answer after it"})
     stride: int = field(default=16, metadata={"help": "previous-window: retrieve every s tokens"})
     query_len: int = field(default=32, metadata={"help": "previous-window: query is the last l tokens"})
     rerank: str = field(default="none", metadata={"help": "previous-window: none | lm"})

@@ -374,3 +374,21 @@ def test_fitting_drops_pages_then_shortens_the_last_and_tokenizes_each_candidate
     assert strategy.fit_documents(big[:1], build, reserve=10)[0].text.endswith(" …")
     with pytest.raises(ContextOverflowError):  # not even the question fits
         strategy.fit_documents(big, lambda ds: "word " * 300, reserve=10)
+
+
+def test_a_long_question_keeps_its_subject_and_the_draft_gets_its_own_budget(settings):
+    """Queries were the first 32 words of whatever they were made of: a 40-word question lost its
+    subject ("... when was Ulf Merbold born?" searched up to "present it to my"), and a question in
+    front (the masked draft, the final search, a chat follow-up's context) left the draft out."""
+    from ragcli.strategies.baselines import SingleRetrieval
+
+    preamble = ("I am writing a report for my class about the history of space flight in Europe and I need "
+                "one exact date that I can check against a book before I present it to my teacher tomorrow")
+    question = f"{preamble} so when was Ulf Merbold born?"
+    assert len(question.split()) > 40
+    strategy = SingleRetrieval(FakeGenerator(), RecordingRetriever(), settings)
+    assert "Merbold" in strategy.question_query(question).text
+    draft = " ".join(f"word{i}" for i in range(40))
+    both = strategy.trim_query(question, draft)
+    assert "Merbold" in both and "word0" in both and "word31" in both and "word32" not in both
+    assert strategy.trim_query("the of and a an " * 10 + "zeta") .endswith("zeta")  # stop words cost nothing

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-MAX_QUERY_TERMS = 64
+MAX_QUERY_TERMS = 160  # a question and a draft of 32 content words each, with their stop words
 MAX_TERM_CHARS = 40
 
 

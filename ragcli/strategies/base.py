@@ -38,7 +38,7 @@ from ragcli.strategies.stream import (
 )
 from ragcli.strategies.trigger import Trigger, make_trigger
 from ragcli.types import Document, Query, RunStats, Sentence, Token
-from ragcli.words import content_words
+from ragcli.words import WORD, content_words, is_content_word
 
 # A step run on every retrieval's documents (``--correct``: CRAG's grading and refinement). It gets
 # the strategy, the question and the documents, yields events and returns the documents to use.
@@ -84,6 +84,17 @@ def _closest_sentence(text: str, words: set[str]) -> str:
 def _clip(text: str, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 1].rstrip() + "…"
 
+
+def _first_content_words(text: str, n: int) -> str:
+    """``text`` up to and with its ``n``-th content word (all of it when it has fewer)."""
+    words = text.split()
+    seen = 0
+    for i, word in enumerate(words):
+        if any(is_content_word(w) for w in WORD.findall(word)):
+            seen += 1
+            if seen >= n:
+                return " ".join(words[: i + 1])
+    return " ".join(words)
 
 class Strategy:
     name: ClassVar[str] = ""
@@ -362,8 +373,13 @@ class Strategy:
         """The first-step query: the question (a long-form request without its "Tell me about")."""
         return Query(self.trim_query(prompts.request_topic(question)), "question")
 
-    def trim_query(self, text: str) -> str:
-        return " ".join(text.split()[: self.settings.max_query_words])
+    def trim_query(self, text: str, then: str = "") -> str:
+        """``text`` cut after its ``max_query_words``-th content word, and ``then`` (a draft, the answer
+        so far) after its own as many: stop words cost nothing (BM25 weighs them little), and a shared
+        budget of all words cut a 40-word question before its subject and left a chat follow-up's
+        draft and answer out of every search."""
+        n = self.settings.max_query_words
+        return f"{_first_content_words(text, n)} {_first_content_words(then, n)}".strip()
 
     def fit_documents(self, docs: Sequence[Document], build: Callable[[Sequence[Document]], str],
                       reserve: int) -> list[Document]:
@@ -481,7 +497,7 @@ class Strategy:
         model rarely writes itself. On the dev pool it puts more of the gold pages in front of the read
         (2Wiki), but the bundled model reads them no better (README), so it is not the default."""
         topic = prompts.request_topic(question)
-        text = self.trim_query(f"{topic} {before}")
+        text = self.trim_query(topic, before)
         if self.settings.final_search != "bridge":
             return Query(text, "answer")
         asked = set(content_words(topic))

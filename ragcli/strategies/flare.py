@@ -220,7 +220,7 @@ class Flare(Strategy):
         elif len(content_words(query.text)) < ANCHOR_BELOW:  # too little left to search with alone
             after_question = query.text
         if after_question is not None:
-            query = Query(self.trim_query(f"{question} {after_question}"), "masked", f"{question} {query.shown}")
+            query = Query(self.trim_query(question, after_question), "masked", f"{question} {query.shown}")
         docs = yield from self.retrieve(query, reason, fresh=st.fresh_docs == "yes")
         return docs
 
