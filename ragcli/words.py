@@ -4,12 +4,15 @@ and counted nouns for messages."""
 
 from __future__ import annotations
 
-import re
+import regex
 
-WORD = re.compile(r"\w+", re.UNICODE)
-# A word as a reader sees it: letters and digits, with inner apostrophes and hyphens ("O'Neill",
-# "well-known"); what a masked query hides whole.
-WHOLE_WORD = re.compile(r"\w+(?:['’-]\w+)*", re.UNICODE)
+# Letters, digits and the marks written on them: Python's \w alone cut "दिल्ली" into "दिल" and "ली"
+# (a vowel sign or virama is a mark, not a letter), and so did every word of Hindi, Tamil, Thai or
+# vowel-marked Arabic: citations went by fragments ("सूरत" matched "भारत" by "रत"), masks hid pieces.
+WORD = regex.compile(r"[\w\p{M}]+")
+# A word as a reader sees it: with inner apostrophes and hyphens ("O'Neill", "well-known"); what a
+# masked query hides whole.
+WHOLE_WORD = regex.compile(r"[\w\p{M}]+(?:['’-][\w\p{M}]+)*")
 
 STOPWORDS = frozenset(
     """a about above after again against all also am an and any are as at be because been before being

@@ -109,3 +109,13 @@ def test_each_sentence_gets_its_own_sources_and_the_answer_shows_their_numbers()
     r.handle(AnswerFinished(answer, tuple(DOCS), cited=attribution.cited(per), citations=per))
     assert out.export_text().splitlines()[0] == (
         "Christer Fuglesang was born in Stockholm.[2] The sky is green. Jähn was an East German cosmonaut.[3]")
+
+
+def test_words_with_marks_are_whole_words():
+    """A vowel sign or a virama is a mark, not a letter: Python's \\w cut every Hindi word into
+    pieces, so a name copied from its page had no number and an invented one matched by a piece
+    ("सूरत" by the "रत" of "भारत")."""
+    delhi = Document("hi", "दिल्ली", "दिल्ली भारत की राजधानी है।", 1.0)
+    assert content_words("दिल्ली भारत") == ["दिल्ली", "भारत"]
+    assert cited("दिल्ली।", [delhi]) == (0,)
+    assert cited("सूरत में लोग रहते हैं।", [delhi]) == ()

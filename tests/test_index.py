@@ -456,3 +456,24 @@ def test_retrieval_imports_nothing_from_ingest():
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             assert not [n for n in names if n == "ragcli.ingest" or n.startswith("ragcli.ingest.")], path.name
+
+
+def test_words_of_any_script_are_found_as_the_index_cut_them(tmp_path):
+    """Queries were cut by Python's \\w, which splits at combining marks where tantivy does not:
+    Hindi, Tamil, vowel-marked Arabic and "İstanbul" were found by no search."""
+    from ragcli.retrieval.index import TantivyIndex
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    texts = {"hi.txt": "दिल्ली भारत की राजधानी है।", "ta.txt": "சென்னை தமிழ்நாட்டின் தலைநகரம்.",
+             "ar.txt": "اللغة العَرَبِيَّةُ لغة سامية.", "tr.txt": "İstanbul Türkiye'nin en kalabalık şehridir.",
+             "en.txt": "Films and a film festival."}
+    for name, text in texts.items():
+        (notes / name).write_text(text, encoding="utf-8")
+    build_index([notes], tmp_path / "index")
+    index = TantivyIndex.open(tmp_path / "index")
+    for query, name in (("दिल्ली", "hi"), ("சென்னை", "ta"), ("العَرَبِيَّةُ", "ar"), ("İSTANBUL", "tr")):
+        assert [d.title for d in index.search(query, 3)] == [name], query
+    # scored as tantivy's query parser scored the same words: a word twice counts once, two forms twice
+    assert index.search("film film", 1)[0].score == pytest.approx(index.search("film", 1)[0].score)
+    assert index.search("films film", 1)[0].score == pytest.approx(2 * index.search("film", 1)[0].score)

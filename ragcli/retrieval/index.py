@@ -35,13 +35,28 @@ class Passage(NamedTuple):  # a named tuple: created ~10k times a second while i
     location: str  # "path:12-30" for text files, "path#L42" for JSONL records
 
 
+SEARCHED_FIELDS = ("title", "text")
+TEXT_TOKENIZER = "en_stem"  # tantivy's: words of letters and digits, cut at 40 bytes, lower case, English stems
+
+
+def text_analyzers() -> tuple[Any, Any]:
+    """TEXT_TOKENIZER's tokenizer alone (the words, as written) and its whole analyzer (the terms),
+    built to cut queries as the index cut its text."""
+    import tantivy
+
+    words = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple()).filter(tantivy.Filter.remove_long(40)).build()
+    terms = (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple()).filter(tantivy.Filter.remove_long(40))
+             .filter(tantivy.Filter.lowercase()).filter(tantivy.Filter.stemmer("english")).build())
+    return words, terms
+
+
 def _schema():
     import tantivy
 
     sb = tantivy.SchemaBuilder()
     sb.add_text_field("pid", stored=True, tokenizer_name="raw")
-    sb.add_text_field("title", stored=True, tokenizer_name="en_stem")
-    sb.add_text_field("text", stored=True, tokenizer_name="en_stem")
+    sb.add_text_field("title", stored=True, tokenizer_name=TEXT_TOKENIZER)
+    sb.add_text_field("text", stored=True, tokenizer_name=TEXT_TOKENIZER)
     sb.add_text_field("path", stored=True, tokenizer_name="raw")
     sb.add_text_field("location", stored=True, index_option="basic", tokenizer_name="raw")
     return sb.build()
@@ -81,6 +96,7 @@ class TantivyIndex:
         self._index = index
         self.meta = meta
         self._searcher = None
+        self._analyzers_: tuple[Any, Any] | None = None
 
     # ---------------------------------------------------------------- open / create
     @classmethod
@@ -237,15 +253,28 @@ class TantivyIndex:
                 out.append(self._document(searcher.doc(address), 0.0))
         return out
 
+    def _analyzers(self) -> tuple[Any, Any]:
+        if self._analyzers_ is None:
+            self._analyzers_ = text_analyzers()
+        return self._analyzers_
+
     def _document(self, d: Any, score: float) -> Document:
         return Document(id=_first(d, "pid"), title=_first(d, "title"), text=_first(d, "text"), score=score,
                         source="index", location=_first(d, "location"))
 
     def search(self, query: str, k: int = 5) -> list[Document]:
-        terms = query_terms(query)
+        """BM25 over title and text. The query is cut into terms by the index's own analyzer, so a
+        word is searched exactly as it was indexed (Python's word splitting cut "दिल्ली" and
+        "İstanbul" where tantivy does not: found by nothing), and no query syntax is ever parsed."""
+        import tantivy
+
+        terms = query_terms(query, *self._analyzers())
         if not terms or k <= 0:
             return []
-        parsed = self._index.parse_query(" ".join(terms), ["title", "text"])
+        schema = self._index.schema
+        parsed = tantivy.Query.boolean_query(
+            [(tantivy.Occur.Should, tantivy.Query.term_query(schema, field, term, index_option="freq"))
+             for term in terms for field in SEARCHED_FIELDS])
         searcher = self._searcher_()
         return [self._document(searcher.doc(address), float(score))
                 for score, address in searcher.search(parsed, k).hits]
