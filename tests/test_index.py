@@ -1,3 +1,4 @@
+import json
 import os
 from pathlib import Path
 
@@ -477,3 +478,19 @@ def test_words_of_any_script_are_found_as_the_index_cut_them(tmp_path):
     # scored as tantivy's query parser scored the same words: a word twice counts once, two forms twice
     assert index.search("film film", 1)[0].score == pytest.approx(index.search("film", 1)[0].score)
     assert index.search("films film", 1)[0].score == pytest.approx(2 * index.search("film", 1)[0].score)
+
+
+def test_the_parts_of_a_long_jsonl_record_are_told_apart(tmp_path):
+    """A record of 600 words is indexed in parts; each part's location says which ("#L1 §2"): three
+    parts all at "#L1" read as one source listed three times."""
+    from ragcli.ingest.reader import read_passages
+
+    sentences = " ".join(f"Sentence number {i} tells about the Apollo programme and its crews." for i in range(60))
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "apollo", "title": "Apollo program", "text": sentences}) + "\n"
+                      + json.dumps({"id": "short", "title": "Short", "text": "A short record."}) + "\n")
+    got = read_passages(corpus, "c.jsonl")
+    parts = [p for p in got if p.pid.startswith("apollo")]
+    assert len(parts) > 2 and [p.location for p in parts] == [f"c.jsonl#L1 §{i}" for i in range(1, len(parts) + 1)]
+    assert [p.pid for p in parts] == [f"apollo#{i}" for i in range(len(parts))]
+    assert got[-1].location == "c.jsonl#L2"

@@ -385,9 +385,11 @@ def _jsonl_passages(records: Iterable[tuple[int, object]], shown: str, key: str,
             piece = body[a:b]
             if len(spans) == 1:
                 pid = str(given) if given else passage_id(title, piece)
-            else:
-                pid = f"{given}#{i}" if given else passage_id(title, piece)
-            yield Passage(pid, title, piece, key, location)
+                yield Passage(pid, title, piece, key, location)
+                continue
+            pid = f"{given}#{i}" if given else passage_id(title, piece)
+            # "#L1 §2": which part of the record (three parts all "#L1" read as one source listed thrice)
+            yield Passage(pid, title, piece, key, f"{location} §{i + 1}")
     if notes.bad_lines and not good:
         raise SkipFile("no valid line: " + notes.bad_lines_text())
 
