@@ -30,10 +30,10 @@ def citations(answer: str, docs: Sequence[Document]) -> tuple[tuple[int, int, tu
         return ()
     from ragcli.sentences import split_spans
 
-    doc_words = [set(content_words(f"{d.title} {d.text}")) for d in docs]
+    doc_words = [set(content_words(f"{d.title} {d.text}", any_language=True)) for d in docs]
     out = []
     for a, b in split_spans(answer) or [(0, len(answer))]:
-        words = set(content_words(answer[a:b]))
+        words = set(content_words(answer[a:b], any_language=True))
         if not words:
             continue
         uncovered, picked = set(words), []

@@ -26,18 +26,41 @@ STOPWORDS = frozenset(
 )
 
 
+# Function words of French, German, Spanish, Italian, Portuguese and Dutch that are no English word
+# (German "die", "war", "man", Spanish "con", "era", French "car", "par", Dutch "met" are, and stay
+# content words): for attribution,
+# where "Le chat de la voisine est dans le jardin." shared le, de, la, est, dans with any French page
+# and was cited to it.
+FOREIGN_FUNCTION_WORDS = frozenset(
+    """le la les un une des du et est sont au aux en dans sur pour avec ce cet cette ces qui que qu il
+    elle ils elles nous vous je tu on ne pas mais ou où donc leur leurs mon ma mes ta tes sa ses
+    notre nos votre vos était être été avoir avait ont se lui eux même aussi très sans sous entre vers chez
+    der das dem des ein eine einer eines einem einen und ist sind waren wird werden wurde mit von zu zum zur
+    im auf für an am aus bei nach über unter vor durch nicht auch noch nur sich er sie es wir ihr ich du sein
+    seine ihre ihren seinem dass wie als oder aber wenn dann haben hatte
+    el los las unos unas es del al por para su sus lo les como más pero fue ser está están este esta estos
+    estas ese esa muy ya también sobre hasta desde cuando donde
+    il lo gli uno di della dei degli delle da dalla nel nella sul tra fra è sono che non più anche
+    questo questa quello quella si ci ne suo sua suoi loro
+    os uns umas do da dos das na nos nas com é são foi não mas seu ele ela eles elas muito já sem
+    de het een van te dat zijn voor niet aan er om ook bij naar uit maar wordt worden werd hij zij
+    ze wij ik je hun haar mijn""".split()
+)
+
+
 def is_content_word(word: str) -> bool:
     """Not a stopword, and not a single letter (single digits count)."""
     w = word.lower()
     return (len(w) > 1 or w.isdigit()) and w not in STOPWORDS
 
 
-def content_words(text: str) -> list[str]:
-    """Lower-cased content words of ``text``, in order of first appearance, each once."""
+def content_words(text: str, *, any_language: bool = False) -> list[str]:
+    """Lower-cased content words of ``text``, in order of first appearance, each once;
+    ``any_language``: not the FOREIGN_FUNCTION_WORDS either."""
     out: dict[str, None] = {}
     for m in WORD.finditer(text.lower()):
         w = m.group(0).strip("_")
-        if w and is_content_word(w):
+        if w and is_content_word(w) and not (any_language and w in FOREIGN_FUNCTION_WORDS):
             out.setdefault(w, None)
     return list(out)
 

@@ -119,3 +119,16 @@ def test_words_with_marks_are_whole_words():
     assert content_words("दिल्ली भारत") == ["दिल्ली", "भारत"]
     assert cited("दिल्ली।", [delhi]) == (0,)
     assert cited("सूरत में लोग रहते हैं।", [delhi]) == ()
+
+
+def test_french_and_german_function_words_do_not_make_an_invented_sentence_cited():
+    """With an English stop list only, le/de/la/est/dans (der/ist/mit/in/die) were half of any
+    French (German) sentence's words, so an invented one was cited to whatever page was there."""
+    eiffel = Document("fr", "Tour Eiffel", "La tour Eiffel est un monument de Paris. Elle est dans le Champ-de-Mars.", 1.0)
+    berlin = Document("de", "Berlin", "Berlin ist die Hauptstadt von Deutschland und liegt an der Spree.", 1.0)
+    assert cited("La tour Eiffel est à Paris.", [eiffel]) == (0,)
+    assert cited("Le chat de la voisine est dans le jardin.", [eiffel]) == ()
+    assert cited("Berlin liegt an der Spree.", [berlin]) == (0,)
+    assert cited("Der Hund ist mit der Katze in die Küche gelaufen.", [berlin]) == ()
+    # in English text the same words are what they are: "Robert de Niro", "car"
+    assert "car" in content_words("The car.", any_language=True)
