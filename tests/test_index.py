@@ -494,3 +494,55 @@ def test_the_parts_of_a_long_jsonl_record_are_told_apart(tmp_path):
     assert len(parts) > 2 and [p.location for p in parts] == [f"c.jsonl#L1 §{i}" for i in range(1, len(parts) + 1)]
     assert [p.pid for p in parts] == [f"apollo#{i}" for i in range(len(parts))]
     assert got[-1].location == "c.jsonl#L2"
+
+
+def test_chinese_japanese_and_korean_words_are_found_inside_their_sentences(tmp_path):
+    """A CJK clause was one term ("東京は日本の首都です"): "東京" or "富士山" found nothing, and a clause
+    over 40 bytes was not indexed at all. Runs are indexed again as overlapping pairs of characters."""
+    from ragcli.retrieval.index import TantivyIndex
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    texts = {"ja.txt": "東京は日本の首都です。富士山は日本で一番高い山です。",
+             "zh.txt": "长城是中国古代的军事防御工程。", "ko.txt": "회의가 목요일로 연기되었습니다.",
+             "en.txt": "Tokyo is the capital of Japan."}
+    for name, text in texts.items():
+        (notes / name).write_text(text, encoding="utf-8")
+    build_index([notes], tmp_path / "index")
+    index = TantivyIndex.open(tmp_path / "index")
+    for query, name in (("東京", "ja"), ("富士山", "ja"), ("日本の首都は?", "ja"), ("长城", "zh"), ("军事", "zh"),
+                        ("목요일", "ko")):
+        assert [d.title for d in index.search(query, 3)][:1] == [name], query
+    assert [d.title for d in index.search("capital of Japan", 3)] == ["en"]
+
+
+def test_an_index_from_before_the_cjk_field_is_read_and_updated_without_it(tmp_path, monkeypatch):
+    from ragcli.retrieval import index as index_module
+    from ragcli.retrieval.index import TantivyIndex
+
+    full = index_module._schema
+
+    def old_schema():  # schema 1: no "cjk" field
+        import tantivy
+
+        sb = tantivy.SchemaBuilder()
+        for name, tokenizer in (("pid", "raw"), ("title", "en_stem"), ("text", "en_stem"), ("path", "raw")):
+            sb.add_text_field(name, stored=True, tokenizer_name=tokenizer)
+        sb.add_text_field("location", stored=True, index_option="basic", tokenizer_name="raw")
+        return sb.build()
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "en.txt").write_text("Tokyo is the capital of Japan.", encoding="utf-8")
+    monkeypatch.setattr(index_module, "_schema", old_schema)
+    build_index([notes], tmp_path / "index")
+    meta = json.loads((tmp_path / "index" / "ragcli.json").read_text())
+    meta["schema_version"] = 1
+    (tmp_path / "index" / "ragcli.json").write_text(json.dumps(meta))
+    monkeypatch.setattr(index_module, "_schema", full)
+    (notes / "ja.txt").write_text("東京は日本の首都です。", encoding="utf-8")
+    build_index([notes], tmp_path / "index")  # written without the field it does not have
+    index = TantivyIndex.open(tmp_path / "index")
+    assert index.meta.schema_version == 1
+    assert [d.title for d in index.search("capital of Japan", 3)] == ["en"]
+    assert index.search("東京は日本の首都です", 3)[0].title == "ja"  # a whole clause, as before

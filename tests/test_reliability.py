@@ -211,6 +211,12 @@ def test_fuzzed_queries_never_raise_or_hang(built_index, query):
     assert time.perf_counter() - t < 1.0
 
 
+def test_a_lone_surrogate_in_a_query_is_searched_around(built_index):
+    """Queries go through tantivy's analyzer, in Rust, where a lone surrogate cannot be passed."""
+    assert built_index.search("\ud800", 3) == []
+    assert built_index.search("\ud83d shrub", 3) == built_index.search("shrub", 3) != []
+
+
 def test_very_long_query(built_index):
     assert isinstance(built_index.search("shrub " * 100_000, 3), list)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -15,10 +16,11 @@ from pathlib import Path
 from typing import Any, Iterator, NamedTuple
 
 from ragcli.errors import IndexCorruptError, IndexEmptyError, IndexLockedError, IndexMissingError, UsageError
-from ragcli.retrieval.query import query_terms
+from ragcli.retrieval.query import MAX_QUERY_CHARS, query_terms
 from ragcli.types import Document
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the "cjk" field (overlapping pairs of CJK characters); 1 is read and written without it
+READABLE_SCHEMAS = (1, 2)
 META_FILE = "ragcli.json"
 MANIFEST_FILE = "ragcli-files.json"
 LOCK_FILE = "ragcli.lock"
@@ -36,6 +38,25 @@ class Passage(NamedTuple):  # a named tuple: created ~10k times a second while i
 
 
 SEARCHED_FIELDS = ("title", "text")
+CJK_FIELD = "cjk"
+# Chinese and Japanese are written without spaces and Korean glues particles to its words: tantivy's
+# word tokenizer keeps a whole clause ("東京は日本の首都です") as one term, so no word in it could be
+# found. Runs of these scripts are indexed again as overlapping pairs of characters (the usual way
+# to search CJK text without a dictionary), in a field of their own; a query's runs are cut the same way.
+_CJK_RUN = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
+
+
+_MAYBE_CJK = re.compile("[\u3040-\ud7af]")  # one range around all of them: the quick test (1 µs a passage)
+
+
+def cjk_terms(text: str) -> list[str]:
+    """Overlapping pairs of characters of each CJK run of ``text`` (a run of one: that character)."""
+    if text.isascii() or not _MAYBE_CJK.search(text):  # most text: ASCII is known without a scan
+        return []
+    terms = []
+    for run in _CJK_RUN.findall(text):
+        terms += [run] if len(run) == 1 else [run[i:i + 2] for i in range(len(run) - 1)]
+    return terms
 TEXT_TOKENIZER = "en_stem"  # tantivy's: words of letters and digits, cut at 40 bytes, lower case, English stems
 
 
@@ -59,6 +80,7 @@ def _schema():
     sb.add_text_field("text", stored=True, tokenizer_name=TEXT_TOKENIZER)
     sb.add_text_field("path", stored=True, tokenizer_name="raw")
     sb.add_text_field("location", stored=True, index_option="basic", tokenizer_name="raw")
+    sb.add_text_field(CJK_FIELD, stored=False, index_option="freq", tokenizer_name="whitespace")
     return sb.build()
 
 
@@ -114,7 +136,7 @@ class TantivyIndex:
         except (ValueError, TypeError, OSError) as exc:
             raise IndexCorruptError(f"index metadata in {directory} is unreadable: {exc}",
                                     hint=f"rebuild it: ragcli index --rebuild --index {directory} PATH") from None
-        if meta.schema_version != SCHEMA_VERSION:
+        if meta.schema_version not in READABLE_SCHEMAS:
             raise IndexCorruptError(
                 f"index at {directory} was built with schema v{meta.schema_version}; this ragcli needs v{SCHEMA_VERSION}",
                 hint=f"rebuild it: ragcli index --rebuild --index {directory} PATH",
@@ -194,7 +216,7 @@ class TantivyIndex:
                 w = self._index.writer(heap_size=heap_mb * 1024 * 1024, num_threads=threads)
             except ValueError as exc:  # tantivy's own writer lock
                 raise IndexLockedError(f"index at {self.directory} is locked by another writer ({exc})") from None
-            wrapper = IndexWriter(w)
+            wrapper = IndexWriter(w, cjk=self.meta.schema_version >= 2)
             try:
                 yield wrapper
             finally:
@@ -269,12 +291,14 @@ class TantivyIndex:
         import tantivy
 
         terms = query_terms(query, *self._analyzers())
-        if not terms or k <= 0:
-            return []
         schema = self._index.schema
+        pairs = cjk_terms(query[:MAX_QUERY_CHARS]) if self.meta.schema_version >= 2 else []
+        clauses = [(field, term) for term in terms for field in SEARCHED_FIELDS] + [(CJK_FIELD, p) for p in pairs]
+        if not clauses or k <= 0:
+            return []
         parsed = tantivy.Query.boolean_query(
             [(tantivy.Occur.Should, tantivy.Query.term_query(schema, field, term, index_option="freq"))
-             for term in terms for field in SEARCHED_FIELDS])
+             for field, term in clauses])
         searcher = self._searcher_()
         return [self._document(searcher.doc(address), float(score))
                 for score, address in searcher.search(parsed, k).hits]
@@ -286,15 +310,24 @@ def _first(doc: Any, name: str) -> str:
 
 
 class IndexWriter:
-    def __init__(self, writer: Any) -> None:
+    def __init__(self, writer: Any, *, cjk: bool = True) -> None:
         import tantivy
 
         self._w = writer
         self._add = writer.add_document
         self._doc = tantivy.Document
+        self._cjk = cjk  # the index has the CJK field (schema 2)
 
     def add(self, p: Passage) -> None:
-        self._add(self._doc(pid=p.pid, title=p.title, text=p.text, path=p.path, location=p.location))
+        pairs = None  # the hot loop of indexing: most passages are ASCII, known without a scan
+        if self._cjk and (not p.text.isascii() and _MAYBE_CJK.search(p.text)
+                          or not p.title.isascii() and _MAYBE_CJK.search(p.title)):
+            pairs = cjk_terms(p.text) + cjk_terms(p.title)
+        if pairs:
+            self._add(self._doc(pid=p.pid, title=p.title, text=p.text, path=p.path, location=p.location,
+                                **{CJK_FIELD: " ".join(pairs)}))
+        else:
+            self._add(self._doc(pid=p.pid, title=p.title, text=p.text, path=p.path, location=p.location))
 
     def delete_path(self, path: str) -> None:
         self._w.delete_documents_by_term("path", path)

@@ -14,7 +14,8 @@ def query_terms(text: str, words: Any, terms: Any, max_terms: int = MAX_QUERY_TE
     into what the index holds ("İstanbul" lower-cased first would be cut again at its dot). A word
     asked twice counts once, as tantivy's query parser counted it; "films film" counts "film" twice,
     as it did. No operators, quotes, fields, ranges or wildcards survive, as nothing is parsed."""
+    text = text[:MAX_QUERY_CHARS].encode("utf-8", "replace").decode("utf-8")  # a lone surrogate cannot cross to Rust
     distinct: dict[str, str] = {}
-    for word in words.analyze(text[:MAX_QUERY_CHARS]):
+    for word in words.analyze(text):
         distinct.setdefault(word.lower(), word)
     return [term for word in list(distinct.values())[:max_terms] for term in terms.analyze(word)]
