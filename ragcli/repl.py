@@ -7,6 +7,7 @@ empty line (or Ctrl-D, /exit) leaves. A follow-up question sees the previous exc
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,24 +50,22 @@ class Exchange:
     citations: tuple = ()  # per sentence: start, end, indices into sources (ragcli.attribution)
 
 
-# Words that point back at the previous exchange
-REFERRING = frozenset("""he him his she her hers it its they them their theirs this that these those there
-    then same former latter""".split())
-FOLLOW_UP_MAX_CONTENT_WORDS = 2  # "And the second one?", "What about 1990?": too little to stand alone
+# Words that point back at the previous exchange: personal pronouns (not "that" or "there", mostly
+# relative or existential: "the first person that walked on the Moon", "how many moons are there")
+REFERRING = frozenset("he him his she her hers it its they them their theirs former latter".split())
+# "And Christer Fuglesang?", "What about 1990?", "Which one is older?", "The second one?"
+_ELLIPTICAL = re.compile(r"^\s*(and|but|also|what about|how about)\b|\b(which|that|this|the other|the \w+) ones?\b"
+                         r"|\bthe same\b", re.IGNORECASE)
 
 
 def is_follow_up(question: str) -> bool:
-    """Whether ``question`` leans on the previous exchange: it refers back (he, it, that, there, …)
-    or says too little to be searched on its own."""
+    """Whether ``question`` leans on the previous exchange: a personal pronoun ("When was he
+    born?"), an elliptical start or reference ("And Christer Fuglesang?", "Which one is older?"), or
+    no content word at all ("Why?", "And then?")."""
     words = [w.lower() for w in WORD.findall(question)]
-    if any(w in REFERRING for w in words):
+    if any(w in REFERRING for w in words) or _ELLIPTICAL.search(question):
         return True
-    return len(content_words(question)) <= FOLLOW_UP_MAX_CONTENT_WORDS and not _names_something(question)
-
-
-def _names_something(question: str) -> bool:
-    """A capitalised word past the first ("Who is Ulf Merbold?"): the question names its subject."""
-    return any(w[:1].isupper() for w in WORD.findall(question)[1:])
+    return not content_words(question)
 
 
 def history_path() -> Path:
@@ -289,9 +288,11 @@ class Repl:
                 return None
             from ragcli.ingest.indexer import build_index
 
-            report = build_index([Path(a).expanduser() for a in args], Path(self.settings.index),
-                                 on_warning=lambda m: self.console.print(f"[yellow]warning:[/] {escape(safe(m))}"))
-            self.engine.reload_index()
+            try:
+                report = build_index([Path(a).expanduser() for a in args], Path(self.settings.index),
+                                     on_warning=lambda m: self.console.print(f"[yellow]warning:[/] {escape(safe(m))}"))
+            finally:  # batches committed before a Ctrl-C are searchable now, not after the next /index
+                self.engine.reload_index()
             self.console.print(f"indexed: {report.added} added, {report.updated} updated, {report.removed} removed; "
                                f"{report.passages_total} passages")
         elif cmd == "/save":

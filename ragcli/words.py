@@ -9,10 +9,10 @@ import regex
 # Letters, digits and the marks written on them: Python's \w alone cut "दिल्ली" into "दिल" and "ली"
 # (a vowel sign or virama is a mark, not a letter), and so did every word of Hindi, Tamil, Thai or
 # vowel-marked Arabic: citations went by fragments ("सूरत" matched "भारत" by "रत"), masks hid pieces.
-WORD = regex.compile(r"[\w\p{M}]+")
+WORD = regex.compile(r"[\w\p{M}\p{N}]+")  # \p{N}: "km²" and "½" as Python's \w took them
 # A word as a reader sees it: with inner apostrophes and hyphens ("O'Neill", "well-known"); what a
 # masked query hides whole.
-WHOLE_WORD = regex.compile(r"[\w\p{M}]+(?:['’-][\w\p{M}]+)*")
+WHOLE_WORD = regex.compile(r"[\w\p{M}\p{N}]+(?:['’-][\w\p{M}\p{N}]+)*")
 
 STOPWORDS = frozenset(
     """a about above after again against all also am an and any are as at be because been before being
@@ -26,25 +26,23 @@ STOPWORDS = frozenset(
 )
 
 
-# Function words of French, German, Spanish, Italian, Portuguese and Dutch that are no English word
-# (German "die", "war", "man", Spanish "con", "era", French "car", "par", Dutch "met" are, and stay
-# content words): for attribution,
-# where "Le chat de la voisine est dans le jardin." shared le, de, la, est, dans with any French page
-# and was cited to it.
+# Function words of French, German, Spanish, Italian, Portuguese and Dutch that English text holds only
+# inside names ("de", "la", "van"); those that are English words too (German "die", "war", "man", Spanish
+# "con", "era", French "car", "par", "sans", Dutch "met", and "seine", "notre", "non") stay content words.
+# For attribution, where "Le chat de la voisine est dans le jardin." shared le, de, la, est, dans with
+# any French page and was cited to it.
 FOREIGN_FUNCTION_WORDS = frozenset(
-    """le la les un une des du et est sont au aux en dans sur pour avec ce cet cette ces qui que qu il
-    elle ils elles nous vous je tu on ne pas mais ou où donc leur leurs mon ma mes ta tes sa ses
-    notre nos votre vos était être été avoir avait ont se lui eux même aussi très sans sous entre vers chez
-    der das dem des ein eine einer eines einem einen und ist sind waren wird werden wurde mit von zu zum zur
-    im auf für an am aus bei nach über unter vor durch nicht auch noch nur sich er sie es wir ihr ich du sein
-    seine ihre ihren seinem dass wie als oder aber wenn dann haben hatte
-    el los las unos unas es del al por para su sus lo les como más pero fue ser está están este esta estos
-    estas ese esa muy ya también sobre hasta desde cuando donde
-    il lo gli uno di della dei degli delle da dalla nel nella sul tra fra è sono che non più anche
-    questo questa quello quella si ci ne suo sua suoi loro
-    os uns umas do da dos das na nos nas com é são foi não mas seu ele ela eles elas muito já sem
-    de het een van te dat zijn voor niet aan er om ook bij naar uit maar wordt worden werd hij zij
-    ze wij ik je hun haar mijn""".split()
+    """le la les un une des du et est sont au aux en dans sur pour avec ce cet cette ces qui que qu il elle ils
+    elles nous vous je tu on ne pas mais ou où donc leur leurs mon ma mes ta tes sa ses nos votre vos était
+    être été avoir avait ont se lui eux même aussi très sous entre vers chez der das dem des ein eine einer
+    eines einem einen und ist sind waren wird werden wurde von zu zum zur im auf für an am aus bei nach über
+    unter vor durch nicht auch noch nur sich er sie es wir ihr ich du sein ihre ihren seinem dass wie als
+    oder aber wenn dann haben hatte el los las unos unas es del al por para su sus lo les como más pero fue
+    ser está están este esta estos estas ese esa muy ya también sobre hasta desde cuando donde il lo gli uno
+    di della dei degli delle da dalla nel nella sul tra fra è sono che più anche questo questa quello quella
+    si ci ne suo sua suoi loro os uns umas do da das na nos nas com é são foi não mas seu ele ela eles elas
+    muito já sem de het een van te dat zijn voor niet aan er om ook bij naar uit maar wordt worden werd hij
+    zij ze wij ik je haar mijn""".split()
 )
 
 

@@ -505,13 +505,14 @@ def test_chinese_japanese_and_korean_words_are_found_inside_their_sentences(tmp_
     notes.mkdir()
     texts = {"ja.txt": "東京は日本の首都です。富士山は日本で一番高い山です。",
              "zh.txt": "长城是中国古代的军事防御工程。", "ko.txt": "회의가 목요일로 연기되었습니다.",
+             "ja2.txt": "佐々木さんはｶﾀｶﾅで書きました。",
              "en.txt": "Tokyo is the capital of Japan."}
     for name, text in texts.items():
         (notes / name).write_text(text, encoding="utf-8")
     build_index([notes], tmp_path / "index")
     index = TantivyIndex.open(tmp_path / "index")
     for query, name in (("東京", "ja"), ("富士山", "ja"), ("日本の首都は?", "ja"), ("长城", "zh"), ("军事", "zh"),
-                        ("목요일", "ko")):
+                        ("목요일", "ko"), ("城", "zh"), ("佐々木", "ja2"), ("ｶﾀｶﾅ", "ja2")):
         assert [d.title for d in index.search(query, 3)][:1] == [name], query
     assert [d.title for d in index.search("capital of Japan", 3)] == ["en"]
 
@@ -546,3 +547,20 @@ def test_an_index_from_before_the_cjk_field_is_read_and_updated_without_it(tmp_p
     assert index.meta.schema_version == 1
     assert [d.title for d in index.search("capital of Japan", 3)] == ["en"]
     assert index.search("東京は日本の首都です", 3)[0].title == "ja"  # a whole clause, as before
+
+
+@pytest.mark.parametrize("codec, text", [
+    ("shift_jis", "x" + "東京は日本の首都です。" * 800),  # one line past the sample: cut inside a character
+    ("gb18030", "x" + "北京是中国的首都。" * 1000),
+    ("euc_kr", "x" + "서울은 한국의 수도입니다. " * 800),
+    ("shift_jis", "a = 1\n" * 4000 + "東京は日本の首都です。\n"),  # 24 KB of ASCII before the first Japanese line
+    ("cp1252", "# ascii\n" * 3000 + "Le café était très bon.\n"),
+    ("cp932", "x" * 20000 + "\n①日時 ㈱山田商事\n"),  # Windows' own characters, past the sample
+])
+def test_a_big_legacy_file_is_judged_on_its_lines_beyond_ascii(codec, text):
+    """The sample was the file's first 16 KB: cut inside a double-byte character it dropped the CJK
+    code pages, and all ASCII it scored every candidate alike (Windows-1252 won)."""
+    from ragcli.ingest.encoding import decode
+
+    decoded = decode(text.encode(codec))
+    assert decoded.text == text and decoded.replaced == 0

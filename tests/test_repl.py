@@ -82,10 +82,12 @@ def test_only_a_follow_up_carries_the_previous_exchange(settings, built_index):
 def test_is_follow_up():
     from ragcli.repl import is_follow_up
 
-    for q in ("When was he born?", "And then?", "What did they release after that?", "Why?", "Which one is older?"):
+    for q in ("When was he born?", "And then?", "What did they release after that?", "Why?", "Which one is older?",
+              "And Christer Fuglesang?", "What about 1990?", "Is it the same band?"):
         assert is_follow_up(q), q
     for q in ("When was Neil Peart born?", "Which band released Moving Pictures in 1981?",
-              "Who founded the Royal Society of Chemistry?", "What is the capital of France?"):
+              "Who founded the Royal Society of Chemistry?", "What is the capital of France?", "What is photosynthesis?",
+              "How many moons are there around Jupiter?", "Who was the first person that walked on the Moon?"):
         assert not is_follow_up(q), q
 
 

@@ -194,12 +194,16 @@ def test_a_cache_another_process_keeps_locked_is_skipped_quickly(tmp_path, monke
     CachedWebSearcher(CountingSearcher(), tmp_path / "web").search("warm up", 3)  # the store exists
     holder = sqlite3.connect(str(tmp_path / "web" / "cache.db"), isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")  # the other process's write lock
+    probes = []
+    real_locked = CachedWebSearcher._locked
+    monkeypatch.setattr(CachedWebSearcher, "_locked", lambda self: probes.append(1) or real_locked(self))
     try:
         for query in ("warm up", "a new query"):
             inner = CountingSearcher()
             t = time.perf_counter()
             docs = CachedWebSearcher(inner, tmp_path / "web").search(query, 3)
             assert time.perf_counter() - t < 5 and docs == to_documents(RESULTS, 3) and inner.calls == 1
+        assert len(probes) == 2  # one wait per search, not one for the read and one for the write
     finally:
         holder.execute("ROLLBACK")
         holder.close()

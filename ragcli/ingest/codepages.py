@@ -14,6 +14,7 @@ vowel, Greek without accents, Han characters read where Japanese would have kana
 
 from __future__ import annotations
 
+import codecs
 import math
 import re
 from collections import Counter
@@ -51,26 +52,46 @@ BEFORE_WORD = frozenset("¿¡")
 AFTER_WORD = frozenset("®™©°")
 LOG_PUNCT = math.log(0.5)
 # Candidates in order of how common they are among legacy files (log prior), Windows code pages first
+# (Windows' supersets of Shift JIS, EUC-KR and Big5: they read everything those do, and ① or ㈱ too)
 CANDIDATES = {
-    "cp1252": 0.0, "cp1250": -1.0, "cp1251": -1.0, "shift_jis": -1.0, "gb18030": -1.0, "big5": -1.5,
-    "euc_kr": -1.5, "iso8859_2": -2.0, "cp1254": -2.0, "cp1253": -2.0, "cp1255": -2.0, "cp1256": -2.0,
+    "cp1252": 0.0, "cp1250": -1.0, "cp1251": -1.0, "cp932": -1.0, "gb18030": -1.0, "cp950": -1.5,
+    "cp949": -1.5, "iso8859_2": -2.0, "cp1254": -2.0, "cp1253": -2.0, "cp1255": -2.0, "cp1256": -2.0,
     "koi8_r": -2.0, "euc_jp": -2.0, "cp1257": -2.5, "koi8_u": -3.0, "mac_roman": -4.0, "cp850": -4.0,
 }
 OTHER_PRIOR = -5.0  # an encoding the detector proposes that is not listed above
-SAMPLE_BYTES = 16 * 1024  # enough for a verdict (a few pages of text); a big file is scored on its start
+DETECTED_BONUS = 0.75  # the detector's own choice: a tie-break between readings equally good here
+SAMPLE_BYTES = 16 * 1024  # enough for a verdict (a few pages of text); a big file is scored on a sample
 _WORD = re.compile(r"[^\W\d_]+")
+_NON_ASCII = re.compile(rb"[\x80-\xff]")
 _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
 _VOWELS = {"cyrillic": frozenset("аеёиоуыэюяієї"), "greek": frozenset("αάεέηήιίϊΐοόυύϋΰωώ")}
 _GREEK_ACCENTED = frozenset("άέήίόύώΐΰ")
 
 
 def sample(raw: bytes) -> bytes:
-    """The first SAMPLE_BYTES of ``raw``, cut after a line break (a byte no multi-byte character of
-    these encodings contains) so that no character is cut in half."""
+    """Up to SAMPLE_BYTES of the lines of ``raw`` that hold bytes beyond ASCII (what tells the
+    encodings apart: a file whose first 16 KB are ASCII code or headers has them further on). Lines
+    are cut at line breaks, a byte no multi-byte character of these encodings contains; a line cut
+    at the limit may end inside a character, which ``_decoded`` allows."""
     if len(raw) <= SAMPLE_BYTES:
         return raw
-    cut = raw.rfind(b"\n", 0, SAMPLE_BYTES)
-    return raw[: cut + 1] if cut > 0 else raw[:SAMPLE_BYTES]
+    lines, size, pos = [], 0, 0
+    while size < SAMPLE_BYTES:
+        m = _NON_ASCII.search(raw, pos)
+        if m is None:
+            break
+        start = raw.rfind(b"\n", 0, m.start()) + 1
+        end = raw.find(b"\n", m.start())
+        end = len(raw) if end < 0 else end
+        lines.append(raw[start:min(end, start + SAMPLE_BYTES - size)])
+        size += len(lines[-1]) + 1
+        pos = end + 1
+    return b"\n".join(lines) if lines else raw[:SAMPLE_BYTES]
+
+
+def _decoded(head: bytes, name: str) -> str:
+    """``head`` decoded strictly, except that it may end in the middle of a character."""
+    return codecs.getincrementaldecoder(name)("strict").decode(head, final=False)
 
 
 def best_encoding(raw: bytes, extra: tuple[str, ...] = ()) -> tuple[str, float] | None:
@@ -80,12 +101,13 @@ def best_encoding(raw: bytes, extra: tuple[str, ...] = ()) -> tuple[str, float] 
     scored = []
     for order, name in enumerate([*CANDIDATES, *(e for e in extra if e not in CANDIDATES)]):
         try:
-            text = head.decode(name)
+            text = _decoded(head, name)
         except (UnicodeDecodeError, LookupError):
             continue
         fit = score(text, name)
         spots = sum(1 for c in text if ord(c) > 127) or 1
-        scored.append((fit + CANDIDATES.get(name, OTHER_PRIOR), -order, name, fit / spots))
+        prior = CANDIDATES.get(name, OTHER_PRIOR) + (DETECTED_BONUS if name in extra else 0.0)
+        scored.append((fit + prior, -order, name, fit / spots))
     if not scored:
         return None
     _, _, name, mean = max(scored)
@@ -104,7 +126,8 @@ def _script(c: str) -> str:
         return "hebrew"
     if 0x600 <= o < 0x700 or 0xFB50 <= o <= 0xFEFF:
         return "arabic"
-    if _kana(o) or _han(o) or _hangul(o) or 0x3000 <= o <= 0x303F or 0x3130 <= o <= 0x318F or 0xFF00 <= o <= 0xFFEF:
+    if (_kana(o) or _han(o) or _hangul(o) or 0x3000 <= o <= 0x303F or 0x3130 <= o <= 0x318F or 0xFF00 <= o <= 0xFFEF
+            or 0x2460 <= o <= 0x24FF or 0x3200 <= o <= 0x33FF):  # ① ㈱ ㎡: the symbols of CJK code pages
         return "cjk"
     return "other"
 
@@ -135,15 +158,12 @@ def score(text: str, encoding: str = "") -> float:
     bad = _odd_positions(text)
     total = controls * UNEXPLAINED
     letters = []
-    cjk = kana = hangul = 0
+    cjk: list[str] = []
     for i, c in spots:
         if i in bad:
             total += UNEXPLAINED
         elif _script(c) == "cjk":
-            o = ord(c)
-            cjk += 1
-            kana += _kana(o)
-            hangul += _hangul(o)
+            cjk.append(c)
         elif c.isalpha():
             letters.append(_lower(c))
         elif _between_symbols(text, i):
@@ -161,7 +181,7 @@ def score(text: str, encoding: str = "") -> float:
         total += max((sum(n * probs.get(c, UNEXPLAINED) for c, n in counts) for name, probs in LOG_P.items()
                       if _writes(encoding, name)), default=UNEXPLAINED * len(letters))
     if cjk:
-        total += cjk * _cjk_log_p(encoding, cjk, kana, hangul)
+        total += _cjk_log_p(encoding, cjk)
     return total
 
 
@@ -188,15 +208,64 @@ def _encodable(c: str, encoding: str) -> bool:
     return True
 
 
-def _cjk_log_p(encoding: str, cjk: int, kana: int, hangul: int) -> float:
-    """Per CJK character. Japanese writes kana in every sentence, Korean writes Hangul, Chinese neither:
-    a decoding without what its language writes (or with what it does not) is another one read in
-    the wrong code page."""
-    if encoding in ("shift_jis", "euc_jp", "cp932"):
-        return -4.0 if kana else UNEXPLAINED
+def _cjk_log_p(encoding: str, chars: list[str]) -> float:
+    """Of a decoding's CJK characters. Japanese writes kana in nearly every sentence, Korean writes
+    Hangul, Chinese neither: a decoding without what its language writes (or with what it does not)
+    is most likely another one read in the wrong code page. Among Han characters, those of the
+    language's first level (the 3,000-odd in everyday use, where its national code page puts them
+    first) are common, the others rare: "①日時 ㈱山田商事" read as GB18030 is "嘆擔帪 噴嶳揷彜帠". Hangul
+    likewise: Shift JIS read as cp949 is all syllables, but rare ones ("됵땉궼뽜")."""
+    counts = Counter(chars)
+    kana = sum(n for c, n in counts.items() if _kana(ord(c)))
+    hangul = sum(n for c, n in counts.items() if _hangul(ord(c)))
+    japanese = encoding in ("shift_jis", "euc_jp", "cp932")
+    if encoding in ("euc_kr", "cp949") and hangul < 0.8 * len(chars):
+        return UNEXPLAINED * len(chars)
+    if not (japanese or encoding in ("euc_kr", "cp949")) and (kana or hangul):
+        return UNEXPLAINED * len(chars)  # kana or Hangul read in a Chinese code page
+    total = 0.0
+    for c, n in counts.items():
+        o = ord(c)
+        if _kana(o):
+            p = -3.5
+        elif _hangul(o):  # the 2,350 syllables of KS X 1001 are those Korean text uses; cp949's other 8,822 are rare
+            p = -3.5 if _common_hangul(c) else UNEXPLAINED
+        elif _han(o):
+            p = -4.5 if _common_han(c, encoding) else UNEXPLAINED
+            p -= 0.5 if japanese and not kana else 0.0  # a note in kanji alone is Japanese too, if less often
+        else:
+            p = -5.5  # CJK punctuation and symbols: 。「」①㈱
+        total += n * p
+    return total
+
+
+@lru_cache(maxsize=16384)
+def _common_hangul(c: str) -> bool:
+    """One of KS X 1001's 2,350 syllables: two bytes in EUC-KR (Python writes the others as 8-byte
+    make-up sequences)."""
+    try:
+        return len(c.encode("euc_kr")) == 2
+    except UnicodeEncodeError:
+        return False
+
+
+# Where each family's national code page puts its first-level Han characters: (codec, lead bytes)
+_FIRST_LEVEL = {"japanese": ("cp932", 0x88, 0x9F), "simplified": ("gb2312", 0xB0, 0xD7),
+                "traditional": ("big5", 0xA4, 0xC6)}
+
+
+@lru_cache(maxsize=8192)
+def _common_han(c: str, encoding: str) -> bool:
+    family = ("japanese" if encoding in ("shift_jis", "euc_jp", "cp932")
+              else "traditional" if encoding in ("big5", "cp950", "big5hkscs") else "simplified")
     if encoding in ("euc_kr", "cp949"):
-        return -4.0 if hangul >= 0.8 * cjk else UNEXPLAINED
-    return -5.0 if not (kana or hangul) else UNEXPLAINED
+        return False  # Hanja: rare in Korean text
+    codec, low, high = _FIRST_LEVEL[family]
+    try:
+        raw = c.encode(codec)
+    except UnicodeEncodeError:
+        return False
+    return len(raw) == 2 and low <= raw[0] <= high
 
 
 def _between_symbols(text: str, i: int) -> bool:

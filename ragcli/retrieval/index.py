@@ -41,22 +41,27 @@ SEARCHED_FIELDS = ("title", "text")
 CJK_FIELD = "cjk"
 # Chinese and Japanese are written without spaces and Korean glues particles to its words: tantivy's
 # word tokenizer keeps a whole clause ("東京は日本の首都です") as one term, so no word in it could be
-# found. Runs of these scripts are indexed again as overlapping pairs of characters (the usual way
-# to search CJK text without a dictionary), in a field of their own; a query's runs are cut the same way.
-_CJK_RUN = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
+# found. Runs of these scripts are indexed again, in a field of their own, as their characters and
+# overlapping pairs of characters (the usual way to search CJK text without a dictionary); a query's
+# runs are searched by their pairs (a run of one character: by itself).
+_CJK = "\u3005\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"  # 々, kana, Han, Hangul
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+_MAYBE_CJK = re.compile("[\u3005-\ud7af\uf900-\ufaff\uff66-\uff9f]")  # few ranges: the quick test (1 µs a passage)
 
 
-_MAYBE_CJK = re.compile("[\u3040-\ud7af]")  # one range around all of them: the quick test (1 µs a passage)
-
-
-def cjk_terms(text: str) -> list[str]:
-    """Overlapping pairs of characters of each CJK run of ``text`` (a run of one: that character)."""
+def cjk_terms(text: str, *, single: bool = False) -> list[str]:
+    """Overlapping pairs of characters of each CJK run of ``text`` (a run of one: that character),
+    and with ``single`` each character as well (what an index holds, so that a one-character query
+    finds it)."""
     if text.isascii() or not _MAYBE_CJK.search(text):  # most text: ASCII is known without a scan
         return []
     terms = []
     for run in _CJK_RUN.findall(text):
-        terms += [run] if len(run) == 1 else [run[i:i + 2] for i in range(len(run) - 1)]
+        pairs = [run[i:i + 2] for i in range(len(run) - 1)]
+        terms += (list(run) + pairs) if single else pairs or [run]
     return terms
+
+
 TEXT_TOKENIZER = "en_stem"  # tantivy's: words of letters and digits, cut at 40 bytes, lower case, English stems
 
 
@@ -322,7 +327,7 @@ class IndexWriter:
         pairs = None  # the hot loop of indexing: most passages are ASCII, known without a scan
         if self._cjk and (not p.text.isascii() and _MAYBE_CJK.search(p.text)
                           or not p.title.isascii() and _MAYBE_CJK.search(p.title)):
-            pairs = cjk_terms(p.text) + cjk_terms(p.title)
+            pairs = cjk_terms(p.text, single=True) + cjk_terms(p.title, single=True)
         if pairs:
             self._add(self._doc(pid=p.pid, title=p.title, text=p.text, path=p.path, location=p.location,
                                 **{CJK_FIELD: " ".join(pairs)}))

@@ -209,12 +209,11 @@ class CachedWebSearcher:
             con.close()
         return False
 
-    def _load(self, key: str) -> list[Document] | None:
+    def _load(self, cache: Any, key: str) -> list[Document] | None:
         import sqlite3
 
         import diskcache
 
-        cache = self._cache()
         try:
             raw = cache.get(key) if cache is not None else None
             if raw is None:
@@ -227,12 +226,11 @@ class CachedWebSearcher:
         except (OSError, sqlite3.Error, diskcache.Timeout, ValueError, KeyError, TypeError):
             return None
 
-    def _store(self, key: str, query: str, k: int, docs: list[Document]) -> None:
+    def _store(self, cache: Any, key: str, query: str, k: int, docs: list[Document]) -> None:
         import sqlite3
 
         import diskcache
 
-        cache = self._cache()
         if cache is None:
             return
         payload = {"query": query, "k": k, "stored": time.time(), "documents": [d.to_dict() for d in docs]}
@@ -244,12 +242,13 @@ class CachedWebSearcher:
     def search(self, query: str, k: int, *, timeout: float | None = None) -> list[Document]:
         query = " ".join(query.split())
         key = json.dumps([query, k], ensure_ascii=False)
-        cached = self._load(key)
+        cache = self._cache()  # once per search: a store found locked costs LOCK_WAIT once, not twice
+        cached = self._load(cache, key)
         if cached is not None:
             return cached
         docs = self.inner.search(query, k, timeout=timeout)  # WebSearchError propagates, nothing is stored
         if docs:
-            self._store(key, query, k, docs)
+            self._store(cache, key, query, k, docs)
         return docs
 
 

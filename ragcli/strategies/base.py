@@ -86,8 +86,9 @@ def _clip(text: str, width: int = 60) -> str:
 
 
 def _first_content_words(text: str, n: int) -> str:
-    """``text`` up to and with its ``n``-th content word (all of it when it has fewer)."""
-    words = text.split()
+    """``text`` up to and with its ``n``-th content word (all of it when it has fewer), and never
+    more than 3 × ``n`` words (a draft of stop words or table rules is not a query of 1,000 words)."""
+    words = text.split()[: 3 * n]
     seen = 0
     for i, word in enumerate(words):
         if any(is_content_word(w) for w in WORD.findall(word)):
