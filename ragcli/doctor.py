@@ -88,15 +88,20 @@ def _backend(settings: Settings) -> Check:
 
 def _index(settings: Settings) -> Check:
     from ragcli.errors import RagcliError
-    from ragcli.retrieval.index import TantivyIndex
+    from ragcli.retrieval.index import SCHEMA_VERSION, TantivyIndex
 
     try:
         stats = TantivyIndex.open(settings.index).stats()
         if stats["passages"] == 0:
             return Check("index", False, f"{settings.index} is empty", "ragcli index PATH")
         encodings = ", ".join(f"{name}: {count}" for name, count in stats["encodings"].items())
-        return Check("index", True, f"{settings.index}: {stats['passages']} passages from {stats['files']} files"
-                                    + (f"; encodings (files): {encodings}" if encodings else ""))
+        detail = (f"{settings.index}: {stats['passages']} passages from {stats['files']} files"
+                  + (f"; encodings (files): {encodings}" if encodings else ""))
+        if stats["schema_version"] < SCHEMA_VERSION:  # readable, without what later schemas index
+            return Check("index", True, detail + f"; schema {stats['schema_version']}: Chinese, Japanese and Korean "
+                         "words are not searchable inside their sentences",
+                         f"ragcli index --rebuild --index {settings.index} PATH", warn_only=True)
+        return Check("index", True, detail)
     except RagcliError as exc:
         return Check("index", False, exc.message, exc.hint or "ragcli index PATH")
 

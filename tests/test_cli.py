@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import subprocess
 import sys
 
@@ -269,3 +270,14 @@ def test_retrieval_strategies_on_an_empty_index_fail_with_one_line(strategy, tmp
     assert code == 3 and out == ""
     assert err.strip().splitlines() == [f"error: the index at {tmp_path / 'idx'} is empty: no passage to retrieve "
                                         f"(add documents: ragcli index --index {tmp_path / 'idx'} PATH)"]
+
+
+def test_doctor_says_an_index_from_before_the_cjk_field_wants_a_rebuild(built_index, settings):
+    from ragcli import doctor
+
+    assert doctor._index(settings).fix == ""
+    meta = json.loads((Path(settings.index) / "ragcli.json").read_text())
+    meta["schema_version"] = 1
+    (Path(settings.index) / "ragcli.json").write_text(json.dumps(meta))
+    check = doctor._index(settings)
+    assert check.ok and check.warn_only and "schema 1" in check.detail and "--rebuild" in check.fix
