@@ -4,7 +4,7 @@ cutting, context budgeting and the closing AnswerFinished. Strategies yield even
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, ClassVar, Collection, Iterator, Mapping, Sequence
 
 from ragcli import answers, attribution, prompts
@@ -96,6 +96,7 @@ def _first_content_words(text: str, n: int) -> str:
             if seen >= n:
                 return " ".join(words[: i + 1])
     return " ".join(words)
+
 
 class Strategy:
     name: ClassVar[str] = ""
