@@ -95,10 +95,26 @@ def _tokenizer():  # -> nltk PunktSentenceTokenizer
 
 
 def split_spans(text: str) -> list[tuple[int, int]]:
-    """Character spans of the sentences in ``text``."""
+    """Character spans of the sentences in ``text``: Punkt's, each cut again after a Chinese or
+    Japanese full stop (。！？) that more text follows. Punkt looks for a sentence end only before
+    whitespace, and those languages write none, so a whole paragraph was one "sentence": FLARE
+    drafted it as one, and a passage of it was cut nowhere."""
     if not text.strip():
         return []
-    return list(_tokenizer().span_tokenize(text))
+    spans = list(_tokenizer().span_tokenize(text))
+    if text.isascii() or not _CJK_STOP.search(text):
+        return spans
+    out = []
+    for a, b in spans:
+        for m in _CJK_STOP.finditer(text, a, b):
+            nxt = m.end()
+            while nxt < b and text[nxt].isspace():
+                nxt += 1
+            if nxt < b and not (m.group(0)[-1] in CLOSERS and text[nxt] in _QUOTED_BY):
+                out.append((a, m.end()))
+                a = nxt
+        out.append((a, b))
+    return out
 
 
 _PLAIN_WORD = re.compile(r"[\"'(\[“‘]*([^\W\d_]{2,})\.")
@@ -127,8 +143,11 @@ def plain_sentence_end(word: str, next_char: str) -> bool:
     return core not in abbrevs and core not in _collocation_starts()
 
 
-SENTENCE_ENDS = frozenset(".!?…")
-CLOSERS = "\"'”’)]"  # what may follow a sentence's final mark: quotes, brackets
+CJK_STOPS = "。！？｡"  # Chinese and Japanese sentence ends: never an abbreviation's, no space after them
+SENTENCE_ENDS = frozenset(".!?…" + CJK_STOPS)
+CLOSERS = "\"'”’)]」』）】〕》〉"  # what may follow a sentence's final mark: quotes, brackets
+_QUOTED_BY = "とっ"  # 「行きます。」と言った: a quotation's own stop, inside the sentence that quotes it
+_CJK_STOP = re.compile(f"[{CJK_STOPS}]+[{re.escape(CLOSERS)}]*")
 
 
 def ends_with_stop(text: str) -> bool:
@@ -142,7 +161,7 @@ def split_sentences(text: str) -> list[str]:
     return [text[a:b] for a, b in split_spans(text)]
 
 
-_END = re.compile(r"[.!?…][\"')\]]*\s+\S|\n\s*\n")
+_END = re.compile(rf"[.!?…][\"')\]]*\s+\S|[{CJK_STOPS}][{re.escape(CLOSERS)}]*\s*\S|\n\s*\n")
 
 
 def first_sentence_end(text: str) -> int | None:

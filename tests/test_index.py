@@ -6,7 +6,7 @@ import pytest
 
 from ragcli.errors import EmptyCorpusError, IndexLockedError, IndexMissingError, InputPathError
 from ragcli.ingest.indexer import build_index
-from ragcli.ingest.passages import chunk_text
+from ragcli.ingest.passages import TARGET_WORDS, chunk_text
 from ragcli.retrieval.index import TantivyIndex
 from tests.conftest import first_records
 
@@ -515,6 +515,40 @@ def test_chinese_japanese_and_korean_words_are_found_inside_their_sentences(tmp_
                         ("목요일", "ko"), ("城", "zh"), ("佐々木", "ja2"), ("ｶﾀｶﾅ", "ja2")):
         assert [d.title for d in index.search(query, 3)][:1] == [name], query
     assert [d.title for d in index.search("capital of Japan", 3)] == ["en"]
+
+
+def test_chinese_and_japanese_pages_are_cut_into_passages_at_their_sentence_ends(tmp_path):
+    """Without spaces a Chinese or Japanese paragraph was one "word": a 7,200-character page became one
+    passage (in a prompt, its start only), cited as one line range. Two characters count as a word."""
+    from ragcli.ingest.reader import read_passages
+
+    zh = "东京是日本的首都，也是世界上人口最多的城市之一。" * 300
+    spans = chunk_text(zh)
+    assert len(spans) > 30
+    assert all(zh[b - 1] == "。" for _a, b in spans)  # every passage ends a sentence
+    assert max(b - a for a, b in spans) <= 4 * TARGET_WORDS  # about two characters per word
+    assert "".join(zh[a:b] for a, b in spans) == zh  # nothing lost, nothing twice
+    # no stop at all (a list, a title run): cut by characters all the same
+    assert len(chunk_text("东京是日本的首都也是世界上人口最多的城市之一" * 100)) > 5
+    # a Japanese note of many lines: passages on their own lines
+    note = tmp_path / "ja.txt"
+    note.write_text("".join(f"第{i}章。富士山は日本で最も高い山です。標高は3776メートルです。\n" for i in range(60)),
+                    encoding="utf-8")
+    got = read_passages(note)
+    assert len(got) > 5 and all(p.text.endswith("。") for p in got)
+    assert got[1].location.startswith(f"{note}:") and got[1].location != got[0].location
+
+
+def test_cutting_text_without_spaces_asks_punkt_about_small_windows_only(monkeypatch):
+    """A candidate sentence end is checked on the text around it up to the next space: in text without
+    spaces that was the rest of the paragraph, read again for every candidate (quadratic)."""
+    from ragcli.ingest import passages
+
+    seen = []
+    real = passages.split_spans
+    monkeypatch.setattr(passages, "split_spans", lambda text: seen.append(len(text)) or real(text))
+    chunk_text("参见Fig.东京是日本最大的城市" * 2000)  # "Fig." before a Han character: Punkt must judge
+    assert seen and max(seen) <= 6 * passages.WINDOW
 
 
 def test_an_index_from_before_the_cjk_field_is_read_and_updated_without_it(tmp_path, monkeypatch):

@@ -150,3 +150,18 @@ def test_a_piece_that_crosses_a_sentence_end_loses_no_text(settings):
     final = [e for e in SingleRetrieval(gen, StaticRetriever([]), settings.copy(final_read="no")).run("q?")
              if isinstance(e, AnswerFinished)][-1]
     assert final.answer == "He sat." and final.stop_reason == "repetition"
+
+
+def test_chinese_and_japanese_sentences_end_at_their_full_stops():
+    """Punkt ends a sentence only before whitespace, which Chinese and Japanese do not write: a
+    paragraph of them was one sentence (FLARE drafted it whole; attribution compared it whole)."""
+    assert split_sentences("东京是日本的首都。富士山是日本最高的山！你知道吗？") == [
+        "东京是日本的首都。", "富士山是日本最高的山！", "你知道吗？"]
+    # a quotation's own stop stays inside the sentence that quotes it; mixed text splits both ways
+    assert split_sentences("彼は「行きます。」と言った。「はい。」彼は去った。") == [
+        "彼は「行きます。」と言った。", "「はい。」", "彼は去った。"]
+    assert split_sentences("Tokyo is big. 東京は大きい。 Dr. Smith agrees.") == [
+        "Tokyo is big.", "東京は大きい。", "Dr. Smith agrees."]
+    text = "东京是日本的首都。富士"
+    assert text[:first_sentence_end(text)] == "东京是日本的首都。"  # complete once the next one starts
+    assert first_sentence_end("东京是日本的首都。") is None

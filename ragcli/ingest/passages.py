@@ -7,11 +7,11 @@ import re
 from typing import Iterator
 
 from ragcli.retrieval.index import Passage
-from ragcli.sentences import CLOSERS, SENTENCE_ENDS, plain_sentence_end, split_spans
+from ragcli.sentences import CJK_STOPS, CLOSERS, SENTENCE_ENDS, plain_sentence_end, split_spans
 
 __all__ = ["Passage", "TARGET_WORDS", "chunk_text", "normalise", "passage_id"]
 
-TARGET_WORDS = 100
+TARGET_WORDS = 100  # Chinese and Japanese, written without spaces: a "word" is two characters (``_UNIT``)
 
 
 def passage_id(title: str, text: str) -> str:
@@ -34,8 +34,9 @@ def chunk_text(text: str, target_words: int = TARGET_WORDS) -> list[tuple[int, i
     spans: list[tuple[int, int]] = []
     cur: list[int] | None = None  # [start, end, words] of the passage being filled
     half = target_words // 2
+    unit = _WORD if text.isascii() or not _HAN_KANA.search(text) else _UNIT
     for a, b in _paragraphs(text):
-        words = _Words(text, a, b)
+        words = _Words(text, a, b, unit)
         if cur is not None and cur[2] >= half:
             spans.append((cur[0], cur[1]))  # the paragraph break ends it
             cur = None
@@ -84,8 +85,8 @@ class _Words:
 
     __slots__ = ("_found", "_spans", "_base")
 
-    def __init__(self, text: str, a: int, b: int) -> None:
-        self._found = _WORD.finditer(text, a, b)
+    def __init__(self, text: str, a: int, b: int, unit: re.Pattern = None) -> None:
+        self._found = (unit or _WORD).finditer(text, a, b)
         self._spans: list[tuple[int, int]] = []
         self._base = 0  # index of the word self._spans[0]
 
@@ -125,6 +126,14 @@ def _capped(text: str, spans: list[tuple[int, int]]) -> Iterator[tuple[int, int]
 
 
 _WORD = re.compile(r"\S+")
+# Chinese and Japanese write no spaces: a paragraph of them was one "word", so a whole document became
+# one passage (a 7,200-character page: one passage, its prompt cut to its start). There a unit is two
+# characters of Han or kana (~1.4 Gemma tokens, as an English word is ~1.1), or a run of anything else,
+# with the stops and closing brackets that follow it (a sentence end is a unit's last character).
+_HAN_KANA_CHARS = "\u3005\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
+_HAN_KANA = re.compile(f"[{_HAN_KANA_CHARS}]")
+_UNIT = re.compile(f"(?:[{_HAN_KANA_CHARS}]{{1,2}}|[^\\s{_HAN_KANA_CHARS}{CJK_STOPS}]+|(?=[{CJK_STOPS}]))"
+                   f"[{CJK_STOPS}]*[{re.escape(CLOSERS)}]*")
 _PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n\s*")
 WINDOW = 40  # characters of context Punkt sees on each side of a candidate sentence end (it looks at one token either side)
 
@@ -156,7 +165,7 @@ def _ends_sentence(text: str, word: tuple[int, int], paragraph_end: int) -> int 
         end -= 1
     if end == a or text[end - 1] not in SENTENCE_ENDS:
         return None
-    if b >= paragraph_end:
+    if b >= paragraph_end or text[end - 1] in CJK_STOPS:
         return b
     if end == b:
         nxt = b
@@ -164,9 +173,17 @@ def _ends_sentence(text: str, word: tuple[int, int], paragraph_end: int) -> int 
             nxt += 1
         if plain_sentence_end(text[a:b], text[nxt:nxt + 1]):
             return b
-    lo = text.rfind(" ", 0, max(a - WINDOW, 0)) + 1 if a > WINDOW else 0
-    hi = text.find(" ", min(b + WINDOW, paragraph_end))
-    hi = paragraph_end if hi == -1 or hi > paragraph_end else hi
+    # from a space before the window to one after it, but never further than a second window: in
+    # text without spaces (Chinese, Japanese) "the next space" was the paragraph's end, and Punkt
+    # re-read the whole rest of it for every candidate
+    lo = 0
+    if a > WINDOW:
+        space = text.rfind(" ", max(a - 2 * WINDOW, 0), a - WINDOW)
+        lo = space + 1 if space != -1 else a - WINDOW
+    hi = min(b + 2 * WINDOW, paragraph_end)
+    if b + WINDOW < hi:
+        space = text.find(" ", b + WINDOW, hi)
+        hi = space if space != -1 else b + WINDOW
     for _s, e in split_spans(text[lo:hi]):
         if lo + e in (end, b):
             return b
