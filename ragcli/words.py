@@ -52,12 +52,33 @@ def is_content_word(word: str) -> bool:
     return (len(w) > 1 or w.isdigit()) and w not in STOPWORDS
 
 
+# Chinese, Japanese and Korean: Han, kana (with 々) and Hangul. Chinese and Japanese write no spaces and
+# Korean glues particles to its words, so a "word" of them is a whole clause ("东京是日本的首都").
+CJK_CHARS = "\u3005\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"  # for a [class]
+CJK_RUN = regex.compile(f"[{CJK_CHARS}]+")
+
+
+def cjk_pairs(run: str) -> list[str]:
+    """Overlapping pairs of characters of a CJK run ("东京都" -> 东京, 京都); a run of one: itself."""
+    return [run[i:i + 2] for i in range(len(run) - 1)] or [run]
+
+
 def content_words(text: str, *, any_language: bool = False) -> list[str]:
     """Lower-cased content words of ``text``, in order of first appearance, each once;
-    ``any_language``: not the FOREIGN_FUNCTION_WORDS either."""
+    ``any_language``: not the FOREIGN_FUNCTION_WORDS either, and a Chinese, Japanese or Korean run
+    counts by its pairs of characters (``cjk_pairs``), so that a sentence shares words with the page
+    it was taken from even where the two cut their clauses differently."""
     out: dict[str, None] = {}
     for m in WORD.finditer(text.lower()):
         w = m.group(0).strip("_")
+        if any_language and not w.isascii() and CJK_RUN.search(w):
+            for part in CJK_RUN.splititer(w):  # what is not CJK ("2020" of "2020年")
+                if part and is_content_word(part):
+                    out.setdefault(part, None)
+            for run in CJK_RUN.findall(w):
+                for pair in cjk_pairs(run):
+                    out.setdefault(pair, None)
+            continue
         if w and is_content_word(w) and not (any_language and w in FOREIGN_FUNCTION_WORDS):
             out.setdefault(w, None)
     return list(out)

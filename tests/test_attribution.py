@@ -132,3 +132,15 @@ def test_french_and_german_function_words_do_not_make_an_invented_sentence_cited
     assert cited("Der Hund ist mit der Katze in die Küche gelaufen.", [berlin]) == ()
     # in English text the same words are what they are: "Robert de Niro", "car"
     assert "car" in content_words("The car.", any_language=True)
+
+
+def test_a_chinese_or_japanese_sentence_is_cited_to_the_page_it_was_taken_from():
+    """Content words were runs between punctuation: a sentence cut into clauses differently from its page
+    shared none of them with it and was cited to nothing. They count by pairs of characters now, and a
+    sentence no page holds is still cited to none."""
+    fuji = Document("a", "富士山", "富士山は日本で最も高い山です。標高は3776メートルです。", location="fuji.txt:1")
+    tokyo = Document("b", "東京", "東京は日本の首都です。人口は約1400万人です。", location="tokyo.txt:1")
+    both = "東京は日本の首都で、富士山の標高は3776メートルです。"
+    assert attribution.citations(both, [fuji, tokyo]) == ((0, len(both), (0, 1)),)
+    assert cited("大阪は美しい都市で、たこ焼きが有名です。", [fuji, tokyo]) == ()
+    assert content_words("2020年举办了奥运会", any_language=True)[:3] == ["2020", "年举", "举办"]

@@ -18,6 +18,7 @@ from typing import Any, Iterator, NamedTuple
 from ragcli.errors import IndexCorruptError, IndexEmptyError, IndexLockedError, IndexMissingError, UsageError
 from ragcli.retrieval.query import MAX_QUERY_CHARS, query_terms
 from ragcli.types import Document
+from ragcli.words import CJK_RUN, cjk_pairs
 
 SCHEMA_VERSION = 2  # 2: the "cjk" field (overlapping pairs of CJK characters); 1 is read and written without it
 READABLE_SCHEMAS = (1, 2)
@@ -44,8 +45,6 @@ CJK_FIELD = "cjk"
 # found. Runs of these scripts are indexed again, in a field of their own, as their characters and
 # overlapping pairs of characters (the usual way to search CJK text without a dictionary); a query's
 # runs are searched by their pairs (a run of one character: by itself).
-_CJK = "\u3005\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"  # 々, kana, Han, Hangul
-_CJK_RUN = re.compile(f"[{_CJK}]+")
 _MAYBE_CJK = re.compile("[\u3005-\ud7af\uf900-\ufaff\uff66-\uff9f]")  # few ranges: the quick test (1 µs a passage)
 
 
@@ -56,9 +55,8 @@ def cjk_terms(text: str, *, single: bool = False) -> list[str]:
     if text.isascii() or not _MAYBE_CJK.search(text):  # most text: ASCII is known without a scan
         return []
     terms = []
-    for run in _CJK_RUN.findall(text):
-        pairs = [run[i:i + 2] for i in range(len(run) - 1)]
-        terms += (list(run) + pairs) if single else pairs or [run]
+    for run in CJK_RUN.findall(text):
+        terms += (list(run) + cjk_pairs(run)) if len(run) > 1 and single else cjk_pairs(run)
     return terms
 
 
