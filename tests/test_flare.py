@@ -172,6 +172,17 @@ def test_masks_hide_whole_words_never_pieces_nor_punctuation():
     assert q.text == "He was born in in"
 
 
+def test_a_chinese_draft_masks_its_uncertain_characters_not_the_whole_clause():
+    """Chinese writes a clause as one "word": one uncertain token hid the whole clause, and the query
+    kept nothing of the draft. Only the uncertain tokens' characters go (whole words elsewhere)."""
+    sentence = Sentence("", (Token("东京", 0.0), Token("是", 0.0), Token("日本", -3.0), Token("的", 0.0),
+                             Token("首都", -0.1), Token("，", 0.0), Token("Tokyo", -0.01), Token(" Tower", -3.0),
+                             Token("高", 0.0), Token("333", -3.0), Token("米", 0.0), Token("。", 0.0)))
+    q = masked_query(sentence, ProbTrigger(0.5, 0.4).masked(sentence), max_words=32)
+    assert q.shown == "东京是▁▁▁的首都，Tokyo ▁▁▁高▁▁▁米。"
+    assert q.text == "东京是 的首都 Tokyo 高 米"
+
+
 def test_prompt_never_exceeds_context_window_documents_trimmed_first(settings):
     big = [Document(f"b{i}", f"Big {i}", "word " * 300, 1.0) for i in range(3)]
     gen = FakeGenerator([FIRST, toks(" Done here.", 0.9) + toks(END, 0.9)], n_ctx=700)

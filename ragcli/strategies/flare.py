@@ -27,7 +27,7 @@ from ragcli.strategies.base import HOLD_BREAK, Strategy
 from ragcli.strategies.stream import REPEATED, cut_sentence, sentences_of
 from ragcli.strategies.trigger import Trigger
 from ragcli.types import Document, Query, Sentence, Token
-from ragcli.words import WHOLE_WORD, content_words
+from ragcli.words import CJK_CHARS, CJK_RUN, WHOLE_WORD, content_words
 
 MASK = "▁▁▁"
 _AFTER_CONCLUSION = re.compile(r"^.*?\banswer is\b:?", re.IGNORECASE)
@@ -35,6 +35,7 @@ _AFTER_CONCLUSION = re.compile(r"^.*?\banswer is\b:?", re.IGNORECASE)
 # "was in 1958" (a draft whose names were all uncertain) finds any page with a year in it, and its
 # top hits outranked the question's own third page in the final read (dev pool: README).
 ANCHOR_BELOW = 3
+_CJK_PIECE = re.compile(f"[{CJK_CHARS}]|[^{CJK_CHARS}]+")  # one CJK character, or a run of others
 
 
 def masked_query(sentence: Sentence, masked: Sequence[bool], max_words: int) -> Query:
@@ -52,11 +53,28 @@ def masked_query(sentence: Sentence, masked: Sequence[bool], max_words: int) -> 
     for m in WHOLE_WORD.finditer(text):
         between = text[last:m.start()]
         shown.append(between)
-        if any(hidden[m.start():m.end()]):
-            shown.append(MASK)
-        else:
+        if not any(hidden[m.start():m.end()]):
             shown.append(m.group(0))
             kept.append(m.group(0))
+        elif CJK_RUN.search(m.group(0)):
+            # Chinese and Japanese write a clause as one "word": hide only the uncertain tokens' characters
+            run = ""  # kept characters since the last hidden one
+            for piece in _CJK_PIECE.finditer(m.group(0)):
+                a, b = m.start() + piece.start(), m.start() + piece.end()
+                if not any(hidden[a:b]):
+                    run += piece.group(0)
+                    continue
+                if run:
+                    shown.append(run)
+                    kept.append(run)
+                    run = ""
+                if shown[-1:] != [MASK]:
+                    shown.append(MASK)
+            if run:
+                shown.append(run)
+                kept.append(run)
+        else:
+            shown.append(MASK)
         last = m.end()
     shown.append(text[last:])
     return Query(" ".join(kept[:max_words]), "masked", "".join(shown).strip())
