@@ -175,6 +175,15 @@ def test_text_in_any_encoding_is_decoded_and_binary_files_are_skipped(small_corp
     ("euc_jp", "報告書は月曜日までに提出してください。よろしくお願いします。"),  # cp949
     ("gbk", "会议推迟到星期四。谢谢你的帮助。"),
     ("euc_kr", "회의가 목요일로 연기되었습니다. 도와주셔서 감사합니다."),
+    # Chinese, Japanese and Korean notes as offices write them: skipped as "not text" or misread before
+    ("cp932", "①会議室の予約\n㈱山田商事との打合せは木曜日午後三時から。\n②議事録担当：佐藤"),  # skipped
+    ("cp932", "第①章　概要\n本書は社内規程を定める。"),  # skipped
+    ("cp932", "東京都千代田区丸の内１－２－３\n電話：０３－１２３４－５６７８"),  # cp1256 (Arabic)
+    ("cp932", "ﾃｽﾄﾃﾞｰﾀ ｶﾞｲﾖｳ\nｼｽﾃﾑ ｾｯﾃｲ ﾉ ﾃｼﾞｭﾝ"),  # cp1252: "Ã½ÄÃÞ°À"
+    ("euc_jp", "議事録（２０２４年４月１日）\n出席者：田中、鈴木、高橋"),  # GB18030
+    ("euc_kr", "회의록 (２０２４년 ４월 １일)\n참석자: 김철수, 이영희"),  # GB18030
+    ("gbk", "北京市海淀区中关村大街１号\n电话：０１０－１２３４５６７８"),
+    ("big5", "台北市信義區市府路１號\n電話：（０２）２７２０－８８８９"),
 ])
 def test_a_short_legacy_note_is_decoded_in_its_own_encoding(codec, text):
     """Short notes are where the detector's language fit is noisy: a Windows-1252 line must not come
@@ -195,6 +204,10 @@ def test_bytes_no_encoding_fits_are_skipped_with_the_reason(tmp_path):
     noise = bytes(rng.randrange(1, 256) for _ in range(4000))
     with pytest.raises(SkipFile, match="no other encoding fits"):
         decode(noise)
+    for size in (80, 300, 2000):  # high bytes only: read as Shift JIS they are half-width kana and kanji
+        for _ in range(10):
+            with pytest.raises(SkipFile, match="no other encoding fits"):
+                decode(bytes(rng.randrange(0x80, 0x100) for _ in range(size)))
     assert decode(b"").text == "" and decode(b"plain").encoding == "utf-8"
 
 

@@ -19,6 +19,7 @@ import math
 import re
 from collections import Counter
 from functools import lru_cache
+from typing import NamedTuple
 
 # Letters beyond ASCII each language writes, most frequent first (lower case).
 LANGUAGES = {
@@ -94,9 +95,27 @@ def _decoded(head: bytes, name: str) -> str:
     return codecs.getincrementaldecoder(name)("strict").decode(head, final=False)
 
 
-def best_encoding(raw: bytes, extra: tuple[str, ...] = ()) -> tuple[str, float] | None:
-    """(the encoding whose decoding of ``raw`` reads most like text, the mean log-probability of
-    that decoding's characters beyond ASCII); None if no candidate decodes it."""
+# The mean log-probability per character beyond ASCII from which a decoding reads as text even when the
+# detector refuses it (a soft hyphen in a Swedish line, a Japanese note of kanji and ①): an alphabet's
+# letters score about -2 to -3.5 each, CJK characters -3.5 to -5.5 (thousands of them). Random bytes read
+# at best -4.3 as a Latin code page and -5.45 as a CJK one (600 samples of 30 to 2,000 bytes).
+TEXT_FLOOR = -4.0
+CJK_TEXT_FLOOR = -5.0
+
+
+class Reading(NamedTuple):
+    encoding: str
+    mean: float  # log-probability per character beyond ASCII
+    floor: float  # what ``mean`` must reach to read as text without the detector's word (its script's)
+
+    @property
+    def reads_as_text(self) -> bool:
+        return self.mean >= self.floor
+
+
+def best_encoding(raw: bytes, extra: tuple[str, ...] = ()) -> Reading | None:
+    """The encoding whose decoding of ``raw`` reads most like text, with that decoding's mean log-
+    probability per character beyond ASCII and the floor for its script; None if no candidate decodes it."""
     head = sample(raw)
     scored = []
     for order, name in enumerate([*CANDIDATES, *(e for e in extra if e not in CANDIDATES)]):
@@ -105,13 +124,14 @@ def best_encoding(raw: bytes, extra: tuple[str, ...] = ()) -> tuple[str, float] 
         except (UnicodeDecodeError, LookupError):
             continue
         fit = score(text, name)
-        spots = sum(1 for c in text if ord(c) > 127) or 1
+        beyond = [c for c in text if ord(c) > 127]
+        cjk = sum(1 for c in beyond if _script(c) == "cjk")
+        floor = CJK_TEXT_FLOOR if beyond and cjk >= len(beyond) / 2 else TEXT_FLOOR
         prior = CANDIDATES.get(name, OTHER_PRIOR) + (DETECTED_BONUS if name in extra else 0.0)
-        scored.append((fit + prior, -order, name, fit / spots))
+        scored.append((fit + prior, -order, Reading(name, fit / (len(beyond) or 1), floor)))
     if not scored:
         return None
-    _, _, name, mean = max(scored)
-    return name, mean
+    return max(scored)[2]
 
 
 def _script(c: str) -> str:
@@ -134,6 +154,24 @@ def _script(c: str) -> str:
 
 def _kana(o: int) -> bool:
     return 0x3040 <= o <= 0x30FF
+
+
+def _halfwidth_kana(o: int) -> bool:
+    return 0xFF66 <= o <= 0xFF9F
+
+
+_VOICED = frozenset("ｳｶｷｸｹｺｻｼｽｾｿﾀﾁﾂﾃﾄﾊﾋﾌﾍﾎ")  # the half-width kana that take ﾞ
+_SEMI_VOICED = frozenset("ﾊﾋﾌﾍﾎ")  # ... and ﾟ
+_NO_START = frozenset("ｧｨｩｪｫｬｭｮｯｰﾞﾟ")  # small kana, the long vowel mark and the two voicing marks
+
+
+def _odd_halfwidth(word: str) -> bool:
+    """Half-width kana no word is written in: starting with a small kana or a mark, or a voicing mark
+    after a kana that takes none ("ﾃﾞｰﾀ" is a word, "ｯﾞｱ" none)."""
+    if word[0] in _NO_START:
+        return True
+    return any((c == "ﾞ" and p not in _VOICED) or (c == "ﾟ" and p not in _SEMI_VOICED)
+               for p, c in zip(word, word[1:]))
 
 
 def _han(o: int) -> bool:
@@ -216,10 +254,11 @@ def _cjk_log_p(encoding: str, chars: list[str]) -> float:
     first) are common, the others rare: "①日時 ㈱山田商事" read as GB18030 is "嘆擔帪 噴嶳揷彜帠". Hangul
     likewise: Shift JIS read as cp949 is all syllables, but rare ones ("됵땉궼뽜")."""
     counts = Counter(chars)
-    kana = sum(n for c, n in counts.items() if _kana(ord(c)))
+    kana = sum(n for c, n in counts.items() if _kana(ord(c)) or _halfwidth_kana(ord(c)))
     hangul = sum(n for c, n in counts.items() if _hangul(ord(c)))
     japanese = encoding in ("shift_jis", "euc_jp", "cp932")
-    if encoding in ("euc_kr", "cp949") and hangul < 0.8 * len(chars):
+    han = sum(n for c, n in counts.items() if _han(ord(c)))
+    if encoding in ("euc_kr", "cp949") and hangul < 0.9 * (hangul + han + kana):  # of the letters: not "１", "："
         return UNEXPLAINED * len(chars)
     if not (japanese or encoding in ("euc_kr", "cp949")) and (kana or hangul):
         return UNEXPLAINED * len(chars)  # kana or Hangul read in a Chinese code page
@@ -228,6 +267,10 @@ def _cjk_log_p(encoding: str, chars: list[str]) -> float:
         o = ord(c)
         if _kana(o):
             p = -3.5
+        elif _halfwidth_kana(o):  # ｶﾀｶﾅ: Japanese of older systems (Shift JIS' single bytes)
+            p = -4.0 if japanese else UNEXPLAINED
+        elif 0xFF01 <= o <= 0xFF5E or o == 0x3000:  # full-width letters, digits, ：（ ）and the ideographic space
+            p = -4.0
         elif _hangul(o):  # the 2,350 syllables of KS X 1001 are those Korean text uses; cp949's other 8,822 are rare
             p = -3.5 if _common_hangul(c) else UNEXPLAINED
         elif _han(o):
@@ -303,6 +346,9 @@ def _odd_positions(text: str) -> set[int]:
         scripts = {_script(c) for c in word}
         if len(scripts) > 1 and "cjk" not in scripts:
             bad.update(spots)  # "Crиme": two alphabets in one word
+            continue
+        if any(_halfwidth_kana(ord(c)) for c in word) and ("latin" in scripts or _odd_halfwidth(word)):
+            bad.update(spots)  # "aｶb", "ｯﾞｱ": no Japanese word (random bytes read as Shift JIS)
             continue
         if any(text[k].isupper() and k > start and text[k - 1].islower() for k in spots):
             bad.update(spots)  # "trŤs"

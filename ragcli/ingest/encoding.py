@@ -23,8 +23,8 @@ BOMS = (
     (codecs.BOM_UTF16_BE, "utf-16-be"),
 )
 SNIFF_BYTES = 8192  # how far the binary and BOM-less UTF-16 tests look
-MIN_CONFIDENCE = 0.9  # the detector's 1 - chaos (charset-normalizer's "mess" ratio) must reach this
-MIN_MEAN_LOG_P = -4.0  # ... or ``codepages``' mean log-probability per character beyond ASCII
+MIN_CONFIDENCE = 0.9  # the detector's 1 - chaos (charset-normalizer's "mess" ratio) must reach this, or
+# ``codepages``' best reading its script's floor of log-probability per character (``Reading.reads_as_text``)
 
 
 @dataclass(frozen=True)
@@ -115,9 +115,9 @@ def _detected(raw: bytes) -> Decoded:
     matches = list(from_bytes(raw, threshold=1 - MIN_CONFIDENCE))
     found = best_encoding(raw, extra=(matches[0].encoding,) if matches else ())
     # text if the detector finds it so, or if one decoding reads like a language (the detector's
-    # "mess" ratio refuses some short notes: a soft hyphen in a Swedish line)
-    if found is None or not (matches or found[1] >= MIN_MEAN_LOG_P):
+    # "mess" ratio refuses some short notes: a soft hyphen in a Swedish line, kanji with ①)
+    if found is None or not (matches or found.reads_as_text):
         raise SkipFile("not text: not UTF-8, and no other encoding fits")
-    name = found[0]
+    name = found.encoding
     text, bad = _decode_counting(raw, name)
     return Decoded(text, name, bad, confidence=round(1 - matches[0].chaos, 3) if matches else 0.0)
