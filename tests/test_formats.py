@@ -285,3 +285,62 @@ def test_pdf_without_a_text_layer_is_skipped_with_the_reason(tmp_path):
     make_pdf(scan, ["", ""])
     with pytest.raises(SkipFile, match=r"no text layer in its 2 page\(s\)"):
         read_passages(scan)
+
+
+def test_a_malformed_pdf_is_skipped_with_the_reason_and_the_folder_still_indexed(tmp_path):
+    """pypdf meets a broken file with any exception (AttributeError, its LimitReachedError ...): one
+    malformed PDF ended `ragcli index` with an internal error for the whole folder. Now it is skipped
+    with why; an encrypted one says it needs a password. (The two broken files are a valid PDF with
+    one byte changed.)"""
+    import shutil
+
+    from pypdf import PdfReader, PdfWriter
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in ("broken-resources.pdf", "broken-length.pdf"):
+        shutil.copy(Path(__file__).parent / "data" / "pdf" / name, docs / name)
+    make_pdf(docs / "good.pdf", ["Gazelles run fast."])
+    writer = PdfWriter(clone_from=PdfReader(docs / "good.pdf"))
+    writer.encrypt(user_password="secret", algorithm="RC4-128")
+    writer.write(docs / "locked.pdf")
+    report = build_index([docs], tmp_path / "index")
+    skipped = {Path(f.path).name: f.reason for f in report.files if f.action == "skipped"}
+    assert sorted(skipped) == ["broken-length.pdf", "broken-resources.pdf", "locked.pdf"]
+    assert skipped["broken-resources.pdf"].startswith("unreadable PDF: AttributeError: ")
+    assert skipped["broken-length.pdf"].startswith("unreadable PDF: LimitReachedError: ")
+    assert skipped["locked.pdf"] == "encrypted PDF (it needs a password)"
+    assert TantivyIndex.open(tmp_path / "index").search("gazelles", 1)[0].location.endswith("good.pdf p. 1")
+
+
+def test_a_pdf_title_a_tool_wrote_is_not_the_documents():
+    from ragcli.ingest.formats import _pdf_title
+
+    class Reader:
+        def __init__(self, title):
+            self.metadata = type("M", (), {"title": title})()
+
+    assert _pdf_title(Reader("Microsoft Word - report_final_v2.docx")) == ""
+    assert _pdf_title(Reader("Annual Report 2024")) == "Annual Report 2024"
+
+
+def test_html_pages_keep_every_article_text_around_main_and_a_form_wrapped_body(tmp_path):
+    """A <form> around the whole page (ASP.NET, SharePoint) was removed with all its text: 0 passages;
+    only the first <main> or <article> was read (a blog page kept one post of three, text beside <main>
+    was lost), a post's own <header> went with the page's, and an SVG icon's <title> named the page."""
+    page = tmp_path / "intranet.html"
+    page.write_text('<html><head><title>Intranet Policy</title></head><body><form id="form1"><div><h1>Vacation</h1>'
+                    "<p>Employees receive 25 days of paid vacation.</p><input value='Search'><button>Go</button>"
+                    "</div></form></body></html>", encoding="utf-8")
+    [section] = html_sections(page, page.read_bytes())
+    assert section.text.split("\n\n") == ["Vacation", "Employees receive 25 days of paid vacation."]
+    blog = tmp_path / "blog.html"
+    blog.write_text("<html><body><svg><title>icon</title></svg><header><h1>My blog</h1>Log in</header>"
+                    "<p>Intro: the API key lives in the vault.</p><main><article><header><h2>First post</h2></header>"
+                    "<p>About apples.</p><footer>Posted in fruit</footer></article><article><p>About bananas.</p>"
+                    "<aside>Tip: ripen them in a paper bag.</aside></article></main><aside>Archive 2023</aside>"
+                    "<footer>Copyright</footer></body></html>", encoding="utf-8")
+    [section] = html_sections(blog, blog.read_bytes())
+    assert section.text.split("\n\n") == ["Intro: the API key lives in the vault.", "First post", "About apples.",
+                                          "Posted in fruit", "About bananas.", "Tip: ripen them in a paper bag."]
+    assert section.title == "blog"  # not the icon's: no <title> of its own and no <h1> left, the file's name

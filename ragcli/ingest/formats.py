@@ -139,8 +139,14 @@ def _markdown():
 
 
 # --------------------------------------------------------------------------- HTML
-BOILERPLATE_TAGS = ("script", "style", "noscript", "nav", "header", "footer", "aside", "form", "iframe", "svg",
-                    "template", "button")
+# Removed wherever they are. A <form> is not among them: ASP.NET and SharePoint wrap the whole page in one
+# (its controls go: a <select>'s options are no text a reader wrote).
+BOILERPLATE_TAGS = ("script", "style", "noscript", "nav", "iframe", "svg", "template", "button", "select",
+                    "input", "textarea")
+# The page's own banner, footer and sidebar; inside an <article>, <main> or <section> a <header> holds
+# that part's heading, a <footer> its byline or notes, an <aside> a call-out: kept there.
+PAGE_CHROME_TAGS = ("header", "footer", "aside")
+CONTENT_TAGS = ("article", "main", "section")
 BOILERPLATE_ROLES = ("navigation", "banner", "contentinfo", "complementary", "search")
 
 
@@ -173,15 +179,22 @@ def html_sections(path: Path, markup: bytes | str) -> list[Section]:
     except Exception:  # noqa: BLE001 - fall back to the stdlib parser
         soup = BeautifulSoup(markup, "html.parser")
     title = ""
-    if soup.title and soup.title.string:
-        title = soup.title.string.strip()
+    # the page's <title>, not an SVG icon's (which may come first)
+    tag = next((t for t in soup.find_all("title") if not t.find_parent("svg")), None)
+    if tag is not None and tag.string:
+        title = tag.string.strip()
     for tag in soup(BOILERPLATE_TAGS):
         tag.decompose()
+    for tag in soup(PAGE_CHROME_TAGS):
+        if not tag.decomposed and not tag.find_parent(CONTENT_TAGS):
+            tag.decompose()
     for tag in soup.find_all(attrs={"role": BOILERPLATE_ROLES}):
         tag.decompose()
     for tag in soup.find_all(attrs={"aria-hidden": "true"}):
         tag.decompose()
-    root = soup.find("main") or soup.find("article") or soup.body or soup
+    # the whole body: a page of several <article>s (a blog, a feed) or text beside its <main> lost all
+    # but the first one
+    root = soup.body or soup
     if not title:
         h1 = root.find("h1")
         title = h1.get_text(" ", strip=True) if h1 else path.stem
@@ -232,29 +245,64 @@ def _text_blocks(root) -> list[str]:
 def pdf_sections(path: Path) -> list[Section]:
     try:
         from pypdf import PdfReader
-        from pypdf.errors import PdfReadError
     except ImportError:
         raise SkipFile("PDF support needs pypdf (pip install pypdf)") from None
+    import logging
+
+    logging.getLogger("pypdf").setLevel(logging.ERROR)  # "EOF marker not found" and the like: the skip says it
+    # pypdf meets broken files with any exception (AttributeError, TypeError, RecursionError, its own
+    # LimitReachedError ...): one malformed PDF stopped a whole folder's indexing. A page that fails
+    # is left out; a file that fails is skipped with the reason.
     try:
         reader = PdfReader(str(path))
-        if reader.is_encrypted:
-            try:
-                reader.decrypt("")
-            except Exception:  # noqa: BLE001
-                raise SkipFile("encrypted PDF") from None
-        title = ""
+        if reader.is_encrypted and not _decrypted(reader):
+            raise SkipFile("encrypted PDF (it needs a password)")
+        title = _pdf_title(reader)
+        pages = list(reader.pages)
+    except SkipFile:
+        raise
+    except Exception as exc:  # noqa: BLE001 - see above
+        raise SkipFile(f"unreadable PDF: {_why(exc)}") from None
+    sections, failed = [], []
+    for number, page in enumerate(pages, start=1):
         try:
-            if reader.metadata and reader.metadata.title:
-                title = str(reader.metadata.title).strip()
-        except Exception:  # noqa: BLE001 - broken metadata is not fatal
-            title = ""
-        sections = []
-        for number, page in enumerate(reader.pages, start=1):
             text = page.extract_text() or ""
-            if text.strip():
-                sections.append(Section(title or path.stem, text, page=number))
-    except (PdfReadError, ValueError, KeyError, OSError) as exc:
-        raise SkipFile(f"unreadable PDF: {exc}") from None
-    if reader.pages and not sections:
-        raise SkipFile(f"no text layer in its {len(reader.pages)} page(s) (a scan? run OCR on it first)")
+        except Exception as exc:  # noqa: BLE001 - see above
+            failed.append(exc)
+            continue
+        if text.strip():
+            sections.append(Section(title or path.stem, text, page=number))
+    if pages and failed and len(failed) == len(pages):
+        raise SkipFile(f"unreadable PDF: {_why(failed[0])}")
+    if pages and not sections:
+        raise SkipFile(f"no text layer in its {len(pages)} page(s) (a scan? run OCR on it first)")
     return sections
+
+
+def _decrypted(reader) -> bool:
+    """Whether an encrypted PDF opens without a password (many carry only an owner password)."""
+    from pypdf import PasswordType
+
+    try:
+        return reader.decrypt("") != PasswordType.NOT_DECRYPTED
+    except Exception:  # noqa: BLE001 - an unsupported cipher is as closed as a password
+        return False
+
+
+def _pdf_title(reader) -> str:
+    """The document title from the metadata, unless it is a tool's ("Microsoft Word - report.docx")."""
+    try:
+        title = str(reader.metadata.title).strip() if reader.metadata and reader.metadata.title else ""
+    except Exception:  # noqa: BLE001 - broken metadata is not fatal
+        return ""
+    if _TOOL_TITLE.search(title):
+        return ""
+    return title
+
+
+_TOOL_TITLE = re.compile(r"^(Microsoft (Word|PowerPoint|Excel) - |untitled\b)|\.(docx?|pptx?|xlsx?|odt|rtf)$", re.I)
+
+
+def _why(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
