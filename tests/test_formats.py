@@ -344,3 +344,17 @@ def test_html_pages_keep_every_article_text_around_main_and_a_form_wrapped_body(
     assert section.text.split("\n\n") == ["Intro: the API key lives in the vault.", "First post", "About apples.",
                                           "Posted in fruit", "About bananas.", "Tip: ripen them in a paper bag."]
     assert section.title == "blog"  # not the icon's: no <title> of its own and no <h1> left, the file's name
+
+
+def test_a_note_opening_with_a_rule_keeps_its_text(tmp_path):
+    """Any text between a leading "---" and the next "---" was taken for front matter and blanked: a note
+    that opens with a rule lost everything up to its next one. Front matter is keys and values only."""
+    note = tmp_path / "rule.md"
+    note.write_text("---\nThis note starts with a rule.\n\nThe server password rotates monthly.\n\n---\n\n"
+                    "Second part.\n", encoding="utf-8")
+    text = " ".join(p.text for p in read_passages(note))
+    assert "password rotates monthly" in text and "Second part." in text
+    meta = tmp_path / "meta.md"
+    meta.write_text('---\ntitle: "Runbook"\ntags:\n  - ops\n# a comment\n---\nRestart the queue.\n', encoding="utf-8")
+    [p] = read_passages(meta, "meta.md")
+    assert (p.title, p.text, p.location) == ("Runbook", "Restart the queue.", "meta.md:7")

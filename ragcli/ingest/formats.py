@@ -104,11 +104,25 @@ def _without_front_matter(text: str) -> tuple[str, str]:
     """A leading YAML (---) or TOML (+++) front matter block blanked out, its lines kept so line
     numbers stay (CommonMark would read it as a rule and a heading), and the title it gives."""
     m = _FRONT_MATTER.match(text)
-    if not m:
+    if not m or not _metadata(m.group(2)):
         return text, ""
     title = _FRONT_TITLE.search(m.group(2))
     blank = "".join(line[len(line.rstrip("\r\n")):] for line in split_lines(m.group(0)))
     return blank + text[m.end():], title.group(1).strip("\"'") if title else ""
+
+
+_METADATA_LINE = re.compile(r"""^(?:[\w"'][\w"' .-]*\s*[:=]|-\s|#|\[)""")
+
+
+def _metadata(block: str) -> bool:
+    """Whether a block between two leading ``---`` (or ``+++``) lines is front matter: keys and values
+    (``key: value``, ``key = value``, list items, comments, TOML tables; indented lines continue them),
+    with no blank line right after the opening line. A note that opens with a rule ("---", then text)
+    lost everything up to its next rule."""
+    lines = block.splitlines()
+    if not lines or not lines[0].strip():
+        return False
+    return all(not line.strip() or line[0] in " \t" or _METADATA_LINE.match(line) for line in lines)
 
 
 def _headings(text: str) -> list[tuple[int, str, tuple[int, int]]]:
