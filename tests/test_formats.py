@@ -358,3 +358,26 @@ def test_a_note_opening_with_a_rule_keeps_its_text(tmp_path):
     meta.write_text('---\ntitle: "Runbook"\ntags:\n  - ops\n# a comment\n---\nRestart the queue.\n', encoding="utf-8")
     [p] = read_passages(meta, "meta.md")
     assert (p.title, p.text, p.location) == ("Runbook", "Restart the queue.", "meta.md:7")
+
+
+def test_a_pipe_or_an_unreadable_folder_is_reported_not_waited_on_or_passed_over(tmp_path, monkeypatch):
+    """A named pipe called notes.txt blocked `ragcli index` forever (reading it waits for a writer); a
+    folder that cannot be listed was left out without a word (os.walk drops errors)."""
+    notes = tmp_path / "notes"
+    (notes / "locked").mkdir(parents=True)
+    (notes / "locked" / "secret.txt").write_text("Hidden.", encoding="utf-8")
+    (notes / "real.txt").write_text("Real text.", encoding="utf-8")
+    os.mkfifo(notes / "pipe.txt")
+    real_scandir = os.scandir
+
+    def scandir(path="."):
+        if Path(path).name == "locked":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    skipped = {}
+    files = list(iter_files([notes], on_skip=lambda p, why: skipped.__setitem__(p.name, why)))
+    assert [f.path.name for f in files] == ["real.txt"]
+    assert skipped == {"locked": "cannot read folder: Permission denied",
+                       "pipe.txt": "not a regular file (a pipe, socket or device)"}

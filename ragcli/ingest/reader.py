@@ -14,6 +14,7 @@ import io
 import json
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -90,6 +91,10 @@ def iter_files(paths: list[Path], *, include_hidden: bool = False, exclude: Iter
                     continue
                 seen.add(resolved)
                 st = path.stat()
+                if not stat.S_ISREG(st.st_mode):  # a named pipe would block the read forever
+                    if on_skip is not None:
+                        on_skip(path, "not a regular file (a pipe, socket or device)")
+                    continue
                 key = str(base if path == root else base / path.relative_to(root))
                 key.encode("utf-8")  # the index stores names as UTF-8 text
             except (OSError, RuntimeError) as exc:
@@ -117,7 +122,11 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
         specs.append((root, _spec(exclude)))
     real_root = os.path.realpath(root)
     walked: set[str] = set()  # real paths of the folders read so far (and the links' targets about to be)
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+    def unreadable(exc: OSError) -> None:  # os.walk skipped such a folder without a word
+        if on_skip is not None:
+            on_skip(Path(exc.filename), f"cannot read folder: {exc.strerror or exc}")
+
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True, onerror=unreadable):
         here = Path(dirpath)
         walked.add(os.path.realpath(here))
         ignore = here / IGNORE_FILE
