@@ -381,3 +381,15 @@ def test_a_pipe_or_an_unreadable_folder_is_reported_not_waited_on_or_passed_over
     assert [f.path.name for f in files] == ["real.txt"]
     assert skipped == {"locked": "cannot read folder: Permission denied",
                        "pipe.txt": "not a regular file (a pipe, socket or device)"}
+
+
+def test_a_file_read_with_nothing_in_it_to_search_says_so(tmp_path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "outline.md").write_text("# Project X\n## Decision\n", encoding="utf-8")
+    (notes / "empty.txt").write_text("", encoding="utf-8")
+    (notes / "real.txt").write_text("Real text.", encoding="utf-8")
+    warnings = []
+    build_index([notes], tmp_path / "index", on_warning=warnings.append)
+    assert [w for w in warnings if "no text found" in w] == [
+        f"{notes / 'outline.md'}: no text found in it (only markup, headings or blank lines?)"]
