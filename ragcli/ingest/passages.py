@@ -85,7 +85,7 @@ class _Words:
 
     __slots__ = ("_found", "_spans", "_base")
 
-    def __init__(self, text: str, a: int, b: int, unit: re.Pattern = None) -> None:
+    def __init__(self, text: str, a: int, b: int, unit: re.Pattern | None = None) -> None:
         self._found = (unit or _WORD).finditer(text, a, b)
         self._spans: list[tuple[int, int]] = []
         self._base = 0  # index of the word self._spans[0]
