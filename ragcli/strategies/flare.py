@@ -18,6 +18,7 @@ the query runs, the marker is removed from the answer and generation continues w
 from __future__ import annotations
 
 import re
+from itertools import groupby
 from typing import Iterator, Sequence
 
 from ragcli import prompts
@@ -58,21 +59,13 @@ def masked_query(sentence: Sentence, masked: Sequence[bool], max_words: int) -> 
             kept.append(m.group(0))
         elif CJK_RUN.search(m.group(0)):
             # Chinese and Japanese write a clause as one "word": hide only the uncertain tokens' characters
-            run = ""  # kept characters since the last hidden one
-            for piece in _CJK_PIECE.finditer(m.group(0)):
-                a, b = m.start() + piece.start(), m.start() + piece.end()
-                if not any(hidden[a:b]):
-                    run += piece.group(0)
-                    continue
-                if run:
-                    shown.append(run)
-                    kept.append(run)
-                    run = ""
-                if shown[-1:] != [MASK]:
+            pieces = _CJK_PIECE.finditer(m.group(0))
+            for hide, run in groupby(pieces, key=lambda p, at=m.start(): any(hidden[at + p.start():at + p.end()])):
+                if hide:
                     shown.append(MASK)
-            if run:
-                shown.append(run)
-                kept.append(run)
+                else:
+                    kept.append("".join(p.group(0) for p in run))
+                    shown.append(kept[-1])
         else:
             shown.append(MASK)
         last = m.end()
