@@ -54,7 +54,8 @@ def is_content_word(word: str) -> bool:
 
 # Chinese, Japanese and Korean: Han, kana (with 々) and Hangul. Chinese and Japanese write no spaces and
 # Korean glues particles to its words, so a "word" of them is a whole clause ("东京是日本的首都").
-CJK_CHARS = "\u3005\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"  # for a [class]
+HAN_KANA_CHARS = "\u3005\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"  # for a [class]
+CJK_CHARS = HAN_KANA_CHARS + "\uac00-\ud7af"  # and Hangul
 CJK_RUN = regex.compile(f"[{CJK_CHARS}]+")
 
 

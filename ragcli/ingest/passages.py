@@ -8,6 +8,7 @@ from typing import Iterator
 
 from ragcli.retrieval.index import Passage
 from ragcli.sentences import CJK_STOPS, CLOSERS, SENTENCE_ENDS, plain_sentence_end, split_spans
+from ragcli.words import HAN_KANA_CHARS
 
 __all__ = ["Passage", "TARGET_WORDS", "chunk_text", "normalise", "passage_id"]
 
@@ -130,9 +131,8 @@ _WORD = re.compile(r"\S+")
 # one passage (a 7,200-character page: one passage, its prompt cut to its start). There a unit is two
 # characters of Han or kana (~1.4 Gemma tokens, as an English word is ~1.1), or a run of anything else,
 # with the stops and closing brackets that follow it (a sentence end is a unit's last character).
-_HAN_KANA_CHARS = "\u3005\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
-_HAN_KANA = re.compile(f"[{_HAN_KANA_CHARS}]")
-_UNIT = re.compile(f"(?:[{_HAN_KANA_CHARS}]{{1,2}}|[^\\s{_HAN_KANA_CHARS}{CJK_STOPS}]+|(?=[{CJK_STOPS}]))"
+_HAN_KANA = re.compile(f"[{HAN_KANA_CHARS}]")
+_UNIT = re.compile(f"(?:[{HAN_KANA_CHARS}]{{1,2}}|[^\\s{HAN_KANA_CHARS}{CJK_STOPS}]+|(?=[{CJK_STOPS}]))"
                    f"[{CJK_STOPS}]*[{re.escape(CLOSERS)}]*")
 _PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n\s*")
 WINDOW = 40  # characters of context Punkt sees on each side of a candidate sentence end (it looks at one token either side)
