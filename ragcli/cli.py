@@ -126,6 +126,11 @@ def index(
     if verbose:
         for result in report.files:
             console.print(markup_safe(result.describe()), soft_wrap=True)
+    if report.kept:
+        console.print(f"kept {counted(report.kept, 'indexed file')} in folders that could not be read this run "
+                      "(their passages stay until the folder can be read)", soft_wrap=True)
+    if report.walk.other_types:
+        console.print(f"[dim]{markup_safe(report.not_read_text())}[/]", soft_wrap=True)
     bad = sum(report.bad_lines.values())
     console.print(
         f"indexed {counted(report.files_seen, 'file')} ({report.added} added, {report.updated} updated, "

@@ -255,3 +255,48 @@ def test_search_during_indexing_reads_the_last_commit(built_index, settings):
         reader = TantivyIndex.open(settings.index)
         assert reader.num_passages() == before
         assert reader.search("uncommitted quokkas", 3) == []
+
+
+def test_files_in_a_folder_that_cannot_be_listed_keep_their_passages(small_corpus, settings, monkeypatch):
+    """A folder that could not be listed this run (permissions, a network mount that is down) is not
+    known to be empty: its files' passages were deleted as if the files had been removed."""
+    locked = small_corpus / "team" / "locked"
+    locked.mkdir(parents=True)
+    (locked / "secret.txt").write_text("The vault code is kept by Ada.", encoding="utf-8")
+    build_index([small_corpus], Path(settings.index))
+    before = TantivyIndex.open(settings.index).num_passages()
+    real_scandir = os.scandir
+
+    def scandir(path="."):
+        if Path(path).name == "locked":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    warnings = []
+    report = build_index([small_corpus], Path(settings.index), on_warning=warnings.append)
+    assert (report.removed, report.kept) == (0, 1)
+    assert any("cannot read folder" in w for w in warnings)
+    index = TantivyIndex.open(settings.index)
+    assert index.num_passages() == before
+    assert any(str(locked / "secret.txt") in key for key in index.load_manifest())
+    monkeypatch.setattr(os, "scandir", real_scandir)
+    (locked / "secret.txt").unlink()  # really gone, and the folder readable again: removed
+    report = build_index([small_corpus], Path(settings.index))
+    assert (report.removed, report.kept) == (1, 0)
+    assert TantivyIndex.open(settings.index).num_passages() == before - 1
+
+
+def test_files_of_types_not_read_are_counted_not_passed_over_in_silence(small_corpus, settings, tmp_path, capsys):
+    for name in ("README", "Makefile", "data.json", "photo.png", "scan.png", ".hidden.json"):
+        (small_corpus / name).write_text("Run make to build it.", encoding="utf-8")
+    (small_corpus / ".ragcliignore").write_text("scan.png\n", encoding="utf-8")
+    report = build_index([small_corpus], Path(settings.index))
+    assert dict(report.walk.other_types) == {"": 2, ".json": 1, ".png": 1}  # not hidden or ignored ones
+    assert report.not_read_text() == ("not read: 4 files of other types (2 without an extension, 1 .json, 1 .png); "
+                                      "a text file named on the command line is indexed whatever its name")
+    assert report.not_read_text(shown=1).startswith("not read: 4 files of other types (2 without an extension, …)")
+    code, _, err = call(["index", str(small_corpus), "--index", str(tmp_path / "idx2")], capsys)
+    assert code == 0 and "not read: 4 files of other types" in err
+    code, _, err = call(["index", str(small_corpus / "README"), "--index", str(tmp_path / "idx2")], capsys)
+    assert code == 0 and "1 added" in err  # as the line says

@@ -21,7 +21,7 @@ from ragcli.config import available_cpus
 from ragcli.errors import EmptyCorpusError, IndexCorruptError, IndexMissingError, IndexWriteError, InputPathError
 from ragcli.ingest.formats import JSONL_SUFFIXES
 from ragcli.ingest.passages import TARGET_WORDS
-from ragcli.ingest.reader import FileInfo, FileNotes, SkipFile, iter_files, iter_passages, read_passages
+from ragcli.ingest.reader import FileInfo, FileNotes, SkipFile, WalkNotes, iter_files, iter_passages, read_passages
 from ragcli.retrieval.index import LOCK_FILE, TantivyIndex, exclusive_lock
 from ragcli.words import counted
 
@@ -61,9 +61,23 @@ class IndexReport:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     bad_lines: dict[str, int] = field(default_factory=dict)  # JSONL file -> lines skipped
     files: list[FileResult] = field(default_factory=list)
+    walk: WalkNotes = field(default_factory=WalkNotes)  # files of other types; what could not be listed
+    kept: int = 0  # indexed files not seen this run because their folder could not be listed: kept
     passages_added: int = 0
     passages_total: int = 0
     seconds: float = 0.0
+
+    def not_read_text(self, shown: int = 3) -> str:
+        """e.g. "not read: 14 files of other types (6 .png, 3 .json, 2 without an extension, …)", or ""."""
+        counts = self.walk.other_types
+        if not counts:
+            return ""
+        ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        kinds = [f"{n} {suffix}" if suffix else f"{n} without an extension" for suffix, n in ranked[:shown]]
+        more = ", …" if len(ranked) > shown else ""
+        total = sum(counts.values())
+        return (f"not read: {counted(total, 'file')} of other types ({', '.join(kinds)}{more}); "
+                f"a text file named on the command line is indexed whatever its name")
 
     @property
     def passages_per_second(self) -> float:
@@ -150,7 +164,8 @@ def _find_files(paths: list[Path], report: IndexReport, warn: WarnFn, *, include
     def unreachable(path: Path, why: str) -> None:
         _skipped(report, warn, display_path(path), why)
 
-    files = list(iter_files(paths, include_hidden=include_hidden, exclude=exclude, on_skip=unreachable))
+    files = list(iter_files(paths, include_hidden=include_hidden, exclude=exclude, on_skip=unreachable,
+                            notes=report.walk))
     report.files_seen = len(files)
     return files
 
@@ -248,11 +263,16 @@ class _Run:
             self.commit()
 
     def remove_gone(self, paths: list[Path], files: list[FileInfo]) -> None:
-        """Delete files that were indexed under these roots and are gone now."""
+        """Delete files that were indexed under these roots and are gone now. One in a folder that
+        could not be listed this run (permissions, a mount that is down) is not known to be gone:
+        its passages stay."""
         roots = [str(p.resolve()) for p in paths]  # as iter_files names the files under them
         current = {str(f.path) for f in files}
         for key in list(self.manifest):
             if key not in current and any(key == r or key.startswith(r.rstrip(os.sep) + os.sep) for r in roots):
+                if self.report.walk.unseen(key):
+                    self.report.kept += 1
+                    continue
                 self.writer.delete_path(key)
                 self.pending_removed.append(key)
                 self.report.removed += 1

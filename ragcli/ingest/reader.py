@@ -15,6 +15,7 @@ import json
 import os
 import re
 import stat
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -28,7 +29,7 @@ MAX_FILE_BYTES = 200 * 1024 * 1024
 IGNORE_FILE = ".ragcliignore"
 BAD_LINES_SHOWN = 5  # bad JSONL lines named in a warning (all are counted)
 
-__all__ = ["SUPPORTED_SUFFIXES", "SkipFile", "FileInfo", "FileNotes", "iter_files", "iter_passages", "read_passages",
+__all__ = ["SUPPORTED_SUFFIXES", "SkipFile", "FileInfo", "FileNotes", "WalkNotes", "iter_files", "iter_passages", "read_passages",
            "read_text"]
 
 
@@ -61,6 +62,20 @@ class FileNotes:
                 + "; ".join(self.examples) + more)
 
 
+@dataclass
+class WalkNotes:
+    """What finding the files saw besides them: files of types that are not read (by suffix, ""
+    for none), and what could not be looked at this run (a folder that could not be listed, a
+    file that could not be stat'ed), named as the index names files: their passages are kept."""
+
+    other_types: Counter = field(default_factory=Counter)
+    unlisted: list[str] = field(default_factory=list)
+
+    def unseen(self, key: str) -> bool:
+        """Whether the file indexed as ``key`` lies in something this run could not look at."""
+        return any(key == u or key.startswith(u.rstrip(os.sep) + os.sep) for u in self.unlisted)
+
+
 SkipFn = Callable[[Path, str], None]
 
 
@@ -71,19 +86,29 @@ def _spec(patterns: Iterable[str]):
 
 
 def iter_files(paths: list[Path], *, include_hidden: bool = False, exclude: Iterable[str] = (),
-               on_skip: SkipFn | None = None) -> Iterator[FileInfo]:
+               on_skip: SkipFn | None = None, notes: WalkNotes | None = None) -> Iterator[FileInfo]:
     """Every supported file under ``paths`` (files given directly are taken as they are), named by
     its path under the resolved root (a symlink inside a folder by its own name, so deleting the
     link removes its passages; a root reached through a link names its files as its target does);
     a file reached twice (two links to one target) counts once. A link to a folder outside the root
     is followed, its files named under the link; one to a folder inside it is not (that folder is
     read under its own name). A file that cannot be looked at (a symlink loop or a broken link, or one
-    that vanished) and a link to a folder holding the root go to ``on_skip`` with the reason."""
+    that vanished) and a link to a folder holding the root go to ``on_skip`` with the reason;
+    ``notes`` gets the files of other types and what could not be looked at."""
     seen: set[Path] = set()
     excluded = list(exclude)
+    notes = WalkNotes() if notes is None else notes
     for root in paths:
         base = root.resolve()
-        candidates: Iterable[Path] = [root] if root.is_file() else _walk(root, include_hidden, excluded, on_skip)
+
+        def key_of(path: Path) -> str:
+            return str(base if path == root else base / path.relative_to(root))
+
+        def unlisted(path: Path) -> None:
+            notes.unlisted.append(key_of(path))
+
+        candidates: Iterable[Path] = ([root] if root.is_file()
+                                      else _walk(root, include_hidden, excluded, on_skip, notes.other_types, unlisted))
         for path in candidates:
             try:
                 resolved = path.resolve()
@@ -95,11 +120,13 @@ def iter_files(paths: list[Path], *, include_hidden: bool = False, exclude: Iter
                     if on_skip is not None:
                         on_skip(path, "not a regular file (a pipe, socket or device)")
                     continue
-                key = str(base if path == root else base / path.relative_to(root))
+                key = key_of(path)
                 key.encode("utf-8")  # the index stores names as UTF-8 text
             except (OSError, RuntimeError) as exc:
                 if on_skip is not None:
                     on_skip(path, _unreachable(path, exc))
+                if _maybe_there(exc):
+                    unlisted(path)
                 continue
             except UnicodeEncodeError:  # bytes that are no UTF-8 (a name from an old zip): this file only
                 if on_skip is not None:
@@ -116,7 +143,15 @@ def _unreachable(path: Path, exc: BaseException) -> str:
     return f"cannot read: {getattr(exc, 'strerror', None) or exc}"
 
 
-def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn | None = None) -> Iterator[Path]:
+def _maybe_there(exc: BaseException) -> bool:
+    """Whether a file that could not be looked at may still exist as it was (permission denied, an
+    I/O error), rather than be gone (vanished, a broken link or a loop)."""
+    return (isinstance(exc, OSError) and not isinstance(exc, FileNotFoundError)
+            and getattr(exc, "errno", None) != errno.ELOOP)
+
+
+def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn | None = None,
+          other_types: Counter | None = None, unlisted: Callable[[Path], None] | None = None) -> Iterator[Path]:
     specs: list[tuple[Path, object]] = []
     if exclude:
         specs.append((root, _spec(exclude)))
@@ -125,6 +160,8 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
     def unreadable(exc: OSError) -> None:  # os.walk skipped such a folder without a word
         if on_skip is not None:
             on_skip(Path(exc.filename), f"cannot read folder: {exc.strerror or exc}")
+        if unlisted is not None:
+            unlisted(Path(exc.filename))
 
     for dirpath, dirnames, filenames in os.walk(root, followlinks=True, onerror=unreadable):
         here = Path(dirpath)
@@ -156,8 +193,12 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
             if not include_hidden and name.startswith("."):
                 continue
             p = here / name
-            if p.suffix.lower() in SUPPORTED_SUFFIXES and not ignored(p, False):
+            if ignored(p, False):
+                continue
+            if p.suffix.lower() in SUPPORTED_SUFFIXES:
                 yield p
+            elif other_types is not None:
+                other_types[p.suffix.lower()] += 1
 
 
 def _follow(link: Path, real_root: str, walked: set[str], on_skip: SkipFn | None) -> bool:
