@@ -100,6 +100,30 @@ def test_interrupted_eval_index_build_is_not_reused(tmp_path, monkeypatch):
     assert TantivyIndex.open(target).num_passages() == 30
 
 
+def test_the_eval_index_is_built_again_when_the_indexing_code_changes(tmp_path, monkeypatch):
+    """The cached eval index was keyed by the corpus alone: after a change to how text is cut into
+    passages (or the index schema), evals went on scoring against the old passages."""
+    from ragcli.eval import cli as eval_cli
+    from ragcli.retrieval import index as index_mod
+
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"title": f"T{i}", "text": f"text {i}"}) + "\n" for i in range(3)))
+    first = eval_cli._eval_index(corpus, corpus)
+    assert eval_cli._eval_index(corpus, corpus) == first  # cached
+    real_read = Path.read_bytes
+
+    def edited(self):  # passages.py as after an edit
+        return real_read(self) + (b"# changed" if self.name == "passages.py" else b"")
+
+    monkeypatch.setattr(Path, "read_bytes", edited)
+    second = eval_cli._eval_index(corpus, corpus)
+    monkeypatch.setattr(Path, "read_bytes", real_read)
+    monkeypatch.setattr(index_mod, "SCHEMA_VERSION", index_mod.SCHEMA_VERSION + 1)
+    third = eval_cli._eval_index(corpus, corpus)
+    assert len({first, second, third}) == 3
+    assert TantivyIndex.open(second).num_passages() == 3
+
+
 def test_set_index_in_the_repl_switches_the_index(settings, built_index, tmp_path):
     from ragcli.repl import Repl
 

@@ -178,8 +178,26 @@ def _print_results(runs: dict, n_questions: int, name: str, *, compare: bool) ->
         out_console.print(report.paired_table(pairs, "against single retrieval (paired, bootstrap over questions)"))
 
 
+def _ingest_fingerprint() -> str:
+    """What decides an index's passages and terms besides the corpus: the index schema and the
+    source of the code that reads, cuts and indexes text. A change to any of it (the CJK field,
+    a passage rule) builds a new eval index instead of silently scoring on the old one."""
+    import hashlib
+
+    import ragcli
+    from ragcli.retrieval.index import SCHEMA_VERSION
+
+    root = Path(ragcli.__file__).parent
+    h = hashlib.sha1(f"schema {SCHEMA_VERSION}".encode())
+    for path in sorted([*(root / "ingest").glob("*.py"), root / "retrieval" / "index.py", root / "sentences.py",
+                        root / "words.py"]):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
 def _eval_index(dataset: Path, corpus: Path | None) -> Path:
-    """Index the corpus (or the dataset's own paragraphs) once, cached by content hash."""
+    """Index the corpus (or the dataset's own paragraphs) once, cached by its content and the
+    indexing code (``_ingest_fingerprint``)."""
     import hashlib
     import tempfile
 
@@ -194,7 +212,7 @@ def _eval_index(dataset: Path, corpus: Path | None) -> Path:
     source = corpus or dataset
     if not source.is_file():
         raise InputPathError(f"corpus not found: {source}")
-    digest = hashlib.sha1(source.read_bytes()).hexdigest()[:16]
+    digest = hashlib.sha1(source.read_bytes() + b"\0" + _ingest_fingerprint().encode()).hexdigest()[:16]
     target = user_cache_dir() / "eval-index" / f"{source.stem}-{digest}"
     if (target / META_FILE).is_file():
         return target
