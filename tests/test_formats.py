@@ -12,7 +12,8 @@ from ragcli.retrieval.index import TantivyIndex
 
 
 def make_pdf(path: Path, pages: list[str], title: str = "Test Report") -> None:
-    """A minimal valid PDF with one line of Helvetica text per page (no PDF library needed)."""
+    """A minimal valid PDF of Helvetica text, a page per string and a line per "\\n" in it (no PDF
+    library needed)."""
     objects: list[bytes] = []
     n_pages = len(pages)
     page_ids = [4 + 2 * i for i in range(n_pages)]
@@ -21,7 +22,8 @@ def make_pdf(path: Path, pages: list[str], title: str = "Test Report") -> None:
                    + f"] /Count {n_pages} >>".encode())
     objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
     for i, text in enumerate(pages):
-        content = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode()
+        lines = " 0 -14 Td ".join(f"({line}) Tj" for line in text.split("\n"))
+        content = f"BT /F1 12 Tf 72 720 Td {lines} ET".encode()
         objects.append(f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> "
                        f"/Contents {page_ids[i] + 1} 0 R >>".encode())
         objects.append(b"<< /Length " + str(len(content)).encode() + b" >>\nstream\n" + content + b"\nendstream")
@@ -274,6 +276,17 @@ def test_markdown_setext_headings_and_both_fence_kinds(tmp_path):
         ("notes", "notes.md:1"), ("Guide", "notes.md:6"), ("Guide > Install now", "notes.md:11-19"),
         ("Guide > Install now > Linux apt", "notes.md:23")]
     assert "not a heading (tilde fence)" in got[2][2] and "nor this (backtick fence)" in got[2][2]
+
+
+def test_pdf_words_broken_at_line_ends_are_joined_again(tmp_path):
+    """pypdf gives a typeset page's lines as they are: "per-" and "cent" became "per- cent" in a
+    passage, and a search for "percent" missed it."""
+    pdf = tmp_path / "report.pdf"
+    make_pdf(pdf, ["About 40 per-\ncent of the Anglo-\nSaxon texts are well-\nknown; a well-known fact since\n"
+                   "COVID-\n19 began - or so - they say."])
+    [p] = read_passages(pdf, "report.pdf")
+    assert p.text == ("About 40 percent of the Anglo-Saxon texts are well-known; a well-known fact since "
+                      "COVID-19 began - or so - they say.")
 
 
 def test_pdf_without_a_text_layer_is_skipped_with_the_reason(tmp_path):

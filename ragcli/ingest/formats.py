@@ -285,12 +285,33 @@ def pdf_sections(path: Path) -> list[Section]:
             failed.append(exc)
             continue
         if text.strip():
-            sections.append(Section(title or path.stem, text, page=number))
+            sections.append(Section(title or path.stem, dehyphenated(text), page=number))
     if pages and failed and len(failed) == len(pages):
         raise SkipFile(f"unreadable PDF: {_why(failed[0])}")
     if pages and not sections:
         raise SkipFile(f"no text layer in its {len(pages)} page(s) (a scan? run OCR on it first)")
     return sections
+
+
+# A word broken across lines by typesetting: "per-" at a line's end, "cent" at the next one's start.
+_BROKEN_WORD = re.compile(r"(\w+)[-\u00ad][ \t]*\r?\n[ \t]*(\w+)")
+
+
+def dehyphenated(text: str) -> str:
+    """A PDF page's words broken at line ends joined again: "per-\\ncent" is "percent" (searchable
+    as one word), "Anglo-\\nSaxon" and "COVID-\\n19" keep their hyphen (a capital or a digit goes
+    on a compound), and so does a pair the page also writes hyphenated within a line ("well-known")."""
+    if "-" not in text and "\u00ad" not in text:
+        return text
+    compounds = {m.group(0).lower() for m in re.finditer(r"\w+-\w+", text)}
+
+    def join(m: re.Match) -> str:
+        head, tail = m.group(1), m.group(2)
+        if not tail[0].islower() or f"{head}-{tail}".lower() in compounds:
+            return f"{head}-{tail}"
+        return head + tail
+
+    return _BROKEN_WORD.sub(join, text)
 
 
 def _decrypted(reader) -> bool:
