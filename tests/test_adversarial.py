@@ -32,6 +32,8 @@ READABLE = {
     "setext.md": ("lemur", "utf-8"),
     "corpus.jsonl": ("aardvark", "utf-8"),
     "big_one_line.txt": ("zyzzyva", "utf-8"),
+    "crashed.log": ("wombat", "utf-8"),
+    "nul_line.jsonl": ("dingo", "utf-8"),
 }
 SKIPPED = {
     "binary.txt": "looks binary (NUL bytes)",
@@ -65,6 +67,8 @@ def write_folder(root: Path) -> None:
                         b'[1, 2]\n'
                         b'{"title": "D", "text": "The bandicoot hops."}\n',
         "all_bad.jsonl": b'not json\n{"title": "no text"}\n',
+        "crashed.log": b"09:00 backup started\n" + b"\x00" * 3000 + b"\n09:05 the wombat job restarted\n",
+        "nul_line.jsonl": b'{"title": "A", "text": "a NUL \x00 in it"}\n{"title": "B", "text": "The dingo runs."}\n',
         "binary.txt": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
         "noise.txt": random.Random(1).randbytes(3000).replace(b"\x00", b"\x01"),
         "broken.pdf": b"%PDF-1.4 not really a pdf",
@@ -86,6 +90,10 @@ def write_folder(root: Path) -> None:
     os.symlink(root / "nowhere.md", root / "dangling.md")
 
 
+def idx_location(index: Path, word: str) -> str:
+    return TantivyIndex.open(index).search(word, 1)[0].location
+
+
 def test_a_messy_folder_keeps_every_readable_byte_and_explains_every_skip(tmp_path):
     root = tmp_path / "messy"
     root.mkdir()
@@ -103,8 +111,11 @@ def test_a_messy_folder_keeps_every_readable_byte_and_explains_every_skip(tmp_pa
     assert set(skipped) == set(SKIPPED)
     for name, why in SKIPPED.items():
         assert skipped[name].startswith(why), (name, skipped[name])
-    assert len(warnings) == len(SKIPPED) + 2  # and the bad JSONL lines, and the replaced byte
-    assert report.bad_lines == {str(root / "corpus.jsonl"): 4}
+    # and the bad JSONL lines (two files), the replaced byte and the NULs read as spaces
+    assert len(warnings) == len(SKIPPED) + 4
+    assert report.bad_lines == {str(root / "corpus.jsonl"): 4, str(root / "nul_line.jsonl"): 1}
+    assert any(w.endswith("crashed.log: 3000 NUL bytes read as spaces") for w in warnings)
+    assert idx_location(tmp_path / "index", "wombat") == f"{root / 'crashed.log'}:1-3"  # lines as written
     assert any(w.endswith("corpus.jsonl: skipped 4 bad lines: line 2 is not JSON; line 3 is not UTF-8 (byte 27); "
                           'line 4 has no "text" field; line 5 is not a JSON object') for w in warnings)
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ragcli.ingest.formats import html_sections
+import pytest
+
+from ragcli.ingest.formats import SkipFile, html_sections
 from ragcli.ingest.indexer import build_index
 from ragcli.ingest.reader import iter_files, read_passages
 from ragcli.retrieval.index import TantivyIndex
@@ -287,6 +289,30 @@ def test_pdf_words_broken_at_line_ends_are_joined_again(tmp_path):
     [p] = read_passages(pdf, "report.pdf")
     assert p.text == ("About 40 percent of the Anglo-Saxon texts are well-known; a well-known fact since "
                       "COVID-19 began - or so - they say.")
+
+
+def test_stray_nul_bytes_in_text_are_read_as_spaces_and_binary_stays_binary():
+    """One NUL in a file's first 8 KB made it "binary": a log with the NUL-filled tail a crash
+    leaves, a CSV export with a NUL in a field, a legacy note with one, were skipped whole."""
+    import random
+
+    from ragcli.ingest.encoding import decode
+
+    log = decode(b"09:00 start\n" + b"\x00" * 4000 + b"\n09:05 restarted\n")
+    assert (log.text.split(), log.encoding, log.nuls) == (["09:00", "start", "09:05", "restarted"], "utf-8", 4000)
+    assert log.text.count("\n") == 3  # one space a NUL: line numbers as written
+    note = decode("Caf\u00e9 cr\u00e8me br\u00fbl\u00e9e \u2013 a note\x00 from the old till, pr\u00eat.".encode("cp1252"))
+    assert (note.encoding, note.nuls) == ("cp1252", 1) and "cr\u00e8me" in note.text
+    late = decode(b"Plain text. " * 1000 + b"\x00tail")  # past the first 8 KB: no U+0000 in the text
+    assert "\x00" not in late.text and late.nuls == 1
+    rng = random.Random(7)
+    binaries = [b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + rng.randbytes(2000), b"\x7fELF\x02\x01\x01" + bytes(9)
+                + rng.randbytes(4000), b"PK\x03\x04\x14\x00\x00\x00\x08\x00" + rng.randbytes(3000),
+                b"\x00" * 5000, b"SQLite format 3\x00" + bytes(100) + rng.randbytes(4000)]
+    binaries += [rng.randbytes(n) + b"\x00" for n in (64, 500, 3000, 8000)]
+    for raw in binaries:
+        with pytest.raises(SkipFile, match="looks binary"):
+            decode(raw)
 
 
 def test_pdf_without_a_text_layer_is_skipped_with_the_reason(tmp_path):

@@ -1,7 +1,8 @@
 """Bytes of a text file -> str, whatever encoding an editor or a Windows tool saved it in.
 
 In order: a byte-order mark (UTF-8, UTF-16, UTF-32); NUL bytes, which are UTF-16 without a mark
-when every other byte is NUL (ASCII-range text) and binary otherwise; UTF-8; UTF-8 with a few
+when every other byte is NUL (ASCII-range text), stray in text when the other bytes are text (a log
+file's NUL-filled tail after a crash: read as spaces), and binary otherwise; UTF-8; UTF-8 with a few
 damaged bytes (replaced, and counted); a detector (charset-normalizer) for legacy 8-bit and CJK
 encodings, trusted only above a confidence floor to say *that* the bytes are text, while
 ``codepages`` says *which* encoding they are in. What is left is not text, and skipped with why.
@@ -33,6 +34,7 @@ class Decoded:
     encoding: str  # Python's codec name, e.g. "utf-8", "utf-16-le", "cp1252"
     replaced: int = 0  # bytes that no character fitted, replaced by U+FFFD (damaged UTF-8)
     confidence: float = 1.0  # < 1 only for a detector's guess
+    nuls: int = 0  # stray NUL bytes, read as spaces
 
 
 def bom(raw: bytes) -> tuple[bytes, str] | None:
@@ -51,10 +53,14 @@ def decode(raw: bytes) -> Decoded:
     head = raw[:SNIFF_BYTES]
     if b"\x00" in head:  # valid UTF-8 too, but text files hold no NUL
         name = bomless_utf16(head)
-        if name is None:
+        if name is not None:
+            text, bad = _decode_counting(raw, name)
+            return Decoded(text, name, bad)
+        if not stray_nuls(head):
             raise SkipFile("looks binary (NUL bytes)")
-        text, bad = _decode_counting(raw, name)
-        return Decoded(text, name, bad)
+    if b"\x00" in raw:  # strays (further on, UTF-8 would keep them as U+0000): one space each, so lines stay
+        found = decode(raw.replace(b"\x00", b" "))
+        return Decoded(found.text, found.encoding, found.replaced, found.confidence, raw.count(b"\x00"))
     try:
         return Decoded(raw.decode("utf-8"), "utf-8")
     except UnicodeDecodeError:
@@ -78,6 +84,23 @@ def _decode_counting(raw: bytes, codec: str) -> tuple[str, int]:
 def _replaced(raw: bytes, codec: str, text: str) -> int:
     """How many U+FFFD in ``text`` stand for bad bytes (not counting those the file itself holds)."""
     return text.count("\ufffd") - raw.decode(codec, errors="ignore").count("\ufffd")
+
+
+# Bytes a text file holds besides NUL in no encoding but as control characters: tab, line feed,
+# vertical tab, form feed, carriage return and escape excepted.
+_CONTROL = bytes(b for b in range(1, 32) if b not in b"\t\n\x0b\x0c\r\x1b") + b"\x7f"
+MAX_CONTROL_SHARE = 0.01
+
+
+def stray_nuls(head: bytes) -> bool:
+    """Whether the NUL bytes in ``head`` are strays in text (a crashed log's NUL-filled tail, a NUL
+    in an export) rather than binary data: what is left besides them is text, with hardly any
+    other control bytes (compressed or executable data has about 1 in 8)."""
+    rest = head.replace(b"\x00", b"")
+    if len(rest.strip()) < 16:
+        return False
+    controls = len(rest) - len(rest.translate(None, _CONTROL))
+    return controls <= MAX_CONTROL_SHARE * len(rest)
 
 
 def bomless_utf16(head: bytes) -> str | None:

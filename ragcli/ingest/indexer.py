@@ -329,6 +329,8 @@ class _Run:
             self.warn(f"{shown}: {notes.bad_lines_text()}")
         if notes.replaced:
             self.warn(f"{shown}: {notes.replaced} byte(s) that are not {notes.encoding} replaced by \ufffd")
+        if notes.nuls:
+            self.warn(f"{shown}: {counted(notes.nuls, 'NUL byte')} read as spaces")
         if not count and info.size:  # read, and nothing in it to search ("added (0 passages)" said no more)
             self.warn(f"{shown}: no text found in it (only markup, headings or blank lines?)")
         action = "updated" if previous else "added"

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from ragcli.ingest import formats
-from ragcli.ingest.encoding import SNIFF_BYTES, bom, bomless_utf16, decode
+from ragcli.ingest.encoding import SNIFF_BYTES, bom, bomless_utf16, decode, stray_nuls
 from ragcli.ingest.formats import SUPPORTED_SUFFIXES, Section, SkipFile, starts_of_lines
 from ragcli.ingest.passages import Passage, chunk_text, normalise, passage_id
 
@@ -47,6 +47,7 @@ class FileNotes:
 
     encoding: str | None = None  # None: not a text format (PDF)
     replaced: int = 0  # bytes no character fitted, replaced by U+FFFD
+    nuls: int = 0  # stray NUL bytes in text, read as spaces
     bad_lines: int = 0  # JSONL lines skipped
     examples: list[str] = field(default_factory=list)  # the first few, e.g. "line 7 is not JSON"
 
@@ -233,7 +234,7 @@ def read_text(path: Path, raw: bytes | None = None, notes: FileNotes | None = No
     """The text of a file in any encoding ``encoding.decode`` recognises (noted in ``notes``)."""
     decoded = decode(read_bytes(path) if raw is None else raw)
     if notes is not None:
-        notes.encoding, notes.replaced = decoded.encoding, decoded.replaced
+        notes.encoding, notes.replaced, notes.nuls = decoded.encoding, decoded.replaced, decoded.nuls
     return decoded.text
 
 
@@ -270,6 +271,8 @@ def _jsonl_batches(path: Path, notes: FileNotes) -> Iterator[tuple[int, list[byt
             head = fh.read(SNIFF_BYTES)
             marked = bom(head)
             codec = marked[1] if marked else bomless_utf16(head) if b"\x00" in head else "utf-8"
+            if codec is None and stray_nuls(head):  # a line with a NUL in it is a bad line, as any
+                codec = "utf-8"
             if codec is None:
                 raise SkipFile("looks binary (NUL bytes)")
             notes.encoding = codec
