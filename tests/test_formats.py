@@ -170,6 +170,23 @@ def test_hidden_files_ignore_file_and_exclude(tmp_path):
     assert ".secret.txt" in names and "x.txt" in names and "out.txt" not in names
 
 
+def test_a_subfolders_ignore_file_takes_back_what_its_parents_ignores(tmp_path):
+    """As in git, the deepest ignore file with a say decides: `!keep.log` in logs/ took back
+    nothing, because the root's `*.log` matched first."""
+    (tmp_path / "logs" / "old").mkdir(parents=True)
+    for name in ("root.log", "logs/keep.log", "logs/noise.log", "logs/old/keep.log", "notes.md", "logs/notes.md"):
+        (tmp_path / name).write_text("text")
+    (tmp_path / ".ragcliignore").write_text("*.log\n")
+    (tmp_path / "logs" / ".ragcliignore").write_text("!keep.log\nnotes.md\n")
+    (tmp_path / "logs" / "old" / ".ragcliignore").write_text("keep.log\n")
+
+    def found(**kw):
+        return sorted(f.path.relative_to(tmp_path.resolve()).as_posix() for f in iter_files([tmp_path], **kw))
+
+    assert found() == ["logs/keep.log", "notes.md"]
+    assert found(exclude=["keep.log"]) == ["notes.md"]  # --exclude wins over any ignore file
+
+
 def test_symlink_loop_does_not_hang(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "doc.txt").write_text("content")

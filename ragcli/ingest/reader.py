@@ -153,9 +153,8 @@ def _maybe_there(exc: BaseException) -> bool:
 
 def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn | None = None,
           other_types: Counter | None = None, unlisted: Callable[[Path], None] | None = None) -> Iterator[Path]:
-    specs: list[tuple[Path, object]] = []
-    if exclude:
-        specs.append((root, _spec(exclude)))
+    excluded = _spec(exclude) if exclude else None
+    specs: list[tuple[Path, object]] = []  # the .ragcliignore files met, each folder before those inside it
     real_root = os.path.realpath(root)
     walked: set[str] = set()  # real paths of the folders read so far (and the links' targets about to be)
     def unreadable(exc: OSError) -> None:  # os.walk skipped such a folder without a word
@@ -176,10 +175,18 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
         active = [(base, spec) for base, spec in specs if here == base or base in here.parents]
 
         def ignored(p: Path, is_dir: bool) -> bool:
-            for base, spec in active:
-                rel = p.relative_to(base).as_posix() + ("/" if is_dir else "")
-                if spec.match_file(rel):
-                    return True
+            """--exclude wins (as git's command-line patterns do); then, as in git, the deepest
+            .ragcliignore with a say decides: a `!name` in a subfolder's file takes back what its
+            parent's ignores."""
+            def rel(base: Path) -> str:
+                return p.relative_to(base).as_posix() + ("/" if is_dir else "")
+
+            if excluded is not None and excluded.match_file(rel(root)):
+                return True
+            for base, spec in reversed(active):
+                verdict = spec.check_file(rel(base)).include
+                if verdict is not None:
+                    return verdict
             return False
 
         kept = []
