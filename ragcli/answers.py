@@ -9,42 +9,83 @@ from __future__ import annotations
 
 import re
 import string
+import unicodedata
 from typing import Iterable
 
 from ragcli.types import Document
+from ragcli.words import CJK_CHARS
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
-_PUNCT = set(string.punctuation)
+_PUNCT = frozenset(string.punctuation)
 YES_NO = frozenset({"yes", "no"})
-_ANSWER_IS = re.compile(r"answer is[:\s]*", re.IGNORECASE)
+# "So the answer is: X." concludes; "The answer is based on [1]", "the answer isn't in the
+# documents" or "The answer is not known" say something about the answer, not what it is.
+_ANSWER_IS = re.compile(r"\banswer is\b(?!\s*(?:not\b|n't|based\b|found\b|given\b|unknown\b|unclear\b|"
+                        r"uncertain\b|that\b|because\b|in (?:the|document|page|passage)s?\b|from (?:the|document)s?\b))"
+                        r"[:\s]*", re.IGNORECASE)
+_LABEL = re.compile(r"^(?:(?:short |final )?answer|a)\s*:\s*", re.IGNORECASE)  # "Answer: X"
+# quotes and Markdown emphasis around a whole phrase (not the closing quote of a title inside it)
+_WRAPPING = (('"', '"'), ("'", "'"), ("**", "**"), ("*", "*"), ("__", "__"), ("`", "`"), ("“", "”"), ("‘", "’"),
+             ("「", "」"), ("『", "』"), ("«", "»"))
+_FULL_STOPS = ".。．"
+_CJK = re.compile(f"[{CJK_CHARS}]")
+
+
+def concludes(sentence: str) -> bool:
+    """True for the sentence that gives a reasoning answer's short answer ("So the answer is: X.")."""
+    return _ANSWER_IS.search(sentence) is not None
 
 
 def normalize_answer(s: str) -> str:
-    """SQuAD normalisation: lower case, no punctuation, no articles, single spaces."""
+    """SQuAD normalisation: lower case, no punctuation (any script's), no articles, single spaces."""
     s = s.lower()
-    s = "".join(ch for ch in s if ch not in _PUNCT)
+    s = "".join(ch for ch in s if not _punctuation(ch))
     s = _ARTICLES.sub(" ", s)
     return " ".join(s.split())
 
 
+def _punctuation(ch: str) -> bool:
+    """SQuAD's ASCII punctuation, and any other script's: curly quotes, dashes, 。「」."""
+    return ch in _PUNCT or (ch > "\x7f" and unicodedata.category(ch)[0] == "P")
+
+
 def short_answer(text: str) -> str:
     """The short answer: the first sentence after the last "answer is" (chain-of-thought format),
-    else the first sentence (the answer-first format of the default prompt), without its final
-    period. Sentences are Punkt's, so "George W. Bush." and "St. Louis." stay whole."""
+    else the first sentence (the answer-first format of the default prompt), each within its
+    line, without an "Answer:" label, its final full stop or the quotes or emphasis around it.
+    Sentences are Punkt's, so "George W. Bush." and "St. Louis." stay whole; 。 ends one too."""
     from ragcli.sentences import split_sentences
 
     matches = list(_ANSWER_IS.finditer(text))
-    rest = text[matches[-1].end():].split("\n", 1)[0] if matches else text
-    sentences = split_sentences(rest.strip())
-    first = (sentences[0] if sentences else rest).strip().rstrip(".").strip()
-    return first.strip('"').strip() if matches else first
+    rest = text[matches[-1].end():] if matches else text
+    rest = next((line for line in rest.strip().split("\n") if line.strip()), "").strip()
+    rest = _LABEL.sub("", rest)
+    sentences = split_sentences(rest)
+    first = (sentences[0] if sentences else rest).strip().rstrip(_FULL_STOPS).strip()
+    unwrapped = True
+    while unwrapped:  # "**France**.", "“France.”"
+        unwrapped = False
+        for opening, closing in _WRAPPING:
+            if len(first) > len(opening) + len(closing) and first.startswith(opening) and first.endswith(closing):
+                first = first[len(opening):-len(closing)].strip().rstrip(_FULL_STOPS).strip()
+                unwrapped = True
+                break
+    return first
 
 
 def within(part: str, whole: str) -> bool:
     """Whether ``part`` says nothing ``whole`` does not: its normalised words are a run of ``whole``'s
     ("Mart Van Duren" within "Mart Van Duren is 30 years old")."""
     p = normalize_answer(part)
-    return bool(p) and f" {p} " in f" {normalize_answer(whole)} "
+    return bool(p) and _contains(normalize_answer(whole), p)
+
+
+def _contains(haystack: str, needle: str) -> bool:
+    """``needle`` as a run of whole words of ``haystack``; for Chinese or Japanese, which put no
+    spaces between words, as a run of characters."""
+    if _CJK.search(needle):
+        return needle.replace(" ", "") in haystack.replace(" ", "")
+    return f" {needle} " in f" {haystack} "
 
 
 def held_by(answer: str, documents: Iterable[Document]) -> list[Document]:
@@ -53,5 +94,4 @@ def held_by(answer: str, documents: Iterable[Document]) -> list[Document]:
     p = normalize_answer(answer)
     if not p or p in YES_NO:
         return []
-    needle = f" {p} "
-    return [d for d in documents if needle in f" {normalize_answer(f'{d.title} {d.text}')} "]
+    return [d for d in documents if _contains(normalize_answer(f"{d.title} {d.text}"), p)]

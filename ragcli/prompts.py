@@ -221,9 +221,7 @@ def question_generation_prompt(context: str, span: str) -> Prompt:
 QUESTION_STOP = ("\n",)
 
 
-def concludes(sentence: str) -> bool:
-    """True for the sentence that gives a reasoning answer's short answer ("So the answer is: X.")."""
-    return "answer is" in sentence.lower()
+from ragcli.answers import concludes  # noqa: E402 - (re-exported) the strategies' one test for "So the answer is: X."
 
 
 # ---------------------------------------------------------------------------- self-ask

@@ -72,6 +72,36 @@ def test_extract_answer():
     assert m.extract_answer("So the answer is:") == ""
 
 
+def test_extract_answer_from_answers_models_really_write():
+    """Found in review: "answer is" anywhere was read as the conclusion, an answer-first reply ran on
+    past its line, and quotes, emphasis and full stops of other scripts stayed on the phrase."""
+    cases = {
+        "France. The answer is based on document [1].": "France",
+        "Romulus. The answer is in the Rome page.": "Romulus",
+        "The answer isn't in the documents.": "The answer isn't in the documents",
+        "France\nThe Eiffel Tower stands in Paris.": "France",
+        "**France**\nIt is in Europe.": "France",
+        "Answer: France\nIt is in Europe.": "France",
+        "So the answer is: \u201cFrance\u201d.": "France",
+        "The 1954 musical adaptation of \"Peter Pan\".": 'The 1954 musical adaptation of "Peter Pan"',
+        "\u6cd5\u56fd\u3002\u57c3\u83f2\u5c14\u94c1\u5854\u4f4d\u4e8e\u5df4\u9ece\u3002": "\u6cd5\u56fd",
+        "It was built in 1889. The answer is 1889.": "1889",
+    }
+    assert {text: m.extract_answer(text) for text in cases} == cases
+    assert m.exact_match("Ulysses\u2019 Gaze", ["Ulysses' Gaze"]) == 1.0
+
+
+def test_the_evidence_test_reads_chinese_and_curly_quotes():
+    from ragcli.answers import held_by, within
+    from ragcli.types import Document
+
+    page = Document("1", "\u57c3\u83f2\u5c14\u94c1\u5854", "\u57c3\u83f2\u5c14\u94c1\u5854\u4f4d\u4e8e\u6cd5\u56fd\u5df4\u9ece\u3002")
+    assert held_by("\u6cd5\u56fd", [page]) == [page] and held_by("\u5fb7\u56fd", [page]) == []
+    film = Document("2", "Film", "Ulysses\u2019 Gaze is a 1995 film.")
+    assert held_by("Ulysses' Gaze", [film]) == [film]
+    assert within("Paris", "Paris, France") and not within("Par", "Paris")
+
+
 def test_recall_by_pid_with_duplicate_titles():
     # MuSiQue reuses one title for different paragraphs: recall must count pids, not titles
     gold = ["p_a", "p_b"]
