@@ -403,3 +403,34 @@ def test_a_long_question_keeps_its_subject_and_the_draft_gets_its_own_budget(set
     both = strategy.trim_query(question, draft)
     assert "Merbold" in both and "word0" in both and "word31" in both and "word32" not in both
     assert strategy.trim_query("the of and a an " * 10 + "zeta") .endswith("zeta")  # stop words cost nothing
+
+
+def test_a_final_read_of_a_long_answer_writes_the_whole_paragraph_again(settings):
+    """`--final-read yes` with a long answer kept two sentences of a paragraph, written in a short
+    answer's 64 tokens."""
+    from ragcli.events import AnswerFinished, AnswerRead
+    from ragcli.generation.fake import FakeGenerator, toks
+    from ragcli.strategies import build
+    from ragcli.types import Document
+
+    para = ("The Eiffel Tower is a lattice tower in Paris. It was built for the 1889 World's Fair. "
+            "It was the tallest structure until 1930. Today it is a famous monument.")
+
+    def script(prompt):
+        so_far = getattr(prompt, "continuation", "").strip()
+        rest = para[len(so_far):] if para.startswith(so_far) else ""
+        return toks(rest if so_far else " " + para, 0.99, low={"1889": 0.1, "1930.": 0.1})
+
+    class Pages:
+        n = 0
+
+        def search(self, q, k):
+            Pages.n += 1
+            return [Document(f"d{Pages.n}", f"Page {Pages.n}", f"The Eiffel Tower fact number {Pages.n}.")]
+
+    st = settings.copy(answer_style="long", final_read="yes", k=1, read_cap=10)
+    gen = FakeGenerator(default=script)
+    events = list(build(Flare, gen, Pages(), st).run("Tell me about the Eiffel Tower."))
+    assert [e for e in events if isinstance(e, AnswerRead)]  # the read ran
+    assert events[-1].answer == para if isinstance(events[-1], AnswerFinished) else False
+    assert gen.calls[-1]["max_tokens"] == st.max_tokens

@@ -433,7 +433,8 @@ class Strategy:
         the documents gathered, most useful first (``gathered``), at most ``cap`` (default:
         ``read_cap``), fitted to the context; when the answer is uncertain, a search with the question
         and the answer comes first (``final_search``). ``reasoning`` (a reasoning answer's steps) stays
-        in front of what the read writes, in at most ``budget`` tokens (default: a short answer's). The
+        in front of what the read writes, in at most ``budget`` tokens (default: a short answer's, a
+        paragraph's ``max_tokens``). The
         read's answer is taken unless the evidence gate keeps ``before`` (``_unsupported_revision``).
         Yields the step and an ``AnswerRead``; returns the final answer."""
         st = self.settings
@@ -446,7 +447,8 @@ class Strategy:
             self.stats.retrieval_opportunities += 1
             last = yield from self.retrieve(query, reason, fresh=True)
         build = lambda d: prompts.answer_prompt(question, d, reasoning, style)  # noqa: E731
-        budget = self.short_answer_budget() if budget is None else budget
+        if budget is None:  # a paragraph is written again whole; a short answer in a short one's tokens
+            budget = st.max_tokens if style == "long" else self.short_answer_budget()
         # Fitted in rank order; the pages already in the main slot's KV cache first, in their order
         # (the final read then evaluates only what is new), and the final search's pages last, next
         # to the question: what the answer pointed to is read where a small model reads best.
@@ -463,7 +465,7 @@ class Strategy:
         if style == "cot":  # up to and including the conclusion
             cut = next((i for i, s in enumerate(sentences) if prompts.concludes(s.text)), len(sentences) - 1)
             sentences = sentences[: cut + 1]
-        else:  # the short answer and its one sentence of explanation
+        elif style != "long":  # the short answer and its one sentence of explanation
             sentences = sentences[:2]
         text = " ".join(s.text for s in sentences).strip()
         after = f"{reasoning} {text}".strip() if reasoning else text
