@@ -15,6 +15,7 @@ stop sequences.
 
 from __future__ import annotations
 
+import re
 from typing import ClassVar, Sequence
 
 from ragcli.types import Document
@@ -133,14 +134,18 @@ LONG_EXEMPLARS = (
 _LONG_OPENINGS = ("tell me about", "tell me more about", "describe", "explain", "summarize", "summarise",
                   "give an overview", "give me an overview", "write about", "write a paragraph", "write a summary",
                   "what do you know about", "an overview of", "overview of")
+_LONG_OPENING = re.compile("(?:" + "|".join(map(re.escape, _LONG_OPENINGS)) + r")\b")  # not "Explainable AI: …"
+
+
+# "Please, ", "can you ", "could you please ", "would you kindly ": politeness before the request
+_POLITE = re.compile(r"^(?:(?:please|kindly|can you|could you|would you|will you|can u)\b[\s,]*)+", re.IGNORECASE)
 
 
 def _request(question: str) -> tuple[str, str]:
-    """The question without leading quotes and "please"/"can you"/"could you", as is and lower-cased."""
+    """The question without leading quotes and politeness ("please", "can you", "could you
+    please", …), as is and lower-cased."""
     q = " ".join(question.split()).lstrip("\"'([ ")
-    for prefix in ("please ", "can you ", "could you "):
-        if q.lower().startswith(prefix):
-            q = q[len(prefix):]
+    q = _POLITE.sub("", q)
     return q, q.lower()
 
 
@@ -154,7 +159,7 @@ def answer_style(question: str, setting: str = "auto") -> str:
     kind, stay short."""
     if setting in ANSWER_STYLES:
         return setting
-    return "long" if _request(question)[1].startswith(_LONG_OPENINGS) else "short"
+    return "long" if _LONG_OPENING.match(_request(question)[1]) else "short"
 
 
 def request_topic(question: str) -> str:
@@ -162,7 +167,7 @@ def request_topic(question: str) -> str:
     searches "Christer Fuglesang." ("tell me" is rare, so BM25 would rank song lyrics for it)."""
     q, low = _request(question)
     for opening in sorted(_LONG_OPENINGS, key=len, reverse=True):
-        if low.startswith(opening):
+        if re.match(re.escape(opening) + r"\b", low):
             rest = q[len(opening):].strip(" :,")
             for filler in ("about ", "of ", "me "):
                 if rest.lower().startswith(filler):

@@ -275,6 +275,12 @@ def test_long_form_requests_get_the_paragraph_prompt_and_a_topic_query(settings)
     assert prompts.request_topic("Tell me about Christer Fuglesang.") == "Christer Fuglesang."
     assert prompts.request_topic("What do you know about Neil Peart?") == "Neil Peart?"
     assert prompts.request_topic("Who was Neil Peart?") == "Who was Neil Peart?"
+    # politeness in any order before the request; an opening only as a whole word
+    assert prompts.answer_style("Can you please explain how FLARE works?") == "long"
+    assert prompts.request_topic("Could you please describe the tower?") == "the tower?"
+    assert prompts.request_topic("Please, tell me about Rome.") == "Rome."
+    assert prompts.answer_style("Explainable AI: who coined the term?") == "short"
+    assert prompts.request_topic("Explainable AI: who coined the term?") == "Explainable AI: who coined the term?"
 
     gen = FakeGenerator([toks(" He is a Swedish physicist.", 0.9) + [(END, 0.9)]])
     retriever = RecordingRetriever()
