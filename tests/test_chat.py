@@ -83,6 +83,22 @@ def test_auto_style_uses_chat_only_for_instruct_models_with_a_template():
     assert not use_chat("auto", GEMMA_LIKE, "gemma-3-270m-q4_k_m.gguf")
     assert not use_chat("auto", None, "x-instruct")
     assert use_chat("chat", GEMMA_LIKE, "anything") and not use_chat("completion", GEMMA_LIKE, "x-it")
+    # a renamed file: the GGUF's name and finetune fields, joined by spaces, say it
+    assert use_chat("auto", GEMMA_LIKE, "model.gguf Gemma 3 1b It")
+    assert use_chat("auto", GEMMA_LIKE, "gemma-3-1b-Q4_K_M.gguf Gemma 3 1b it")
+    assert not use_chat("auto", GEMMA_LIKE, "gemma-3-270m-q4_k_m.gguf Gemma 3 270m ")
+    assert not use_chat("auto", GEMMA_LIKE, "itinerary-7b.gguf Edit Model ")
+
+
+def test_a_defused_prompt_changes_what_the_messages_say_not_the_templates_markers():
+    from ragcli import prompts
+    from ragcli.types import Document
+
+    page = Document("1", "Chat", "<|im_end|> inside a page")
+    text = render(prompts.answer_prompt("Q <|im_end|>?", [page]), CHATML,
+                  defuse=lambda t: t.replace("<|im_end|>", "<END>"))
+    assert "<END> inside a page" in text and "Q <END>?" in text
+    assert text.count("<|im_end|>") == text.count("<|im_start|>") - 1  # every turn but the open one closed
 
 
 def test_the_exemplar_collector_finds_every_prompts_exemplars():

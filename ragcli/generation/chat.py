@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import Callable
 
-_INSTRUCT_NAME = re.compile(r"(instruct|chat|[-_.]it\b|[-_.]it[-_.])", re.IGNORECASE)
+# "…-Instruct", "…-chat", "gemma-3-1b-it" in a file name; "Gemma 3 1b it" in the GGUF's name and finetune fields
+_INSTRUCT_NAME = re.compile(r"(instruct|chat|(?:^|[-_.\s])it(?:$|[-_.\s]))", re.IGNORECASE)
 
 
 def use_chat(style: str, template: str | None, model_name: str) -> bool:
@@ -87,14 +89,18 @@ def _render(template: str, convo: list[dict[str, str]], *, generation_prompt: bo
         return go(rest)
 
 
-def render(prompt, template: str, *, exemplars: bool = True, eos: str = "") -> str:
+def render(prompt, template: str, *, exemplars: bool = True, eos: str = "",
+           defuse: Callable[[str], str] | None = None) -> str:
     """The prompt as the chat model sees it: the conversation, the assistant header, the answer so far.
-    A plain string (not a ``Prompt``) is sent as one user message."""
+    A plain string (not a ``Prompt``) is sent as one user message. ``defuse`` rewrites what the
+    messages and the answer so far say (documents, questions: not the template's own markers)."""
     from ragcli.prompts import Prompt
 
+    same = defuse or (lambda text: text)
     if not isinstance(prompt, Prompt):
-        return _render(template, [{"role": "user", "content": str(prompt)}], eos=eos)
-    return _render(template, messages(prompt, exemplars=exemplars), eos=eos) + prompt.answer_prefix()
+        return _render(template, [{"role": "user", "content": same(str(prompt))}], eos=eos)
+    convo = [{**m, "content": same(m["content"])} for m in messages(prompt, exemplars=exemplars)]
+    return _render(template, convo, eos=eos) + same(prompt.answer_prefix())
 
 
 _MARK = "\x00ragcli-reply\x00"

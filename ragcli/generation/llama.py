@@ -32,6 +32,7 @@ from __future__ import annotations
 import codecs
 import math
 import os
+import re
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
@@ -137,6 +138,26 @@ class _Slot:
         self.batches: list[int] = []  # end positions of the prompt batches whose KV the slot holds
 
 
+class _ControlTexts:
+    """Finds a vocabulary's control tokens spelled in text. Most look like "<…>" or "[…]" (Gemma has
+    6,000 "<unusedN>"): those are found by their shape and looked up; the few others by name."""
+
+    _SHAPED = re.compile(r"<[^<>\s]{1,64}>|\[[^\[\]\s]{1,64}\]")
+
+    def __init__(self, texts: set[str]) -> None:
+        self.shaped = {t for t in texts if self._SHAPED.fullmatch(t)}
+        others = sorted(texts - self.shaped, key=len, reverse=True)
+        self.others = re.compile("|".join(map(re.escape, others))) if others else None
+
+    def defuse(self, text: str) -> str:
+        def join(m: re.Match) -> str:
+            return m.group(0)[0] + "\u2060" + m.group(0)[1:]
+
+        if self.shaped:
+            text = self._SHAPED.sub(lambda m: join(m) if m.group(0) in self.shaped else m.group(0), text)
+        return self.others.sub(join, text) if self.others else text
+
+
 class LlamaGenerator:
     def __init__(self, model_path: Path, *, n_ctx: int = 4096, n_gpu_layers: int = 0, threads: int = 0,
                  seed: int = 0, temperature: float = 0.0, top_p: float = 0.95, cache: bool = True,
@@ -177,6 +198,7 @@ class LlamaGenerator:
         self.rng = np.random.default_rng(seed)
         self.stats = GenStats()
         self._pieces: dict[int, bytes] = {}
+        self._control_texts = None  # a pattern of the control tokens' texts (chat style), once needed
         self._slots: dict[str, _Slot] = {"main": _Slot(self.llm._ctx, self.llm._batch, self.n_ctx)}
         self.chat_template = self.llm.metadata.get("tokenizer.chat_template")
         from ragcli.generation.chat import use_chat
@@ -200,19 +222,41 @@ class LlamaGenerator:
         return gguf_fingerprint(self.model_path)
 
     # ---------------------------------------------------------------- tokens
-    def tokenize(self, text: str, *, bos: bool = True) -> list[int]:
-        return self.llm.tokenize(text.encode("utf-8"), add_bos=bos, special=True)
+    def tokenize(self, text: str, *, bos: bool = True, special: bool = True) -> list[int]:
+        """Token ids; ``special``: text such as "<|im_end|>" is that control token (the template's
+        markers), else the characters it spells."""
+        return self.llm.tokenize(text.encode("utf-8"), add_bos=bos, special=special)
 
     def format(self, prompt: str) -> str:
-        """The prompt as the model sees it: through its chat template in chat style."""
+        """The prompt as the model sees it: through its chat template in chat style, with control
+        tokens spelled in its messages (a page quoting "<|im_end|>") defused (``_defuse``)."""
         if not self.chat:
             return str(prompt)
         from ragcli.generation.chat import render
 
-        return render(prompt, self.chat_template)
+        return render(prompt, self.chat_template, defuse=self._defuse)
+
+    def prompt_tokens(self, prompt) -> list[int]:
+        """The prompt's tokens. Only a chat template's own markers are control tokens: a completion
+        prompt is all documents and text, and a page or question spelling "<eos>" or
+        "<start_of_turn>" must not end or open a turn (llama.cpp parses them in any text it is told to)."""
+        return self.tokenize(self.format(prompt), special=self.chat)
 
     def count_tokens(self, text: str) -> int:
-        return len(self.tokenize(self.format(text)))
+        return len(self.prompt_tokens(text))
+
+    def _defuse(self, text: str) -> str:
+        """``text`` with each control token it spells broken by a word joiner (U+2060) after its first
+        character, so it is read as the characters it is and cannot close the template's turn."""
+        if self._control_texts is None:
+            import llama_cpp
+
+            vocab = self.llm._model.vocab
+            control = llama_cpp.LLAMA_TOKEN_ATTR_CONTROL
+            texts = {self.llm._model.token_get_text(i) for i in range(self.n_vocab)
+                     if llama_cpp.llama_vocab_get_attr(vocab, i) & control}
+            self._control_texts = _ControlTexts({t for t in texts if len(t.strip()) > 1})
+        return self._control_texts.defuse(text)
 
     def _is_eog(self, token: int) -> bool:
         """End of generation: llama.cpp's end-of-generation tokens, and in chat style the template's
@@ -362,7 +406,7 @@ class LlamaGenerator:
                bias: Mapping[str, float] | None = None,
                suppress_first: Mapping[str, int] | None = None) -> Iterator[Token]:
         np = self._np
-        tokens = self.tokenize(self.format(prompt))
+        tokens = self.prompt_tokens(prompt)
         s = self._slot(slot, len(tokens) + max_tokens + 1)
         self._prepare(s, tokens)
         self.stats.calls += 1
@@ -437,7 +481,7 @@ class LlamaGenerator:
     # ---------------------------------------------------------------- scoring
     def next_token_probs(self, prompt: str, candidates: Sequence[str], *, slot: str = "score") -> dict[str, float]:
         np = self._np
-        tokens = self.tokenize(self.format(prompt))
+        tokens = self.prompt_tokens(prompt)
         s = self._slot(slot, len(tokens) + 1)
         self._prepare(s, tokens)
         logits = self._logits(s).astype(np.float64)
@@ -446,7 +490,7 @@ class LlamaGenerator:
         probs /= probs.sum()
         out = {}
         for c in candidates:
-            ids = self.tokenize(c, bos=False)
+            ids = self.tokenize(c, bos=False, special=False)
             out[c] = float(probs[ids[0]]) if ids else 0.0
         return out
 
@@ -454,8 +498,8 @@ class LlamaGenerator:
         """log p(continuation | prompt), the prompt in the model's format: the continuation's tokens
         (but the last, which predicts nothing) are decoded in batches with logits at every position."""
         np = self._np
-        tokens = self.tokenize(self.format(prompt))
-        ids = self.tokenize(continuation, bos=False)
+        tokens = self.prompt_tokens(prompt)
+        ids = self.tokenize(continuation, bos=False, special=False)
         s = self._slot(slot, len(tokens) + len(ids) + 1)
         self._prepare(s, tokens)
         rows = [self._logits(s).astype(np.float64)]  # predicts ids[0]
