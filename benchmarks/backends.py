@@ -58,12 +58,18 @@ def token_stream(engine, question: str, settings) -> tuple[list[dict], str]:
 
 
 def check_close(a: list[dict], b: list[dict]) -> tuple[int | None, bool]:
-    """(first differing position, whether each side's token is in the other's top there)."""
+    """(first differing position, whether each side's token is in the other's top there). One side
+    ending where the other goes on is a difference too, at the shorter one's length, and not a
+    near tie (what ended it cannot be looked up in the other's top); an empty side never agrees."""
+    if not a or not b:
+        return 0, False
     for i, (x, y) in enumerate(zip(a, b)):
         if x["text"] != y["text"]:
             in_b = x["text"] in {t["text"] for t in y["top"]}
             in_a = y["text"] in {t["text"] for t in x["top"]}
             return i, in_a and in_b
+    if len(a) != len(b):
+        return min(len(a), len(b)), False
     return None, True
 
 
@@ -85,7 +91,7 @@ def compare(index: str, base_url: str, questions: list[str], strategies: list[st
             a, answer_a = token_stream(local, q, local.settings.copy(strategy=strategy))
             b, answer_b = token_stream(remote, q, remote.settings.copy(strategy=strategy))
             at, close = check_close(a, b)
-            here = (a[at]["text"], b[at]["text"]) if at is not None else ("", "")
+            here = tuple(side[at]["text"] if at < len(side) else "(end)" for side in (a, b)) if at is not None else ("", "")
             out.append(Comparison(strategy, q, (len(a), len(b)), at, here, close, answer_a == answer_b))
     remote.close()
     return out

@@ -4,10 +4,12 @@ this machine: it listens on loopback only."""
 
 from __future__ import annotations
 
+import atexit
 import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -44,6 +46,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+_RUNNING: "set[LlamaServer]" = set()
+
+
+@atexit.register
+def _stop_all() -> None:
+    """Servers still running when Python exits (a test session ended by an error, a script that forgot
+    to stop one) are stopped, not left listening. (kill -9 of this process still leaves one.)"""
+    for server in list(_RUNNING):
+        server.stop()
+
+
 class LlamaServer:
     """``with LlamaServer(path, args=["-fa", "off"]) as server: server.url``"""
 
@@ -53,6 +66,7 @@ class LlamaServer:
         self.model = model  # None: the bundled model
         self.port = free_port()
         self.proc: subprocess.Popen | None = None
+        self._out = None  # the server's output: the log file, or a temporary one
 
     @property
     def url(self) -> str:
@@ -68,28 +82,52 @@ class LlamaServer:
     def start(self) -> None:
         from ragcli.generation.llama import embedded_model_path
 
-        out = self.log.open("ab") if self.log else subprocess.DEVNULL
+        import httpx
+
+        # without a log file, the server's output is kept in a temporary one: a failed start shows its end
+        self._out = self.log.open("ab") if self.log else tempfile.TemporaryFile()
         model = self.model or embedded_model_path()
         self.proc = subprocess.Popen([str(self.path), "-m", str(model), *self.args,
                                       "--host", "127.0.0.1", "--port", str(self.port)],
-                                     stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        import httpx
+                                     stdout=self._out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        _RUNNING.add(self)
+        try:
+            deadline = time.time() + self.start_timeout
+            with httpx.Client(trust_env=False, timeout=5.0) as client:
+                while time.time() < deadline:
+                    if self.proc.poll() is not None:
+                        raise RuntimeError(f"llama-server exited with {self.proc.returncode} while starting"
+                                           f"{self._tail()}")
+                    try:
+                        if client.get(self.url + "/health").status_code == 200:
+                            return
+                    except httpx.HTTPError:
+                        pass
+                    time.sleep(0.2)
+            raise RuntimeError(f"llama-server did not become ready within {self.start_timeout:.0f}s{self._tail()}")
+        except BaseException:  # a timeout, Ctrl-C, anything: no server is left behind
+            self.stop()
+            raise
 
-        deadline = time.time() + self.start_timeout
-        with httpx.Client(trust_env=False, timeout=5.0) as client:
-            while time.time() < deadline:
-                if self.proc.poll() is not None:
-                    raise RuntimeError(f"llama-server exited with {self.proc.returncode} while starting")
-                try:
-                    if client.get(self.url + "/health").status_code == 200:
-                        return
-                except httpx.HTTPError:
-                    pass
-                time.sleep(0.2)
-        self.stop()
-        raise RuntimeError(f"llama-server did not become ready within {self.start_timeout:.0f}s")
+    def _tail(self, lines: int = 5) -> str:
+        try:
+            self._out.flush()
+            self._out.seek(0)
+            tail = self._out.read().decode("utf-8", "replace").strip().splitlines()[-lines:]
+        except (OSError, ValueError):
+            return ""
+        return (":\n  " + "\n  ".join(tail)) if tail else ""
 
     def stop(self, *, kill: bool = False) -> None:
+        try:
+            self._stop(kill)
+        finally:
+            _RUNNING.discard(self)
+            out, self._out = self._out, None
+            if out is not None:
+                out.close()
+
+    def _stop(self, kill: bool) -> None:
         if self.proc is None or self.proc.poll() is not None:
             return
         if kill:
