@@ -61,3 +61,20 @@ def first_records(n: int) -> list[dict]:
 def pytest_addoption(parser):
     parser.addoption("--update-goldens", action="store_true",
                      help="rewrite the golden files in tests/golden/ from the current code, then review the diff")
+
+
+def unlistable(monkeypatch, name: str):
+    """Folders called ``name`` cannot be listed, as after chmod 000 (which does not stop root): their
+    os.scandir raises PermissionError. Returns the real os.scandir, to put back."""
+    import os
+
+    real = os.scandir
+
+    def scandir(path="."):
+        if Path(path).name == name:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    return real
+

@@ -11,6 +11,7 @@ from ragcli.ingest.formats import SkipFile, html_sections
 from ragcli.ingest.indexer import build_index
 from ragcli.ingest.reader import iter_files, read_passages
 from ragcli.retrieval.index import TantivyIndex
+from tests.conftest import unlistable
 
 
 def make_pdf(path: Path, pages: list[str], title: str = "Test Report") -> None:
@@ -424,14 +425,7 @@ def test_a_pipe_or_an_unreadable_folder_is_reported_not_waited_on_or_passed_over
     (notes / "locked" / "secret.txt").write_text("Hidden.", encoding="utf-8")
     (notes / "real.txt").write_text("Real text.", encoding="utf-8")
     os.mkfifo(notes / "pipe.txt")
-    real_scandir = os.scandir
-
-    def scandir(path="."):
-        if Path(path).name == "locked":
-            raise PermissionError(13, "Permission denied", str(path))
-        return real_scandir(path)
-
-    monkeypatch.setattr(os, "scandir", scandir)
+    unlistable(monkeypatch, "locked")
     skipped = {}
     files = list(iter_files([notes], on_skip=lambda p, why: skipped.__setitem__(p.name, why)))
     assert [f.path.name for f in files] == ["real.txt"]

@@ -21,7 +21,7 @@ from ragcli.ingest.indexer import build_index
 from ragcli.retrieval.index import META_FILE, TantivyIndex
 from ragcli.strategies.baselines import NoRetrieval
 from ragcli.strategies.flare import Flare
-from tests.conftest import ROOT
+from tests.conftest import ROOT, unlistable
 from tests.test_flare import RecordingRetriever, of
 
 
@@ -265,14 +265,7 @@ def test_files_in_a_folder_that_cannot_be_listed_keep_their_passages(small_corpu
     (locked / "secret.txt").write_text("The vault code is kept by Ada.", encoding="utf-8")
     build_index([small_corpus], Path(settings.index))
     before = TantivyIndex.open(settings.index).num_passages()
-    real_scandir = os.scandir
-
-    def scandir(path="."):
-        if Path(path).name == "locked":
-            raise PermissionError(13, "Permission denied", str(path))
-        return real_scandir(path)
-
-    monkeypatch.setattr(os, "scandir", scandir)
+    real_scandir = unlistable(monkeypatch, "locked")
     warnings = []
     report = build_index([small_corpus], Path(settings.index), on_warning=warnings.append)
     assert (report.removed, report.kept) == (0, 1)
