@@ -21,7 +21,8 @@ from ragcli.config import available_cpus
 from ragcli.errors import EmptyCorpusError, IndexCorruptError, IndexMissingError, IndexWriteError, InputPathError
 from ragcli.ingest.formats import JSONL_SUFFIXES
 from ragcli.ingest.passages import TARGET_WORDS
-from ragcli.ingest.reader import FileInfo, FileNotes, SkipFile, WalkNotes, iter_files, iter_passages, read_passages
+from ragcli.ingest.reader import (FileInfo, FileNotes, SkipFile, WalkNotes, iter_files, iter_passages, read_passages,
+                                  within_folder)
 from ragcli.retrieval.index import LOCK_FILE, TantivyIndex, exclusive_lock
 from ragcli.words import counted
 
@@ -269,7 +270,7 @@ class _Run:
         roots = [str(p.resolve()) for p in paths]  # as iter_files names the files under them
         current = {str(f.path) for f in files}
         for key in list(self.manifest):
-            if key not in current and any(key == r or key.startswith(r.rstrip(os.sep) + os.sep) for r in roots):
+            if key not in current and any(within_folder(key, r) for r in roots):
                 if self.report.walk.unseen(key):
                     self.report.kept += 1
                     continue

@@ -29,7 +29,7 @@ MAX_FILE_BYTES = 200 * 1024 * 1024
 IGNORE_FILE = ".ragcliignore"
 BAD_LINES_SHOWN = 5  # bad JSONL lines named in a warning (all are counted)
 
-__all__ = ["SUPPORTED_SUFFIXES", "SkipFile", "FileInfo", "FileNotes", "WalkNotes", "iter_files", "iter_passages", "read_passages",
+__all__ = ["SUPPORTED_SUFFIXES", "SkipFile", "FileInfo", "FileNotes", "WalkNotes", "iter_files", "within_folder", "iter_passages", "read_passages",
            "read_text"]
 
 
@@ -74,7 +74,12 @@ class WalkNotes:
 
     def unseen(self, key: str) -> bool:
         """Whether the file indexed as ``key`` lies in something this run could not look at."""
-        return any(key == u or key.startswith(u.rstrip(os.sep) + os.sep) for u in self.unlisted)
+        return any(within_folder(key, u) for u in self.unlisted)
+
+
+def within_folder(key: str, folder: str) -> bool:
+    """Whether the file indexed as ``key`` is ``folder`` or lies under it (both named as the index names files)."""
+    return key == folder or key.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 SkipFn = Callable[[Path, str], None]
