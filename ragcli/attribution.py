@@ -10,6 +10,10 @@ covered, while it adds at least ``MIN_GAIN`` of them (all of them for a one-word
 sentence joining facts from two documents cites both. The documents picked are cited only if they hold
 at least half (``SUPPORT``) of the sentence's content words: "born" and "England" in some biography do
 not make it the source of an invented birthplace.
+
+A reply of yes or no ("Yes.", "No, it was not.") has no content words of its own: it affirms or denies
+what the question asks, so it is attributed by the question's content words, under the same rules (the
+pages that say what "Yes." agrees with). Any other sentence without content words claims nothing.
 """
 
 from __future__ import annotations
@@ -17,23 +21,30 @@ from __future__ import annotations
 from typing import Sequence
 
 from ragcli.types import Document
-from ragcli.words import content_words
+from ragcli.words import WORD, content_words
 
 MIN_GAIN = 2
 SUPPORT = 0.5  # share of a sentence's content words the cited documents must hold between them
+# the first word of a reply that affirms or denies the question (English and the languages of
+# words.FOREIGN_FUNCTION_WORDS)
+YES_NO_WORDS = frozenset("yes no yeah nope oui non ja nein jawohl sí si não sim nee".split())
 
 
-def citations(answer: str, docs: Sequence[Document]) -> tuple[tuple[int, int, tuple[int, ...]], ...]:
+def citations(answer: str, docs: Sequence[Document], question: str = "") -> tuple[tuple[int, int, tuple[int, ...]], ...]:
     """Per answer sentence with a content word: (start, end, indices into ``docs`` it draws on; empty
-    when none). A sentence without one ("Yes.") claims nothing to attribute and is left out."""
+    when none). A yes or no takes the ``question``'s words; any other sentence without a content word
+    ("So it is.") claims nothing to attribute and is left out."""
     if not answer.strip():
         return ()
     from ragcli.sentences import split_spans
 
     doc_words = [set(content_words(f"{d.title} {d.text}", any_language=True)) for d in docs]
+    asked = set(content_words(question, any_language=True))
     out = []
     for a, b in split_spans(answer) or [(0, len(answer))]:
         words = set(content_words(answer[a:b], any_language=True))
+        if asked and not words - YES_NO_WORDS and _replies_yes_or_no(answer[a:b]):
+            words = asked
         if not words:
             continue
         uncovered, picked = set(words), []
@@ -48,6 +59,11 @@ def citations(answer: str, docs: Sequence[Document]) -> tuple[tuple[int, int, tu
         supported = picked and len(words) - len(uncovered) >= SUPPORT * len(words)
         out.append((a, b, tuple(picked) if supported else ()))  # else the sentence is not from these
     return tuple(out)
+
+
+def _replies_yes_or_no(sentence: str) -> bool:
+    first = WORD.search(sentence)
+    return first is not None and first.group(0).lower() in YES_NO_WORDS
 
 
 def cited(per_sentence: Sequence[tuple[int, int, tuple[int, ...]]]) -> tuple[int, ...]:

@@ -72,6 +72,24 @@ def test_a_sentence_without_content_words_is_not_attributed_nor_counted():
     assert attribution.citations("No.", DOCS) == () and attribution.citations("Stockholm.", []) == ((0, 10, ()),)
 
 
+def test_a_yes_or_no_cites_the_pages_that_hold_what_the_question_asks():
+    """"Yes." agrees with the question: its sources are the pages with the question's words, not every
+    page in the prompt (as they were when a reply without content words was left out)."""
+    asked = "Was Christer Fuglesang born in Stockholm?"
+    assert attribution.citations("Yes.", DOCS, asked) == ((0, 4, (1,)),)
+    assert cited("Yes, he was.", DOCS) == ()  # without the question: nothing to go by
+    assert attribution.cited(attribution.citations("No, he was not.", DOCS, asked)) == (1,)
+    both = "Was Fuglesang a physicist and Jähn a cosmonaut?"  # two pages between them
+    assert attribution.citations("Yes.", DOCS, both) == ((0, 4, (1, 2)),)
+    # a question about nothing in the pages: the reply is from none of them (the sources list says so)
+    assert attribution.citations("No.", DOCS, "Did Napoleon ever visit Norway?") == ((0, 3, ()),)
+    # any other sentence without content words claims nothing, question or not
+    assert attribution.citations("So it is.", DOCS, asked) == ()
+    lines = source_lines(DOCS, attribution.citations("Oui.", DOCS, asked))
+    assert lines[:2] == ["Sources:", "  [2] Christer Fuglesang — wiki.jsonl#L74"]
+    assert lines[2].startswith("  also in the prompt: [1] Ulf Merbold")
+
+
 def test_a_strategy_run_reports_what_it_cites(small_corpus, tmp_path, capsys, monkeypatch):
     """End to end with the fake model: the answer event carries ``cited``, and the plain output lists them."""
     import json
@@ -91,6 +109,13 @@ def test_a_strategy_run_reports_what_it_cites(small_corpus, tmp_path, capsys, mo
     final = [json.loads(line) for line in capsys.readouterr().out.splitlines()][-1]
     assert final["event"] == "answer" and final["cited"]
     assert final["sources"][final["cited"][0]]["title"] == "Field notes"
+    # a yes: the strategy hands the question to attribution, so the page it agrees with is cited
+    gen.default = toks(" Yes.", 0.9) + toks("\n\nQuestion:", 0.9)
+    with pytest.raises(SystemExit):
+        cli.run(["ask", "Does the Rhodotypos shrub grow in Japan?", "--index", idx, "--strategy", "single", "--json"])
+    final = [json.loads(line) for line in capsys.readouterr().out.splitlines()][-1]
+    assert final["answer"] == "Yes." and len(final["sources"]) > 1
+    assert [final["sources"][i]["title"] for i in final["cited"]] == ["Field notes"]
 
 
 def test_each_sentence_gets_its_own_sources_and_the_answer_shows_their_numbers():

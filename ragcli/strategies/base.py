@@ -113,6 +113,7 @@ class Strategy:
         self.gen = generator
         self.retriever = retriever
         self.settings = settings
+        self.question = ""
         self.web = web
         self.post_retrieval = post_retrieval
         self._threshold = threshold
@@ -584,7 +585,7 @@ class Strategy:
         self.stats.tokens_generated = s.tokens_generated - self._gen0[1]
         self.stats.prompt_tokens_reused = s.prompt_tokens_reused - self._gen0[2]
         answer = answer.strip()
-        per_sentence = attribution.citations(answer, self.sources)
+        per_sentence = attribution.citations(answer, self.sources, self.question)
         self.stats.seconds = time.perf_counter() - self._t0
         return AnswerFinished(answer, tuple(self.sources), self.stats, stop_reason,
                               attribution.cited(per_sentence), per_sentence,
