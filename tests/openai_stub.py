@@ -38,6 +38,7 @@ class Script:
     held: tuple[int, ...] = ()  # llama: words sent with no text (held back for a stop), released with the next
     logprob_at: dict[int, float] = field(default_factory=dict)  # a word's logprob other than the default
     tokens_per_word: int = 1  # llama: model tokens behind one entry (an emoji of 3 byte tokens), as usage counts
+    control: tuple[str, ...] = ()  # control tokens /tokenize parses (llama-server: unless parse_special is false)
 
 
 class StubServer:
@@ -76,9 +77,18 @@ def _token_id(word: str) -> int:
     return sum(word.encode()) % 997 + 3
 
 
-def stub_tokens(text: str) -> list[int]:
-    """The stub's tokenizer: a token per word with the spaces before it."""
-    return [_token_id(w) for w in re.findall(r"\s*\S+|\s+", text)]
+def stub_tokens(text: str, control: tuple[str, ...] = (), *, parse: bool = True) -> list[int]:
+    """The stub's tokenizer: a token per word with the spaces before it; a ``control`` text is one
+    token of its own when parsed, else a token per character."""
+    if not control:
+        return [_token_id(w) for w in re.findall(r"\s*\S+|\s+", text)]
+    ids: list[int] = []
+    for i, piece in enumerate(re.split("(" + "|".join(map(re.escape, control)) + ")", text)):
+        if i % 2:
+            ids += [1000 + control.index(piece)] if parse else [_token_id(c) for c in piece]
+        elif piece:
+            ids += stub_tokens(piece)
+    return ids
 
 
 def chatml(messages: list[dict[str, str]], add_generation_prompt: bool = True) -> str:
@@ -143,7 +153,7 @@ def _handler(stub: StubServer):
                     text = chatml(body["messages"], body.get("add_generation_prompt", True))
                 else:
                     text = body.get("content", body.get("prompt", ""))
-                ids = stub_tokens(text)
+                ids = stub_tokens(text, s.control, parse=s.dialect == "vllm" or body.get("parse_special", True))
                 self._json(200, {"tokens": ids, "count": len(ids)})
                 return
             if self.path == "/apply-template" and s.dialect == "llama":

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Mapping, Protocol, Sequence
+from typing import Callable, Iterator, Mapping, Protocol, Sequence
 
 from ragcli.types import Token
 
@@ -21,6 +22,47 @@ class GenStats:
     prompt_tokens_forced: int = 0
     tokens_generated: int = 0
     calls: int = 0
+
+
+class ControlTexts:
+    """Finds a vocabulary's control tokens spelled in text ("<|im_end|>", "<start_of_turn>", "<eos>")
+    and breaks each with a word joiner (U+2060) after its first character, so a page quoting one is
+    read as the characters it is and cannot close or open a turn (tokenizers parse them in any text).
+
+    Most control tokens look like "<…>" or "[…]" (Gemma has 6,000 "<unusedN>"): those are found by
+    their shape and looked up, in ``texts`` (in-process: the GGUF's control tokens) or, for a text of
+    that shape not among them, by asking ``ask`` (a server's tokenizer), once per text; the few others
+    (``texts`` of no such shape) by name."""
+
+    SHAPED = re.compile(r"<[^<>\s]{1,64}>|\[[^\[\]\s]{1,64}\]")
+    ASKED_MAX = 4096  # answers kept (the shapes a corpus holds: "[1]", "<br>", …)
+
+    def __init__(self, texts: set[str] = frozenset(), *, ask: Callable[[str], bool] | None = None) -> None:
+        self.shaped = {t for t in texts if self.SHAPED.fullmatch(t)}
+        others = sorted(set(texts) - self.shaped, key=len, reverse=True)
+        self.others = re.compile("|".join(map(re.escape, others))) if others else None
+        self.ask = ask
+        self.asked: dict[str, bool] = {}
+
+    def is_control(self, text: str) -> bool:
+        if text in self.shaped:
+            return True
+        if self.ask is None:
+            return False
+        known = self.asked.get(text)
+        if known is None:
+            if len(self.asked) >= self.ASKED_MAX:
+                self.asked.clear()
+            known = self.asked[text] = bool(self.ask(text))
+        return known
+
+    def defuse(self, text: str) -> str:
+        def join(m: re.Match) -> str:
+            return m.group(0)[0] + "\u2060" + m.group(0)[1:]
+
+        if self.shaped or self.ask is not None:
+            text = self.SHAPED.sub(lambda m: join(m) if self.is_control(m.group(0)) else m.group(0), text)
+        return self.others.sub(join, text) if self.others else text
 
 
 class Generator(Protocol):

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
 from ragcli.errors import ModelError
-from ragcli.generation import GenStats, StopFilter
+from ragcli.generation import ControlTexts, GenStats, StopFilter
 from ragcli.types import Token
 
 
@@ -138,26 +138,6 @@ class _Slot:
         self.batches: list[int] = []  # end positions of the prompt batches whose KV the slot holds
 
 
-class _ControlTexts:
-    """Finds a vocabulary's control tokens spelled in text. Most look like "<…>" or "[…]" (Gemma has
-    6,000 "<unusedN>"): those are found by their shape and looked up; the few others by name."""
-
-    _SHAPED = re.compile(r"<[^<>\s]{1,64}>|\[[^\[\]\s]{1,64}\]")
-
-    def __init__(self, texts: set[str]) -> None:
-        self.shaped = {t for t in texts if self._SHAPED.fullmatch(t)}
-        others = sorted(texts - self.shaped, key=len, reverse=True)
-        self.others = re.compile("|".join(map(re.escape, others))) if others else None
-
-    def defuse(self, text: str) -> str:
-        def join(m: re.Match) -> str:
-            return m.group(0)[0] + "\u2060" + m.group(0)[1:]
-
-        if self.shaped:
-            text = self._SHAPED.sub(lambda m: join(m) if m.group(0) in self.shaped else m.group(0), text)
-        return self.others.sub(join, text) if self.others else text
-
-
 class LlamaGenerator:
     def __init__(self, model_path: Path, *, n_ctx: int = 4096, n_gpu_layers: int = 0, threads: int = 0,
                  seed: int = 0, temperature: float = 0.0, top_p: float = 0.95, cache: bool = True,
@@ -255,7 +235,7 @@ class LlamaGenerator:
             control = llama_cpp.LLAMA_TOKEN_ATTR_CONTROL
             texts = {self.llm._model.token_get_text(i) for i in range(self.n_vocab)
                      if llama_cpp.llama_vocab_get_attr(vocab, i) & control}
-            self._control_texts = _ControlTexts({t for t in texts if len(t.strip()) > 1})
+            self._control_texts = ControlTexts({t for t in texts if len(t.strip()) > 1})
         return self._control_texts.defuse(text)
 
     def _is_eog(self, token: int) -> bool:

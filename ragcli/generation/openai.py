@@ -28,7 +28,7 @@ from contextlib import closing
 from typing import Any, Iterator, Mapping, Sequence
 
 from ragcli.errors import ServerError
-from ragcli.generation import GenStats, StopFilter
+from ragcli.generation import ControlTexts, GenStats, StopFilter
 from ragcli.generation.openai_http import BACKOFF, RETRIES, ServerClient
 from ragcli.generation.openai_wire import TOP_N, Chunk, Piece
 from ragcli.types import Token
@@ -78,7 +78,8 @@ class OpenAIGenerator:
         self.last_finish = "length"
         self.notices: list[str] = []
         self._counts: dict[str, int] = {}
-        self._ids: dict[tuple[str, bool], list[int] | None] = {}
+        self._ids: dict[tuple[str, bool, bool], list[int] | None] = {}
+        self._control: ControlTexts | None = None  # control tokens spelled in prompts, found by asking the server
         self._tokenizer: bool | None = None
         self._chat_counts: bool | None = None  # whether the server counts chat messages exactly
         self._echo: bool | None = None
@@ -131,6 +132,8 @@ class OpenAIGenerator:
         else:
             self.kind, self.n_ctx, self.reported = "openai", n_ctx, str(entry.get("owned_by") or "")
             self.identity = ""
+        if self.kind in ("llama.cpp", "vllm"):  # the servers that parse control tokens in text and say which
+            self._control = ControlTexts(ask=self._spells_control)
         # the model behind the name, not the server's build: what stands for a file hash (eval resume)
         self.identity = model if self.identity in ("", model) else f"{model} {self.identity}"
         self.endpoint = "chat" if prompt_style == "chat" else "completions"
@@ -192,7 +195,7 @@ class OpenAIGenerator:
         body: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "temperature": self.temperature,
                                 "seed": self.seed, "stream": True, "stream_options": {"include_usage": True}}
         if self.endpoint == "chat":
-            body["messages"], continued = _messages(prompt)
+            body["messages"], continued = _messages(prompt, self._defuse)
             if n_top:
                 body.update(logprobs=True, top_logprobs=n_top)
             if continued and self.kind == "vllm":
@@ -302,22 +305,47 @@ class OpenAIGenerator:
 
     # ---------------------------------------------------------------- tokens
     def format(self, prompt: str) -> str:
-        """The prompt as the model sees it: wrapped in its chat template where in-process would."""
+        """The prompt as the model sees it: wrapped in its chat template where in-process would, with
+        control tokens spelled in what it says (documents, the question) defused (``_defuse``)."""
         if not self.chat_template:
-            return prompt
+            return self._defuse(str(prompt))
         from ragcli.generation.chat import render
 
-        return render(prompt, self.chat_template)
+        return render(prompt, self.chat_template, defuse=self._defuse)
 
-    def _tokenize(self, text: str, *, special: bool) -> list[int] | None:
-        """Token ids from the server's /tokenize (llama-server's or vLLM's); None where it has none."""
-        key = (text, special)
+    def _defuse(self, text: str) -> str:
+        """``text`` with each control token it spells broken by a word joiner (``ControlTexts``). The
+        servers parse control tokens in the text they are sent (llama-server's ``parse_special``; vLLM's
+        tokenizer splits on added tokens), so a page quoting "<|im_end|>" or "<eos>" ended the turn or
+        the prompt; in-process tokenizes a completion prompt without parsing them and defuses chat
+        messages the same way."""
+        return self._control.defuse(text) if self._control is not None else text
+
+    def _spells_control(self, text: str) -> bool:
+        """Whether the server reads ``text`` (shaped "<…>" or "[…]") as a control token. llama-server
+        says exactly: its tokens differ with ``parse_special`` off. vLLM's /tokenize cannot turn
+        parsing off, so there a text of one token counts (a plain one-token tag such as "<b>" then
+        gets a harmless word joiner too); a bracketed number ("[1]") never."""
+        if self.kind == "llama.cpp":
+            parsed = self._tokenize(text, special=False)
+            plain = self._tokenize(text, special=False, parse=False) if parsed is not None else None
+            return plain is not None and parsed != plain
+        if text[1:-1].isdigit():
+            return False
+        ids = self._tokenize(text, special=False)
+        return ids is not None and len(ids) == 1
+
+    def _tokenize(self, text: str, *, special: bool, parse: bool = True) -> list[int] | None:
+        """Token ids from the server's /tokenize (llama-server's or vLLM's); None where it has none.
+        ``special``: with the BOS the server adds; ``parse``: text spelling a control token is that
+        token (llama-server only; vLLM always parses)."""
+        key = (text, special, parse)
         if key in self._ids:
             return self._ids[key]
         if self._tokenizer is False:
             return None
         if self.kind == "llama.cpp":
-            body = {"content": text, "add_special": special, "parse_special": True}
+            body = {"content": text, "add_special": special, "parse_special": parse}
         else:
             body = {"model": self.model, "prompt": text, "add_special_tokens": special}
         data = self.http.post_json(self.root + "/tokenize", body, missing_ok=True)
@@ -340,7 +368,7 @@ class OpenAIGenerator:
         None where the server can do neither."""
         if self._chat_counts is False or self.kind not in ("llama.cpp", "vllm"):
             return None
-        convo, continued = _messages(text)
+        convo, continued = _messages(text, self._defuse)
         try:
             if self.kind == "llama.cpp":
                 data = self.http.post_json(self.root + "/apply-template", {"messages": convo}, missing_ok=True)
@@ -365,8 +393,9 @@ class OpenAIGenerator:
         if self.endpoint == "chat":
             ids = self._chat_ids(text)
             if ids is None:  # the messages' own tokens, and a generous allowance for the template
-                ids = self._tokenize(str(text), special=True)
-                n = (len(ids) if ids is not None else estimate_tokens(str(text))) + CHAT_TOKENS_ONCE
+                shown = self._defuse(str(text))
+                ids = self._tokenize(shown, special=True)
+                n = (len(ids) if ids is not None else estimate_tokens(shown)) + CHAT_TOKENS_ONCE
                 n += CHAT_TOKENS_PER_MESSAGE * len(_messages(text)[0])
             else:
                 n = len(ids)
@@ -442,6 +471,7 @@ class OpenAIGenerator:
     def continuation_logprob(self, prompt: str, continuation: str, *, slot: str = "score") -> float:
         if not self.scores_continuations:
             raise ServerError(NO_ECHO, hint="use --rerank none, or a vLLM server")
+        prompt, continuation = self.format(prompt), self._defuse(continuation)
         p_ids, c_ids = self._tokenize(prompt, special=True), self._tokenize(continuation, special=False)
         if p_ids is not None and c_ids is not None:  # the same tokens as in-process
             lps, _ = self._echo_logprobs(p_ids + c_ids)
@@ -454,19 +484,19 @@ class OpenAIGenerator:
         return float(sum(lp for lp in picked if lp is not None))
 
 
-def _messages(prompt: str) -> tuple[list[dict[str, str]], bool]:
+def _messages(prompt: str, defuse=lambda text: text) -> tuple[list[dict[str, str]], bool]:
     """A prompt as chat messages (``chat.messages``: instruction, exemplar turns, documents and
     request) and whether the answer so far follows as a final assistant message the server continues
     (llama-server does; vLLM with continue_final_message; other servers may start a new answer).
-    A plain string is one user message."""
+    A plain string is one user message. ``defuse`` rewrites what each message says."""
     from ragcli.generation.chat import messages
 
     if not isinstance(prompt, Prompt):
-        return [{"role": "user", "content": str(prompt).strip()}], False
-    convo = messages(prompt)
+        return [{"role": "user", "content": defuse(str(prompt).strip())}], False
+    convo = [{**m, "content": defuse(m["content"])} for m in messages(prompt)]
     so_far = prompt.answer_prefix()
     if so_far:
-        convo.append({"role": "assistant", "content": so_far})
+        convo.append({"role": "assistant", "content": defuse(so_far)})
     return convo, bool(so_far)
 
 
