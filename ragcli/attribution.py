@@ -11,8 +11,8 @@ sentence joining facts from two documents cites both. The documents picked are c
 at least half (``SUPPORT``) of the sentence's content words: "born" and "England" in some biography do
 not make it the source of an invented birthplace.
 
-A reply of yes or no ("Yes.", "No, it was not.") has no content words of its own: it affirms or denies
-what the question asks, so it is attributed by the question's content words, under the same rules (the
+A reply of yes or no ("Yes.", "No, it was not.", "Yes, that is correct.") has no content words of its
+own: it affirms or denies what the question asks, so it is attributed by the question's content words, under the same rules (the
 pages that say what "Yes." agrees with). Any other sentence without content words claims nothing.
 """
 
@@ -26,8 +26,13 @@ from ragcli.words import WORD, content_words
 MIN_GAIN = 2
 SUPPORT = 0.5  # share of a sentence's content words the cited documents must hold between them
 # the first word of a reply that affirms or denies the question (English and the languages of
-# words.FOREIGN_FUNCTION_WORDS)
-YES_NO_WORDS = frozenset("yes no yeah nope oui non ja nein jawohl sí si não sim nee".split())
+# words.FOREIGN_FUNCTION_WORDS), and the words such a reply may add without saying anything else
+# ("Yes, that is correct.", "Ja, das stimmt.", "Oui, c'est vrai.")
+YES_NO_WORDS = frozenset("yes no yeah nope oui non ja nein jawohl sí si sì não sim nee".split())
+_REPLY_WORDS = YES_NO_WORDS | frozenset(
+    """correct incorrect true untrue false right wrong indeed exactly absolutely certainly definitely sure
+    course vrai faux exact stimmt richtig falsch genau cierto correcto verdad falso vero giusto esatto certo
+    verdade errado klopt juist waar""".split())
 
 
 def citations(answer: str, docs: Sequence[Document], question: str = "") -> tuple[tuple[int, int, tuple[int, ...]], ...]:
@@ -43,7 +48,7 @@ def citations(answer: str, docs: Sequence[Document], question: str = "") -> tupl
     out = []
     for a, b in split_spans(answer) or [(0, len(answer))]:
         words = set(content_words(answer[a:b], any_language=True))
-        if asked and not words - YES_NO_WORDS and _replies_yes_or_no(answer[a:b]):
+        if asked and not words - _REPLY_WORDS and _replies_yes_or_no(answer[a:b]):
             words = asked
         if not words:
             continue

@@ -68,6 +68,15 @@ def is_follow_up(question: str) -> bool:
     return not content_words(question)
 
 
+def _cited_for(final: AnswerFinished, question: str) -> AnswerFinished:
+    """A follow-up's answer with its sources attributed for the user's own question: a "Yes." agrees
+    with what was asked ("Was he born there?"), not with the earlier exchange the engine was also given."""
+    from dataclasses import replace
+
+    per = attribution.citations(final.answer, final.sources, question)
+    return replace(final, citations=per, cited=attribution.cited(per))
+
+
 def history_path() -> Path:
     path = user_state_dir() / "history"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -198,6 +207,8 @@ class Repl:
         asked = self._with_context(question)
         try:
             for event in self.engine.ask(asked, self.settings):
+                if isinstance(event, AnswerFinished) and asked != question:
+                    event = _cited_for(event, question)
                 events.append(event)
                 renderer.handle(event)
                 if isinstance(event, AnswerFinished):

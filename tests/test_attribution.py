@@ -83,6 +83,10 @@ def test_a_yes_or_no_cites_the_pages_that_hold_what_the_question_asks():
     assert attribution.citations("Yes.", DOCS, both) == ((0, 4, (1, 2)),)
     # a question about nothing in the pages: the reply is from none of them (the sources list says so)
     assert attribution.citations("No.", DOCS, "Did Napoleon ever visit Norway?") == ((0, 3, ()),)
+    for reply in ("Yes, that is correct.", "No, that is not true.", "Ja, das stimmt.", "Oui, c'est vrai.", "Sì."):
+        assert attribution.cited(attribution.citations(reply, DOCS, asked)) == (1,), reply
+    # a reply that says more is judged by what it says: here, a city and praise no page holds
+    assert attribution.citations("Yes, Stockholm is a lovely city.", DOCS, asked) == ((0, 32, ()),)
     # any other sentence without content words claims nothing, question or not
     assert attribution.citations("So it is.", DOCS, asked) == ()
     lines = source_lines(DOCS, attribution.citations("Oui.", DOCS, asked))

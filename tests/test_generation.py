@@ -29,3 +29,21 @@ def test_the_fake_applies_stops_as_the_backends_do():
     assert [t.text for t in out] == [" Rome", "\n again"]
     assert round(out[1].prob, 2) == 0.2  # the least likely of the merged tokens speaks for them
     assert gen.last_finish == "eog"
+
+
+def test_control_texts_are_broken_wherever_they_stand_and_nothing_else_is():
+    """A control token inside brackets (a Python list, a Markdown link) was missed: "[<eos>]" matched as
+    one bracketed text, which is no control token, and the "<eos>" in it stayed whole."""
+    from ragcli.generation import ControlTexts
+
+    c = ControlTexts({"<eos>", "<start_of_turn>", "[INST]", "<|im_end|>", "<｜begin▁of▁sentence｜>"})
+    assert c.defuse("say [<eos>] or ['<eos>'] and [<start_of_turn>](x)") == (
+        "say [<\u2060eos>] or ['<\u2060eos>'] and [<\u2060start_of_turn>](x)")
+    assert c.defuse("[INST] hi <|im_end|><｜begin▁of▁sentence｜>") == (
+        "[\u2060INST] hi <\u2060|im_end|><\u2060｜begin▁of▁sentence｜>")
+    assert c.defuse("[1] <b> [INSTALL] a<eos") == "[1] <b> [INSTALL] a<eos"
+    asked = []
+    server = ControlTexts(ask=lambda texts: asked.append(texts) or {t for t in texts if t == "<eos>"})
+    assert server.defuse("[<eos>] [1] <b> <eos>") == "[<\u2060eos>] [1] <b> <\u2060eos>"
+    assert server.defuse("<b> again <eos>") == "<b> again <\u2060eos>"
+    assert asked == [["<b>", "<eos>"]]  # once, all together; "[1]" never

@@ -221,35 +221,47 @@ def test_a_page_spelling_a_control_token_cannot_end_the_servers_prompt():
     """The servers parse control tokens in the text they are sent (llama-server's parse_special, vLLM's
     tokenizer): a page or question quoting "<|im_end|>" or "<eos>" closed the turn or ended the prompt.
     What the prompt says is defused where the server reads a text as a control token (asked once per
-    text); the template's own markers, and look-alikes the server reads as text ("[1]", "<b>"), stay."""
+    text, all of a prompt's at once); the template's own markers, and look-alikes the server reads as
+    text ("[1]", "<b>"), stay."""
     from ragcli.prompts import answer_prompt
     from ragcli.types import Document
 
     control = ("<|im_start|>", "<|im_end|>", "<eos>")
-    page = Document("d1", "Tokens", "A turn ends with <|im_end|> and a model stops at <eos>; see [1] and <b>.",
-                    1.0, "t.txt", "t.txt:1")
+    page = Document("d1", "Tokens", "A turn ends with <|im_end|> and a model stops at <eos>; see [1], <b> "
+                    "and ['<eos>'] in a list.", 1.0, "t.txt", "t.txt:1")
     prompt = answer_prompt("What does <eos> do?", [page])
-    for style, dialect in (("auto", "llama"), ("completion", "llama"), ("chat", "llama"), ("chat", "vllm")):
+    for style, dialect in (("auto", "llama"), ("completion", "llama"), ("chat", "llama"), ("chat", "vllm"),
+                           ("completion", "vllm")):
         script = Script(dialect=dialect, control=control, chat_template=CHATML if style == "auto" else "",
                         model_path="/models/SmolLM2-135M-Instruct.Q4_1.gguf")
         with StubServer(script) as stub:
             g = gen(stub, prompt_style=style)
             list(g.stream(prompt, max_tokens=2))
+            asks = len([r for r in stub.requests if r["path"] == "/tokenize"])
             list(g.stream(prompt, max_tokens=2))
+            assert len([r for r in stub.requests if r["path"] == "/tokenize"]) == asks  # answers are kept
             body = stub.completions()[-1]["body"]
             sent = body["prompt"] if "prompt" in body else "".join(m["content"] for m in body["messages"])
             said = sent.replace("<|im_start|>system\n", "").replace("<|im_end|>\n<|im_start|>", "")
             assert "<|im_end|>" not in said and "<eos>" not in said, (style, dialect, sent)
-            assert "<\u2060|im_end|>" in sent and "<\u2060eos>" in sent  # still there to read
+            assert "<\u2060|im_end|>" in sent and "['<\u2060eos>']" in sent  # still there to read
             assert "[1]" in sent and ("<b>" in sent) == (dialect == "llama"), (style, dialect)  # vLLM: one token
             if style == "auto":  # the template's own markers are untouched
                 assert sent.startswith("<|im_start|>system\n") and sent.endswith("<|im_start|>assistant\n")
-            asked = [r["body"]["content"] for r in stub.requests
-                     if r["path"] == "/tokenize" and r["body"].get("content") in ("<eos>", "[1]")]
-            assert dialect == "vllm" or sorted(asked) == ["<eos>", "<eos>", "[1]", "[1]"]  # once each, both ways
+            asked = [r["body"].get("content", r["body"].get("prompt")) for r in stub.requests
+                     if r["path"] == "/tokenize"]
+            assert "[1]" not in asked  # a bracketed number is never a control token
+            if dialect == "llama":  # the prompt's shaped texts in one question (both ways), then the one it finds
+                assert asked[:2] == ["<b>\n<eos>\n<|im_end|>"] * 2 and sorted(asked[2:]) == sorted(
+                    ["<b>", "<b>", "<eos>", "<eos>", "<|im_end|>", "<|im_end|>"])
+            else:
+                assert sorted(asked) == ["<b>", "<eos>", "<|im_end|>"]
     with StubServer(Script(control=control)) as stub:
         g = gen(stub)
         assert g.count_tokens("a <eos> b") == len(stub_tokens("a <\u2060eos> b", control))  # counted as sent
+        g.count_tokens("plain [2] <i> and <u> text")
+        assert [r["body"]["content"] for r in stub.requests if r["path"] == "/tokenize"][-3:] == [
+            "<i>\n<u>", "<i>\n<u>", "plain [2] <i> and <u> text"]  # nothing found: one question, none one by one
 
 
 def test_the_model_a_server_serves_is_identified_without_its_build():

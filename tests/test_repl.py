@@ -79,6 +79,24 @@ def test_only_a_follow_up_carries_the_previous_exchange(settings, built_index):
     assert logged[1] == "When was Neil Peart born?" and logged[2].startswith("Where was he born? (Earlier question: ")
 
 
+def test_a_yes_to_a_follow_up_cites_the_pages_of_what_the_user_asked(settings, built_index):
+    """The engine gets a follow-up with the earlier exchange appended; a "Yes." was attributed by all of
+    that text (here mostly an earlier answer found in no page) and shown as made up. It goes by the
+    user's own question: the page about the shrub that grows in Japan."""
+    earlier = toks(" Rhodotypos. It is a deciduous ornamental plant cultivated widely across temperate "
+                   "gardens worldwide since Victorian times.", 0.9) + toks("\n\nQuestion:", 0.9)
+    gen = FakeGenerator([earlier, toks(" Yes.", 0.9) + toks("\n\nQuestion:", 0.9)])
+    events = []
+    args = make_repl(settings.copy(strategy="single"), built_index, generator=gen,
+                     log=lambda q, s, e: events.append(e))
+    repl, _code, _err, out = drive(args, "Which plant is that?\rIs it the shrub that grows in Japan?\r/exit\r")
+    assert "Earlier answer: Rhodotypos." in gen.prompts[1]  # the engine was given the earlier exchange
+    final = events[1][-1]
+    assert final.answer == "Yes." and [final.sources[i].title for i in final.cited] == ["Field notes"]
+    assert repl.transcript[1].citations == final.citations
+    assert "Yes.[" in out and "none of them contains" not in out
+
+
 def test_is_follow_up():
     from ragcli.repl import is_follow_up
 

@@ -30,38 +30,42 @@ class ControlTexts:
     read as the characters it is and cannot close or open a turn (tokenizers parse them in any text).
 
     Most control tokens look like "<…>" or "[…]" (Gemma has 6,000 "<unusedN>"): those are found by
-    their shape and looked up, in ``texts`` (in-process: the GGUF's control tokens) or, for a text of
-    that shape not among them, by asking ``ask`` (a server's tokenizer), once per text; the few others
-    (``texts`` of no such shape) by name."""
+    their shape and looked up, in ``texts`` (in-process: the GGUF's control tokens) or, for texts of
+    that shape not among them, by asking ``ask`` (a server's tokenizer) which of them are, once per
+    text; the few others (``texts`` of no such shape) by name. A bracketed number ("[1]") is never one."""
 
-    SHAPED = re.compile(r"<[^<>\s]{1,64}>|\[[^\[\]\s]{1,64}\]")
+    # "<…>", and "[…]" without angle brackets inside: in "[<eos>]" (a list, a Markdown link) the token is "<eos>"
+    SHAPED = re.compile(r"<[^<>\s]{1,64}>|\[[^\[\]<>\s]{1,64}\]")
     ASKED_MAX = 4096  # answers kept (the shapes a corpus holds: "[1]", "<br>", …)
 
-    def __init__(self, texts: set[str] = frozenset(), *, ask: Callable[[str], bool] | None = None) -> None:
+    def __init__(self, texts: set[str] = frozenset(), *,
+                 ask: Callable[[list[str]], set[str]] | None = None) -> None:
         self.shaped = {t for t in texts if self.SHAPED.fullmatch(t)}
         others = sorted(set(texts) - self.shaped, key=len, reverse=True)
         self.others = re.compile("|".join(map(re.escape, others))) if others else None
         self.ask = ask
         self.asked: dict[str, bool] = {}
 
-    def is_control(self, text: str) -> bool:
-        if text in self.shaped:
-            return True
-        if self.ask is None:
-            return False
-        known = self.asked.get(text)
-        if known is None:
-            if len(self.asked) >= self.ASKED_MAX:
-                self.asked.clear()
-            known = self.asked[text] = bool(self.ask(text))
-        return known
+    def _learn(self, text: str) -> None:
+        """Ask about the shaped texts in ``text`` not known yet, all in one question."""
+        unknown = sorted({t for t in self.SHAPED.findall(text)
+                          if t not in self.shaped and t not in self.asked and not t[1:-1].isdigit()})
+        if not unknown:
+            return
+        if len(self.asked) + len(unknown) > self.ASKED_MAX:
+            self.asked.clear()
+        found = self.ask(unknown)
+        self.asked.update((t, t in found) for t in unknown)
 
     def defuse(self, text: str) -> str:
         def join(m: re.Match) -> str:
             return m.group(0)[0] + "\u2060" + m.group(0)[1:]
 
-        if self.shaped or self.ask is not None:
-            text = self.SHAPED.sub(lambda m: join(m) if self.is_control(m.group(0)) else m.group(0), text)
+        if self.ask is not None:
+            self._learn(text)
+        if self.shaped or self.asked:
+            text = self.SHAPED.sub(lambda m: join(m) if m.group(0) in self.shaped or self.asked.get(m.group(0))
+                                   else m.group(0), text)
         return self.others.sub(join, text) if self.others else text
 
 

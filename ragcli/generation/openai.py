@@ -133,7 +133,7 @@ class OpenAIGenerator:
             self.kind, self.n_ctx, self.reported = "openai", n_ctx, str(entry.get("owned_by") or "")
             self.identity = ""
         if self.kind in ("llama.cpp", "vllm"):  # the servers that parse control tokens in text and say which
-            self._control = ControlTexts(ask=self._spells_control)
+            self._control = ControlTexts(ask=self._controls)
         # the model behind the name, not the server's build: what stands for a file hash (eval resume)
         self.identity = model if self.identity in ("", model) else f"{model} {self.identity}"
         self.endpoint = "chat" if prompt_style == "chat" else "completions"
@@ -321,19 +321,20 @@ class OpenAIGenerator:
         messages the same way."""
         return self._control.defuse(text) if self._control is not None else text
 
-    def _spells_control(self, text: str) -> bool:
-        """Whether the server reads ``text`` (shaped "<…>" or "[…]") as a control token. llama-server
-        says exactly: its tokens differ with ``parse_special`` off. vLLM's /tokenize cannot turn
-        parsing off, so there a text of one token counts (a plain one-token tag such as "<b>" then
-        gets a harmless word joiner too); a bracketed number ("[1]") never."""
+    def _controls(self, texts: list[str]) -> set[str]:
+        """Which of ``texts`` (shaped "<…>" or "[…]") the server reads as control tokens. llama-server
+        says exactly: a text's tokens differ with ``parse_special`` off. All of them are asked at once
+        (joined by line breaks; one by one only when that finds one), so a page of tags costs two
+        requests. vLLM's /tokenize cannot turn parsing off: there a text of one token counts (a plain
+        one-token tag such as "<b>" then gets a harmless word joiner too), asked one by one."""
         if self.kind == "llama.cpp":
-            parsed = self._tokenize(text, special=False)
-            plain = self._tokenize(text, special=False, parse=False) if parsed is not None else None
-            return plain is not None and parsed != plain
-        if text[1:-1].isdigit():
-            return False
-        ids = self._tokenize(text, special=False)
-        return ids is not None and len(ids) == 1
+            def differs(text: str) -> bool:
+                parsed = self._tokenize(text, special=False)
+                plain = self._tokenize(text, special=False, parse=False) if parsed is not None else None
+                return plain is not None and parsed != plain
+
+            return {t for t in texts if differs(t)} if differs("\n".join(texts)) else set()
+        return {t for t in texts if len(self._tokenize(t, special=False) or ()) == 1}
 
     def _tokenize(self, text: str, *, special: bool, parse: bool = True) -> list[int] | None:
         """Token ids from the server's /tokenize (llama-server's or vLLM's); None where it has none.
