@@ -126,6 +126,37 @@ def test_rebuild_refuses_a_folder_that_is_not_an_index(tmp_path, small_corpus):
     assert (precious / "thesis.tex").exists()
 
 
+def test_an_index_is_never_written_into_or_deleted_from_a_folder_of_other_files(tmp_path, small_corpus, built_index,
+                                                                                settings):
+    """A project folder with its own meta.json passed as --index: tantivy's meta.json overwrote it
+    (plain `index`), and --rebuild took the folder for an unfinished index and deleted every file in
+    it. Both refuse now, leaving the folder as it was; --rebuild of a real index deletes only the
+    index's files; a file given as --index is one line, not an internal error."""
+    from ragcli.errors import UsageError
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "meta.json").write_text('{"name": "my project"}')
+    (project / "thesis.tex").write_text("do not delete")
+    for rebuild in (False, True):
+        with pytest.raises(UsageError, match="not a ragcli index"):
+            build_index([small_corpus], project, rebuild=rebuild)
+        assert sorted(p.name for p in project.iterdir()) == ["meta.json", "thesis.tex"], rebuild
+        assert (project / "meta.json").read_text() == '{"name": "my project"}'
+    with pytest.raises(UsageError, match="is a file"):
+        build_index([small_corpus], project / "thesis.tex")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "README.md").write_text("indexes go here")
+    assert build_index([small_corpus], empty).passages_total > 0  # an empty folder (a README aside) is fine
+    # --rebuild of an index that cannot be opened deletes its files, and only those
+    index = Path(settings.index)
+    (index / "notes.txt").write_text("mine")
+    (index / META_FILE).write_text("{ half-written")
+    assert build_index([small_corpus], index, rebuild=True).passages_total > 0
+    assert (index / "notes.txt").read_text() == "mine"
+
+
 def test_disk_full_during_commit_keeps_the_last_commit(built_index, settings, tmp_path, monkeypatch):
     from ragcli.retrieval import index as index_mod
 

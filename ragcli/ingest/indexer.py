@@ -177,6 +177,7 @@ def _open_target(index_dir: Path, rebuild: bool) -> tuple[TantivyIndex, str | No
     opened (corrupt, another schema version) is deleted first; a folder that is not an index
     never is."""
     existed = index_dir.exists()
+    removed = False
     if rebuild:
         try:
             return TantivyIndex.open(index_dir), None
@@ -185,9 +186,10 @@ def _open_target(index_dir: Path, rebuild: bool) -> tuple[TantivyIndex, str | No
                 TantivyIndex.remove(index_dir)
         except IndexMissingError:
             TantivyIndex.remove(index_dir)  # refuses a folder that is not an index
+        removed = True  # what was an index there is gone; files the user kept beside it stay
     if TantivyIndex.exists(index_dir):
         return TantivyIndex.open(index_dir), None
-    return TantivyIndex.create(index_dir), "index" if existed else "folder"
+    return TantivyIndex.create(index_dir, among_other_files=removed), "index" if existed else "folder"
 
 
 def _discard(index_dir: Path, created: str) -> None:

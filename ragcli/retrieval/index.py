@@ -107,6 +107,39 @@ class IndexMeta:
         _atomic_write(directory / META_FILE, json.dumps(self.__dict__, indent=2))
 
 
+# What an index folder holds: tantivy's segment files ("<uuid>.term", deletes "<uuid>.<opstamp>.del"),
+# its meta.json, .managed.json and locks, ragcli's two JSON files (and their .tmp while written), the lock
+_INDEX_FILE = re.compile(r"[0-9a-f]{32}\.(?:\d+\.)?(?:idx|pos|term|store|fast|fieldnorm|del)|meta\.json|\.managed\.json"
+                         r"|\.tantivy-(?:meta|writer)\.lock|(?:ragcli|ragcli-files)\.json(?:\.tmp)?|ragcli\.lock")
+
+
+def _foreign_files(directory: Path) -> list[str]:
+    """Names in ``directory`` no index writes (a README aside), or [] if it does not exist. A
+    ``meta.json`` counts as the index's only when it is tantivy's."""
+    if not directory.is_dir():
+        return []
+    out = []
+    for child in sorted(directory.iterdir()):
+        name = child.name
+        if name == "README.md":
+            continue
+        if not _INDEX_FILE.fullmatch(name) or not child.is_file() or name == "meta.json" and not _tantivy_meta(child):
+            out.append(name)
+    return out
+
+
+def _tantivy_meta(path: Path) -> bool:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and "segments" in data and "schema" in data
+
+
+def _some(names: list[str]) -> str:
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+
 def _atomic_write(path: Path, text: str) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(text, encoding="utf-8")
@@ -128,7 +161,7 @@ class TantivyIndex:
     def open(cls, directory: str | Path) -> "TantivyIndex":
         directory = Path(directory)
         if not (directory / META_FILE).is_file():
-            if directory.is_dir() and (directory / "meta.json").is_file():
+            if directory.is_dir() and _tantivy_meta(directory / "meta.json"):
                 raise IndexCorruptError(
                     f"{directory} holds a tantivy index that ragcli did not finish creating",
                     hint=f"rebuild it: ragcli index --rebuild --index {directory} PATH",
@@ -166,12 +199,23 @@ class TantivyIndex:
         return self
 
     @classmethod
-    def create(cls, directory: str | Path) -> "TantivyIndex":
+    def create(cls, directory: str | Path, *, among_other_files: bool = False) -> "TantivyIndex":
+        """A new index in ``directory``: a new folder, an empty one (a README and the lock aside), or one
+        holding only what an unfinished index left. Not a folder of other files (tantivy writes its own
+        ``meta.json``: a project's was overwritten), unless ``among_other_files`` (an index rebuilt where
+        one was, beside a file the user keeps there)."""
         import tantivy
 
         from ragcli import __version__
 
         directory = Path(directory)
+        if directory.exists() and not directory.is_dir():
+            raise UsageError(f"{directory} is a file, not a folder for an index",
+                             hint="give --index a new or empty folder")
+        foreign = [] if among_other_files else _foreign_files(directory)
+        if foreign:
+            raise UsageError(f"{directory} is not a ragcli index and holds other files ({_some(foreign)}); "
+                             "refusing to write an index among them", hint="give --index a new or empty folder")
         directory.mkdir(parents=True, exist_ok=True)
         index = tantivy.Index(_schema(), path=str(directory), reuse=False)
         meta = IndexMeta(ragcli_version=__version__)
@@ -180,22 +224,17 @@ class TantivyIndex:
 
     @staticmethod
     def remove(directory: str | Path) -> None:
-        """Delete an index directory (for --rebuild), refusing folders that are not indexes."""
-        import shutil
-
+        """Delete an index's files (for --rebuild): only the files an index is made of, so anything
+        else in a ragcli index's folder stays. A folder without ragcli's metadata that holds files no
+        index writes (a project with a meta.json of its own) is refused."""
         directory = Path(directory)
-        if not directory.exists():
+        if not directory.is_dir():
             return
-        if not ((directory / META_FILE).exists() or (directory / "meta.json").exists()):
-            if any(p for p in directory.iterdir() if p.name not in ("README.md", LOCK_FILE)):
-                raise UsageError(f"{directory} is not a ragcli index; refusing to delete it")
-            return
+        foreign = [] if (directory / META_FILE).is_file() else _foreign_files(directory)
+        if foreign:
+            raise UsageError(f"{directory} is not a ragcli index (it holds {_some(foreign)}); refusing to delete it")
         for child in directory.iterdir():
-            if child.name in ("README.md", LOCK_FILE):
-                continue
-            if child.is_dir():
-                shutil.rmtree(child)
-            else:
+            if _INDEX_FILE.fullmatch(child.name) and child.name != LOCK_FILE and child.is_file():
                 child.unlink()
 
     # ---------------------------------------------------------------- manifest of indexed files
