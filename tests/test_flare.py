@@ -393,6 +393,24 @@ def test_fitting_drops_pages_then_shortens_the_last_and_tokenizes_each_candidate
         strategy.fit_documents(big, lambda ds: "word " * 300, reserve=10)
 
 
+def test_a_page_of_one_long_word_is_cut_to_fit_not_dropped(settings):
+    """Base64 or minified data is one "word" of up to 20,000 characters: it could not be cut by words,
+    so it was dropped and the answer written from no document, without a word said."""
+    class ByChars(FakeGenerator):
+        def count_tokens(self, text):
+            return len(text) // 4 + 1
+
+    blob = Document("z", "dump.txt", "Checksum report for the zeppelin archive. " + "QUJD" * 5000, 1.0)
+    other = Document("y", "other.txt", "x" * 9000, 0.5)
+    build = lambda ds: "Question: What is the zeppelin archive report?\n" + "\n".join(d.text for d in ds)  # noqa: E731
+    gen = ByChars([], n_ctx=1024)
+    kept = Flare(gen, StaticRetriever([]), settings).fit_documents([blob, other], build, reserve=200)
+    assert [d.id for d in kept] == ["z"] and kept[0].text.startswith("Checksum report for the zeppelin archive.")
+    assert kept[0].text.endswith(" …") and gen.count_tokens(build(kept)) <= 824
+    tiny = Document("t", "t", "short " * 10, 1.0)  # a short page that does not fit is dropped, not cut
+    assert Flare(ByChars([], n_ctx=30), StaticRetriever([]), settings).fit_documents([tiny], build, reserve=4) == []
+
+
 def test_a_long_question_keeps_its_subject_and_the_draft_gets_its_own_budget(settings):
     """Queries were the first 32 words of whatever they were made of: a 40-word question lost its
     subject ("... when was Ulf Merbold born?" searched up to "present it to my"), and a question in

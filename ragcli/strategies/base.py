@@ -98,6 +98,9 @@ def _first_content_words(text: str, n: int) -> str:
     return " ".join(words)
 
 
+MIN_SHORTENED_CHARS = 120  # a page shorter than this is dropped, not cut, when it does not fit
+
+
 class Strategy:
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
@@ -387,8 +390,11 @@ class Strategy:
     def fit_documents(self, docs: Sequence[Document], build: Callable[[Sequence[Document]], str],
                       reserve: int) -> list[Document]:
         """Keep the prompt inside the context window: drop the lowest-ranked documents first,
-        then shorten the last one. Raises only when the prompt does not fit even without documents.
-        The kept documents come back in prompt order (``--page-order``: by rank, or the best last)."""
+        then shorten the last one (by words; by characters where it has few: a page of base64 or
+        minified data is one "word" of up to 20,000 characters, and was dropped, so the answer was
+        written from no document at all). Raises only when the prompt does not fit even without
+        documents. The kept documents come back in prompt order (``--page-order``: by rank, or the
+        best last)."""
         budget = self.gen.n_ctx - reserve
         fits = lambda ds: self.gen.count_tokens(build(ds)) <= budget  # noqa: E731
         kept = list(docs)
@@ -399,12 +405,13 @@ class Strategy:
                     hint="shorten the question or raise --ctx",
                 )
             d = kept[0]
-            words = d.text.split() if len(kept) == 1 else ()
-            if len(words) <= 20:  # another page to drop, or this one too short to shorten
+            if len(kept) > 1 or len(d.text) <= MIN_SHORTENED_CHARS:  # another page to drop, or too short to cut
                 kept.pop()
                 continue
-            kept[0] = Document(d.id, d.title, " ".join(words[: len(words) * 2 // 3]) + " …", d.score, d.source,
-                               d.location)
+            words = d.text.split()
+            text = (" ".join(words[: len(words) * 2 // 3]) if len(words) > 20
+                    else d.text[: len(d.text) * 2 // 3].rstrip())
+            kept[0] = Document(d.id, d.title, text + " …", d.score, d.source, d.location)
         if self.settings.page_order == "near" and len(kept) > 1:
             near = kept[::-1]
             if fits(near):  # token boundaries differ by order
