@@ -84,7 +84,7 @@ def index(
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Start the index over.")] = False,
     exclude: Annotated[Optional[list[str]], typer.Option("--exclude", "-x", help="gitignore-style pattern to skip (repeatable); a .ragcliignore file works too.")] = None,
     hidden: Annotated[bool, typer.Option("--hidden", help="Include hidden files and folders.")] = False,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Processes parsing PDF/HTML/text files (0: one per CPU); pays for PDF-heavy corpora on many cores.")] = 1,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=0, help="Processes parsing PDF/HTML/text files (0: one per CPU); pays for PDF-heavy corpora on many cores.")] = 1,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List each file read: passages, encoding, bad JSONL lines, or why it was skipped.")] = False,
     flags: dict | None = None,
 ) -> None:
@@ -179,7 +179,7 @@ def info(
 @with_settings("index")
 def search(
     query: Annotated[str, typer.Argument(help="Any text; no query syntax is needed or interpreted.")],
-    k: Annotated[int, typer.Option("-k", "--top", help="How many passages.")] = 5,
+    k: Annotated[int, typer.Option("-k", "--top", min=1, help="How many passages.")] = 5,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per passage.")] = False,
     flags: dict | None = None,
 ) -> None:

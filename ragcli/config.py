@@ -202,7 +202,7 @@ class Settings:
         if name in RANGES:
             low, high = RANGES[name]
             if not (low <= value <= high) or value != value:  # value != value: NaN
-                bounds = f"at least {low:g}" if high == math.inf else f"between {low:g} and {high:g}"
+                bounds = f"at least {_bound(low)}" if high == math.inf else f"between {_bound(low)} and {_bound(high)}"
                 raise UsageError(f"{label} must be {bounds}, got {value!r}")
         if name in PATHS:  # "~/notes-index" from a config file or the environment: the home folder
             value = os.path.expanduser(value)
@@ -300,9 +300,15 @@ RANGES: dict[str, tuple[float, float]] = {
     "read_cap": (0, math.inf),
     "n_gpu_layers": (-1, math.inf),
     "ctx": (256, math.inf),
+    "seed": (0, 2**32 - 1),  # llama.cpp's seed is unsigned (-1 was an internal error)
     **{name: (1, math.inf) for name in ("k", "max_tokens", "max_steps", "lookahead", "max_query_words",
                                          "stride", "query_len", "pool_cap")},
 }
+
+
+def _bound(x: float) -> str:
+    """1, 0.5, 4294967295 (not "4.29497e+09")."""
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
 def flag_name(name: str) -> str:

@@ -118,6 +118,10 @@ class Engine:
         if not question:
             raise UsageError("the question is empty")
         cls = self.strategy_class(settings.strategy, allow_eval=allow_eval)
+        if "upper" in cls.params and settings.upper < settings.lower:  # CRAG's two thresholds, each valid alone
+            raise UsageError(f"--upper ({settings.upper:g}) is below --lower ({settings.lower:g})",
+                             hint="a document scoring above --upper is correct, one below --lower incorrect: "
+                                  "--upper must be at least --lower")
         if cls.name != "none" and retriever is None:
             retriever = self.retriever  # opened and checked first: a missing index fails before a model loads
         generator = self.generator

@@ -12,6 +12,7 @@ import pytest
 from ragcli import cli, engine
 from ragcli.generation.fake import FakeGenerator, toks
 from ragcli.strategies import STRATEGIES
+from tests.conftest import ROOT
 
 
 def call(argv, capsys):
@@ -221,6 +222,12 @@ def test_ctrl_c_says_interrupted_and_exits_130(tmp_path, capsys, monkeypatch):
     (["bogus"], "No such command 'bogus'"),
     (["index"], "Missing argument"),
     (["ask", "--k", "many", "q"], "Invalid value for '--k'"),
+    # counts below 1 ran a third of the questions, printed an empty table or failed inside (exit 1)
+    (["eval", "run", "q.jsonl", "--sample", "-1"], "Invalid value for '--sample'"),
+    (["eval", "run", "q.jsonl", "--limit", "-2"], "Invalid value for '--limit'"),
+    (["eval", "run", "q.jsonl", "--per-dataset", "0"], "Invalid value for '--per-dataset'"),
+    (["search", "x", "-k", "0"], "Invalid value for '-k'"),
+    (["index", ".", "--jobs", "-1"], "Invalid value for '--jobs'"),
 ])
 def test_usage_errors_print_usage_and_exit_2_not_internal_error(argv, says, capsys):
     code, out, err = call(argv, capsys)
@@ -237,6 +244,17 @@ def test_out_of_range_flag_is_a_one_line_error_with_exit_2(capsys):
     assert (code, err.strip()) == (2, "error: --page-order must be one of rank, near, got 'bogus'")
     code, out, err = call(["ask", "q", "--web-timeout", "inf"], capsys)  # overflowed the thread wait: exit 1
     assert (code, err.strip()) == (2, "error: --web-timeout must be between 0.1 and 3600, got inf")
+    code, out, err = call(["ask", "q", "--seed", "-1"], capsys)  # llama.cpp's seed is unsigned: was exit 1
+    assert (code, err.strip()) == (2, "error: --seed must be between 0 and 4294967295, got -1")
+
+
+def test_settings_that_contradict_each_other_and_an_empty_strategy_list_are_refused(capsys, built_index, settings):
+    code, out, err = call(["ask", "q", "--strategy", "crag", "--upper", "0.1", "--lower", "0.5",
+                           "--index", settings.index], capsys)
+    assert code == 2 and err.startswith("error: --upper (0.1) is below --lower (0.5)")
+    code, out, err = call(["eval", "run", str(ROOT / "examples" / "sample_questions.jsonl"), "--strategy", " , ",
+                           "--index", settings.index], capsys)
+    assert (code, err.splitlines()[0]) == (2, "error: --strategy names no strategy (e.g. --strategy single,flare)")
 
 
 def test_a_missing_index_is_reported_before_the_model_is_loaded(tmp_path, capsys):

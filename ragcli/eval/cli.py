@@ -11,6 +11,7 @@ import typer
 
 from ragcli.cli_support import stderr_console, with_settings
 from ragcli.config import Settings, flag_name
+from ragcli.errors import UsageError
 
 
 
@@ -45,10 +46,10 @@ def eval_run(
     lower: Annotated[Optional[str], typer.Option(help="Comma-separated grid")] = None,
     only_dataset: Annotated[Optional[str], typer.Option("--dataset", help="Keep these datasets (comma-separated).")] = None,
     only_type: Annotated[Optional[str], typer.Option("--type", help="Keep these question types.")] = None,
-    limit: Annotated[Optional[int], typer.Option(help="First N questions (after filters and sampling).")] = None,
-    per_dataset: Annotated[Optional[int], typer.Option("--per-dataset", help="First N questions of each data set (after filters).")] = None,
+    limit: Annotated[Optional[int], typer.Option(min=1, help="First N questions (after filters and sampling).")] = None,
+    per_dataset: Annotated[Optional[int], typer.Option("--per-dataset", min=1, help="First N questions of each data set (after filters).")] = None,
     skip_per_dataset: Annotated[int, typer.Option("--skip-per-dataset", min=0, help="Leave out the first N questions of each data set, before --per-dataset: a held-out slice, not the questions used while tuning.")] = 0,
-    sample: Annotated[Optional[int], typer.Option(help="Random sample of N questions.")] = None,
+    sample: Annotated[Optional[int], typer.Option(min=1, help="Random sample of N questions.")] = None,
     sample_seed: Annotated[int, typer.Option("--sample-seed", help="Seed for --sample.")] = 0,
     corpus: Annotated[Optional[Path], typer.Option(help="Corpus JSONL to index (default: the dataset's own paragraphs).")] = None,
     out: Annotated[Optional[Path], typer.Option(help="Per-question results JSONL (resumable with the same settings and model).")] = None,
@@ -65,8 +66,6 @@ def eval_run(
 
     base = Settings.resolve(dict(flags or {}))
     if workers > 1 and base.backend != "openai":
-        from ragcli.errors import UsageError
-
         raise UsageError("--workers runs questions in parallel against a server: it needs --backend openai",
                          hint="the in-process model answers one question at a time")
     examples = ds.load_examples(dataset, dataset=only_dataset, type_=only_type, limit=limit, sample=sample,
@@ -114,7 +113,10 @@ def _run_specs(base: Settings, strategy: str, grid: dict[str, str]) -> list:
     for name, values in grid_values.items():
         for v in values:
             base.copy().set(name, v, label=flag_name(name))
-    return runner.expand_grid([s.strip() for s in strategy.split(",") if s.strip()], grid_values)
+    names = [s.strip() for s in strategy.split(",") if s.strip()]
+    if not names:
+        raise UsageError("--strategy names no strategy", hint="e.g. --strategy single,flare")
+    return runner.expand_grid(names, grid_values)
 
 
 def _open_index(base: Settings, dataset: Path, corpus: Path | None) -> None:
