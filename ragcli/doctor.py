@@ -63,7 +63,7 @@ def _model(settings: Settings) -> Check:
 
     try:
         path = models.resolve(settings.model, download=False) if settings.model else embedded_model_path()
-        check_gguf(path)
+        check_gguf(path, complete=True)
         return Check("model", True, f"{path} ({path.stat().st_size / 1e6:.0f} MB)")
     except ModelError as exc:
         return Check("model", False, exc.message, exc.hint or "pass --model PATH.gguf")

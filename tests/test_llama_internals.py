@@ -41,3 +41,46 @@ def test_llama_exposes_what_the_generator_reads():
     src = inspect.getsource(llama_cpp.Llama.__init__)
     for attr in ("self._model", "self._ctx", "self._batch", "self.context_params"):
         assert attr in src, attr
+
+
+def _gguf(tmp_path, name="m.gguf"):
+    """A minimal GGUF v3 file written by hand: two F32 tensors of 8 and 4 values, no metadata."""
+    import struct
+
+    def s(text):
+        return struct.pack("<Q", len(text)) + text.encode()
+
+    head = b"GGUF" + struct.pack("<IQQ", 3, 2, 0)
+    head += s("a") + struct.pack("<IQIQ", 1, 8, 0, 0)  # name, n_dims, dims, type F32, offset
+    head += s("b") + struct.pack("<IQIQ", 1, 4, 0, 32)
+    head += b"\0" * (-len(head) % 32)  # the data section starts aligned to 32
+    path = tmp_path / name
+    path.write_bytes(head + b"\1" * 48)
+    return path, len(head) + 48
+
+
+def test_a_gguf_file_cut_short_is_found_by_ggmls_own_reader(tmp_path):
+    """`doctor` called a truncated model ok (only the magic number was checked) and `ask` said only
+    that llama.cpp could not load it. ggml's gguf reader (through llama_cpp._ggml's libggml) gives
+    the size the tensors need."""
+    from ragcli.errors import ModelError
+    from ragcli.generation.llama import check_gguf, gguf_data_end
+
+    path, size = _gguf(tmp_path)
+    assert gguf_data_end(path) == size
+    check_gguf(path, complete=True)
+    data = path.read_bytes()
+    path.write_bytes(data[:-1])
+    assert gguf_data_end(path) == size
+    with pytest.raises(ModelError, match="cut short"):
+        check_gguf(path, complete=True)
+    check_gguf(path)  # the quick check at every start reads the magic number only
+    from ragcli import doctor
+    from ragcli.config import Settings
+
+    check = doctor._model(Settings(index=".", model=str(path)))
+    assert not check.ok and "cut short" in check.detail
+    path.write_bytes(data[:40])  # the header itself cut
+    assert gguf_data_end(path) is None
+    with pytest.raises(ModelError, match="not a complete GGUF file"):
+        check_gguf(path, complete=True)

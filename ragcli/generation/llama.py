@@ -95,13 +95,62 @@ def read_metadata(path: Path) -> dict[str, str]:
         raise ModelError(f"llama.cpp could not read {path}: {exc}") from None
 
 
-def check_gguf(path: Path) -> None:
+def check_gguf(path: Path, *, complete: bool = False) -> None:
+    """Raise ModelError unless ``path`` is a GGUF file; with ``complete``, also unless it holds all
+    of its tensors' data (a copy or download cut short passed the magic-number test, and
+    `ragcli doctor` called such a file ok). ``complete`` reads the metadata with ggml's own GGUF
+    reader (``gguf_data_end``): a moment for a 7B model's file, so `doctor` and a failed load use it,
+    not every start."""
     if not path.is_file():
         raise ModelError(f"model file not found: {path}")
     with path.open("rb") as fh:
         magic = fh.read(4)
     if magic != b"GGUF":
         raise ModelError(f"{path} is not a GGUF model file", hint="pass a .gguf file made for llama.cpp")
+    if complete:
+        size, needed = path.stat().st_size, gguf_data_end(path)
+        if needed is None:
+            raise ModelError(f"{path} is not a complete GGUF file: its header cannot be read "
+                             f"({size / 1e6:.0f} MB)", hint="download or copy the model again")
+        if size < needed:
+            raise ModelError(f"{path} is cut short: {size / 1e6:.0f} MB of the {needed / 1e6:.0f} MB its "
+                             "tensors need", hint="download or copy the model again")
+
+
+def gguf_data_end(path: Path) -> int | None:
+    """The size a GGUF file must have to hold all its tensors (the data section's start plus the end
+    of its last tensor), from ggml's own reader (``gguf_init_from_file`` with ``no_alloc``: metadata
+    only), through llama-cpp-python's handle on libggml (``llama_cpp._ggml``, an internal module: see
+    test_llama_internals); None when the metadata itself cannot be read."""
+    import ctypes
+
+    from llama_cpp._ggml import libggml
+
+    class _Params(ctypes.Structure):
+        _fields_ = [("no_alloc", ctypes.c_bool), ("ctx", ctypes.c_void_p)]
+
+    lib = libggml
+    lib.gguf_init_from_file.argtypes = [ctypes.c_char_p, _Params]
+    lib.gguf_init_from_file.restype = ctypes.c_void_p
+    lib.gguf_get_n_tensors.argtypes = [ctypes.c_void_p]
+    lib.gguf_get_n_tensors.restype = ctypes.c_int64
+    lib.gguf_get_data_offset.argtypes = [ctypes.c_void_p]
+    lib.gguf_get_data_offset.restype = ctypes.c_size_t
+    for name in ("gguf_get_tensor_offset", "gguf_get_tensor_size"):
+        getattr(lib, name).argtypes = [ctypes.c_void_p, ctypes.c_int64]
+        getattr(lib, name).restype = ctypes.c_size_t
+    lib.gguf_free.argtypes = [ctypes.c_void_p]
+    lib.gguf_free.restype = None
+    with _quiet_stderr():  # ggml prints why a header fails; the caller says it in one line
+        ctx = lib.gguf_init_from_file(os.fsencode(path), _Params(True, None))
+    if not ctx:
+        return None
+    try:
+        ends = [lib.gguf_get_tensor_offset(ctx, i) + lib.gguf_get_tensor_size(ctx, i)
+                for i in range(lib.gguf_get_n_tensors(ctx))]
+        return lib.gguf_get_data_offset(ctx) + max(ends, default=0)
+    finally:
+        lib.gguf_free(ctx)
 
 
 # Exactness of the KV cache. Reusing KV computed by a differently shaped batch (or by one-token
@@ -167,6 +216,7 @@ class LlamaGenerator:
             with _quiet_stderr():
                 self.llm = Llama(**kwargs)
         except (ValueError, RuntimeError) as exc:
+            check_gguf(model_path, complete=True)  # a file cut short: said as such
             raise ModelError(f"llama.cpp could not load {model_path}: {exc}",
                              hint="check the file is a complete GGUF model, or lower --ctx") from None
         self.model_path = model_path
