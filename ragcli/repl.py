@@ -177,7 +177,8 @@ class Repl:
                 interrupts = 0 if typed else interrupts + 1
                 if interrupts >= 2:
                     return 0
-                self.console.print("[dim](Ctrl-C again or Ctrl-D to leave)[/]")
+                if interrupts:  # not after clearing a line: one Ctrl-C more would not leave then
+                    self.console.print("[dim](Ctrl-C again or Ctrl-D to leave)[/]")
                 continue
             except EOFError:
                 return 0

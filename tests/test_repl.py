@@ -125,6 +125,7 @@ def test_ctrl_c_on_a_typed_line_clears_it_and_does_not_count_toward_leaving(sett
     repl, code, err, out = drive(make_repl(settings.copy(strategy="none"), built_index),
                                  "\x03abc\x03Still here?\r\x03\x03")
     assert [e.question for e in repl.transcript] == ["Still here?"] and code == 0
+    assert err.count("Ctrl-C again") == 2  # not when a line was cleared: the next Ctrl-C would not leave
 
 
 def test_an_input_history_that_cannot_be_written_warns_once(settings, built_index, monkeypatch, tmp_path):
