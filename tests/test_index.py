@@ -249,10 +249,17 @@ def test_interrupted_indexing_keeps_the_last_commit(small_corpus, settings, tmp_
         if calls["n"] == 3:
             raise KeyboardInterrupt
 
+    updated = TantivyIndex.open(settings.index).meta.updated
     with pytest.raises(KeyboardInterrupt):
         build_index([more], Path(settings.index), on_progress=interrupt, commit_every=2)
     idx = TantivyIndex.open(settings.index)
     assert idx.num_passages() >= before  # opens, holds what was committed
+    assert idx.meta.updated > updated  # `info` tells when the index last changed, interrupted or not
+    fresh = tmp_path / "fresh"
+    calls["n"] = 0
+    with pytest.raises(KeyboardInterrupt):  # a new index's first commit: "updated" was 0.0
+        build_index([more], fresh, on_progress=interrupt, commit_every=2)
+    assert TantivyIndex.open(fresh).meta.updated > 0
     manifest = idx.load_manifest()
     committed = [k for k in manifest if "/more/" in k]
     assert len(committed) == 2  # the first batch of two was committed before the interrupt

@@ -256,6 +256,8 @@ class _Run:
         self.pending.clear()
         self.pending_removed.clear()
         self.index.save_manifest(self.manifest)
+        self.index.meta.updated = time.time()  # what `info` shows, right even if this run is interrupted later
+        self.index.meta.save(self.index.directory)
         self.batch = 0
         self.commits += 1
 
