@@ -618,3 +618,21 @@ def test_a_big_legacy_file_is_judged_on_its_lines_beyond_ascii(codec, text):
 
     decoded = decode(text.encode(codec))
     assert decoded.text == text and decoded.replaced == 0
+
+
+def test_sources_are_named_as_the_user_named_the_folder(tmp_path, monkeypatch):
+    """A folder named by an absolute path keeps it in its sources: `cd /tmp; ragcli index /tmp/nu/notes`
+    showed "nu/notes/a.md:1", which opens from /tmp only. A relative name stays relative."""
+    notes = tmp_path / "nu" / "notes"
+    notes.mkdir(parents=True)
+    (notes / "a.md").write_text("# Moons\n\nPhobos and Deimos orbit Mars.\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+
+    def locations(index):
+        idx = TantivyIndex.open(index)
+        return [d.location for d in idx.search("Phobos", k=1)]
+
+    build_index([notes], tmp_path / "abs")
+    assert locations(tmp_path / "abs") == [f"{notes / 'a.md'}:3"]
+    build_index([Path("nu/notes")], tmp_path / "rel")
+    assert locations(tmp_path / "rel") == ["nu/notes/a.md:3"]

@@ -99,6 +99,13 @@ def display_path(path: Path) -> str:
     return os.fsencode(shown).decode("utf-8", "backslashreplace")
 
 
+def shown_path(info: FileInfo) -> str:
+    """How a file's passages name it: as ``display_path`` does, but in full when the user named its
+    file or folder by an absolute path (`cd /tmp; ragcli index /home/me/notes` gave "home/me/notes/…",
+    a path that opens from /tmp only)."""
+    return str(info.path) if info.absolute else display_path(info.path)
+
+
 def file_hash(path: Path, algorithm: str = "sha1") -> str:
     h = hashlib.new(algorithm)
     with path.open("rb") as fh:
@@ -294,7 +301,7 @@ class _Run:
 
     def index_file(self, info: FileInfo) -> None:
         key = str(info.path)
-        shown = display_path(info.path)
+        shown = shown_path(info)
         previous = self.manifest.get(key)
         report = self.report
         if not _changed(info, previous):
@@ -425,7 +432,7 @@ class _Parsers:
         while self.pool is not None and self.queue and len(self.futures) < self.ahead:
             info = self.queue.pop(0)
             try:
-                self.futures[info.path] = self.pool.submit(_parse, str(info.path), display_path(info.path))
+                self.futures[info.path] = self.pool.submit(_parse, str(info.path), shown_path(info))
             except BrokenProcessPool:
                 self._broken()
 

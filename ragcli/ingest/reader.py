@@ -38,6 +38,7 @@ class FileInfo:
     path: Path
     size: int
     mtime_ns: int
+    absolute: bool = False  # named by an absolute path on the command line: shown so, wherever ragcli runs
 
 
 @dataclass
@@ -138,7 +139,7 @@ def iter_files(paths: list[Path], *, include_hidden: bool = False, exclude: Iter
                 if on_skip is not None:
                     on_skip(path, "its name is not valid UTF-8 (rename it to index it)")
                 continue
-            yield FileInfo(Path(key), st.st_size, st.st_mtime_ns)
+            yield FileInfo(Path(key), st.st_size, st.st_mtime_ns, root.is_absolute())
 
 
 def _unreachable(path: Path, exc: BaseException) -> str:
