@@ -220,6 +220,19 @@ def test_a_repeated_regenerated_sentence_ends_the_answer(settings):
     assert len(of(events, SentenceCommitted)) == 1
 
 
+def test_a_flagged_draft_that_repeats_the_answer_ends_it_without_a_search(settings):
+    """A looping model's flagged drafts were searched with and regenerated, one wasted search each,
+    until a regeneration happened to repeat word for word ("It has a thick atmosphere." drafted three
+    more times): a flagged draft that repeats the answer ends it, as an accepted one does."""
+    gen = FakeGenerator([toks(" It has a thick atmosphere.", 0.9) + [(" X", 0.9)],
+                         toks(" It has a thick atmosphere.", 0.1) + [(" X", 0.1)],
+                         toks(" Its atmosphere is thick and thick.", 0.9) + [(" X", 0.9)]])
+    events, r = run(Flare, gen, settings.copy(theta=0.5, max_steps=10, max_tokens=1000), question="Tell me about Venus.")
+    fin = of(events, AnswerFinished)[0]
+    assert fin.stop_reason == "repetition" and fin.answer == "It has a thick atmosphere."
+    assert len(r.queries) == 1 and len(gen.calls) == 2  # the question's search; no search with the repeat
+
+
 def test_instruct_runs_the_query_and_strips_the_marker(settings):
     gen = FakeGenerator([
         toks(" Rome was founded by Romulus. [Search(Romulus father)]", 0.9),

@@ -173,6 +173,9 @@ class Flare(Strategy):
                         break
                     continue
                 yield DraftSentence(draft, tuple(low), accepted=False)
+                if not explain and self.repeated(draft, answer):  # looping: a search would not end it
+                    yield self.notice(REPEATED, "warning")
+                    break
                 docs = yield from self._query_and_retrieve(question, draft, low, trigger)
                 if explain:
                     # A short answer's explanation is there to find what the answer needs; the final
