@@ -440,6 +440,11 @@ def test_a_long_question_keeps_its_subject_and_the_draft_gets_its_own_budget(set
     both = strategy.trim_query(question, draft)
     assert "Merbold" in both and "word0" in both and "word31" in both and "word32" not in both
     assert strategy.trim_query("the of and a an " * 10 + "zeta") .endswith("zeta")  # stop words cost nothing
+    # pasted notes, then the ask: the first 32 content words were all preamble, "Mars" never searched
+    notes = " ".join(f"Note {i} says the probe logged reading number {i} on its route." for i in range(60))
+    asked = strategy.question_query(f"{notes} Given all that, what are the moons of Mars?").text
+    assert asked.endswith("what are the moons of Mars?") and asked.startswith("Note 0 says")
+    assert "Note 5 " not in asked  # the start fills what the ask leaves of the 32 content words
 
 
 def test_a_final_read_of_a_long_answer_writes_the_whole_paragraph_again(settings):

@@ -81,6 +81,20 @@ def _closest_sentence(text: str, words: set[str]) -> str:
     return best
 
 
+def _question_words(text: str, n: int) -> str:
+    """``text`` (a question) up to its ``n``-th content word; a longer one (a question after pasted
+    context, "<5,000 characters of notes> … what are the moons of Mars?") keeps its last question
+    (the last sentence ending in "?", else its last sentence) first, then its start: the first ``n``
+    content words were the preamble alone, and the search never saw what was asked."""
+    if len(content_words(text)) <= n:
+        return _first_content_words(text, n)
+    sentences = split_sentences(text)
+    ask = next((s for s in reversed(sentences) if s.rstrip().endswith(("?", "？"))), sentences[-1] if sentences else "")
+    ask = _first_content_words(ask, n)
+    room = n - sum(1 for w in WORD.findall(ask) if is_content_word(w))
+    return f"{_first_content_words(text, room)} {ask}".strip() if room > 0 else ask
+
+
 def _clip(text: str, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 1].rstrip() + "…"
 
@@ -385,7 +399,7 @@ class Strategy:
         budget of all words cut a 40-word question before its subject and left a chat follow-up's
         draft and answer out of every search."""
         n = self.settings.max_query_words
-        return f"{_first_content_words(text, n)} {_first_content_words(then, n)}".strip()
+        return f"{_question_words(text, n)} {_first_content_words(then, n)}".strip()
 
     def fit_documents(self, docs: Sequence[Document], build: Callable[[Sequence[Document]], str],
                       reserve: int) -> list[Document]:
