@@ -80,7 +80,7 @@ def main(
 @app.command()
 @with_settings("index")
 def index(
-    paths: Annotated[list[Path], typer.Argument(help="Files or folders (.txt, .md, .rst, .html, .pdf, code, .jsonl).", show_default=False)],
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders (.txt, .md, .rst, .html, .pdf, code, .jsonl).", show_default=False, readable=False)],
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Start the index over.")] = False,
     exclude: Annotated[Optional[list[str]], typer.Option("--exclude", "-x", help="gitignore-style pattern to skip (repeatable); a .ragcliignore file works too.")] = None,
     hidden: Annotated[bool, typer.Option("--hidden", help="Include hidden files and folders.")] = False,

@@ -197,7 +197,8 @@ class Repl:
             except RagcliError as exc:
                 self.console.print(f"[red]error:[/] {escape(exc.message)}" + (f" ({escape(exc.hint)})" if exc.hint else ""))
             except OSError as exc:  # e.g. /save to a folder that does not exist: the session goes on
-                self.console.print(f"[red]error:[/] {escape(str(exc))}")
+                said = f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else str(exc)
+                self.console.print(f"[red]error:[/] {escape(said)}")
 
     def ask(self, question: str) -> Exchange | None:
         from ragcli.render.live import RichLiveRenderer

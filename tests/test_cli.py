@@ -299,3 +299,18 @@ def test_doctor_says_an_index_from_before_the_cjk_field_wants_a_rebuild(built_in
     (Path(settings.index) / "ragcli.json").write_text(json.dumps(meta))
     check = doctor._index(settings)
     assert check.ok and check.warn_only and "schema 1" in check.detail and "--rebuild" in check.fix
+
+
+def test_an_unreadable_path_is_the_indexers_to_report_not_a_usage_error(tmp_path, capsys, monkeypatch):
+    """Typer checked paths for readability itself: an unreadable file or folder printed the usage block
+    ("Invalid value for 'PATHS...'") where a missing one is one `error:` line, and one unreadable path
+    among several stopped them all. The indexer reads each path and reports what it cannot read."""
+    import os
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.txt").write_text("Wombats dig burrows.", encoding="utf-8")
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode, *a, **k: False if mode & os.R_OK else real_access(path, mode))
+    code, out, err = call(["index", str(notes), "--index", str(tmp_path / "idx")], capsys)
+    assert code == 0 and "Usage:" not in err

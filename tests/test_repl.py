@@ -188,3 +188,11 @@ def test_a_setting_the_model_is_made_with_makes_a_new_one_when_changed(settings,
     engine.generator
     engine.generator
     assert made == [False, True]
+
+
+def test_save_to_a_folder_that_does_not_exist_is_one_plain_line(settings, built_index, tmp_path):
+    target = tmp_path / "no" / "such" / "t.md"
+    repl, code, err, out = drive(make_repl(settings.copy(strategy="none"), built_index),
+                                 f"Which shrub grows in Japan?\r/save {target}\r/exit\r")
+    assert code == 0 and f"error: {target}: No such file or directory" in " ".join(err.split())
+    assert "Errno" not in err
