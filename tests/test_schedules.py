@@ -185,10 +185,26 @@ def test_self_ask_retrieves_once_per_follow_up(settings):
     assert of(events, AnswerFinished)[0].answer == "So the answer is Mars."
 
 
+def test_self_ask_asks_a_follow_up_once_then_for_the_final_answer(settings):
+    """A small model asked the same follow-up again and got the same pages and intermediate answer,
+    until the steps ran out: a follow-up asked before asks for the final answer instead."""
+    gen = FakeGenerator([
+        toks("Follow up: Who founded Rome?\n", 0.9), toks(" Romulus founded Rome.", 0.9),
+        toks("Follow up: who founded Rome\n", 0.9),
+        toks(" Romulus", 0.9),
+    ])
+    events, r = run(SelfAsk, gen, settings, question="Who was the father of Rome's founder?")
+    assert r.queries == ["Who founded Rome?"]
+    fin = of(events, AnswerFinished)[0]
+    assert fin.answer == "So the answer is Romulus." and fin.stop_reason == "end"
+    assert gen.calls[-1]["prompt"].endswith("Intermediate answer: Romulus founded Rome.\nSo the final answer is:")
+
+
 def test_self_ask_generates_within_max_tokens(settings):
     """Follow-ups, intermediate and final answers share --max-tokens: each call is given what is left,
     and the run stops with "max_tokens" when it is spent."""
-    script = [toks("Follow up: Who founded Rome?\n", 0.9), toks(" Romulus founded Rome.", 0.9)] * 5
+    script = [t for i in range(5) for t in (toks(f"Follow up: Who founded town {i}?\n", 0.9),
+                                             toks(" Romulus founded it.", 0.9))]
     gen = FakeGenerator(script)
     events, _ = run(SelfAsk, gen, settings.copy(max_tokens=12), question="Who was the father of Rome's founder?")
     assert gen.calls[0]["max_tokens"] == 12

@@ -28,6 +28,7 @@ class SelfAsk(Strategy):
         stop_reason = "max_steps"
         final = ""
         used = 0  # tokens generated: follow-ups, intermediate and final answers share --max-tokens
+        asked: set[str] = set()  # follow-ups searched so far (a small model asks one again and again)
 
         def budget(cap: int) -> int:
             return min(cap, st.max_tokens - used)
@@ -48,9 +49,11 @@ class SelfAsk(Strategy):
                 scratch += text[: done.start()]
                 stop_reason = "end"
                 break
-            if not follow:
-                # the model wrote neither: ask it for the final answer directly
-                scratch += text.rstrip() + "\nSo the final answer is:"
+            repeat = follow is not None and _key(follow.group(1)) in asked
+            if not follow or repeat:
+                # the model wrote neither, or a follow-up it already asked: ask for the final answer
+                said = (text[: follow.start()] if repeat else text).strip()
+                scratch += (said + "\n" if said else "") + "So the final answer is:"
                 if budget(1) <= 0:
                     stop_reason = "max_tokens"
                     break
@@ -61,6 +64,7 @@ class SelfAsk(Strategy):
                 stop_reason = "end"
                 break
             sub = follow.group(1).strip()
+            asked.add(_key(sub))
             scratch += text[: follow.end()].rstrip() + "\n"
             self.stats.retrieval_opportunities += 1
             docs = yield from self.retrieve(Query(sub, "follow-up"), "follow-up question")
@@ -81,3 +85,8 @@ class SelfAsk(Strategy):
                 yield self.notice(line)
         answer = f"So the answer is {final.rstrip('.')}." if final else scratch.strip()
         yield self.finish(answer, stop_reason)
+
+
+def _key(question: str) -> str:
+    """A follow-up question as compared with earlier ones: its words, case and punctuation aside."""
+    return " ".join(re.findall(r"\w+", question.lower()))
