@@ -10,9 +10,9 @@ import regex
 # (a vowel sign or virama is a mark, not a letter), and so did every word of Hindi, Tamil, Thai or
 # vowel-marked Arabic: citations went by fragments ("सूरत" matched "भारत" by "रत"), masks hid pieces.
 WORD = regex.compile(r"[\w\p{M}\p{N}]+")  # \p{N}: "km²" and "½" as Python's \w took them
-# A word as a reader sees it: with inner apostrophes and hyphens ("O'Neill", "well-known"); what a
-# masked query hides whole.
-WHOLE_WORD = regex.compile(r"[\w\p{M}\p{N}]+(?:['’-][\w\p{M}\p{N}]+)*")
+# A word as a reader sees it: with inner apostrophes and hyphens ("O'Neill", "well-known") and a number's
+# decimal point or separator ("4.5", "1,200"); what a masked query hides whole.
+WHOLE_WORD = regex.compile(r"[\w\p{M}\p{N}]+(?:(?:['’-]|(?<=\p{N})[.,](?=\p{N}))[\w\p{M}\p{N}]+)*")
 
 STOPWORDS = frozenset(
     """a about above after again against all also am an and any are as at be because been before being

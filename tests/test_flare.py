@@ -170,6 +170,12 @@ def test_masks_hide_whole_words_never_pieces_nor_punctuation():
     q = masked_query(sentence, ProbTrigger(0.5, 0.4).masked(sentence), max_words=32)
     assert q.shown == "He was born in ▁▁▁ in ▁▁▁."
     assert q.text == "He was born in in"
+    # a number with a decimal point or thousands separator is one word: "▁▁▁.▁▁▁" hid "4" and "5" apart
+    sentence = Sentence("", (Token(" It", 0.0), Token(" cost", 0.0), Token(" 4", -3.0), Token(".", -3.0),
+                             Token("5", -0.1), Token(" million", 0.0), Token(",", 0.0), Token(" 1", 0.0),
+                             Token(",", 0.0), Token("200", -3.0), Token(" men", 0.0), Token(".", 0.0)))
+    q = masked_query(sentence, ProbTrigger(0.5, 0.4).masked(sentence), max_words=32)
+    assert (q.shown, q.text) == ("It cost ▁▁▁ million, ▁▁▁ men.", "It cost million men")
 
 
 def test_a_chinese_draft_masks_its_uncertain_characters_not_the_whole_clause():

@@ -66,6 +66,17 @@ def test_low_tokens_are_styled():
     assert "underline" in html  # the low-probability token is underlined
 
 
+def test_a_draft_with_many_low_tokens_says_how_many_are_not_listed():
+    """The draft line listed 6 low tokens and dropped the rest without a mark, while the search's
+    reason counted 8."""
+    err = Console(record=True, width=300)
+    r = RichLiveRenderer(highlight=0.4, err=err, out=Console(file=io.StringIO()))
+    low = tuple(Token(f" w{i}", math.log(0.1)) for i in range(8))
+    r.handle(DraftSentence(Sentence(" ".join(t.text for t in low), low), low, accepted=False))
+    line = err.export_text()
+    assert "✗ low: w0=0.10, w1=0.10, w2=0.10, w3=0.10, w4=0.10, w5=0.10, … 2 more" in line
+
+
 def test_plain_renderer_has_no_escape_codes():
     out, err = io.StringIO(), io.StringIO()
     r = PlainRenderer(out, err)

@@ -37,6 +37,7 @@ COMMITTED = "bold"
 
 LABEL_WIDTH = 14  # "   sentence │ "
 CONTINUED = " " * (LABEL_WIDTH - 2) + "│ "
+LOW_SHOWN = 6  # low tokens listed by name on a draft line; the count of the rest follows
 
 
 def _label(name: str) -> str:
@@ -247,8 +248,10 @@ class RichLiveRenderer:
         line = Text(_label("draft"), style="cyan")
         line.append_text(self._sentence_text(sentence, draft=True))
         if low:
-            probs = ", ".join(f"{safe(t.text.strip())}={t.prob:.2f}" for t in low[:6])
-            line.append(f"   ✗ low: {probs}", style="red")
+            shown = LOW_SHOWN
+            probs = ", ".join(f"{safe(t.text.strip())}={t.prob:.2f}" for t in low[:shown])
+            more = f", … {len(low) - shown} more" if len(low) > shown else ""
+            line.append(f"   ✗ low: {probs}{more}", style="red")
         return line
 
     def close(self) -> None:
