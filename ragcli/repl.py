@@ -104,7 +104,7 @@ class Repl:
 
         from ragcli.strategies import STRATEGIES
 
-        settings_names = Settings.names()
+        settings_names = [name.replace("_", "-") for name in Settings.names()]  # as `config show` names them
 
         class SlashCompleter(Completer):
             def get_completions(self, document, complete_event):
@@ -268,13 +268,13 @@ class Repl:
             else:
                 if args[0].replace("-", "_") == "strategy":  # as /strategy checks it: eval-only ones are refused
                     self.engine.strategy_class(args[1])
-                self.settings.set(args[0], args[1])
+                self.settings.set(args[0], args[1], label=args[0].replace("_", "-"))
                 self.settings._sources[args[0].replace("-", "_")] = "/set"
-                self.console.print(f"{args[0]} → {getattr(self.settings, args[0].replace('-', '_'))}")
+                self.console.print(f"{args[0].replace('_', '-')} → {getattr(self.settings, args[0].replace('-', '_'))}")
         elif cmd == "/show":
             table = Table("setting", "value", "from")
             for name, value in self.settings.to_dict().items():
-                table.add_row(name, escape(str(value)), self.settings.source(name))
+                table.add_row(name.replace("_", "-"), escape(str(value)), self.settings.source(name))  # as `config show`
             self.console.print(table)
         elif cmd == "/sources":
             if not self.transcript:

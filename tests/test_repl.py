@@ -196,3 +196,12 @@ def test_save_to_a_folder_that_does_not_exist_is_one_plain_line(settings, built_
                                  f"Which shrub grows in Japan?\r/save {target}\r/exit\r")
     assert code == 0 and f"error: {target}: No such file or directory" in " ".join(err.split())
     assert "Errno" not in err
+
+
+def test_settings_are_named_in_the_repl_as_config_show_names_them(settings, built_index):
+    """`/show settings` and `/set` said max_tokens where `config show` and the flags say max-tokens."""
+    repl, code, err, out = drive(make_repl(settings.copy(strategy="none"), built_index),
+                                 "/set max-tokens 0\r/set max_tokens 50\r/show settings\r/exit\r")
+    assert "max-tokens must be at least 1, got 0" in err
+    assert repl.settings.max_tokens == 50 and "max_tokens" not in err and "max-tokens → 50" in err
+    assert "max-tokens" in err and "page-order" in err
