@@ -56,6 +56,9 @@ def test_answers_are_read_as_texts_and_a_record_that_is_not_one_is_refused_by_li
         data.write_text('{"id": 1, "question": "When?", "answers": ["1912"]}\n' + bad + "\n")
         with pytest.raises(UsageError, match=f"^{data}:2 is not a dataset record"):
             load_examples(data)
+    data.write_text('{"question": "Q?", "answers": ["x"]}\n')  # was "is not a dataset record ('id')"
+    with pytest.raises(UsageError, match=f'^{data}:1 is not a dataset record: it has no "id" field$'):
+        load_examples(data)
 
 
 def test_extract_answer():

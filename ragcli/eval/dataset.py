@@ -78,7 +78,10 @@ def load_examples(path: Path, *, dataset: str | None = None, type_: str | None =
                 r = json.loads(line)
                 ex = Example(str(r["id"]), _question(r["question"]), _answers(r.get("answers")),
                              r.get("dataset", ""), r.get("type", ""), _paragraphs(r.get("paragraphs")))
-            except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            except KeyError as exc:
+                raise UsageError(f"{path}:{lineno} is not a dataset record: it has no \"{exc.args[0]}\" field",
+                                 hint='each line needs "id" and "question"; "answers" and "paragraphs" for scores') from None
+            except (ValueError, TypeError, AttributeError) as exc:
                 raise UsageError(f"{path}:{lineno} is not a dataset record ({exc})") from None
             if datasets and ex.dataset not in datasets:
                 continue
