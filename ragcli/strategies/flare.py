@@ -160,11 +160,13 @@ class Flare(Strategy):
                 self.stats.retrieval_opportunities += 1
                 low = trigger.fired(draft)
                 draft_is_last = chunk.ended and not _rest
+                yield DraftSentence(draft, tuple(low), accepted=not low)
+                # a repeat ends the answer, flagged or not (a search would not end the loop); not a short
+                # answer's flagged explanation, whose search feeds the final read
+                if (not low or not explain) and self.repeated(draft, answer):
+                    yield self.notice(REPEATED, "warning")
+                    break
                 if not low:
-                    yield DraftSentence(draft, (), accepted=True)
-                    if self.repeated(draft, answer):
-                        yield self.notice(REPEATED, "warning")
-                        break
                     yield self.commit(draft)
                     answer.append(draft.text)
                     used += len(draft.tokens)
@@ -172,10 +174,6 @@ class Flare(Strategy):
                         stop_reason = "end"
                         break
                     continue
-                yield DraftSentence(draft, tuple(low), accepted=False)
-                if not explain and self.repeated(draft, answer):  # looping: a search would not end it
-                    yield self.notice(REPEATED, "warning")
-                    break
                 docs = yield from self._query_and_retrieve(question, draft, low, trigger)
                 if explain:
                     # A short answer's explanation is there to find what the answer needs; the final
