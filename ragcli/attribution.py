@@ -71,6 +71,12 @@ def _replies_yes_or_no(sentence: str) -> bool:
     return first is not None and first.group(0).lower() in YES_NO_WORDS
 
 
+def attribute(answer: str, docs: Sequence[Document], question: str = "") -> tuple[tuple[int, ...], tuple]:
+    """(``cited``, ``citations``) of an answer, as ``AnswerFinished`` carries them."""
+    per_sentence = citations(answer, docs, question)
+    return cited(per_sentence), per_sentence
+
+
 def cited(per_sentence: Sequence[tuple[int, int, tuple[int, ...]]]) -> tuple[int, ...]:
     """The documents cited by any sentence, in order of first use."""
     order: list[int] = []

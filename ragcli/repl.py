@@ -73,8 +73,8 @@ def _cited_for(final: AnswerFinished, question: str) -> AnswerFinished:
     with what was asked ("Was he born there?"), not with the earlier exchange the engine was also given."""
     from dataclasses import replace
 
-    per = attribution.citations(final.answer, final.sources, question)
-    return replace(final, citations=per, cited=attribution.cited(per))
+    cited, per_sentence = attribution.attribute(final.answer, final.sources, question)
+    return replace(final, cited=cited, citations=per_sentence)
 
 
 def history_path() -> Path:

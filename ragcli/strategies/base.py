@@ -606,10 +606,9 @@ class Strategy:
         self.stats.tokens_generated = s.tokens_generated - self._gen0[1]
         self.stats.prompt_tokens_reused = s.prompt_tokens_reused - self._gen0[2]
         answer = answer.strip()
-        per_sentence = attribution.citations(answer, self.sources, self.question)
+        cited, per_sentence = attribution.attribute(answer, self.sources, self.question)
         self.stats.seconds = time.perf_counter() - self._t0
-        return AnswerFinished(answer, tuple(self.sources), self.stats, stop_reason,
-                              attribution.cited(per_sentence), per_sentence,
+        return AnswerFinished(answer, tuple(self.sources), self.stats, stop_reason, cited, per_sentence,
                               tuple(d.id for d in self.context_documents()))
 
     def notice(self, message: str, level: str = "info") -> Notice:
