@@ -436,10 +436,28 @@ def test_a_pipe_or_an_unreadable_folder_is_reported_not_waited_on_or_passed_over
 def test_a_file_read_with_nothing_in_it_to_search_says_so(tmp_path):
     notes = tmp_path / "notes"
     notes.mkdir()
-    (notes / "outline.md").write_text("# Project X\n## Decision\n", encoding="utf-8")
+    (notes / "page.html").write_text("<html><body><script>draw()</script>\n\n</body></html>", encoding="utf-8")
     (notes / "empty.txt").write_text("", encoding="utf-8")
     (notes / "real.txt").write_text("Real text.", encoding="utf-8")
+    (notes / "outline.md").write_text("# Project X\n## Decision\n", encoding="utf-8")  # headings are text
     warnings = []
     build_index([notes], tmp_path / "index", on_warning=warnings.append)
     assert [w for w in warnings if "no text found" in w] == [
-        f"{notes / 'outline.md'}: no text found in it (only markup, headings or blank lines?)"]
+        f"{notes / 'page.html'}: no text found in it (only markup or blank lines?)"]
+
+
+def test_a_heading_with_nothing_under_it_is_text(tmp_path):
+    """Notes written as headings: "Launch date: 3 March 2025" was in no passage and no search found
+    it. A heading with neither text nor subheadings under it is now its own passage, on its line,
+    titled by the headings above it; one with text or subheadings under it stays a title only."""
+    note = tmp_path / "falcon.md"
+    note.write_text("# Project Falcon\n\n## Launch date: 3 March 2025\n\n## Budget\n\n### Spent: 40 %\n\n"
+                    "## Team\n\nAlice and Bob run it.\n\nRisks\n-----\n", encoding="utf-8")
+    got = [(p.title, p.text, p.location) for p in read_passages(note, "falcon.md")]
+    assert got == [("Project Falcon", "Launch date: 3 March 2025", "falcon.md:3"),
+                   ("Project Falcon > Budget", "Spent: 40 %", "falcon.md:7"),
+                   ("Project Falcon > Team", "Alice and Bob run it.", "falcon.md:11"),
+                   ("Project Falcon", "Risks", "falcon.md:13")]
+    only = tmp_path / "outline.md"
+    only.write_text("# Shopping list\n", encoding="utf-8")
+    assert [(p.title, p.text) for p in read_passages(only, "outline.md")] == [("Shopping list", "Shopping list")]

@@ -71,28 +71,38 @@ def markdown_sections(path: Path, text: str) -> list[Section]:
     markdown-it-py (CommonMark) finds the headings: ATX (``## Install``) and setext (a line
     underlined with ``===`` or ``---``), never a ``#`` line inside a fenced (``` or ~~~) or indented
     code block. A section's text is the source lines between its heading and the next one, so
-    locations keep their line numbers."""
+    locations keep their line numbers.
+
+    A heading with nothing under it, not even a subheading, is its own text: in notes written as
+    headings ("## Launch date: 3 March 2025") the heading is all there is to find."""
     text, doc_title = _without_front_matter(text)
     doc_title = doc_title or path.stem
     lines = split_lines(text)  # as markdown-it counts them: its line map indexes this list
     sections: list[Section] = []
     stack: list[tuple[int, str]] = []
 
-    def add(first: int, end: int) -> None:  # 0-based line range [first, end)
+    def add(first: int, end: int) -> bool:  # 0-based line range [first, end)
         body = "".join(lines[first:end])
         if body.strip():
             sections.append(Section(" > ".join(t for _, t in stack) or doc_title, body, first_line=first + 1))
+        return bool(body.strip())
 
-    start = 0
+    def add_heading(head: int) -> None:  # the bare heading on top of the stack, as text
+        parents = " > ".join(t for _, t in stack[:-1])
+        sections.append(Section(parents or doc_title, stack[-1][1], first_line=head + 1))
+
+    start, bare = 0, None  # bare: (level, line) of the last heading while nothing is under it
     for level, title, (head, body_start) in _headings(text):
-        add(start, head)
+        if not add(start, head) and bare and level <= bare[0]:
+            add_heading(bare[1])
         if level == 1 and not stack and not sections:
             doc_title = title
         while stack and stack[-1][0] >= level:
             stack.pop()
         stack.append((level, title))
-        start = body_start
-    add(start, len(lines))
+        start, bare = body_start, (level, head)
+    if not add(start, len(lines)) and bare:
+        add_heading(bare[1])
     return sections
 
 

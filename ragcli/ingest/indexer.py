@@ -344,7 +344,7 @@ class _Run:
         if notes.nuls:
             self.warn(f"{shown}: {counted(notes.nuls, 'NUL byte')} read as spaces")
         if not count and info.size:  # read, and nothing in it to search ("added (0 passages)" said no more)
-            self.warn(f"{shown}: no text found in it (only markup, headings or blank lines?)")
+            self.warn(f"{shown}: no text found in it (only markup or blank lines?)")
         action = "updated" if previous else "added"
         setattr(report, action, getattr(report, action) + 1)
         report.files.append(FileResult(shown, action, count, notes.encoding, notes.replaced, notes.bad_lines))
