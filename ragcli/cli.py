@@ -202,6 +202,10 @@ def search(
 
     from ragcli.words import counted
 
+    if not docs:  # an empty table said no more than its title
+        text_console().print(f"no passage matches {markup_safe(repr(query))} "
+                             f"({counted(idx.num_passages(), 'passage')} in the index, {ms:.1f} ms)")
+        return
     table = Table(show_lines=False, expand=True, title=f"{counted(len(docs), 'passage')} in {ms:.1f} ms",
                   title_justify="left")
     table.add_column("#", justify="right", no_wrap=True)

@@ -38,6 +38,8 @@ def test_index_search_ask_round_trip(small_corpus, tmp_path, capsys, fake_model)
     assert code == 0
     rows = [json.loads(line) for line in out.splitlines()]
     assert rows and rows[0]["title"] == "Field notes" and "location" in rows[0]
+    code, out, err = call(["search", "zyxwvut", "--index", idx], capsys)
+    assert code == 0 and out.startswith("no passage matches 'zyxwvut' (") and "passages in the index" in out
     code, out, err = call(["ask", "Which band?", "--index", idx, "--strategy", "single"], capsys)
     assert code == 0, err
     assert out.startswith("Rush is the band. So the answer is Rush.")
