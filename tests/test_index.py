@@ -34,6 +34,29 @@ def test_reindex_does_not_duplicate(small_corpus, settings):
     assert r2.unchanged == 2 and r2.added == 0 and r2.passages_added == 0
 
 
+def test_a_file_read_by_an_older_reader_is_read_again(tmp_path, monkeypatch):
+    """A heading with nothing under it became a passage (Markdown reader 2). An index built before
+    that kept the old passages of an unchanged note until `--rebuild`; now its next run reads the
+    note again, once, and leaves the other formats' files alone."""
+    from ragcli.ingest import formats
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "falcon.md").write_text("# Project Falcon\n\n## Launch date: 3 March 2025\n", encoding="utf-8")
+    (notes / "team.txt").write_text("Alice and Bob run Falcon.\n", encoding="utf-8")
+    index = tmp_path / "index"
+    monkeypatch.setattr(formats, "_READER_VERSIONS", {})  # as an older ragcli read it
+    monkeypatch.setattr(formats, "markdown_sections", lambda path, text: [])
+    build_index([notes], index)
+    assert TantivyIndex.open(index).search("launch date", 3) == []
+    monkeypatch.undo()
+    r = build_index([notes], index)
+    assert (r.updated, r.unchanged) == (1, 1)
+    assert [d.text for d in TantivyIndex.open(index).search("launch date", 3)] == ["Launch date: 3 March 2025"]
+    r = build_index([notes], index)
+    assert (r.updated, r.unchanged) == (0, 2)
+
+
 def test_changed_and_deleted_files_are_updated(small_corpus, settings):
     build_index([small_corpus], Path(settings.index))
     notes = small_corpus / "notes.md"
@@ -396,7 +419,7 @@ def test_parallel_parsing_gives_the_same_index_and_reports_skips(tmp_path):
     # no processes for one job, nor for files the manifest says are unchanged
     files = list(indexer.iter_files([docs]))
     assert indexer._Parsers.start(files, {}, 1).pool is None
-    manifest = {str(f.path): {"size": f.size, "mtime_ns": f.mtime_ns} for f in files}
+    manifest = TantivyIndex.open(tmp_path / "serial").load_manifest()
     assert indexer._Parsers.start(files, manifest, 4).pool is None
 
 

@@ -23,6 +23,16 @@ CODE_SUFFIXES = {
 JSONL_SUFFIXES = {".jsonl"}
 SUPPORTED_SUFFIXES = TEXT_SUFFIXES | MARKDOWN_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES | CODE_SUFFIXES | JSONL_SUFFIXES
 
+# What reading a file of a format gives changes as its extraction is mended; each index records the
+# version a file was read with, and its next run reads a file an older version read again (counted as
+# updated), so an upgrade needs no `--rebuild`. Bump a format's number when its passages change.
+# Markdown 2: a heading with nothing under it is a passage.
+_READER_VERSIONS = {suffix: 2 for suffix in MARKDOWN_SUFFIXES}
+
+
+def reader_version(path: Path) -> int:
+    return _READER_VERSIONS.get(path.suffix.lower(), 1)
+
 
 class SkipFile(Exception):
     """A file that cannot be indexed; the message says why (shown as a warning)."""

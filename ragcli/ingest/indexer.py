@@ -19,7 +19,7 @@ from typing import Callable, Iterator
 
 from ragcli.config import available_cpus
 from ragcli.errors import EmptyCorpusError, IndexCorruptError, IndexMissingError, IndexWriteError, InputPathError
-from ragcli.ingest.formats import JSONL_SUFFIXES
+from ragcli.ingest.formats import JSONL_SUFFIXES, reader_version
 from ragcli.ingest.passages import TARGET_WORDS
 from ragcli.ingest.reader import (FileInfo, FileNotes, SkipFile, WalkNotes, iter_files, iter_passages, read_passages,
                                   within_folder)
@@ -313,7 +313,7 @@ class _Run:
             _skipped(report, self.warn, shown,
                      "vanished while indexing" if isinstance(exc, FileNotFoundError) else exc.strerror or str(exc))
             return
-        if previous and previous.get("sha1") == digest:
+        if previous and previous.get("sha1") == digest and _read_as_now(info, previous):
             self.parsers.discard(info)
             self.pending[key] = {**previous, "size": info.size, "mtime_ns": info.mtime_ns}
             report.unchanged += 1
@@ -356,6 +356,9 @@ class _Run:
 def _entry(info: FileInfo, digest: str, count: int, notes: FileNotes) -> dict:
     """A file's manifest entry: what decides whether it is read again, and what reading it found."""
     entry = {"size": info.size, "mtime_ns": info.mtime_ns, "sha1": digest, "passages": count}
+    version = reader_version(info.path)
+    if version > 1:  # entries written before versions were recorded are version 1
+        entry["reader"] = version
     if notes.encoding:
         entry["encoding"] = notes.encoding
     if notes.replaced:
@@ -382,8 +385,15 @@ def _gc_paused(active: bool) -> Iterator[None]:
 
 
 def _changed(info: FileInfo, previous: dict | None) -> bool:
-    """False when the manifest has the file at the same size and mtime (not read again)."""
-    return not (previous and previous.get("size") == info.size and previous.get("mtime_ns") == info.mtime_ns)
+    """False when the manifest has the file at the same size and mtime, read by this version of its
+    format's reader (not read again)."""
+    return not (previous and previous.get("size") == info.size and previous.get("mtime_ns") == info.mtime_ns
+                and _read_as_now(info, previous))
+
+
+def _read_as_now(info: FileInfo, previous: dict) -> bool:
+    """Whether the file's passages in the index are those today's reader gives (see reader_version)."""
+    return previous.get("reader", 1) == reader_version(info.path)
 
 
 def _parse(path: str, shown: str) -> tuple[list | None, FileNotes, str | None]:
