@@ -58,14 +58,41 @@ _ELLIPTICAL = re.compile(r"^\s*(and|but|also|what about|how about)\b|\b(which|th
                          r"|\bthe same\b", re.IGNORECASE)
 
 
-def is_follow_up(question: str) -> bool:
-    """Whether ``question`` leans on the previous exchange: a personal pronoun ("When was he
-    born?"), an elliptical start or reference ("And Christer Fuglesang?", "Which one is older?"), or
-    no content word at all ("Why?", "And then?")."""
+_DETERMINERS = frozenset("the this these those".split())  # not "that": mostly relative ("the film that won")
+
+
+def is_follow_up(question: str, earlier: str = "") -> bool:
+    """Whether ``question`` leans on the previous exchange (``earlier``: its question and answer): a
+    personal pronoun ("When was he born?"), an elliptical start or reference ("And Christer
+    Fuglesang?", "Which one is older?"), no content word at all ("Why?", "And then?"), or a definite
+    reference to something the exchange named ("Did the album win a Grammy?" after a question on an
+    album), unless the question says which ("the capital of France", "the book Dune")."""
     words = [w.lower() for w in WORD.findall(question)]
     if any(w in REFERRING for w in words) or _ELLIPTICAL.search(question):
         return True
-    return not content_words(question)
+    if not content_words(question):
+        return True
+    return bool(earlier) and _refers_back(question, set(content_words(earlier)))
+
+
+def _refers_back(question: str, named: set[str]) -> bool:
+    """A determiner, then within two words ("the album", "the first album") a word the earlier
+    exchange used, not itself a name, and not followed by what says which one ("of France", or a
+    name: "the book Dune")."""
+    words = WORD.findall(question)
+    for i, det in enumerate(words):
+        if det.lower() not in _DETERMINERS:
+            continue
+        for j in (i + 1, i + 2):
+            if j >= len(words) or words[j][:1].isupper():
+                break
+            word = words[j].lower()
+            if word in named or word.rstrip("s") in named or word + "s" in named:
+                following = words[j + 1] if j + 1 < len(words) else ""
+                if following.lower() != "of" and not following[:1].isupper():
+                    return True
+                break
+    return False
 
 
 def _cited_for(final: AnswerFinished, question: str) -> AnswerFinished:
@@ -235,9 +262,9 @@ class Repl:
         one?") carries the previous exchange; a question that names its own subject goes alone (the
         earlier topic in its text outweighed the new one in every search: "When was Neil Peart
         born?" after a question on Ulf Merbold was answered from Sigmund Jähn's page)."""
-        if not self.context or not is_follow_up(question):
+        prev = self.context[-1] if self.context else None
+        if not prev or not is_follow_up(question, f"{prev.question} {prev.answer}"):
             return question
-        prev = self.context[-1]
         return f"{question} (Earlier question: {prev.question} Earlier answer: {prev.answer})"
 
     # ---------------------------------------------------------------- slash commands

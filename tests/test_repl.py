@@ -71,11 +71,14 @@ def test_only_a_follow_up_carries_the_previous_exchange(settings, built_index):
     logged = []
     args = make_repl(settings.copy(strategy="none"), built_index, generator=gen,
                      log=lambda q, s, e: logged.append(q))
-    drive(args, "Who is Ulf Merbold?\rWhen was Neil Peart born?\rWhere was he born?\rWhat about 1990?\r/exit\r")
+    drive(args, "Who is Ulf Merbold?\rWhen was Neil Peart born?\rWhere was he born?\rWhat about 1990?\r"
+                "Which drummer joined Rush in 1974?\rDid the drummer write lyrics?\r/exit\r")
     prompts = gen.prompts
     assert "Earlier question" not in prompts[1]
     assert "Earlier question: When was Neil Peart born?" in prompts[2]  # "he"
     assert "Earlier question: Where was he born?" in prompts[3]  # too little to search alone
+    assert "Earlier question" not in prompts[4]
+    assert "Earlier question: Which drummer joined Rush in 1974?" in prompts[5]  # "the drummer"
     assert logged[1] == "When was Neil Peart born?" and logged[2].startswith("Where was he born? (Earlier question: ")
 
 
@@ -107,6 +110,15 @@ def test_is_follow_up():
               "Who founded the Royal Society of Chemistry?", "What is the capital of France?", "What is photosynthesis?",
               "How many moons are there around Jupiter?", "Who was the first person that walked on the Moon?"):
         assert not is_follow_up(q), q
+    # a definite reference to what the previous exchange named, unless the question says which
+    earlier = "Which album did Rush release in 1981? Moving Pictures, their eighth studio album."
+    for q in ("Did the album win a Grammy?", "Who produced the albums?", "How long is this studio album?",
+              "What is the running time of the album?"):
+        assert is_follow_up(q, earlier), q
+        assert not is_follow_up(q), q  # nothing earlier to refer to
+    for q in ("What is the capital of France?", "Who wrote the album Hemispheres?", "Who founded the band?",
+              "Did the Beatles release an album in 1981?", "Which film won the award that year?"):
+        assert not is_follow_up(q, earlier), q
 
 
 def test_ctrl_c_during_a_slash_command_keeps_the_session(settings, built_index, monkeypatch, tmp_path):
