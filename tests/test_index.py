@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from ragcli import __version__
 from ragcli.errors import EmptyCorpusError, IndexLockedError, IndexMissingError, InputPathError
 from ragcli.ingest.indexer import build_index
 from ragcli.ingest.passages import TARGET_WORDS, chunk_text
@@ -250,6 +251,51 @@ def test_a_file_name_that_is_not_utf8_skips_that_file_only(tmp_path):
     assert all(w.encode("utf-8") for w in warnings)  # printable: no lone surrogates
 
 
+def test_a_run_beside_a_writer_creating_the_index_changes_nothing(tmp_path, small_corpus, monkeypatch):
+    """Two `ragcli index` runs started together on a new index: the one that lost the writer's lock
+    had created the index too, and on failing deleted it, the other's finished index included
+    (and its lock file). The lock now comes first: an index is created only under it."""
+    from ragcli.retrieval.index import LOCK_FILE, exclusive_lock
+
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    with exclusive_lock(fresh):  # another run holds it, its index not created yet
+        with pytest.raises(IndexLockedError, match="locked by PID"):
+            build_index([small_corpus], fresh)
+        assert sorted(os.listdir(fresh)) == [LOCK_FILE]
+    create = TantivyIndex.create.__func__
+
+    def create_checked(cls, directory, **kwargs):
+        with pytest.raises(IndexLockedError):  # held by this run: no other could take it now
+            with exclusive_lock(Path(directory)):
+                pass
+        return create(cls, directory, **kwargs)
+
+    monkeypatch.setattr(TantivyIndex, "create", classmethod(create_checked))
+    assert build_index([small_corpus], tmp_path / "made").added == 2
+    assert build_index([small_corpus], tmp_path / "made", rebuild=True).added == 2
+
+
+def test_an_index_folder_that_cannot_be_written_is_an_index_write_error(tmp_path, small_corpus):
+    from ragcli.errors import IndexWriteError
+
+    (tmp_path / "afile.txt").write_text("x", encoding="utf-8")
+    with pytest.raises(IndexWriteError, match="cannot write the index at .*afile.txt/sub") as info:
+        build_index([small_corpus], tmp_path / "afile.txt" / "sub")  # was an internal NotADirectoryError
+    assert "free disk space" not in info.value.hint
+    if os.geteuid() != 0:  # root writes anywhere
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        with pytest.raises(IndexWriteError, match="Permission denied"):
+            build_index([small_corpus], locked / "index")
+
+
+def test_a_huge_k_returns_every_passage_once(built_index):
+    """tantivy allocates k hits up front: `search -k 2000000000` aborted the process."""
+    total = built_index.num_passages()
+    assert len(built_index.search("Rhodotypos shrub Japan quokkas Rush band", 2_000_000_000)) <= total
+
+
 def test_second_writer_gets_a_clear_lock_error(built_index):
     with built_index.writer():
         with pytest.raises(IndexLockedError, match="locked by PID"):
@@ -289,6 +335,43 @@ def test_interrupted_indexing_keeps_the_last_commit(small_corpus, settings, tmp_
     report = build_index([more], Path(settings.index))  # re-running completes it
     assert report.added == 3 and report.unchanged == 2
     assert TantivyIndex.open(settings.index).num_passages() == before + 5
+
+
+def test_a_file_interrupted_after_a_commit_leaves_the_index_with_its_passages(tmp_path, monkeypatch):
+    """A corpus commits every 1,000 passages as it is read. Interrupted after such a commit, its
+    passages were in the index but the file in no list: moved or deleted, it left them there for
+    good (search kept citing corpus.jsonl#L8 of a file long gone)."""
+    from ragcli.retrieval import index as index_module
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    corpus = docs / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"title": f"T{i}", "text": f"Record {i} about zanzibarquill."}) + "\n"
+                              for i in range(2500)), encoding="utf-8")
+    (docs / "note.txt").write_text("A note about herons.", encoding="utf-8")
+    added = index_module.IndexWriter.add
+    seen = {"n": 0}
+
+    def interrupted(self, p):
+        seen["n"] += 1
+        if seen["n"] == 1500:
+            raise KeyboardInterrupt
+        return added(self, p)
+
+    monkeypatch.setattr(index_module.IndexWriter, "add", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        build_index([docs], tmp_path / "index", commit_every=1000)
+    monkeypatch.undo()
+    idx = TantivyIndex.open(tmp_path / "index")
+    assert idx.search("zanzibarquill", 3)  # the first thousand were committed
+    assert idx.load_manifest()[str(corpus)] == {"passages": 1000, "partial": True}
+    corpus.rename(docs / "corpus-2024.jsonl")
+    report = build_index([docs], tmp_path / "index")
+    assert report.removed == 1 and report.passages_total == 2500 + 1
+    (docs / "corpus-2024.jsonl").unlink()
+    report = build_index([docs], tmp_path / "index")
+    assert report.passages_total == 1
+    assert TantivyIndex.open(tmp_path / "index").search("zanzibarquill", 3) == []
 
 
 def test_chunking_is_sentence_aligned_and_about_100_words():
@@ -624,6 +707,16 @@ def test_an_index_from_before_the_cjk_field_is_read_and_updated_without_it(tmp_p
     assert index.meta.schema_version == 1
     assert [d.title for d in index.search("capital of Japan", 3)] == ["en"]
     assert index.search("東京は日本の首都です", 3)[0].title == "ja"  # a whole clause, as before
+    assert index.search("東京", 3) == []  # a word inside it: what the README says `--rebuild` gives
+    index.meta.ragcli_version = "0.0.9"
+    index.meta.save(index.directory)
+    del index
+    (tmp_path / "index" / "keep.txt").write_text("the user's own file", encoding="utf-8")
+    build_index([notes], tmp_path / "index", rebuild=True)  # kept schema 1 and its version, and found nothing
+    index = TantivyIndex.open(tmp_path / "index")
+    assert index.meta.schema_version == 2 and index.meta.ragcli_version == __version__
+    assert [d.title for d in index.search("東京", 3)] == ["ja"]
+    assert (tmp_path / "index" / "keep.txt").exists()
 
 
 @pytest.mark.parametrize("codec, text", [

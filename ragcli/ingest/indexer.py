@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from ragcli.config import available_cpus
-from ragcli.errors import EmptyCorpusError, IndexCorruptError, IndexMissingError, IndexWriteError, InputPathError
+from ragcli.errors import (EmptyCorpusError, IndexCorruptError, IndexMissingError, IndexWriteError, InputPathError,
+                           UsageError)
 from ragcli.ingest.formats import JSONL_SUFFIXES, reader_version
 from ragcli.ingest.passages import TARGET_WORDS
 from ragcli.ingest.reader import (FileInfo, FileNotes, SkipFile, WalkNotes, iter_files, iter_passages, read_passages,
                                   within_folder)
-from ragcli.retrieval.index import LOCK_FILE, TantivyIndex, exclusive_lock
+from ragcli.retrieval.index import LOCK_FILE, SCHEMA_VERSION, TantivyIndex, exclusive_lock, unwritable_index
 from ragcli.words import counted
 
 COMMIT_EVERY_PASSAGES = 50_000
@@ -136,29 +137,32 @@ def build_index(
     files = _find_files(paths, report, warn, include_hidden=include_hidden, exclude=exclude or [])
     if not files:
         raise _empty(paths, report, index_dir if TantivyIndex.exists(index_dir) else None)
-    index, created = _open_target(index_dir, rebuild)
-    run = None
-    try:
-        manifest = {} if rebuild else index.load_manifest()
-        # start parser processes before the index writer's threads exist
-        with _Parsers.start(files, manifest, jobs, warn) as parsers, index.writer() as writer:
-            run = _Run(index, writer, manifest, report, warn, parsers, commit_every)
-            if rebuild:
-                writer.delete_all()
-            run.remove_gone(paths, files)
-            for done, info in enumerate(files, start=1):
-                run.index_file(info)
-                if on_progress:
-                    on_progress(done, len(files), report.passages_added)
-            if not run.holds_passages(files):  # uncommitted work is dropped as the writer closes
-                raise _empty(paths, report, None if created else index_dir)
-            run.commit()
-            writer.finish()
-    except BaseException:  # nothing to index, Ctrl-C, a full disk: an index created for nothing goes again
-        if created and not (run and run.commits):
-            _discard(index_dir, created)
-        raise
-    _save_meta(index, report, rebuild)
+    # The lock first, for the whole run: a second run that started at the same moment used to create
+    # the index beside this one's, fail on the writer's lock, and delete the index this one had built.
+    with _locked_folder(index_dir) as made_folder:
+        index, created = _open_target(index_dir, rebuild, made_folder)
+        run = None
+        try:
+            manifest = {} if rebuild else index.load_manifest()
+            # start parser processes before the index writer's threads exist
+            with _Parsers.start(files, manifest, jobs, warn) as parsers, index.writer(locked=True) as writer:
+                run = _Run(index, writer, manifest, report, warn, parsers, commit_every)
+                if rebuild:
+                    writer.delete_all()
+                run.remove_gone(paths, files)
+                for done, info in enumerate(files, start=1):
+                    run.index_file(info)
+                    if on_progress:
+                        on_progress(done, len(files), report.passages_added)
+                if not run.holds_passages(files):  # uncommitted work is dropped as the writer closes
+                    raise _empty(paths, report, None if created else index_dir)
+                run.commit()
+                writer.finish()
+        except BaseException:  # nothing to index, Ctrl-C, a full disk: an index created for nothing goes again
+            if created and not (run and run.commits):
+                _discard(index_dir, created)
+            raise
+        _save_meta(index, report, rebuild)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -178,25 +182,64 @@ def _find_files(paths: list[Path], report: IndexReport, warn: WarnFn, *, include
     return files
 
 
-def _open_target(index_dir: Path, rebuild: bool) -> tuple[TantivyIndex, str | None]:
+@contextmanager
+def _locked_folder(index_dir: Path) -> Iterator[bool]:
+    """The index folder, made if need be, with its writer's lock held; yields whether this run made
+    the folder. A run refused here (the lock is held, the folder is a file or cannot be made) has
+    changed nothing; one refused later leaves no lock file in a folder that holds no index."""
+    if index_dir.exists() and not index_dir.is_dir():
+        raise UsageError(f"{index_dir} is a file, not a folder for an index", hint="give --index a new or empty folder")
+    made = not index_dir.exists()
+    lock_was_there = (index_dir / LOCK_FILE).exists()
+    try:
+        index_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _unwritable(index_dir, exc) from None
+    with exclusive_lock(index_dir):
+        try:
+            yield made
+        except BaseException:
+            if not lock_was_there and not TantivyIndex.exists(index_dir):
+                (index_dir / LOCK_FILE).unlink(missing_ok=True)
+                if made:
+                    try:
+                        index_dir.rmdir()
+                    except OSError:
+                        pass
+            raise
+
+
+def _unwritable(index_dir: Path, exc: OSError) -> IndexWriteError:
+    return unwritable_index(index_dir, exc.strerror or str(exc))
+
+
+def _open_target(index_dir: Path, rebuild: bool, made_folder: bool) -> tuple[TantivyIndex, str | None]:
     """The index to write and what this run created to hold it: None (it existed), "index" (the
     index files in an existing folder) or "folder". With ``rebuild`` an index that cannot be
-    opened (corrupt, another schema version) is deleted first; a folder that is not an index
-    never is."""
-    existed = index_dir.exists()
+    opened (corrupt, another schema version) or was built with an older schema is deleted first; a
+    folder that is not an index never is."""
     removed = False
     if rebuild:
         try:
-            return TantivyIndex.open(index_dir), None
+            index = TantivyIndex.open(index_dir)
+            if index.meta.schema_version >= SCHEMA_VERSION:
+                return index, None
+            del index  # readable, without what this schema indexes: a rebuild makes it anew
+            TantivyIndex.remove(index_dir)
         except IndexCorruptError:  # unusable anyway: start afresh
-            with exclusive_lock(index_dir):  # never delete an index another writer is using
-                TantivyIndex.remove(index_dir)
+            TantivyIndex.remove(index_dir)
         except IndexMissingError:
             TantivyIndex.remove(index_dir)  # refuses a folder that is not an index
         removed = True  # what was an index there is gone; files the user kept beside it stay
     if TantivyIndex.exists(index_dir):
         return TantivyIndex.open(index_dir), None
-    return TantivyIndex.create(index_dir, among_other_files=removed), "index" if existed else "folder"
+    try:
+        index = TantivyIndex.create(index_dir, among_other_files=removed)
+    except OSError as exc:
+        raise _unwritable(index_dir, exc) from None
+    except ValueError as exc:  # tantivy's own I/O errors ("Permission denied", a full disk)
+        raise unwritable_index(index_dir, str(exc)) from None
+    return index, "folder" if made_folder else "index"
 
 
 def _discard(index_dir: Path, created: str) -> None:
@@ -224,7 +267,10 @@ def _save_meta(index: TantivyIndex, report: IndexReport, rebuild: bool) -> None:
     index.reload()
     report.passages_total = index.num_passages()
     if rebuild:
+        from ragcli import __version__
+
         index.meta.created = time.time()
+        index.meta.ragcli_version = __version__  # what `info` says built it
     index.meta.updated = time.time()
     index.meta.passages = report.passages_total
     index.meta.files = len(index.load_manifest())
@@ -250,16 +296,19 @@ class _Run:
         self.batch = 0
         self.commits = 0
 
-    def commit(self) -> None:
+    def commit(self, reading: str | None = None, so_far: int = 0) -> None:
+        """Commit what was added. ``reading``: a file committed part-way (``so_far`` passages of it),
+        listed as such, so that its passages leave the index with it, and it is read again next run
+        (unlisted, a file interrupted after a commit kept them for good once it was moved or deleted)."""
         try:
             self.writer.commit()
         except (OSError, ValueError) as exc:  # e.g. disk full: the last commit stays intact
-            raise IndexWriteError(f"could not write the index at {self.index.directory}: {exc}",
-                                  hint="free disk space and run `ragcli index` again; "
-                                       "the index still holds its last commit") from None
+            raise unwritable_index(self.index.directory, str(exc), kept=True) from None
         for key in self.pending_removed:
             self.manifest.pop(key, None)
         self.manifest.update(self.pending)
+        if reading is not None:
+            self.manifest[reading] = {"passages": so_far, "partial": True}
         self.pending.clear()
         self.pending_removed.clear()
         self.index.save_manifest(self.manifest)
@@ -268,11 +317,12 @@ class _Run:
         self.batch = 0
         self.commits += 1
 
-    def added(self, n: int) -> None:
-        """Called as passages are added, so huge files commit in batches too."""
+    def added(self, n: int, reading: str | None = None, so_far: int = 0) -> None:
+        """Called as passages are added, so huge files commit in batches too (``reading``: from the
+        middle of that file)."""
         self.batch += n
         if self.batch >= self.commit_every:
-            self.commit()
+            self.commit(reading, so_far)
 
     def remove_gone(self, paths: list[Path], files: list[FileInfo]) -> None:
         """Delete files that were indexed under these roots and are gone now. One in a folder that
@@ -329,7 +379,7 @@ class _Run:
                     self.writer.add(p)
                     count += 1
                     if count % 1000 == 0:
-                        self.added(1000)
+                        self.added(1000, key, count)
         except SkipFile as exc:
             self.writer.delete_path(key)  # drop what was added of it; it is retried next run
             if previous:

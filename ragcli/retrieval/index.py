@@ -10,12 +10,13 @@ import json
 import os
 import re
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, NamedTuple
 
-from ragcli.errors import IndexCorruptError, IndexEmptyError, IndexLockedError, IndexMissingError, UsageError
+from ragcli.errors import (IndexCorruptError, IndexEmptyError, IndexLockedError, IndexMissingError, IndexWriteError,
+                           UsageError)
 from ragcli.retrieval.query import MAX_QUERY_CHARS, query_terms
 from ragcli.types import Document
 from ragcli.words import CJK_RUN, cjk_pairs
@@ -252,8 +253,9 @@ class TantivyIndex:
 
     # ---------------------------------------------------------------- writing
     @contextmanager
-    def writer(self, *, heap_mb: int = 256, threads: int = 0) -> Iterator["IndexWriter"]:
-        with exclusive_lock(self.directory):
+    def writer(self, *, heap_mb: int = 256, threads: int = 0, locked: bool = False) -> Iterator["IndexWriter"]:
+        """The index's writer, under its lock (``locked``: the caller holds it already)."""
+        with nullcontext() if locked else exclusive_lock(self.directory):
             try:
                 w = self._index.writer(heap_size=heap_mb * 1024 * 1024, num_threads=threads)
             except ValueError as exc:  # tantivy's own writer lock
@@ -342,6 +344,9 @@ class TantivyIndex:
             [(tantivy.Occur.Should, tantivy.Query.term_query(schema, field, term, index_option="freq"))
              for field, term in clauses])
         searcher = self._searcher_()
+        k = min(k, searcher.num_docs)  # tantivy allocates k hits up front: -k 2000000000 aborted the process
+        if k <= 0:
+            return []
         return [self._document(searcher.doc(address), float(score))
                 for score, address in searcher.search(parsed, k).hits]
 
@@ -402,7 +407,10 @@ def exclusive_lock(directory: Path) -> Iterator[None]:
     import fcntl
 
     path = directory / LOCK_FILE
-    fh = open(path, "a+", encoding="utf-8")
+    try:
+        fh = open(path, "a+", encoding="utf-8")
+    except OSError as exc:  # a read-only index, a folder of someone else's
+        raise unwritable_index(directory, exc.strerror or str(exc)) from None
     try:
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -420,3 +428,14 @@ def exclusive_lock(directory: Path) -> Iterator[None]:
         yield
     finally:
         fh.close()
+
+
+def unwritable_index(directory: Path, why: str, *, kept: bool = False) -> IndexWriteError:
+    """The error for an index folder that cannot be written, with a hint for its cause (a permission
+    denied was told to free disk space); ``kept``: the index still holds its last commit."""
+    if "space" in why.lower() or "quota" in why.lower():
+        hint = "free disk space and run `ragcli index` again"
+    else:
+        hint = "give --index a folder you can write to, or fix its permissions"
+    return IndexWriteError(f"cannot write the index at {directory}: {why}",
+                           hint=hint + ("; the index still holds its last commit" if kept else ""))
