@@ -111,8 +111,15 @@ def test_corrupt_and_old_indexes_are_detected_with_the_fix(built_index, settings
     (Path(settings.index) / META_FILE).write_text("{ half-written")
     with pytest.raises(IndexCorruptError, match="unreadable"):
         TantivyIndex.open(settings.index)
+    (Path(settings.index) / META_FILE).write_text("[]")  # JSON, not an object: was an internal error
+    with pytest.raises(IndexCorruptError, match="unreadable: expected a JSON object, found list"):
+        TantivyIndex.open(settings.index)
     report = build_index([small_corpus], Path(settings.index), rebuild=True)  # the printed fix works
     assert TantivyIndex.open(settings.index).num_passages() == report.passages_total > 0
+    (Path(settings.index) / "ragcli-files.json").write_text("[1, 2]")  # a damaged list of files
+    again = build_index([small_corpus], Path(settings.index))
+    assert again.updated + again.added == 2 and again.passages_total == report.passages_total  # read again, once
+    assert TantivyIndex.open(settings.index).stats()["files"] == 2
 
 
 def test_rebuild_refuses_a_folder_that_is_not_an_index(tmp_path, small_corpus):

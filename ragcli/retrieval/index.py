@@ -101,6 +101,8 @@ class IndexMeta:
     @classmethod
     def load(cls, directory: Path) -> "IndexMeta":
         data = json.loads((directory / META_FILE).read_text(encoding="utf-8"))
+        if not isinstance(data, dict):  # `[]` was an internal error in every command, --rebuild included
+            raise ValueError(f"expected a JSON object, found {type(data).__name__}")
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         return cls(**known)
 
@@ -244,9 +246,11 @@ class TantivyIndex:
         if not path.is_file():
             return {}
         try:
-            return json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(path.read_text(encoding="utf-8"))
         except ValueError:
             return {}
+        # damaged: files it does not list are read again (deleted by path first, so never twice)
+        return {k: v for k, v in data.items() if isinstance(v, dict)} if isinstance(data, dict) else {}
 
     def save_manifest(self, manifest: dict[str, dict[str, Any]]) -> None:
         _atomic_write(self.directory / MANIFEST_FILE, json.dumps(manifest, sort_keys=True))
