@@ -207,11 +207,17 @@ def test_unreadable_files_are_skipped(small_corpus, settings, monkeypatch):
 def test_huge_files_are_capped_with_a_warning(small_corpus, settings, monkeypatch):
     from ragcli.ingest import reader
 
+    from ragcli.ingest import indexer
+
     monkeypatch.setattr(reader, "MAX_FILE_BYTES", 400)
     (small_corpus / "big.txt").write_text("word " * 100)
+    hashed = []
+    file_hash = indexer.file_hash
+    monkeypatch.setattr(indexer, "file_hash", lambda path: hashed.append(path.name) or file_hash(path))
     warnings = []
     build_index([small_corpus], Path(settings.index), on_warning=warnings.append)
     assert any("big.txt" in w and "larger than" in w for w in warnings)
+    assert "big.txt" not in hashed  # read whole to be skipped: a 2 GB log took seconds every run
 
 
 def test_kill_9_during_indexing_then_rerun_completes_without_duplicates(tmp_path):

@@ -22,6 +22,7 @@ from ragcli.errors import (EmptyCorpusError, IndexCorruptError, IndexMissingErro
                            UsageError)
 from ragcli.ingest.formats import JSONL_SUFFIXES, reader_version
 from ragcli.ingest.passages import TARGET_WORDS
+from ragcli.ingest import reader
 from ragcli.ingest.reader import (FileInfo, FileNotes, SkipFile, WalkNotes, iter_files, iter_passages, read_passages,
                                   within_folder)
 from ragcli.retrieval.index import LOCK_FILE, SCHEMA_VERSION, TantivyIndex, exclusive_lock, unwritable_index
@@ -349,6 +350,15 @@ class _Run:
                 return True
         return False
 
+    def drop(self, info: FileInfo, previous: dict | None, shown: str, why: str) -> None:
+        """A file skipped: what was added of it goes (it is tried again next run), and so do the
+        passages an earlier run indexed of it."""
+        key = str(info.path)
+        self.writer.delete_path(key)
+        if previous:
+            self.pending_removed.append(key)
+        _skipped(self.report, self.warn, shown, why)
+
     def index_file(self, info: FileInfo) -> None:
         key = str(info.path)
         shown = shown_path(info)
@@ -356,6 +366,10 @@ class _Run:
         report = self.report
         if not _changed(info, previous):
             report.unchanged += 1
+            return
+        cap = reader.MAX_FILE_BYTES  # for whole-file formats (a corpus streams); checked before hashing:
+        if info.size > cap and info.path.suffix.lower() not in JSONL_SUFFIXES:  # 2 GB read to be skipped took
+            self.drop(info, previous, shown, f"larger than {cap // (1024 * 1024)} MB")  # seconds every run
             return
         try:
             digest = file_hash(info.path)
@@ -381,10 +395,7 @@ class _Run:
                     if count % 1000 == 0:
                         self.added(1000, key, count)
         except SkipFile as exc:
-            self.writer.delete_path(key)  # drop what was added of it; it is retried next run
-            if previous:
-                self.pending_removed.append(key)  # its passages are gone from the index too
-            _skipped(report, self.warn, shown, str(exc))
+            self.drop(info, previous, shown, str(exc))
             return
         if notes.bad_lines:
             report.bad_lines[shown] = notes.bad_lines
