@@ -147,6 +147,9 @@ def test_text_in_any_encoding_is_decoded_and_binary_files_are_skipped(small_corp
         "wide.txt": codecs.BOM_UTF32_LE + "UTF-32 notes on axolotls.".encode("utf-32-le"),
         "marked.md": codecs.BOM_UTF8 + "# Heading\n\nMarked text on narwhals \u00e9.".encode(),
         "no_mark.txt": "BOM-less UTF-16 about capybaras.".encode("utf-16-le"),
+        # BOM-less with characters beyond Latin-1: skipped as binary, its NULs no longer in every other byte
+        "notepad.txt": "It’s agreed: the pelican budget – about 40 units – is final.\r\n".encode("utf-16-le"),
+        "notepad_be.txt": "Бюджет моста: 40 единиц, walrus.\r\n".encode("utf-16-be"),
         "damaged.txt": ("Gr\u00fc\u00dfe aus K\u00f6ln. " * 3).encode() + b"Stray \xff byte near okapis.",
         "russian.txt": "\u041f\u0440\u0438\u0432\u0435\u0442, \u044d\u0442\u043e \u0442\u0435\u043a\u0441\u0442 \u043d\u0430 \u0440\u0443\u0441\u0441\u043a\u043e\u043c \u044f\u0437\u044b\u043a\u0435 \u043f\u0440\u043e \u0436\u0438\u0440\u0430\u0444\u043e\u0432.".encode("cp1251"),
         "blob.txt": b"abc\x00def",
@@ -161,6 +164,7 @@ def test_text_in_any_encoding_is_decoded_and_binary_files_are_skipped(small_corp
                              ("marmosets", "export.txt", "Windows"), ("pangolins", "big_endian.txt", "Big"),
                              ("axolotls", "wide.txt", "UTF-32"), ("narwhals", "marked.md", "narwhals \u00e9"),
                              ("capybaras", "no_mark.txt", "BOM-less"), ("okapis", "damaged.txt", "Stray \ufffd byte"),
+                             ("pelican", "notepad.txt", "It\u2019s agreed"), ("walrus", "notepad_be.txt", "\u0411\u044e\u0434"),
                              ("\u0436\u0438\u0440\u0430\u0444\u043e\u0432", "russian.txt", "\u041f\u0440\u0438\u0432\u0435\u0442")]:
         hits = idx.search(word, 1)
         assert hits and Path(hits[0].location.split(":")[0]).name == name and text in hits[0].text, (word, hits)
@@ -168,7 +172,7 @@ def test_text_in_any_encoding_is_decoded_and_binary_files_are_skipped(small_corp
     assert {n: manifest[n]["encoding"] for n in files if n != "blob.txt"} == {
         "latin1.txt": "cp1252", "euro.txt": "cp1252", "export.txt": "utf-16-le", "big_endian.txt": "utf-16-be",
         "wide.txt": "utf-32-le", "marked.md": "utf-8", "no_mark.txt": "utf-16-le", "damaged.txt": "utf-8",
-        "russian.txt": "cp1251"}
+        "russian.txt": "cp1251", "notepad.txt": "utf-16-le", "notepad_be.txt": "utf-16-be"}
     assert manifest["damaged.txt"]["replaced"] == 1 and "replaced" not in manifest["latin1.txt"]
     assert any("damaged.txt" in w and "1 byte(s)" in w for w in warnings)
     assert idx.stats()["encodings"]["cp1252"] == 2

@@ -104,16 +104,30 @@ def stray_nuls(head: bytes) -> bool:
 
 
 def bomless_utf16(head: bytes) -> str | None:
-    """UTF-16 without a byte-order mark, recognised when every other byte is NUL (text in the
-    ASCII range, as Windows tools write it): little-endian has the NULs at odd offsets."""
+    """UTF-16 without a byte-order mark (as Windows tools write it), recognised by its high bytes:
+    NUL for every character of the ASCII range (little-endian has them at odd offsets). Text with
+    others (’ – or a Cyrillic word: not every high byte is NUL) is taken when it still has NUL high
+    bytes (spaces, line ends, digits) and reads as text: no broken surrogates, no control characters."""
     even = head[: len(head) // 2 * 2]
     if len(even) < 4:
         return None
-    if not even[1::2].strip(b"\x00") and even[0::2].strip(b"\x00"):
-        return "utf-16-le"
-    if not even[0::2].strip(b"\x00") and even[1::2].strip(b"\x00"):
-        return "utf-16-be"
+    for name, high, low in (("utf-16-le", even[1::2], even[0::2]), ("utf-16-be", even[0::2], even[1::2])):
+        if not low.strip(b"\x00"):
+            continue
+        nuls = high.count(0)
+        if nuls == len(high):
+            return name
+        if len(high) >= 16 and nuls >= 0.05 * len(high) and _reads_as_text(even, name):
+            return name
     return None
+
+
+def _reads_as_text(raw: bytes, codec: str) -> bool:
+    text = raw.decode(codec, errors="replace")
+    if text.count("\ufffd") > 1:  # the sample may end inside a surrogate pair
+        return False
+    printable = sum(1 for c in text if c.isprintable() or c in "\t\n\r\f")
+    return printable >= 0.98 * len(text)
 
 
 def _damaged_utf8(raw: bytes) -> Decoded | None:
