@@ -58,6 +58,25 @@ def test_a_file_read_by_an_older_reader_is_read_again(tmp_path, monkeypatch):
     assert (r.updated, r.unchanged) == (0, 2)
 
 
+def test_a_file_named_on_its_own_stays_when_its_folder_is_indexed(tmp_path):
+    """`ragcli index notes/README notes/.wifi.txt`, then `ragcli index notes`: the folder's walk
+    skips both (no known suffix, a hidden name), and they were removed as if deleted."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "README").write_text("Renew the passport in March.", encoding="utf-8")
+    (notes / ".wifi.txt").write_text("The wifi password is heron42.", encoding="utf-8")
+    (notes / "plan.md").write_text("# Plan\n\nBuy a kayak.", encoding="utf-8")
+    index = tmp_path / "index"
+    build_index([notes / "README", notes / ".wifi.txt"], index)
+    r = build_index([notes], index)
+    assert (r.added, r.removed) == (1, 0)
+    idx = TantivyIndex.open(index)
+    assert idx.search("passport", 1) and idx.search("heron42", 1) and idx.search("kayak", 1)
+    (notes / "README").unlink()  # deleted: gone from the index with it
+    r = build_index([notes], index)
+    assert r.removed == 1 and not TantivyIndex.open(index).search("passport", 1)
+
+
 def test_changed_and_deleted_files_are_updated(small_corpus, settings):
     build_index([small_corpus], Path(settings.index))
     notes = small_corpus / "notes.md"

@@ -328,13 +328,16 @@ class _Run:
     def remove_gone(self, paths: list[Path], files: list[FileInfo]) -> None:
         """Delete files that were indexed under these roots and are gone now. One in a folder that
         could not be listed this run (permissions, a mount that is down) is not known to be gone:
-        its passages stay."""
+        its passages stay; so do those of a file once named on its own (`ragcli index notes/README`)
+        that the folder's walk skips for its type or a hidden name, while it is there."""
         roots = [str(p.resolve()) for p in paths]  # as iter_files names the files under them
         current = {str(f.path) for f in files}
         for key in list(self.manifest):
             if key not in current and any(within_folder(key, r) for r in roots):
                 if self.report.walk.unseen(key):
                     self.report.kept += 1
+                    continue
+                if self.manifest[key].get("named") and os.path.isfile(key):
                     continue
                 self.writer.delete_path(key)
                 self.pending_removed.append(key)
@@ -420,6 +423,8 @@ def _entry(info: FileInfo, digest: str, count: int, notes: FileNotes) -> dict:
     version = reader_version(info.path)
     if version > 1:  # entries written before versions were recorded are version 1
         entry["reader"] = version
+    if info.named:
+        entry["named"] = True
     if notes.encoding:
         entry["encoding"] = notes.encoding
     if notes.replaced:

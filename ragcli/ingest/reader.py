@@ -39,6 +39,7 @@ class FileInfo:
     size: int
     mtime_ns: int
     absolute: bool = False  # named by an absolute path on the command line: shown so, wherever ragcli runs
+    named: bool = False  # the file itself was named (not found in a folder): it stays when a folder walk skips it
 
 
 @dataclass
@@ -139,7 +140,7 @@ def iter_files(paths: list[Path], *, include_hidden: bool = False, exclude: Iter
                 if on_skip is not None:
                     on_skip(path, "its name is not valid UTF-8 (rename it to index it)")
                 continue
-            yield FileInfo(Path(key), st.st_size, st.st_mtime_ns, root.is_absolute())
+            yield FileInfo(Path(key), st.st_size, st.st_mtime_ns, root.is_absolute(), named=path is root)
 
 
 def _unreachable(path: Path, exc: BaseException) -> str:
