@@ -77,6 +77,34 @@ def test_a_file_named_on_its_own_stays_when_its_folder_is_indexed(tmp_path):
     assert r.removed == 1 and not TantivyIndex.open(index).search("passport", 1)
 
 
+def test_a_folder_deleted_or_renamed_since_it_was_indexed_can_be_named_to_remove_it(tmp_path, monkeypatch):
+    """`rm -rf old; ragcli index notes old` stopped at "path does not exist: old", and without it the
+    folder's passages stayed for good (a renamed folder's were found twice, under both names)."""
+    import shutil
+
+    monkeypatch.chdir(tmp_path)
+    for folder, text in (("notes", "Buy a kayak."), ("old", "Obsolete plan about zeppelins."),
+                         ("proj", "Project keeps walruses.")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "a.txt").write_text(text, encoding="utf-8")
+    index = tmp_path / "index"
+    build_index([Path("notes"), Path("old"), Path("proj")], index)
+    shutil.rmtree(tmp_path / "old")
+    (tmp_path / "proj").rename(tmp_path / "project")
+    warnings = []
+    r = build_index([Path("notes"), Path("old"), Path("proj"), Path("project")], index, on_warning=warnings.append)
+    assert (r.removed, r.added, r.unchanged) == (2, 1, 1)
+    assert warnings == ["old is not there any more: 1 file from it leaves the index",
+                        "proj is not there any more: 1 file from it leaves the index"]
+    idx = TantivyIndex.open(index)
+    assert not idx.search("zeppelins", 3)
+    assert [d.location for d in idx.search("walruses", 3)] == ["project/a.txt:1"]
+    with pytest.raises(InputPathError, match="path does not exist: old"):  # nothing of it left to remove
+        build_index([Path("old")], index)
+    with pytest.raises(InputPathError, match="path does not exist: notez"):  # a typo is still one
+        build_index([Path("notes"), Path("notez")], index)
+
+
 def test_changed_and_deleted_files_are_updated(small_corpus, settings):
     build_index([small_corpus], Path(settings.index))
     notes = small_corpus / "notes.md"

@@ -19,7 +19,7 @@ from typing import Callable, Iterator
 
 from ragcli.config import available_cpus
 from ragcli.errors import (EmptyCorpusError, IndexCorruptError, IndexMissingError, IndexWriteError, InputPathError,
-                           UsageError)
+                           RagcliError, UsageError)
 from ragcli.ingest.formats import JSONL_SUFFIXES, reader_version
 from ragcli.ingest.passages import TARGET_WORDS
 from ragcli.ingest import reader
@@ -135,8 +135,10 @@ def build_index(
     started = time.perf_counter()
     warn = on_warning or (lambda msg: None)
     report = IndexReport()
-    files = _find_files(paths, report, warn, include_hidden=include_hidden, exclude=exclude or [])
-    if not files:
+    gone = _gone(paths, None if rebuild else index_dir, warn)
+    files = _find_files([p for p in paths if p not in gone], report, warn, include_hidden=include_hidden,
+                        exclude=exclude or [])
+    if not files and not gone:
         raise _empty(paths, report, index_dir if TantivyIndex.exists(index_dir) else None)
     # The lock first, for the whole run: a second run that started at the same moment used to create
     # the index beside this one's, fail on the writer's lock, and delete the index this one had built.
@@ -155,7 +157,7 @@ def build_index(
                     run.index_file(info)
                     if on_progress:
                         on_progress(done, len(files), report.passages_added)
-                if not run.holds_passages(files):  # uncommitted work is dropped as the writer closes
+                if files and not run.holds_passages(files):  # uncommitted work is dropped as the writer closes
                     raise _empty(paths, report, None if created else index_dir)
                 run.commit()
                 writer.finish()
@@ -168,12 +170,31 @@ def build_index(
     return report
 
 
+def _gone(paths: list[Path], index_dir: Path | None, warn: WarnFn) -> list[Path]:
+    """The paths that are not there any more but the index (None: none, a rebuild) holds files from
+    (a folder deleted or renamed since it was indexed): the run removes their files. Any other
+    missing path is an error."""
+    missing = [p for p in paths if not p.exists()]
+    if not missing:
+        return []
+    try:
+        manifest = TantivyIndex.open(index_dir).load_manifest() if index_dir and TantivyIndex.exists(index_dir) else {}
+    except RagcliError:
+        manifest = {}
+    gone = []
+    for p in missing:
+        root = str(p.resolve())  # as iter_files named its files
+        held = sum(1 for key in manifest if within_folder(key, root))
+        if not held:
+            raise InputPathError(f"path does not exist: {p}")
+        warn(f"{display_path(p)} is not there any more: {counted(held, 'file')} from it "
+             f"{'leaves' if held == 1 else 'leave'} the index")
+        gone.append(p)
+    return gone
+
+
 def _find_files(paths: list[Path], report: IndexReport, warn: WarnFn, *, include_hidden: bool,
                 exclude: list[str]) -> list[FileInfo]:
-    for p in paths:
-        if not p.exists():
-            raise InputPathError(f"path does not exist: {p}")
-
     def unreachable(path: Path, why: str) -> None:
         _skipped(report, warn, display_path(path), why)
 
