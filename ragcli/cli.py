@@ -134,7 +134,8 @@ def index(
     bad = sum(report.bad_lines.values())
     console.print(
         f"indexed {counted(report.files_seen, 'file')} ({report.added} added, {report.updated} updated, "
-        f"{report.removed} removed, {report.unchanged} unchanged, {len(report.skipped)} skipped"
+        f"{report.removed} removed, {report.unchanged} unchanged, {len(report.skipped) - report.unreachable} skipped"
+        + (f", {report.unreachable} not reachable" if report.unreachable else "")
         + (f"; {counted(bad, 'bad JSONL line')} skipped in {counted(len(report.bad_lines), 'file')}" if bad else "")
         + f"): {counted(report.passages_added, 'passage')} added, {report.passages_total} in the index, "
         f"{report.seconds:.1f}s ({report.passages_per_second:.0f} passages/s) → {settings.index}",

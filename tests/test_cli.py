@@ -47,6 +47,19 @@ def test_index_search_ask_round_trip(small_corpus, tmp_path, capsys, fake_model)
     assert "\x1b[" not in out  # plain when not a terminal
 
 
+def test_the_index_summary_adds_up(tmp_path, capsys):
+    """"indexed 32 files (29 added, …, 5 skipped)": broken links and loops were skipped but no file."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.txt").write_text("Alpha text.", encoding="utf-8")
+    (notes / "b.txt").write_text("Beta text.", encoding="utf-8")
+    (notes / "blob.txt").write_bytes(b"\x89PNG\x00\x00\x00binary")
+    (notes / "gone.txt").symlink_to(tmp_path / "nowhere.txt")
+    code, out, err = call(["index", str(notes), "--index", str(tmp_path / "idx")], capsys)
+    assert code == 0, err
+    assert "indexed 3 files (2 added, 0 updated, 0 removed, 0 unchanged, 1 skipped, 1 not reachable)" in err
+
+
 def test_ask_json_emits_one_event_per_line(small_corpus, tmp_path, capsys, fake_model):
     idx = str(tmp_path / "idx")
     call(["index", str(small_corpus), "--index", idx], capsys)

@@ -66,6 +66,7 @@ class IndexReport:
     files: list[FileResult] = field(default_factory=list)
     walk: WalkNotes = field(default_factory=WalkNotes)  # files of other types; what could not be listed
     kept: int = 0  # indexed files not seen this run because their folder could not be listed: kept
+    unreachable: int = 0  # of ``skipped``: not files_seen (a broken link, a symlink loop, an unreadable folder)
     passages_added: int = 0
     passages_total: int = 0
     seconds: float = 0.0
@@ -196,6 +197,7 @@ def _gone(paths: list[Path], index_dir: Path | None, warn: WarnFn) -> list[Path]
 def _find_files(paths: list[Path], report: IndexReport, warn: WarnFn, *, include_hidden: bool,
                 exclude: list[str]) -> list[FileInfo]:
     def unreachable(path: Path, why: str) -> None:
+        report.unreachable += 1
         _skipped(report, warn, display_path(path), why)
 
     files = list(iter_files(paths, include_hidden=include_hidden, exclude=exclude, on_skip=unreachable,
