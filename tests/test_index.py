@@ -803,3 +803,7 @@ def test_sources_are_named_as_the_user_named_the_folder(tmp_path, monkeypatch):
     assert locations(tmp_path / "abs") == [f"{notes / 'a.md'}:3"]
     build_index([Path("nu/notes")], tmp_path / "rel")
     assert locations(tmp_path / "rel") == ["nu/notes/a.md:3"]
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    build_index([Path("../nu/notes")], tmp_path / "up")  # was stored in full, though named relative
+    assert locations(tmp_path / "up") == ["../nu/notes/a.md:3"]

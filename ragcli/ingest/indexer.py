@@ -106,7 +106,12 @@ def shown_path(info: FileInfo) -> str:
     """How a file's passages name it: as ``display_path`` does, but in full when the user named its
     file or folder by an absolute path (`cd /tmp; ragcli index /home/me/notes` gave "home/me/notes/…",
     a path that opens from /tmp only)."""
-    return str(info.path) if info.absolute else display_path(info.path)
+    if info.absolute:
+        return str(info.path)
+    shown = display_path(info.path)
+    if os.path.isabs(shown):  # named from beside the working directory (`ragcli index ../docs`): so kept
+        shown = os.fsencode(os.path.relpath(info.path)).decode("utf-8", "backslashreplace")
+    return shown
 
 
 def file_hash(path: Path, algorithm: str = "sha1") -> str:
