@@ -188,6 +188,30 @@ def test_a_subfolders_ignore_file_takes_back_what_its_parents_ignores(tmp_path):
     assert found(exclude=["keep.log"]) == ["notes.md"]  # --exclude wins over any ignore file
 
 
+def test_the_ignore_files_of_the_folders_above_the_one_indexed_apply(tmp_path, monkeypatch):
+    """`ragcli index ign/logs` indexed the *.log files ign/.ragcliignore leaves out (and the next
+    `ragcli index ign` removed them): as git does, the ignore files above the folder apply too,
+    however the folder is named."""
+    (tmp_path / "ign" / "logs" / "deep").mkdir(parents=True)
+    (tmp_path / "ign" / "build").mkdir()
+    for name in ("logs/app.log", "logs/deep/d.log", "logs/keep.log", "logs/readme.md", "build/b.txt"):
+        (tmp_path / "ign" / name).write_text("text")
+    (tmp_path / "ign" / ".ragcliignore").write_text("*.log\nbuild/\n")
+    (tmp_path / "ign" / "logs" / ".ragcliignore").write_text("!keep.log\n")
+
+    def found(path):
+        return sorted(f.path.relative_to((tmp_path / "ign").resolve()).as_posix() for f in iter_files([path]))
+
+    assert found(tmp_path / "ign" / "logs") == ["logs/keep.log", "logs/readme.md"]
+    monkeypatch.chdir(tmp_path / "ign" / "logs")
+    assert found(Path(".")) == found(Path("deep")) + ["logs/keep.log", "logs/readme.md"] == ["logs/keep.log",
+                                                                                           "logs/readme.md"]
+    skipped = []
+    assert list(iter_files([Path("../build")], on_skip=lambda p, why: skipped.append((str(p), why)))) == []
+    assert skipped == [("../build", f"left out by {tmp_path / 'ign' / '.ragcliignore'}")]  # said, not just empty
+    assert found(tmp_path / "ign") == ["logs/keep.log", "logs/readme.md"]
+
+
 def test_symlink_loop_does_not_hang(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "doc.txt").write_text("content")

@@ -161,7 +161,21 @@ def _maybe_there(exc: BaseException) -> bool:
 def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn | None = None,
           other_types: Counter | None = None, unlisted: Callable[[Path], None] | None = None) -> Iterator[Path]:
     excluded = _spec(exclude) if exclude else None
-    specs: list[tuple[Path, object]] = []  # the .ragcliignore files met, each folder before those inside it
+    # the .ragcliignore files that apply, each folder's before those inside it (absolute folders): those
+    # of the folders above the root too, as git reads a repository's from its top (`ragcli index ign/logs`
+    # indexed the *.log files ign/.ragcliignore leaves out, and the next `ragcli index ign` removed them)
+    specs: list[tuple[Path, object]] = []
+    top = Path(os.path.abspath(root))
+    for folder in reversed(top.parents):
+        _read_ignore(folder, specs)
+    for base, spec in reversed(specs):  # the folder itself left out from above: said, not silently empty
+        verdict = spec.check_file(top.relative_to(base).as_posix() + "/").include
+        if verdict is not None:
+            if verdict and on_skip is not None:
+                on_skip(root, f"left out by {base / IGNORE_FILE}")
+            if verdict:
+                return
+            break
     real_root = os.path.realpath(root)
     walked: set[str] = set()  # real paths of the folders read so far (and the links' targets about to be)
     def unreadable(exc: OSError) -> None:  # os.walk skipped such a folder without a word
@@ -173,22 +187,18 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
     for dirpath, dirnames, filenames in os.walk(root, followlinks=True, onerror=unreadable):
         here = Path(dirpath)
         walked.add(os.path.realpath(here))
-        ignore = here / IGNORE_FILE
-        if ignore.is_file():
-            try:
-                specs.append((here, _spec(ignore.read_text(encoding="utf-8", errors="replace").splitlines())))
-            except OSError:
-                pass
-        active = [(base, spec) for base, spec in specs if here == base or base in here.parents]
+        at = top / here.relative_to(root)
+        _read_ignore(at, specs)
+        active = [(base, spec) for base, spec in specs if at == base or base in at.parents]
 
         def ignored(p: Path, is_dir: bool) -> bool:
             """--exclude wins (as git's command-line patterns do); then, as in git, the deepest
             .ragcliignore with a say decides: a `!name` in a subfolder's file takes back what its
             parent's ignores."""
             def rel(base: Path) -> str:
-                return p.relative_to(base).as_posix() + ("/" if is_dir else "")
+                return (top / p.relative_to(root)).relative_to(base).as_posix() + ("/" if is_dir else "")
 
-            if excluded is not None and excluded.match_file(rel(root)):
+            if excluded is not None and excluded.match_file(rel(top)):
                 return True
             for base, spec in reversed(active):
                 verdict = spec.check_file(rel(base)).include
@@ -214,6 +224,15 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
                 yield p
             elif other_types is not None:
                 other_types[p.suffix.lower()] += 1
+
+
+def _read_ignore(folder: Path, specs: list[tuple[Path, object]]) -> None:
+    ignore = folder / IGNORE_FILE
+    try:
+        if ignore.is_file():
+            specs.append((folder, _spec(ignore.read_text(encoding="utf-8", errors="replace").splitlines())))
+    except OSError:
+        pass
 
 
 def _follow(link: Path, real_root: str, walked: set[str], on_skip: SkipFn | None) -> bool:
