@@ -245,6 +245,9 @@ class Repl:
         except KeyboardInterrupt:
             renderer.close()
             self.console.print("[yellow]cancelled[/]")
+            # the question cancelled is the one a follow-up means ("How much RAM do they have?" after
+            # "Tell me about the servers", cancelled, searched with the exchange before it)
+            self.context = [Exchange(question, "")]
             return None
         finally:
             renderer.close()
@@ -265,7 +268,8 @@ class Repl:
         prev = self.context[-1] if self.context else None
         if not prev or not is_follow_up(question, f"{prev.question} {prev.answer}"):
             return question
-        return f"{question} (Earlier question: {prev.question} Earlier answer: {prev.answer})"
+        answered = f" Earlier answer: {prev.answer}" if prev.answer else ""
+        return f"{question} (Earlier question: {prev.question}{answered})"
 
     # ---------------------------------------------------------------- slash commands
     def command(self, text: str) -> str | None:

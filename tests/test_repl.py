@@ -162,11 +162,15 @@ def test_ctrl_c_cancels_the_answer_without_leaving(settings, built_index):
     def boom(prompt):
         raise KeyboardInterrupt
 
-    gen = FakeGenerator([boom], default=ANSWER)
+    gen = FakeGenerator([ANSWER, boom], default=ANSWER)
     args = make_repl(settings.copy(strategy="none"), built_index, generator=gen)
-    repl, code, err, out = drive(args, "Will be cancelled?\rSecond try?\r/exit\r")
+    repl, code, err, out = drive(args, "Who is Ulf Merbold?\rTell me about the Rush drummers.\r"
+                                       "When were they born?\rSecond try?\r/exit\r")
     assert "cancelled" in err
-    assert len(repl.transcript) == 1 and repl.transcript[0].question == "Second try?"
+    assert [e.question for e in repl.transcript] == ["Who is Ulf Merbold?", "When were they born?", "Second try?"]
+    # "they": the question cancelled, not the exchange before it
+    [follow_up] = [p for p in gen.prompts if "When were they born?" in p]
+    assert "When were they born? (Earlier question: Tell me about the Rush drummers.)" in follow_up
 
 
 def test_ctrl_d_leaves_and_unknown_command_is_reported(settings, built_index):
