@@ -178,6 +178,23 @@ def test_plain_answer_carries_source_numbers_unless_quiet():
     assert quiet.getvalue() == answer + "\n"  # --quiet: the answer alone, for scripts
 
 
+def test_quiet_still_warns_on_stderr_of_a_cut_answer():
+    """`ask -q --max-tokens 5` printed "Backups are run every" with exit 0 and no word of the cut."""
+    from ragcli.render import make_renderer
+
+    out, err = io.StringIO(), io.StringIO()
+    renderer = make_renderer(quiet=True, stdout=out, stderr=err)
+    renderer.handle(Notice("time budget of 1s reached; stopped", "warning"))
+    renderer.handle(Notice("found 3 documents", "info"))
+    renderer.handle(AnswerFinished("Backups are run every", (), RunStats(), "max_tokens"))
+    assert out.getvalue() == "Backups are run every\n"
+    assert err.getvalue().splitlines() == ["warning: time budget of 1s reached; stopped",
+                                           "warning: the answer may be cut short: --max-tokens reached"]
+    out, err = io.StringIO(), io.StringIO()
+    make_renderer(quiet=True, stdout=out, stderr=err).handle(AnswerFinished("Every night.", (), RunStats(), "end"))
+    assert err.getvalue() == ""
+
+
 def test_plain_wrapping_keeps_hyphenated_words_and_urls_whole(monkeypatch):
     import os
     import shutil

@@ -28,8 +28,8 @@ def make_renderer(*, json: bool = False, quiet: bool = False, highlight: float =
         return JsonlRenderer(stdout)
     from ragcli.render.plain import PlainRenderer
 
-    if quiet:
-        return PlainRenderer(stdout, None)
+    if quiet:  # the answer alone on stdout; warnings (a cut answer) still on stderr
+        return PlainRenderer(stdout, None, warnings=stderr)
     if is_tty(stderr) and not os.environ.get("NO_COLOR"):
         from ragcli.render.live import RichLiveRenderer
 

@@ -17,10 +17,16 @@ from ragcli.events import (
 from ragcli.render.text import already_read_line, is_tty, safe, calibration_line, marked_answer, source_lines, summary_line
 
 
+# How an answer can end short of what was asked: --quiet says so on stderr (a script got "Back" with exit 0)
+CUT_SHORT = {"max_tokens": "--max-tokens reached", "timeout": "the time budget (--timeout) ran out",
+             "max_steps": "--max-steps reached"}
+
+
 class PlainRenderer:
-    def __init__(self, out, err) -> None:
+    def __init__(self, out, err, warnings=None) -> None:
         self.out = out
-        self.err = err
+        self.err = err  # the trace; None for --quiet
+        self.warnings = warnings  # --quiet: where warnings still go
 
     def _wrapped(self, text: str) -> str:
         """Word-wrapped to the terminal's width when stdout is one (``2>/dev/null`` picks this renderer
@@ -67,6 +73,8 @@ class PlainRenderer:
             self._trace(f"info: {calibration_line(event)}")
         elif isinstance(event, Notice):
             self._trace(f"{event.level}: {safe(event.message)}")
+            if self.err is None and event.level == "warning":
+                self._warn(f"warning: {safe(event.message)}")
         elif isinstance(event, AnswerFinished):
             if self.err is None:  # --quiet: the answer alone, for scripts
                 answer = safe(event.answer)
@@ -79,6 +87,13 @@ class PlainRenderer:
                 self.out.write("\n" + "\n".join(source_lines(event.sources, event.citations)) + "\n")
             self.out.flush()
             self._trace(summary_line(event.stats, event.stop_reason))
+            if self.err is None and event.stop_reason in CUT_SHORT:
+                self._warn(f"warning: the answer may be cut short: {CUT_SHORT[event.stop_reason]}")
+
+    def _warn(self, line: str) -> None:
+        if self.warnings is not None:
+            self.warnings.write(line + "\n")
+            self.warnings.flush()
 
     def close(self) -> None:
         self.out.flush()
