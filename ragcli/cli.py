@@ -190,6 +190,8 @@ def search(
     from ragcli.retrieval.index import TantivyIndex
 
     settings = Settings.resolve(flags)
+    if not query.strip():
+        raise UsageError("the query is empty", hint='give words to search for: ragcli search "backup schedule"')
     idx = TantivyIndex.open(settings.index)
     t = time.perf_counter()
     docs = idx.search(query, k)
@@ -211,7 +213,7 @@ def search(
                   title_justify="left")
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column("score", justify="right", no_wrap=True)
-    table.add_column("title / location", ratio=1)
+    table.add_column("title / location", ratio=1, overflow="fold")  # "servers.md:1…" hid which lines
     table.add_column("text", ratio=2)
     for i, d in enumerate(docs, start=1):
         table.add_row(str(i), f"{d.score:.2f}", f"{markup_safe(d.title)}\n[dim]{markup_safe(d.location)}[/]",

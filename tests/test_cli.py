@@ -40,6 +40,10 @@ def test_index_search_ask_round_trip(small_corpus, tmp_path, capsys, fake_model)
     assert rows and rows[0]["title"] == "Field notes" and "location" in rows[0]
     code, out, err = call(["search", "zyxwvut", "--index", idx], capsys)
     assert code == 0 and out.startswith("no passage matches 'zyxwvut' (") and "passages in the index" in out
+    code, out, err = call(["search", "  ", "--index", idx], capsys)
+    assert code == 2 and "the query is empty" in err  # as `ask ""` is
+    code, out, err = call(["search", "Rhodotypos", "--index", idx], capsys)  # 80 columns: the location kept whole
+    assert code == 0 and "notes.md:3-5" in out.replace("\n", "").replace("│", "").replace(" ", "")
     code, out, err = call(["ask", "Which band?", "--index", idx, "--strategy", "single"], capsys)
     assert code == 0, err
     assert out.startswith("Rush is the band. So the answer is Rush.")
