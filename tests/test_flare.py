@@ -408,8 +408,13 @@ def test_fitting_drops_pages_then_shortens_the_last_and_tokenizes_each_candidate
     assert [d.id for d in kept] == ["b0"] and kept[0].text.endswith(" …")
     assert gen.count_tokens(build(kept)) <= 250
     assert strategy.fit_documents(big[:1], build, reserve=10)[0].text.endswith(" …")
-    with pytest.raises(ContextOverflowError):  # not even the question fits
+    with pytest.raises(ContextOverflowError) as err:  # not even the question fits
         strategy.fit_documents(big, lambda ds: "word " * 300, reserve=10)
+    assert err.value.hint == "shorten the question or raise --ctx"
+    gen.context_hint = "shorten the question, lower -k, or give the server a larger context"  # a server's
+    with pytest.raises(ContextOverflowError) as err:  # --ctx does not size a server's window
+        strategy.fit_documents(big, lambda ds: "word " * 300, reserve=10)
+    assert err.value.hint == gen.context_hint
 
 
 def test_a_page_of_one_long_word_is_cut_to_fit_not_dropped(settings):

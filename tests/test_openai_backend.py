@@ -18,7 +18,7 @@ import pytest
 
 from ragcli import cli
 from ragcli.engine import Engine
-from ragcli.errors import ContextOverflowError, Interrupted, ServerError
+from ragcli.errors import ContextOverflowError, Interrupted, ServerError, UsageError
 from ragcli.generation.openai import (CHAT_TOKENS_ONCE, CHAT_TOKENS_PER_MESSAGE, OpenAIGenerator, _messages,
                                       estimate_tokens)
 from ragcli.generation.openai_http import api_base
@@ -99,8 +99,11 @@ def test_error_bodies_and_retry_after():
 
 def test_base_url_forms_and_estimates():
     assert api_base("http://127.0.0.1:8080") == api_base("http://127.0.0.1:8080/v1/") == "http://127.0.0.1:8080/v1"
-    with pytest.raises(ServerError):
-        api_base("127.0.0.1:8080")
+    # not URLs: usage errors (exit 2), never internal errors (exit 1) or a server failure (exit 10)
+    for bad in ("127.0.0.1:8080", "ftp://x", "http://", "http://[::1", "http://127.0.0.1:abc"):
+        with pytest.raises(UsageError, match="--base-url") as err:
+            api_base(bad)
+        assert err.value.exit_code == 2 and repr(bad) in err.value.message
     text = "Sigmund Jähn (born 13 February 1937) is a German cosmonaut.\n"
     assert estimate_tokens(text) >= 20  # a tokenizer gives 17 here: the estimate errs on the large side
 
@@ -351,7 +354,10 @@ def test_server_down_is_one_line_exit_10(capsys, tmp_path):
 
 def test_backend_openai_without_a_url(capsys, tmp_path):
     code, _, err = call(["ask", "q?", "--strategy", "none", "--backend", "openai", "--index", str(tmp_path)], capsys)
-    assert code == 10 and "needs --base-url" in one_line_error(err)
+    assert code == 2 and "needs --base-url" in one_line_error(err)
+    code, _, err = call(["ask", "q?", "--strategy", "none", "--backend", "openai", "--base-url", "http://[::1",
+                         "--index", str(tmp_path)], capsys)
+    assert code == 2 and "--base-url is not a URL" in one_line_error(err)
 
 
 def test_wrong_model_name(capsys, tmp_path):
@@ -476,6 +482,7 @@ def test_context_overflow_from_the_server_is_exit_7():
     err = g.http.status_error(_Resp(400, b'{"error": {"code": 400, "message": "request (5000 tokens) exceeds the '
                                      b'available context size (4096 tokens)", "type": "exceed_context_size_error"}}'))
     assert isinstance(err, ContextOverflowError) and err.exit_code == 7
+    assert g.context_hint == err.hint and "--ctx" not in g.context_hint  # what fit_documents says too
 
 
 class _Resp:

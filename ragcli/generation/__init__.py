@@ -69,10 +69,16 @@ class ControlTexts:
         return self.others.sub(join, text) if self.others else text
 
 
+# What to do when a prompt outgrows the context window, by backend: --ctx sizes an in-process model's
+# window, but not a server's (its own -c does; "raise --ctx" was no help there)
+LOCAL_CONTEXT_HINT = "shorten the question or raise --ctx"
+
+
 class Generator(Protocol):
     n_ctx: int
     stats: GenStats
     last_finish: str  # why the last stream() ended: "stop", "eog" or "length"
+    context_hint: str  # what to do when a prompt does not fit n_ctx (LOCAL_CONTEXT_HINT in-process)
 
     def fingerprint(self) -> str:
         """What identifies the model's behaviour (a GGUF file's SHA-256; a server's URL and model):

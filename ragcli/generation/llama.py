@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
 from ragcli.errors import ModelError
-from ragcli.generation import ControlTexts, GenStats, StopFilter
+from ragcli.generation import LOCAL_CONTEXT_HINT, ControlTexts, GenStats, StopFilter
 from ragcli.types import Token
 
 
@@ -231,6 +231,7 @@ class LlamaGenerator:
         self.cache = cache
         self.rng = np.random.default_rng(seed)
         self.stats = GenStats()
+        self.context_hint = LOCAL_CONTEXT_HINT
         self._pieces: dict[int, bytes] = {}
         self._control_texts = None  # a pattern of the control tokens' texts (chat style), once needed
         self._slots: dict[str, _Slot] = {"main": _Slot(self.llm._ctx, self.llm._batch, self.n_ctx)}
@@ -388,7 +389,7 @@ class LlamaGenerator:
             from ragcli.errors import ContextOverflowError
 
             raise ContextOverflowError(f"prompt of {len(tokens)} tokens does not fit the {self.n_ctx}-token context",
-                                       hint="shorten the question or raise --ctx")
+                                       hint=LOCAL_CONTEXT_HINT)
         held = slot.tokens
         same = 0
         while same < min(len(held), len(tokens)) and held[same] == tokens[same]:

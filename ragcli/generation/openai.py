@@ -27,9 +27,9 @@ import re
 from contextlib import closing
 from typing import Any, Iterator, Mapping, Sequence
 
-from ragcli.errors import ServerError
+from ragcli.errors import ServerError, UsageError
 from ragcli.generation import ControlTexts, GenStats, StopFilter
-from ragcli.generation.openai_http import BACKOFF, RETRIES, ServerClient
+from ragcli.generation.openai_http import BACKOFF, CONTEXT_HINT, RETRIES, ServerClient
 from ragcli.generation.openai_wire import TOP_N, Chunk, Piece
 from ragcli.types import Token
 from ragcli.prompts import Prompt
@@ -76,6 +76,7 @@ class OpenAIGenerator:
         self.temperature, self.top_p, self.seed, self.cache = temperature, top_p, seed, cache
         self.stats = GenStats()
         self.last_finish = "length"
+        self.context_hint = CONTEXT_HINT  # the server's -c sets its window, not --ctx
         self.notices: list[str] = []
         self._counts: dict[str, int] = {}
         self._ids: dict[tuple[str, bool, bool], list[int] | None] = {}
@@ -92,7 +93,7 @@ class OpenAIGenerator:
     @classmethod
     def from_settings(cls, settings) -> "OpenAIGenerator":
         if not settings.base_url:
-            raise ServerError("--backend openai needs --base-url (or RAGCLI_BASE_URL)",
+            raise UsageError("--backend openai needs --base-url (or RAGCLI_BASE_URL)",
                               hint="e.g. --base-url http://127.0.0.1:8080 for scripts/llama-server.sh serve")
         return cls(settings.base_url, model=settings.api_model, key=api_key(), timeout=settings.api_timeout,
                    n_ctx=settings.ctx, temperature=settings.temperature, top_p=settings.top_p, seed=settings.seed,

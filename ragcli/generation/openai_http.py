@@ -15,7 +15,7 @@ import threading
 from typing import Any, Callable, Iterator
 from urllib.parse import urlsplit
 
-from ragcli.errors import ContextOverflowError, Interrupted, ServerError
+from ragcli.errors import ContextOverflowError, Interrupted, ServerError, UsageError
 from ragcli.generation.openai_wire import Chunk, error_text, parse_chunk, retry_after, sse_data
 
 RETRIES = 3
@@ -26,11 +26,19 @@ CONTEXT_HINT = "shorten the question, lower -k, or give the server a larger cont
 
 
 def api_base(url: str) -> str:
-    """``http://host:8080`` and ``http://host:8080/v1/`` both mean ``http://host:8080/v1``."""
+    """``http://host:8080`` and ``http://host:8080/v1/`` both mean ``http://host:8080/v1``. A URL
+    that is none (no scheme, no host, a port that is no number) is a usage error (exit 2)."""
+    given = url
     url = url.strip().rstrip("/")
-    if not re.match(r"^https?://[^/]", url):
-        raise ServerError(f"--base-url must be an http(s) URL, got {url!r}", hint="e.g. http://127.0.0.1:8080")
-    return url if urlsplit(url).path else url + "/v1"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises for "http://127.0.0.1:abc"
+    except ValueError as exc:  # "http://[::1": an internal error before
+        raise UsageError(f"--base-url is not a URL ({exc}): {given!r}", hint="e.g. http://127.0.0.1:8080") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"--base-url must be an http(s) URL with a host, got {given!r}",
+                         hint="e.g. http://127.0.0.1:8080")
+    return url if parts.path else url + "/v1"
 
 
 def _loopback(url: str) -> bool:

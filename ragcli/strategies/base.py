@@ -21,7 +21,7 @@ from ragcli.events import (
     StepStarted,
     TokenGenerated,
 )
-from ragcli.generation import Generator
+from ragcli.generation import LOCAL_CONTEXT_HINT, Generator
 from ragcli.retrieval import Retriever
 from ragcli.retrieval.web import WebSearcher
 from ragcli.sentences import ends_with_stop, first_sentence_end, split_sentences
@@ -416,7 +416,7 @@ class Strategy:
             if not kept:
                 raise ContextOverflowError(
                     f"the question and answer need more than the {self.gen.n_ctx}-token context window",
-                    hint="shorten the question or raise --ctx",
+                    hint=getattr(self.gen, "context_hint", LOCAL_CONTEXT_HINT),
                 )
             d = kept[0]
             if len(kept) > 1 or len(d.text) <= MIN_SHORTENED_CHARS:  # another page to drop, or too short to cut
