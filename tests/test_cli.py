@@ -98,6 +98,8 @@ def test_model_path_that_is_not_gguf(tmp_path, capsys, small_corpus):
     call(["index", str(small_corpus), "--index", idx], capsys)
     code, _, err = call(["ask", "q", "--index", idx, "--model", str(bad), "--strategy", "none"], capsys)
     assert code == 6 and "not a GGUF" in err
+    code, _, err = call(["ask", "q", "--index", idx, "--model", str(tmp_path), "--strategy", "none"], capsys)
+    assert code == 6 and "is a folder, not a model file" in err  # it said "not found" of a path that is there
 
 
 def test_question_from_stdin(monkeypatch, small_corpus, tmp_path, capsys, fake_model):

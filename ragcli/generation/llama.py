@@ -101,6 +101,8 @@ def check_gguf(path: Path, *, complete: bool = False) -> None:
     `ragcli doctor` called such a file ok). ``complete`` reads the metadata with ggml's own GGUF
     reader (``gguf_data_end``): a moment for a 7B model's file, so `doctor` and a failed load use it,
     not every start."""
+    if path.is_dir():  # it exists: "not found" sent users looking for a typo
+        raise ModelError(f"{path} is a folder, not a model file", hint="give --model the .gguf file in it")
     if not path.is_file():
         raise ModelError(f"model file not found: {path}")
     with path.open("rb") as fh:
