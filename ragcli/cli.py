@@ -282,8 +282,15 @@ def chat(
     from ragcli.engine import Engine
     from ragcli.repl import Repl
 
+    from ragcli.errors import IndexMissingError
+
     settings = Settings.resolve(flags)
     engine = Engine(settings)
+    engine.generator  # a missing or broken model stops here (exit 6, as `ask`), not at the first question
+    try:
+        engine.retriever
+    except IndexMissingError as exc:  # /index PATH can build it from inside the session
+        stderr_console().print(f"[yellow]warning:[/] {markup_safe(exc.message)}; /index PATH builds one", soft_wrap=True)
     Repl(engine, log=None if no_log else _log_answer).run()
 
 

@@ -102,6 +102,21 @@ def test_model_path_that_is_not_gguf(tmp_path, capsys, small_corpus):
     assert code == 6 and "is a folder, not a model file" in err  # it said "not found" of a path that is there
 
 
+def test_chat_checks_the_model_before_the_first_question(tmp_path, capsys, monkeypatch):
+    """`ragcli chat --model /nonexistent.gguf` showed the banner and the prompt, and failed at the
+    first question (exit 0 on leaving); `ask` stops at once with exit 6. A missing index is a warning:
+    /index can build it from inside the session."""
+    from ragcli import repl
+
+    started = []
+    monkeypatch.setattr(repl.Repl, "run", lambda self: started.append(self) or 0)
+    code, _, err = call(["chat", "--model", str(tmp_path / "none.gguf"), "--index", str(tmp_path / "idx")], capsys)
+    assert code == 6 and "model file not found" in err and not started
+    monkeypatch.setattr(engine, "make_generator", lambda settings: FakeGenerator(default=toks(" Yes.", 0.9)))
+    code, _, err = call(["chat", "--index", str(tmp_path / "idx")], capsys)
+    assert code == 0 and started and "warning: no index at" in err and "/index PATH builds one" in err
+
+
 def test_question_from_stdin(monkeypatch, small_corpus, tmp_path, capsys, fake_model):
     import io
 
