@@ -18,11 +18,10 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from ragcli.config import available_cpus
-from ragcli.errors import (EmptyCorpusError, IndexCorruptError, IndexMissingError, IndexWriteError, InputPathError,
-                           RagcliError, UsageError)
+from ragcli.errors import EmptyCorpusError, IndexCorruptError, IndexMissingError, InputPathError, RagcliError
+from ragcli.ingest import reader
 from ragcli.ingest.formats import JSONL_SUFFIXES, reader_version
 from ragcli.ingest.passages import TARGET_WORDS
-from ragcli.ingest import reader
 from ragcli.ingest.reader import (FileInfo, FileNotes, SkipFile, WalkNotes, iter_files, iter_passages, read_passages,
                                   within_folder)
 from ragcli.retrieval.index import LOCK_FILE, SCHEMA_VERSION, TantivyIndex, exclusive_lock, unwritable_index
@@ -148,8 +147,8 @@ def build_index(
         raise _empty(paths, report, index_dir if TantivyIndex.exists(index_dir) else None)
     # The lock first, for the whole run: a second run that started at the same moment used to create
     # the index beside this one's, fail on the writer's lock, and delete the index this one had built.
-    with _locked_folder(index_dir) as made_folder:
-        index, created = _open_target(index_dir, rebuild, made_folder)
+    with _locked_folder(index_dir):
+        index, created = _open_target(index_dir, rebuild)
         run = None
         try:
             manifest = {} if rebuild else index.load_manifest()
@@ -169,7 +168,7 @@ def build_index(
                 writer.finish()
         except BaseException:  # nothing to index, Ctrl-C, a full disk: an index created for nothing goes again
             if created and not (run and run.commits):
-                _discard(index_dir, created)
+                TantivyIndex.remove(index_dir)  # its lock file and the folder go as the lock is let go
             raise
         _save_meta(index, report, rebuild)
     report.seconds = time.perf_counter() - started
@@ -212,39 +211,33 @@ def _find_files(paths: list[Path], report: IndexReport, warn: WarnFn, *, include
 
 
 @contextmanager
-def _locked_folder(index_dir: Path) -> Iterator[bool]:
-    """The index folder, made if need be, with its writer's lock held; yields whether this run made
-    the folder. A run refused here (the lock is held, the folder is a file or cannot be made) has
-    changed nothing; one refused later leaves no lock file in a folder that holds no index."""
-    if index_dir.exists() and not index_dir.is_dir():
-        raise UsageError(f"{index_dir} is a file, not a folder for an index", hint="give --index a new or empty folder")
+def _locked_folder(index_dir: Path) -> Iterator[None]:
+    """The index folder, made if need be, with its writer's lock held. A run refused here (the lock is
+    held, the folder is a file or cannot be made) has changed nothing; one that fails later leaves no
+    lock file in a folder that holds no index, nor the folder if it made it."""
+    TantivyIndex.check_folder(index_dir)
     made = not index_dir.exists()
     lock_was_there = (index_dir / LOCK_FILE).exists()
     try:
         index_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise _unwritable(index_dir, exc) from None
+        raise unwritable_index(index_dir, exc.strerror or str(exc)) from None
     with exclusive_lock(index_dir):
         try:
-            yield made
+            yield
         except BaseException:
             if not lock_was_there and not TantivyIndex.exists(index_dir):
                 (index_dir / LOCK_FILE).unlink(missing_ok=True)
                 if made:
                     try:
                         index_dir.rmdir()
-                    except OSError:
+                    except OSError:  # something else appeared in it meanwhile: leave it
                         pass
             raise
 
 
-def _unwritable(index_dir: Path, exc: OSError) -> IndexWriteError:
-    return unwritable_index(index_dir, exc.strerror or str(exc))
-
-
-def _open_target(index_dir: Path, rebuild: bool, made_folder: bool) -> tuple[TantivyIndex, str | None]:
-    """The index to write and what this run created to hold it: None (it existed), "index" (the
-    index files in an existing folder) or "folder". With ``rebuild`` an index that cannot be
+def _open_target(index_dir: Path, rebuild: bool) -> tuple[TantivyIndex, bool]:
+    """The index to write and whether this run created it. With ``rebuild`` an index that cannot be
     opened (corrupt, another schema version) or was built with an older schema is deleted first; a
     folder that is not an index never is."""
     removed = False
@@ -252,7 +245,7 @@ def _open_target(index_dir: Path, rebuild: bool, made_folder: bool) -> tuple[Tan
         try:
             index = TantivyIndex.open(index_dir)
             if index.meta.schema_version >= SCHEMA_VERSION:
-                return index, None
+                return index, False
             del index  # readable, without what this schema indexes: a rebuild makes it anew
             TantivyIndex.remove(index_dir)
         except IndexCorruptError:  # unusable anyway: start afresh
@@ -261,25 +254,13 @@ def _open_target(index_dir: Path, rebuild: bool, made_folder: bool) -> tuple[Tan
             TantivyIndex.remove(index_dir)  # refuses a folder that is not an index
         removed = True  # what was an index there is gone; files the user kept beside it stay
     if TantivyIndex.exists(index_dir):
-        return TantivyIndex.open(index_dir), None
+        return TantivyIndex.open(index_dir), False
     try:
-        index = TantivyIndex.create(index_dir, among_other_files=removed)
+        return TantivyIndex.create(index_dir, among_other_files=removed), True
     except OSError as exc:
-        raise _unwritable(index_dir, exc) from None
+        raise unwritable_index(index_dir, exc.strerror or str(exc)) from None
     except ValueError as exc:  # tantivy's own I/O errors ("Permission denied", a full disk)
         raise unwritable_index(index_dir, str(exc)) from None
-    return index, "folder" if made_folder else "index"
-
-
-def _discard(index_dir: Path, created: str) -> None:
-    """Remove an index this run created and left empty (and its folder, if this run made it)."""
-    TantivyIndex.remove(index_dir)
-    (index_dir / LOCK_FILE).unlink(missing_ok=True)
-    if created == "folder":
-        try:
-            index_dir.rmdir()
-        except OSError:  # something else appeared in it meanwhile: leave it
-            pass
 
 
 def _empty(paths: list[Path], report: IndexReport, kept: Path | None) -> EmptyCorpusError:

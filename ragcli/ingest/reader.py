@@ -168,14 +168,11 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
     top = Path(os.path.abspath(root))
     for folder in reversed(top.parents):
         _read_ignore(folder, specs)
-    for base, spec in reversed(specs):  # the folder itself left out from above: said, not silently empty
-        verdict = spec.check_file(top.relative_to(base).as_posix() + "/").include
-        if verdict is not None:
-            if verdict and on_skip is not None:
-                on_skip(root, f"left out by {base / IGNORE_FILE}")
-            if verdict:
-                return
-            break
+    left_out = _ignored_by(specs, top, True)
+    if left_out is not None:  # the folder itself, from above: said, not silently empty
+        if on_skip is not None:
+            on_skip(root, f"left out by {left_out / IGNORE_FILE}")
+        return
     real_root = os.path.realpath(root)
     walked: set[str] = set()  # real paths of the folders read so far (and the links' targets about to be)
     def unreadable(exc: OSError) -> None:  # os.walk skipped such a folder without a word
@@ -192,19 +189,11 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
         active = [(base, spec) for base, spec in specs if at == base or base in at.parents]
 
         def ignored(p: Path, is_dir: bool) -> bool:
-            """--exclude wins (as git's command-line patterns do); then, as in git, the deepest
-            .ragcliignore with a say decides: a `!name` in a subfolder's file takes back what its
-            parent's ignores."""
-            def rel(base: Path) -> str:
-                return (top / p.relative_to(root)).relative_to(base).as_posix() + ("/" if is_dir else "")
-
-            if excluded is not None and excluded.match_file(rel(top)):
+            """--exclude wins (as git's command-line patterns do); then the .ragcliignore files."""
+            full = top / p.relative_to(root)
+            if excluded is not None and excluded.match_file(full.relative_to(top).as_posix() + ("/" if is_dir else "")):
                 return True
-            for base, spec in reversed(active):
-                verdict = spec.check_file(rel(base)).include
-                if verdict is not None:
-                    return verdict
-            return False
+            return _ignored_by(active, full, is_dir) is not None
 
         kept = []
         for d in sorted(dirnames):
@@ -224,6 +213,17 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
                 yield p
             elif other_types is not None:
                 other_types[p.suffix.lower()] += 1
+
+
+def _ignored_by(specs: list[tuple[Path, object]], path: Path, is_dir: bool) -> Path | None:
+    """The folder whose .ragcliignore leaves ``path`` out (absolute; ``specs`` outermost first, all
+    holding it), or None. As in git, the deepest file with a say decides: a `!name` in a subfolder's
+    file takes back what its parent's ignores."""
+    for base, spec in reversed(specs):
+        verdict = spec.check_file(path.relative_to(base).as_posix() + ("/" if is_dir else "")).include
+        if verdict is not None:
+            return base if verdict else None
+    return None
 
 
 def _read_ignore(folder: Path, specs: list[tuple[Path, object]]) -> None:

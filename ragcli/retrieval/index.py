@@ -212,9 +212,7 @@ class TantivyIndex:
         from ragcli import __version__
 
         directory = Path(directory)
-        if directory.exists() and not directory.is_dir():
-            raise UsageError(f"{directory} is a file, not a folder for an index",
-                             hint="give --index a new or empty folder")
+        cls.check_folder(directory)
         foreign = [] if among_other_files else _foreign_files(directory)
         if foreign:
             raise UsageError(f"{directory} is not a ragcli index and holds other files ({_some(foreign)}); "
@@ -224,6 +222,13 @@ class TantivyIndex:
         meta = IndexMeta(ragcli_version=__version__)
         meta.save(directory)
         return cls(directory, index, meta)
+
+    @staticmethod
+    def check_folder(directory: Path) -> None:
+        """Refuse a file given as an index folder."""
+        if directory.exists() and not directory.is_dir():
+            raise UsageError(f"{directory} is a file, not a folder for an index",
+                             hint="give --index a new or empty folder")
 
     @staticmethod
     def remove(directory: str | Path) -> None:
