@@ -178,3 +178,33 @@ def test_crag_web_search_keeps_the_rate_at_most_one(settings):
     events = list(Crag(gen, RecordingRetriever(), settings, web=Web()).run("Who founded Rome?"))
     stats = of(events, AnswerFinished)[0].stats
     assert stats.retrievals == 2 and stats.retrieval_rate == 1.0
+
+
+# ---------------------------------------------------------------- limits every loop honours (review, 2026-11-25)
+def _ircot(settings, scripts, **changes):
+    from ragcli.strategies.ircot import IRCoT
+
+    retriever = RecordingRetriever()
+    gen = FakeGenerator(scripts, default=toks(" Done.", 0.9) + toks("\n\nQuestion:", 0.9))
+    st = settings.copy(final_search="no", revise="always", **changes)
+    return list(IRCoT(gen, retriever, st).run("Who was the drummer of The Who?")), retriever
+
+
+def test_ircot_stops_when_the_model_repeats_a_reasoning_sentence(settings):
+    same = toks(" Keith Moon was the drummer of The Who.", 0.9) + [(" X", 0.9)]
+    events, retriever = _ircot(settings, [same] * 10)
+    from ragcli.events import Notice
+
+    assert [e.sentence.text for e in of(events, SentenceCommitted)] == ["Keith Moon was the drummer of The Who."]
+    assert len(retriever.queries) == 2  # the question, then the sentence once
+    assert any("repeated" in e.message for e in of(events, Notice))
+    assert of(events, AnswerFinished)[0].stop_reason == "repetition"
+
+
+def test_ircot_reasoning_stays_within_max_tokens(settings):
+    steps = [toks(f" Step {w} leads to the next one here.", 0.9) + [(" X", 0.9)] for w in "abcdefgh"]
+    events, _ = _ircot(settings, steps, max_tokens=20)
+    sentences = [e.sentence for e in of(events, SentenceCommitted)]
+    assert len(sentences) == 3  # 8 + 8 tokens, then what is left of 20 cuts the third short
+    assert sum(len(s.tokens) for s in sentences) <= 20
+    assert of(events, AnswerFinished)[0].stop_reason == "max_tokens"

@@ -117,6 +117,12 @@ def test_ircots_reader_overrules_the_one_retrieval_answer_only_with_a_paragraph_
     assert fin.answer == "Romulus had a twin. So the answer is: Remus."
 
 
+def _steps():
+    """A model that writes a new reasoning sentence at every step (a repeated one ends the loop)."""
+    n = iter(range(1, 1000))
+    return lambda prompt: toks(f" Another step number {next(n)}.", 0.9) + [(" X", 0.9)]
+
+
 def test_ircot_respects_the_pool_cap_and_context_budget(settings):
     docs = [Document(f"d{i}", f"D{i}", "text " * 120, 1.0) for i in range(12)]
 
@@ -127,7 +133,7 @@ def test_ircot_respects_the_pool_cap_and_context_budget(settings):
             return self.documents[start:start + k]
 
     retr = Rotating(docs)
-    gen = FakeGenerator(default=toks(" Another step.", 0.9) + [(" X", 0.9)], n_ctx=900)
+    gen = FakeGenerator(default=_steps(), n_ctx=900)
     events, r = run(IRCoT, gen, settings.copy(pool_cap=5, k=3, max_steps=4, lookahead=32), retriever=retr)
     assert len({d for e in of(events, DocumentsRetrieved) for d in [x.id for x in e.documents]}) >= 3
     assert any("pool is full" in n.message for n in of(events, Notice))
@@ -155,7 +161,7 @@ def test_ircot_prompts_keep_the_last_prompts_paragraphs_as_their_prefix(settings
             self.queries.append(query)
             return [docs[i] for i in answers[len(self.queries) - 1]]
 
-    gen = FakeGenerator(default=toks(" Another step.", 0.9) + [(" X", 0.9)])
+    gen = FakeGenerator(default=_steps())
     run(IRCoT, gen, settings.copy(k=3, max_steps=3, pool_cap=15, final_search="no", page_order=order),
         retriever=Scripted(docs.values()))
     from ragcli import prompts

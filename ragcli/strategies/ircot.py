@@ -22,7 +22,7 @@ from ragcli import answers, prompts
 from ragcli.events import Event
 from ragcli.sentences import first_sentence_end
 from ragcli.strategies.base import Strategy
-from ragcli.strategies.stream import cut_sentence
+from ragcli.strategies.stream import REPEATED, cut_sentence
 from ragcli.types import Document, Query
 
 
@@ -43,21 +43,30 @@ class IRCoT(Strategy):
         self._add(pool, seen, docs, 0)
         question_docs = docs
         stop_reason = "max_steps"
+        used = 0  # tokens of the reasoning kept: --max-tokens bounds it, as it bounds any answer
         before_loop = self.stats.steps  # max_steps bounds the reasoning steps
         while self.stats.steps - before_loop < st.max_steps:
+            budget = min(st.lookahead, st.max_tokens - used)
+            if budget <= 0:
+                stop_reason = "max_tokens"
+                break
             so_far = " ".join(reasoning)
             build = lambda d: prompts.answer_prompt(question, d, so_far, "cot")  # noqa: E731
             # rank order decides what is dropped when the context is tight (the latest retrieval's
             # lowest-ranked first); the prompt keeps the last one's paragraphs as its prefix
             by_rank = [d for _, _, d in sorted(pool, key=lambda x: (x[0], x[1]))]
-            ranked = self.prompt_documents(by_rank, build, st.lookahead)
+            ranked = self.prompt_documents(by_rank, build, budget)
             yield self.step("cot")
-            chunk = yield from self.generate(build(ranked), max_tokens=st.lookahead, until_sentence=True)
+            chunk = yield from self.generate(build(ranked), max_tokens=budget, until_sentence=True)
             sentence, _ = cut_sentence(chunk.tokens, first_sentence_end(chunk.text))
             if not sentence.text:
                 stop_reason = "end"
                 break
+            if self.repeated(sentence, reasoning):  # searching with it again would find the same pages
+                yield self.notice(REPEATED, "warning")
+                break
             reasoning.append(sentence.text)
+            used += len(sentence.tokens)
             yield self.commit(sentence, docs=ranked)
             if prompts.concludes(sentence.text):
                 stop_reason = "answer"
