@@ -208,3 +208,24 @@ def test_ircot_reasoning_stays_within_max_tokens(settings):
     assert len(sentences) == 3  # 8 + 8 tokens, then what is left of 20 cuts the third short
     assert sum(len(s.tokens) for s in sentences) <= 20
     assert of(events, AnswerFinished)[0].stop_reason == "max_tokens"
+
+
+def test_previous_window_stops_when_a_sentence_longer_than_a_window_repeats(settings):
+    from ragcli.events import Notice
+    from ragcli.strategies.windows import PreviousWindow
+
+    stream = toks(" Keith Moon was the drummer of the English rock band The Who from London.", 0.9) * 50
+    pos = [0]
+
+    def window(prompt, stride=16):  # the model's text goes on where the last window stopped
+        out = stream[pos[0]:pos[0] + stride]
+        pos[0] += stride
+        return out
+
+    st = settings.copy(answer_style="long", final_read="no")
+    events = list(PreviousWindow(FakeGenerator(default=window), RecordingRetriever(), st).run("Tell me about Keith Moon."))
+    assert [e.sentence.text for e in of(events, SentenceCommitted)] == [
+        "Keith Moon was the drummer of the English rock band The Who from London."]
+    assert any("repeated" in e.message for e in of(events, Notice))
+    done = of(events, AnswerFinished)[0]
+    assert done.stop_reason == "repetition" and done.answer.count("Keith Moon") == 1

@@ -13,7 +13,7 @@ from typing import Iterator, Sequence
 from ragcli import prompts
 from ragcli.events import Event
 from ragcli.strategies.base import Strategy
-from ragcli.strategies.stream import sentences_of
+from ragcli.strategies.stream import REPEATED, sentences_of
 from ragcli.types import Document, Query, Token
 
 RERANK_CANDIDATES = 8
@@ -45,10 +45,13 @@ class PreviousWindow(Strategy):
             generated.extend(chunk.tokens)
             pending.extend(chunk.tokens)
             pending = yield from self._commit_complete(pending, answer, docs)
+            if pending is None:  # a sentence repeated an earlier one: the answer ends before it
+                break
             if chunk.ended:
                 stop_reason = "end"
                 break
-        pending = yield from self._commit_complete(pending, answer, self._prompt_docs, final=True)
+        if pending is not None:
+            yield from self._commit_complete(pending, answer, self._prompt_docs, final=True)
         final = yield from self.final_read(question, answer)
         yield self.finish(final, stop_reason)
 
@@ -87,8 +90,14 @@ class PreviousWindow(Strategy):
 
     def _commit_complete(self, pending: list[Token], answer: list[str], docs: Sequence[Document],
                          final: bool = False):
+        """Commit the sentences ``pending`` completes; returns the tokens left over, or None when a
+        sentence repeats one already in the answer (a window is shorter than a sentence, so the
+        generation step's own check never sees two whole copies)."""
         sentences, rest = sentences_of(pending, final=final)
         for sentence in sentences:
+            if self.repeated(sentence, answer):
+                yield self.notice(REPEATED, "warning")
+                return None
             answer.append(sentence.text)
             yield self.commit(sentence, docs=docs)
         return rest
