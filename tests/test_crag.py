@@ -6,6 +6,8 @@ content words {founded, city, rome}, so each document's lexical share is easy to
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from ragcli.errors import WebSearchError
@@ -288,5 +290,27 @@ def test_a_web_search_keeps_within_the_question_time_budget(settings):
     assert len(web.timeouts) == 1 and 0 < web.timeouts[0] <= 60
     web = TimedWeb()
     web.timeouts = []
-    events, _, _ = run(settings.copy(timeout=1e-9), [BANANA, PARIS], [keywords, ANSWER], web=web)
+
+    def slow_keywords(prompt):  # the budget is spent while the keywords are written
+        time.sleep(0.3)
+        return keywords
+
+    events, _, _ = run(settings.copy(timeout=0.2), [BANANA, PARIS], [slow_keywords, ANSWER], web=web)
     assert web.queries == [] and any("web search skipped: time budget" in n.message for n in of(events, Notice))
+
+
+def test_grading_keeps_within_the_question_time_budget(settings):
+    """Each document and strip is a model call: --timeout stops them (a 0.5 s budget ran for seconds
+    and ended with an empty answer and no word why)."""
+    def slow(prompt):
+        time.sleep(0.1)
+        return 0.9
+
+    docs = [Document(f"d{i}", f"D{i}", f"Rome fact number {i}. Another sentence here. And a third one.", 1.0)
+            for i in range(8)]
+    gen = FakeGenerator([ANSWER], yes_prob=slow)
+    t = time.perf_counter()
+    events = list(Crag(gen, StaticRetriever(docs), settings.copy(timeout=0.35, k=8), web=FakeWeb()).run(QUESTION))
+    assert time.perf_counter() - t < 1.0
+    assert of(events, AnswerFinished)[0].stop_reason == "timeout"
+    assert any("time budget" in n.message for n in of(events, Notice))

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings as hsettings, strategies as 
 
 from ragcli import cli, engine as engine_mod
 from ragcli.errors import IndexCorruptError, IndexWriteError, ModelError
-from ragcli.events import AnswerFinished, Notice
+from ragcli.events import AnswerFinished, Notice, StepStarted
 from ragcli.generation.fake import FakeGenerator, toks
 from ragcli.ingest.indexer import build_index
 from ragcli.retrieval.index import META_FILE, TantivyIndex
@@ -57,6 +57,22 @@ def test_time_budget_stops_the_answer(settings):
     assert time.perf_counter() - t < 2.0
     assert of(events, AnswerFinished)[0].stop_reason == "timeout"
     assert any("time budget" in n.message for n in of(events, Notice))
+
+
+def test_flare_stops_at_the_time_budget_without_searching_or_reading_again(settings):
+    """Once --timeout is reached FLARE drafts no more, runs no final search and no final read (it
+    did, then warned "the final read wrote nothing")."""
+    def slow(prompt):
+        time.sleep(0.3)
+        return toks(" Keith Moon was a drummer from London.", 0.9, low={"Keith": 0.1}) + [(" He", 0.9)]
+
+    retriever = RecordingRetriever()
+    events = list(Flare(FakeGenerator([slow], default=toks(" The Who.", 0.9)), retriever,
+                        settings.copy(timeout=0.2)).run("Who was Keith Moon?"))
+    assert len(retriever.queries) == 1
+    assert [e.what for e in of(events, StepStarted)] == ["generate"]
+    assert [n.message for n in of(events, Notice)] == ["time budget of 0.2s reached; stopped"]
+    assert of(events, AnswerFinished)[0].stop_reason == "timeout"
 
 
 def test_look_ahead_cap_without_a_sentence_end(settings):

@@ -140,6 +140,7 @@ class Strategy:
         self._t0 = time.perf_counter()
         self._gen0 = (0, 0, 0)
         self.stop_reason: str | None = None  # set when a limit (repetition, timeout) ended the answer
+        self._said_timeout = False  # the --timeout notice was given
         self._prompt_docs: list[Document] = []  # documents in the main prompt now (for reuse_order)
         self.style = "short"  # answer style of the current question (prompts.answer_style)
         self.evidence: dict[tuple[str, str], Evidence] = {}  # every document retrieved for this answer, by key
@@ -153,6 +154,7 @@ class Strategy:
         self.question = question
         self.style = prompts.answer_style(question, self.settings.answer_style)
         self._t0 = time.perf_counter()
+        self._said_timeout = False
         s = self.gen.stats
         self._gen0 = (s.prompt_tokens_evaluated, s.tokens_generated, s.prompt_tokens_reused)
         yield from self.answer(question)
@@ -284,6 +286,7 @@ class Strategy:
             chunk.ended = True
             return chunk
         if self.out_of_time():
+            yield from self._timed_out()
             chunk.ended = True
             return chunk
         tracker = SentenceTracker()
@@ -307,7 +310,7 @@ class Strategy:
                 chunk.ended = True
                 return chunk
             if self.out_of_time():
-                yield Notice(f"time budget of {self.settings.timeout:g}s reached; stopped", "warning")
+                yield from self._timed_out()
                 chunk.ended = True
                 return chunk
         if not until_sentence and (keep := tracker.repeated(tracker.finish())) is not None:
@@ -325,6 +328,12 @@ class Strategy:
         self.stop_reason = "repetition"
         yield Notice(REPEATED, "warning")
         chunk.ended = True
+
+    def _timed_out(self) -> Iterator[Event]:
+        """The notice that --timeout ended the answer, once a run."""
+        if not self._said_timeout:
+            self._said_timeout = True
+            yield Notice(f"time budget of {self.settings.timeout:g}s reached; stopped", "warning")
 
     def time_left(self) -> float | None:
         """Seconds left of the question's --timeout (None without one)."""
@@ -443,8 +452,8 @@ class Strategy:
         keeps its reasoning and re-derives its conclusion; a short answer is written again whole.
         Returns the final answer."""
         before = " ".join(answer).strip()
-        if not self.final_read_wanted() or not self.evidence:
-            return before
+        if not self.final_read_wanted() or not self.evidence or self.out_of_time():
+            return before  # (out of time: no search and no read; the answer is as it was cut)
         reasoning = " ".join(s for s in answer if not prompts.concludes(s)) if self.style == "cot" else ""
         return (yield from self.read_gathered(question, before, self.context_documents(), style=self.style,
                                               reasoning=reasoning))

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from ragcli.errors import WebSearchError
 from ragcli.prompts import grading_prompt, keyword_prompt
@@ -95,11 +95,14 @@ def strips(text: str, size: int = STRIP_SENTENCES) -> list[str]:
 
 
 def refine(gen: Generator, question: str, docs: Sequence[Document], lower: float,
-           known: Sequence[float | None] = ()) -> list[Document]:
+           known: Sequence[float | None] = (), out_of_time: Callable[[], bool] = lambda: False) -> list[Document]:
     """Decompose-then-recompose: keep each document's strips that grade >= lower (else its best
-    two), in their original order. ``known[i]`` is document i's grade, reused when it is one strip."""
+    two), in their original order. ``known[i]`` is document i's grade, reused when it is one strip.
+    Once ``out_of_time`` (the question's --timeout), the documents left are kept whole, ungraded."""
     out: list[Document] = []
     for i, d in enumerate(docs):
+        if out_of_time():
+            return out + list(docs[i:])
         parts = strips(d.text)
         if not parts:
             continue
@@ -142,13 +145,19 @@ def correct_documents(strategy: "Strategy", question: str, docs: Sequence[Docume
     the strategy by the engine). Yields events and returns the corrected documents."""
     st, gen = strategy.settings, strategy.gen
     docs = list(docs)
-    scores = [grade(gen, question, d.text) for d in docs]
+    scores = []
+    for d in docs:  # a model call each: --timeout bounds them, as it bounds generation
+        if strategy.out_of_time():
+            yield Notice(f"time budget of {st.timeout:g}s reached while grading the documents; "
+                         "they are used as retrieved", "warning")
+            return docs
+        scores.append(grade(gen, question, d.text))
     action = decide(scores, st.upper, st.lower)
     strategy.stats.extra["crag_action"] = action
     yield DocumentsGraded(tuple(docs), tuple(scores), action)
 
     kept = [(d, s) for d, s in zip(docs, scores) if s >= st.lower] if action != "incorrect" else []
-    local = refine(gen, question, [d for d, _ in kept], st.lower, [s for _, s in kept])
+    local = refine(gen, question, [d for d, _ in kept], st.lower, [s for _, s in kept], strategy.out_of_time)
     if action == "correct":
         strategy.stats.extra["web"] = "not needed"
         return local
@@ -183,6 +192,6 @@ def correct_documents(strategy: "Strategy", question: str, docs: Sequence[Docume
     strategy.stats.retrieval_opportunities += 1  # the web search was a decision to retrieve, as well
     strategy.stats.extra["web"] = "used"
     yield DocumentsRetrieved(query, tuple(found), time.perf_counter() - t)
-    return local + refine(gen, question, found, st.lower)
+    return local + refine(gen, question, found, st.lower, out_of_time=strategy.out_of_time)
 
 

@@ -147,6 +147,9 @@ class Flare(Strategy):
                 if used >= st.max_tokens:
                     stop_reason = "max_tokens"
                     break
+                if self.out_of_time():
+                    yield from self._timed_out()
+                    break
                 yield self.step("draft")
                 budget = min(st.lookahead, st.max_tokens - used)
                 chunk = yield from self.generate(

@@ -83,10 +83,12 @@ class PreviousWindow(Strategy):
         question = self.question
         scored = []
         for d in candidates:
+            if self.out_of_time():  # a model call each: --timeout bounds them; the rest keep BM25's order
+                break
             lp = self.gen.continuation_logprob(self.answer_prompt(question, [d], before), recent)
             scored.append((lp, d))
         scored.sort(key=lambda x: -x[0])
-        return [d for _, d in scored]
+        return [d for _, d in scored] + list(candidates[len(scored):])
 
     def _commit_complete(self, pending: list[Token], answer: list[str], docs: Sequence[Document],
                          final: bool = False):
