@@ -125,6 +125,8 @@ def test_qgen_issues_one_question_per_low_confidence_span(settings):
     assert r.queries[1:] == ["Where was Romulus born?", "When was Romulus born?"]
     assert [e.query.origin for e in of(events, RetrievalTriggered)][1:] == ["qgen", "qgen"]
     assert "Phrase: Alba Longa" in gen.calls[2]["prompt"] and "Phrase: 771" in gen.calls[3]["prompt"]
+    stats = of(events, AnswerFinished)[0].stats  # each span's search a decision: the rate stays a share
+    assert (stats.retrievals, stats.retrieval_opportunities, stats.retrieval_rate) == (3, 3, 1.0)
 
 
 def test_a_masked_draft_with_few_content_words_left_is_searched_with_the_question(settings):

@@ -219,7 +219,9 @@ class Flare(Strategy):
             spans = spans_of(draft, masked) or spans_of(draft, [t in low for t in draft.tokens])
             spans = spans or [t.text.strip() for t in low]
             lists = []
-            for span in spans[:4]:
+            for i, span in enumerate(spans[:4]):
+                if i:  # each span's search counts as a decision to retrieve (the rate stays a share)
+                    self.stats.retrieval_opportunities += 1
                 q = yield from self._generate_question(draft.text, span)
                 docs = yield from self.retrieve(Query(self.trim_query(q or span), "qgen"), f"question for {span!r}; {reason}")
                 lists.append(docs)
