@@ -218,6 +218,30 @@ def test_self_ask_generates_within_max_tokens(settings):
     assert of(events, AnswerFinished)[0].stop_reason == "max_tokens"
 
 
+def test_self_ask_out_of_steps_asks_for_the_final_answer_never_answers_its_scratchpad(settings):
+    """The answer was the raw "Follow up: … Intermediate answer: …" log when the steps ran out, and no
+    sentence was committed even on success."""
+    follow_ups = [t for i in range(3) for t in (toks(f"Follow up: Who founded town {i}?\n", 0.9),
+                                                toks(f" Founder {i}.", 0.9))]
+    gen = FakeGenerator(follow_ups[:4] + [toks(" Mars", 0.9)])
+    events, _ = run(SelfAsk, gen, settings.copy(max_steps=4), question="Who was the father of Rome's founder?")
+    fin = of(events, AnswerFinished)[0]
+    assert fin.answer == "So the answer is Mars." and fin.stop_reason == "max_steps"
+    assert gen.calls[-1]["prompt"].endswith("Intermediate answer: Founder 1.\nSo the final answer is:")
+    assert [e.sentence.text for e in of(events, SentenceCommitted)] == ["So the answer is Mars."]
+    assert fin.stats.sentences == 1
+    # asked for the final answer, the model writes yet another follow-up: the last intermediate answer stands
+    events, _ = run(SelfAsk, FakeGenerator(follow_ups), settings.copy(max_steps=4),
+                    question="Who was the father of Rome's founder?")
+    assert of(events, AnswerFinished)[0].answer == "So the answer is Founder 1."
+    # no tokens left for a final answer: the last intermediate answer stands, with a warning
+    gen = FakeGenerator(follow_ups)
+    events, _ = run(SelfAsk, gen, settings.copy(max_tokens=24), question="Who was the father of Rome's founder?")
+    fin = of(events, AnswerFinished)[0]
+    assert fin.answer == "So the answer is Founder 1." and fin.stop_reason == "max_tokens"
+    assert any("last intermediate answer stands" in n.message for n in of(events, Notice))
+
+
 def test_the_look_ahead_is_a_parameter_of_every_strategy_that_uses_it():
     """A --lookahead grid runs every strategy whose steps it bounds (previous-sentence's sentences,
     IRCoT's reasoning steps, every final read's budget), not only FLARE."""

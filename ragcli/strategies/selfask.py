@@ -10,7 +10,7 @@ from typing import Iterator
 from ragcli import prompts
 from ragcli.events import Event
 from ragcli.strategies.base import Strategy
-from ragcli.types import Query
+from ragcli.types import Query, Sentence
 
 FOLLOW_UP = re.compile(r"Follow up:\s*(.+)")
 FINAL = re.compile(r"So the final answer is:?\s*(.*)", re.S)
@@ -53,14 +53,7 @@ class SelfAsk(Strategy):
             if not follow or repeat:
                 # the model wrote neither, or a follow-up it already asked: ask for the final answer
                 said = (text[: follow.start()] if repeat else text).strip()
-                scratch += (said + "\n" if said else "") + "So the final answer is:"
-                if budget(1) <= 0:
-                    stop_reason = "max_tokens"
-                    break
-                chunk = yield from self.generate(prompts.self_ask_prompt(question, docs, scratch),
-                                                 max_tokens=budget(32), stop=("\n",))
-                used += len(chunk.tokens)
-                final = chunk.text.strip()
+                scratch += said + "\n" if said else ""
                 stop_reason = "end"
                 break
             sub = follow.group(1).strip()
@@ -80,10 +73,28 @@ class SelfAsk(Strategy):
                                              stop=("\n",))
             used += len(chunk.tokens)
             scratch += " " + chunk.text.strip() + "\n"
-        for line in scratch.strip().splitlines():
-            if line.startswith("Intermediate answer:"):
-                yield self.notice(line)
-        answer = f"So the answer is {final.rstrip('.')}." if final else scratch.strip()
+        if not final and budget(1) <= 0:
+            stop_reason = "max_tokens"
+        elif not final:
+            # no follow-up, one asked again, or out of steps: the final answer is asked for once
+            scratch += "So the final answer is:"
+            chunk = yield from self.generate(prompts.self_ask_prompt(question, docs, scratch),
+                                             max_tokens=budget(32), stop=("\n",))
+            used += len(chunk.tokens)
+            final = chunk.text.strip()
+            if FOLLOW_UP.match(final):  # yet another follow-up is no answer
+                final = ""
+        intermediate = [line.removeprefix("Intermediate answer:").strip() for line in scratch.strip().splitlines()
+                        if line.startswith("Intermediate answer:")]
+        for line in intermediate:
+            yield self.notice(f"Intermediate answer: {line}")
+        if not final and intermediate and intermediate[-1]:
+            # the tokens ran out first: the last intermediate answer is the answer, never the scratchpad
+            yield self.notice("no final answer was written; the last intermediate answer stands", "warning")
+            final = intermediate[-1]
+        answer = f"So the answer is {final.rstrip('.')}." if final else ""
+        if answer:
+            yield self.commit(Sentence(answer), docs=self._prompt_docs)
         yield self.finish(answer, stop_reason)
 
 
