@@ -423,3 +423,87 @@ def test_a_results_file_from_before_a_setting_existed_resumes_at_its_default(tmp
     with pytest.raises(UsageError, match="long_form: False there, True here"):
         run_eval(eng, specs, examples, settings, out=out,
                  meta=run_metadata(settings, data, settings.index, "", long_form=True))
+
+
+def _eval_cli(monkeypatch, capsys, args) -> tuple[int, str, str]:
+    from ragcli import cli
+
+    monkeypatch.setattr(engine_mod, "make_generator", lambda s: FakeGenerator(
+        default=toks(" So the answer is Topic 3.", 0.9) + toks("\n\nQuestion:", 0.9)))
+    with pytest.raises(SystemExit) as exc:
+        cli.run(["eval", *args])
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+def test_an_index_from_the_environment_or_config_file_is_not_the_evals(tmp_path, monkeypatch, capsys):
+    """RAGCLI_INDEX (the user's notes) replaced the eval's index of the dataset, --corpus unheard:
+    the scores were of another corpus. Only the --index flag names an index for the eval."""
+    data, corpus = _dataset(tmp_path)
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("Nothing about any topic of the data set.\n")
+    build_index([notes], tmp_path / "notes-index")
+    monkeypatch.setenv("RAGCLI_INDEX", str(tmp_path / "notes-index"))
+    summary = tmp_path / "s.json"
+    code, _, err = _eval_cli(monkeypatch, capsys, [str(data), "--strategy", "single", "--corpus", str(corpus),
+                                                   "--summary", str(summary)])
+    assert code == 0, err
+    meta = json.loads(summary.read_text())["meta"]
+    assert "eval-index" in meta["index"] and json.loads(summary.read_text())["runs"]["single"]["recall"] > 0
+    code, _, err = _eval_cli(monkeypatch, capsys, [str(data), "--strategy", "single", "--corpus", str(corpus),
+                                                   "--index", str(tmp_path / "notes-index")])
+    assert code == 2 and "--corpus and --index" in err
+
+
+def test_output_paths_are_checked_before_any_question_runs(tmp_path, monkeypatch, capsys):
+    data, corpus = _dataset(tmp_path)
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "adir").mkdir()
+    for flag, path in (("--summary", "afile/s.json"), ("--summary", "adir"), ("--out", "adir"), ("--plot", "adir")):
+        code, out, err = _eval_cli(monkeypatch, capsys, [str(data), "--strategy", "none", "--corpus", str(corpus),
+                                                         flag, str(tmp_path / path)])
+        assert code == 2 and err.startswith("error: ") and flag in err, (flag, err)
+        assert "questions from" not in out  # refused before the run, not after it
+
+
+def test_a_strategy_or_value_named_twice_runs_once_and_a_single_grid_is_still_compared(tmp_path, monkeypatch, capsys):
+    data, corpus = _dataset(tmp_path)
+    summary = tmp_path / "s.json"
+    code, out, err = _eval_cli(monkeypatch, capsys, [str(data), "--strategy", "none,single,single", "--k", "2,3,3",
+                                                     "--corpus", str(corpus), "--summary", str(summary)])
+    assert code == 0, err
+    runs = json.loads(summary.read_text())["runs"]
+    assert set(runs) == {"none", "single k=2", "single k=3"} and runs["single k=2"]["n"] == 2
+    assert "against single k=2" in out and "none vs single k=2" in out
+
+
+def test_resuming_ignores_a_strategy_setting_no_run_uses(tmp_path, monkeypatch, capsys):
+    data, corpus = _dataset(tmp_path)
+    out_file = tmp_path / "r.jsonl"
+    args = [str(data), "--strategy", "single", "--corpus", str(corpus), "--out", str(out_file)]
+    assert _eval_cli(monkeypatch, capsys, args)[0] == 0
+    monkeypatch.setenv("RAGCLI_STRATEGY", "ircot")  # the default is flare
+    code, _, err = _eval_cli(monkeypatch, capsys, args)
+    assert code == 0, err
+
+
+def test_two_evals_building_the_same_index_at_once_both_run(tmp_path, monkeypatch):
+    """The second to finish found the first one's index in place: an internal error (Directory not empty)."""
+    from ragcli.eval import cli as eval_cli
+
+    from ragcli.ingest import indexer
+
+    data, corpus = _dataset(tmp_path)
+    original = indexer.build_index
+
+    def build_twice(paths, target, **kw):  # another eval finishes the same index while this one builds
+        original(paths, target, **kw)
+        if not getattr(build_twice, "done", False):
+            build_twice.done = True
+            eval_cli._eval_index(data, corpus)
+
+    monkeypatch.setattr(indexer, "build_index", build_twice)
+    first = eval_cli._eval_index(data, corpus)
+    assert (first / "meta.json").is_file()
+    assert list(first.parent.iterdir()) == [first]  # the other build's folder is gone

@@ -65,6 +65,8 @@ def eval_run(
     from ragcli.eval import runner
 
     base = Settings.resolve(dict(flags or {}))
+    for path, flag in ((out, "--out"), (summary, "--summary"), (plot, "--plot")):
+        _check_writable(path, flag)
     if workers > 1 and base.backend != "openai":
         raise UsageError("--workers runs questions in parallel against a server: it needs --backend openai",
                          hint="the in-process model answers one question at a time")
@@ -100,6 +102,24 @@ def eval_run(
         console.print(f"plot → {plot}")
 
 
+def _check_writable(path: Path | None, flag: str) -> None:
+    """Refuse an output path that cannot be written before the run (a --summary in a folder that is a
+    file failed after hours of questions, as an internal error)."""
+    if path is None:
+        return
+    from ragcli.errors import InputPathError
+
+    if path.is_dir():
+        raise InputPathError(f"{flag} {path} is a folder", hint=f"give a file path, e.g. {path / 'results.json'}")
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise InputPathError(f"{flag} {path}: {parent} is not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise InputPathError(f"{flag} {path} cannot be written (permission denied)")
+
+
 def _run_specs(base: Settings, strategy: str, grid: dict[str, str]) -> list:
     """One run per strategy and grid point. A grid of one value is a plain setting; every value is
     validated before anything runs."""
@@ -120,10 +140,14 @@ def _run_specs(base: Settings, strategy: str, grid: dict[str, str]) -> list:
 
 
 def _open_index(base: Settings, dataset: Path, corpus: Path | None) -> None:
-    """The eval's own index of the dataset's (or --corpus's) paragraphs unless --index names one,
-    which must hold documents."""
-    if base.source("index") == "default":
+    """The eval's own index of the dataset's (or --corpus's) paragraphs unless the --index flag names
+    one, which must hold documents. An index from RAGCLI_INDEX or the config file (the user's notes)
+    is not the eval's: the dataset is scored against its own paragraphs."""
+    if base.source("index") != "flag":
         base.index = str(_eval_index(dataset, corpus))
+    elif corpus is not None:
+        raise UsageError("--corpus and --index both name what to retrieve from",
+                         hint="--corpus FILE indexes that corpus for the eval; --index DIR uses an index as it is")
     else:
         from ragcli.retrieval.index import TantivyIndex
 
@@ -175,9 +199,12 @@ def _print_results(runs: dict, n_questions: int, name: str, *, compare: bool) ->
     if not out_console.is_terminal:  # redirected to a file: do not squeeze the table into 80 columns
         out_console = text_console(width=150)
     out_console.print(report.summary_table(runs, f"{n_questions} questions from {name}"))
-    if compare and "single" in runs and len(runs) > 1:
-        pairs = report.compare_pairs({"runs": runs}, None, name, "", "single")
-        out_console.print(report.paired_table(pairs, "against single retrieval (paired, bootstrap over questions)"))
+    singles = [key for key in runs if key.split()[0] == "single"]  # "single k=2" in a --k grid
+    if compare and singles and len(runs) > 1:
+        for key in singles:
+            pairs = report.compare_pairs({"runs": runs}, None, name, "", key)
+            title = "against single retrieval" if key == "single" else f"against {key}"
+            out_console.print(report.paired_table(pairs, f"{title} (paired, bootstrap over questions)"))
 
 
 def _ingest_fingerprint() -> str:
@@ -230,7 +257,12 @@ def _eval_index(dataset: Path, corpus: Path | None) -> Path:
         stderr_console().print(f"building the eval index from {source.name} → {target}")
         try:
             build_index([src], building)
-            os.replace(building, target)  # only a complete index is ever found at `target`
+            try:
+                os.replace(building, target)  # only a complete index is ever found at `target`
+            except OSError:
+                if not (target / META_FILE).is_file():
+                    raise
+                # another eval built the same index meanwhile: use that one, this one goes
         finally:
             if building.exists():
                 import shutil

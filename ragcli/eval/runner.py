@@ -55,7 +55,7 @@ def expand_grid(strategies: list[str], grid: dict[str, list[Any]]) -> list[RunSp
 
     table = {**STRATEGIES, **EVAL_ONLY}
     specs = []
-    for name in strategies:
+    for name in dict.fromkeys(strategies):  # a strategy named twice is run once
         cls = table.get(name)
         used = [k for k in grid if cls is not None and k in cls.params]
         if not used:
@@ -151,7 +151,8 @@ def load_done(out: Path | None) -> dict[tuple[str, str], dict]:
 
 
 # settings that never change an answer: a resumed run may differ in them ("model" is compared by its hash)
-RESUME_IGNORES = frozenset({"threads", "highlight", "require_gpu", "model"})
+# settings that change no result (each run sets its own strategy, named in its key)
+RESUME_IGNORES = frozenset({"threads", "highlight", "require_gpu", "model", "strategy"})
 
 
 def check_resumable(out: Path | None, meta: dict | None, *, model: bool = True) -> None:
@@ -368,6 +369,6 @@ def _git_commit() -> str | None:
 def iter_grid_values(text: str | None) -> list[Any]:
     if text is None:
         return []
-    return [v.strip() for v in str(text).split(",") if v.strip()]
+    return list(dict.fromkeys(v.strip() for v in str(text).split(",") if v.strip()))  # a value named twice: once
 
 
