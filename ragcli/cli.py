@@ -302,7 +302,7 @@ app.add_typer(history_app, name="history")
 @history_app.callback()
 def history_list(
     ctx: typer.Context,
-    limit: Annotated[int, typer.Option("-n", "--limit", min=1, help="How many recent answers.")] = 20,
+    limit: Annotated[int, typer.Option("-n", "--limit", min=1, max=2**63 - 1, help="How many recent answers.")] = 20,
 ) -> None:
     """List recent answers (`ragcli history show N` prints one with its trace)."""
     if ctx.invoked_subcommand is not None:

@@ -37,8 +37,8 @@ def default_path() -> Path:
 class AnswerLog:
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or default_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._guarded():  # a folder where the file should be cannot even be opened
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(self.path, timeout=5)
         try:
             with self._guarded():
@@ -56,6 +56,9 @@ class AnswerLog:
         except sqlite3.Error as exc:  # DatabaseError, and OperationalError "unable to open database file"
             raise HistoryError(f"the answer history {self.path} cannot be used: {exc}",
                                hint="move the file aside; ragcli then starts a new history") from None
+        except OSError as exc:  # its folder cannot be made (a file in the way, no permission)
+            raise HistoryError(f"the answer history {self.path} cannot be used: {exc.strerror or exc}",
+                               hint=f"make {self.path.parent} a writable folder") from None
 
     def record(self, question: str, settings: dict[str, Any], events: Iterable[Event]) -> int | None:
         events = list(events)

@@ -211,13 +211,24 @@ def test_a_damaged_entry_or_a_history_that_cannot_be_opened_is_exit_11_and_bound
         assert code == 11 and f"history entry {entry} is damaged" in err and "internal error" not in err
     code, out, _ = call(["history"], capsys)
     assert code == 0 and "Which band again?" in out  # the list still shows them
-    for argv in (["history", "show", "99999999999999999999"], ["history", "-n", "0"], ["history", "-n", "-1"]):
+    for argv in (["history", "show", "99999999999999999999"], ["history", "-n", "0"], ["history", "-n", "-1"],
+                 ["history", "-n", "99999999999999999999"]):
         code, _, err = call(argv, capsys)
         assert code == 2 and "internal error" not in err, argv
     default_path().unlink()
     default_path().mkdir()
     code, _, err = call(["history"], capsys)
     assert code == 11 and "cannot be used" in err and "move the file aside" in err
+    # its folder cannot be made: a file stands where it should be
+    import shutil
+
+    folder = default_path().parent
+    shutil.rmtree(folder)
+    folder.write_text("not a folder")
+    code, _, err = call(["history"], capsys)
+    assert code == 11 and "cannot be used" in err and "internal error" not in err
+    code, out, err = call(["ask", "Which band?", "--index", idx, "--strategy", "single", "-q"], capsys)
+    assert code == 0 and out.strip() and "could not" in err  # the answer, and a warning that it was not logged
 
 
 def test_info_shows_index_stats(built_index, settings, capsys):
