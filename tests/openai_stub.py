@@ -185,7 +185,20 @@ def _handler(stub: StubServer):
             asked = int(body.get("max_tokens") or 16)
             n = min(-(-asked // s.tokens_per_word), len(s.words))  # words begun within the tokens asked
             held = ""
+            finish = "length" if n < len(s.words) else "stop"
+            said = ""  # what was generated so far (llama-server and vLLM look for the stop strings themselves)
+            stops = [x for x in (body.get("stop") or []) if x] if s.dialect in ("llama", "vllm") else []
+            stop_reason = None
             for i, word in enumerate(s.words[:n]):
+                said += word
+                matched = next((x for x in stops if x in said), None)
+                if matched is not None:
+                    # the token that completes a stop string is not sent as text; the choice finishes "stop".
+                    # llama-server sends its logprob with no text; vLLM names the stop string
+                    if s.dialect == "llama":
+                        self._event(self._chunk(word, i, body, chat, None, shown=""))
+                    n, finish, stop_reason = i + 1, "stop", matched
+                    break
                 if s.stall_at is not None and i == s.stall_at and "max_tokens" in body and body["max_tokens"] > 1:
                     stub.release.wait(30)
                 if s.cut_after is not None and i >= s.cut_after:
@@ -201,8 +214,9 @@ def _handler(stub: StubServer):
                     held = ""
                 if s.token_delay:
                     time.sleep(s.token_delay)
-            finish = "length" if n < len(s.words) else "stop"
             final = self._chunk("", n, body, chat, finish)
+            if s.dialect == "vllm":
+                final["choices"][0]["stop_reason"] = stop_reason
             final["usage"] = {"prompt_tokens": 7, "completion_tokens": min(asked, n * s.tokens_per_word),
                               "prompt_tokens_details": {"cached_tokens": 3}}
             self._event(final)

@@ -125,10 +125,28 @@ def test_stream_fills_tokens_alternatives_stops_and_counts(dialect):
         assert body["stream"] and body["logprobs"] == 5 and body["temperature"] == 0.0
         assert body["stop"] == (list(stops)[:4] if dialect == "openai" else list(stops))
         assert ("cache_prompt" in body) == (dialect == "llama")
-        # left at the stop string, before the stub's closing usage: the prompt tokens are estimated
-        assert g.stats.prompt_tokens_evaluated == estimate_tokens("Q?\nAnswer:")
-        assert g.stats.tokens_generated == 8 and g.stats.calls == 1
+        if dialect != "openai":  # the server found the stop string itself: its usage counts
+            assert g.stats.prompt_tokens_evaluated == 7 - 3 and g.stats.tokens_generated == 8
+        else:  # left at the stop string, before the stub's closing usage: the prompt tokens are estimated
+            assert g.stats.prompt_tokens_evaluated == estimate_tokens("Q?\nAnswer:")
+            assert g.stats.tokens_generated == 8
+        assert g.stats.calls == 1
         assert g.fingerprint().startswith(f"openai:{stub.url}/v1|stub-model|")
+
+
+@pytest.mark.parametrize("dialect", ["llama", "vllm", "openai"])
+def test_an_answer_ended_by_a_stop_string_at_once_says_so(dialect):
+    """llama-server and vLLM find the stop strings themselves and never send their text: an answer whose
+    first token was a line break came back empty as "the model ended" (eog), so it was never asked again
+    with line breaks held off (in-process it was: Strategy.generate)."""
+    with StubServer(Script(dialect=dialect, words=["\n\n", "Paris", " is", " nice", "."])) as stub:
+        g = gen(stub)
+        tokens = list(g.stream("Q?\nAnswer:", max_tokens=8, stop=("\n\n", "\nQuestion:")))
+        assert "".join(t.text for t in tokens) == "" and g.last_finish == "stop"
+    with StubServer(Script(dialect=dialect, words=["Paris", "."])) as stub:  # the end of generation
+        g = gen(stub)
+        assert "".join(t.text for t in g.stream("Q?\nAnswer:", max_tokens=8, stop=("\n\n",))) == "Paris."
+        assert g.last_finish == "eog"
 
 
 def test_a_token_llama_server_held_back_speaks_for_the_text_it_released_with():

@@ -28,7 +28,7 @@ from contextlib import closing
 from typing import Any, Iterator, Mapping, Sequence
 
 from ragcli.errors import ServerError, UsageError
-from ragcli.generation import ControlTexts, GenStats, StopFilter
+from ragcli.generation import ControlTexts, GenStats, StopFilter, apply_stops
 from ragcli.generation.openai_http import BACKOFF, CONTEXT_HINT, RETRIES, ServerClient
 from ragcli.generation.openai_wire import TOP_N, Chunk, Piece
 from ragcli.types import Token
@@ -231,10 +231,12 @@ class OpenAIGenerator:
 
         return self.http.events(self._path(), body, on_prompt=count, resp=resp)
 
-    def _tokens(self, chunk: Chunk, decoder) -> Iterator[Token]:
+    def _tokens(self, chunk: Chunk, decoder, held: list[str] | None = None) -> Iterator[Token]:
         """The chunk's tokens as Tokens: one per logprob entry (the text comes from them, so a server
         holding text back for its stop strings, or releasing it later, changes nothing), or, from a
-        server without logprobs, its text as one token."""
+        server without logprobs, its text as one token. ``held`` collects the text of the tokens the
+        server holds back and has not released yet (llama-server sends it with the next token, or
+        never: when they made a stop string)."""
         if not chunk.has_logprobs:
             if chunk.text and not self.logprobs:
                 yield Token(chunk.text, 0.0)
@@ -243,6 +245,11 @@ class OpenAIGenerator:
             text = self._piece_text(p, chunk, decoder)
             if text is None:
                 continue
+            if held is not None:
+                if text:
+                    held.clear()  # released: the held tokens' text came with this one
+                elif p.data == b"":  # held back: what it says, by its own entry among the alternatives
+                    held.append(next((t for (t, _), i in zip(p.top, p.top_ids) if i == p.id), ""))
             yield Token(text, p.logprob if p.logprob is not None else 0.0, p.id, p.entropy, p.top[:TOP_N])
 
     @staticmethod
@@ -275,12 +282,13 @@ class OpenAIGenerator:
             logit_bias = {**base_bias, **self._logit_bias({s: None for s in banned})}
             full = prompt.extended(stops.text) if isinstance(prompt, Prompt) else prompt + stops.text
             body = self._body(full, n, stop, logit_bias, TOP_N if self.logprobs else 0)
-            finish, got, counted = None, 0, None
+            finish, got, counted, held, on_stop = None, 0, None, [], False
             with closing(self._events(body, full)) as events:
                 for chunk in events:
                     finish = chunk.finish or finish
+                    on_stop = on_stop or chunk.stop_string
                     counted = chunk.generated if chunk.generated is not None else counted
-                    for token in self._tokens(chunk, decoder):
+                    for token in self._tokens(chunk, decoder, held):
                         got += 1
                         self.stats.tokens_generated += 1
                         out = stops.feed(token)
@@ -296,7 +304,11 @@ class OpenAIGenerator:
                 got = counted
             count += got
             if finish != "length":
-                self.last_finish = "eog"  # the model ended (a stop string the server saw first, or EOS)
+                # the model ended: on a stop string the server found in tokens whose text it never sent
+                # (what says whether an empty answer was a line break, asked again: Strategy.generate):
+                # vLLM names it, llama-server's held tokens spell it; or at its end of generation
+                ended_on_stop = on_stop or (held and apply_stops(stops.text + "".join(held), stop)[1])
+                self.last_finish = "stop" if ended_on_stop else "eog"
                 break
             if got < n or count >= max_tokens:  # the context is full, or the answer is as long as asked
                 break

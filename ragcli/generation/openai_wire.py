@@ -45,6 +45,7 @@ class Chunk:
     pieces: list[Piece] = field(default_factory=list)
     has_logprobs: bool = False  # the server sent a logprobs object for this chunk
     finish: str | None = None  # "stop" | "length" | ... when the choice finished
+    stop_string: bool = False  # the server said a stop string finished it (vLLM's stop_reason)
     prompt_tokens: int | None = None
     cached_tokens: int | None = None
     generated: int | None = None  # tokens generated so far by the server's count (llama-server, usage)
@@ -88,6 +89,8 @@ def parse_chunk(obj: Any) -> Chunk:
     else:
         chunk.text = choice.get("text") or ""
     chunk.finish = choice.get("finish_reason")
+    # vLLM says which stop string ended the choice (its token id for a stop token, null for EOS)
+    chunk.stop_string = isinstance(choice.get("stop_reason"), str)
     logprobs = choice.get("logprobs")
     if isinstance(logprobs, dict):
         chunk.has_logprobs = True
