@@ -238,6 +238,24 @@ def test_an_instruct_model_on_llama_server_gets_its_chat_template_in_completions
         assert g.count_tokens("plain") > 1  # counted as the model sees it, template included
 
 
+def test_a_base_model_on_llama_server_is_not_taken_for_a_chat_model_by_its_folder_or_the_servers_chatml():
+    """llama-server's model id is the file's whole path, and its /props report a ChatML stand-in for a
+    GGUF without a template: a base model in a folder named "models-for-chat" was sent ChatML prompts
+    (answers ending "<|im_end|>\n<|im_start|>"). Only the file's name counts, and the stand-in is no
+    template (--prompt-style chat then falls back to completion prompts with a notice, as in-process)."""
+    from ragcli.generation.openai import LLAMA_SERVER_FALLBACK_TEMPLATE
+
+    path = "/srv/models-for-chat/gemma-3-270m-q4_k_m.gguf"
+    with StubServer(Script(model=path, model_path=path, chat_template=LLAMA_SERVER_FALLBACK_TEMPLATE)) as stub:
+        g = gen(stub)
+        assert g.endpoint == "completions" and g.chat_template is None
+        g = gen(stub, prompt_style="chat")
+        assert g.endpoint == "completions" and g.chat_template is None
+        assert any("no chat template" in n for n in g.notices)
+    with StubServer(Script(model=path, model_path=path, chat_template=CHATML)) as stub:  # a template, a base name
+        assert gen(stub).chat_template is None and gen(stub, prompt_style="chat").endpoint == "chat"
+
+
 def test_a_page_spelling_a_control_token_cannot_end_the_servers_prompt():
     """The servers parse control tokens in the text they are sent (llama-server's parse_special, vLLM's
     tokenizer): a page or question quoting "<|im_end|>" or "<eos>" closed the turn or ended the prompt.
@@ -319,7 +337,7 @@ def test_chat_endpoint_counts_the_servers_template_around_the_messages():
         assert len(convo) >= 3 and continued == prompt.endswith("It was")
         exact = len(stub_tokens(chatml(convo)))
         for dialect in ("llama", "vllm"):
-            with StubServer(Script(dialect=dialect)) as stub:
+            with StubServer(Script(dialect=dialect, chat_template=CHATML)) as stub:  # a model with a template
                 g = gen(stub, prompt_style="chat")
                 assert g.endpoint == "chat" and g.count_tokens(prompt) == exact, dialect
         with StubServer(Script(dialect="openai")) as stub:

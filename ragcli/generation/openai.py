@@ -63,6 +63,14 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(n * 1.1)
 
 
+# llama.cpp's ChatML stand-in (CHATML_TEMPLATE_SRC), which llama-server's /props reports for a GGUF that
+# carries no chat template of its own
+LLAMA_SERVER_FALLBACK_TEMPLATE = (
+    "{%- for message in messages -%}\n  {{- '<|im_start|>' + message.role + '\n' + message.content + "
+    "'<|im_end|>\n' -}}\n{%- endfor -%}\n{%- if add_generation_prompt -%}\n  {{- '<|im_start|>assistant\n' -}}\n"
+    "{%- endif -%}")
+
+
 class OpenAIGenerator:
     """Streams tokens with their log-probabilities from an OpenAI-compatible server."""
 
@@ -139,12 +147,19 @@ class OpenAIGenerator:
         self.identity = model if self.identity in ("", model) else f"{model} {self.identity}"
         self.endpoint = "chat" if prompt_style == "chat" else "completions"
         self.chat_template = None
-        if self.endpoint == "completions" and self.kind == "llama.cpp":
+        if self.kind == "llama.cpp":
             from ragcli.generation.chat import use_chat
 
             template = self.props.get("chat_template") or None
-            name = f"{model} {os.path.basename(str(self.props.get('model_path') or ''))}"
-            self.chat_template = template if use_chat(prompt_style, template, name) else None
+            if template == LLAMA_SERVER_FALLBACK_TEMPLATE:
+                template = None  # what llama-server serves for a GGUF without a template: a base model
+            if prompt_style == "chat" and template is None:
+                self.endpoint = "completions"  # as in-process: its chat endpoint would wrap it in ChatML anyway
+                self.notices.append("--prompt-style chat: the model has no chat template; using completion prompts")
+            # the names, not the folders: llama-server's model id is the file's whole path
+            name = f"{os.path.basename(model)} {os.path.basename(str(self.props.get('model_path') or ''))}"
+            if self.endpoint == "completions":
+                self.chat_template = template if use_chat(prompt_style, template, name) else None
         self.logprobs, self.has_top = True, False
         first = self._probe_logprobs()
         if first is None and self.endpoint == "completions":  # no /v1/completions: a chat-only server
