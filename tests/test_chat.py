@@ -77,6 +77,23 @@ def test_the_end_of_turn_marker_is_what_the_template_writes_after_an_assistant_m
     assert end_of_turn("{{ raise_exception('no') }}") == ""
 
 
+def test_templates_that_write_the_models_bos_and_eos_get_them_between_turns():
+    """Zephyr, Mistral and Llama 2 close (or open) every turn with EOS (BOS): rendered with "" for them,
+    the exemplar turns ran into each other. The first BOS is left to the tokenizer."""
+    from ragcli import prompts
+
+    llama2 = ("{% for m in messages %}{% if m['role'] == 'user' %}{{ bos_token + '[INST] ' + m['content'] + ' [/INST]' }}"
+              "{% elif m['role'] == 'assistant' %}{{ ' ' + m['content'] + ' ' + eos_token }}{% endif %}{% endfor %}")
+    zephyr = ("{% for m in messages %}{{ '<|' + m['role'] + '|>\n' + m['content'] + eos_token + '\n' }}{% endfor %}"
+              "{% if add_generation_prompt %}{{ '<|assistant|>\n' }}{% endif %}")
+    prompt = prompts.answer_prompt("Who wrote Hamlet?", [DOC])
+    text = render(prompt, llama2, eos="</s>", bos="<s>")
+    assert text.startswith("[INST] ") and text.count("</s><s>[INST] ") == len(prompt.exemplars)
+    text = render(prompt, zephyr, eos="</s>", bos="<s>")
+    assert text.count("</s>\n<|user|>") == len(prompt.exemplars) + 1 and text.endswith("<|assistant|>\n")  # + the system turn
+    assert render(prompt, CHATML, eos="</s>", bos="<s>") == render(prompt, CHATML)  # ChatML writes neither
+
+
 def test_auto_style_uses_chat_only_for_instruct_models_with_a_template():
     assert use_chat("auto", GEMMA_LIKE, "gemma-3-1b-it-Q4_K_M.gguf")
     assert use_chat("auto", GEMMA_LIKE, "Qwen2.5-1.5B-Instruct")

@@ -271,7 +271,12 @@ class LlamaGenerator:
             return str(prompt)
         from ragcli.generation.chat import render
 
-        return render(prompt, self.chat_template, defuse=self._defuse)
+        return render(prompt, self.chat_template, defuse=self._defuse, eos=self._special_text(self.llm.token_eos()),
+                      bos=self._special_text(self.llm.token_bos()))
+
+    def _special_text(self, token: int) -> str:
+        """The text of a special token (EOS, BOS) as a chat template writes it; "" for none."""
+        return self.llm._model.token_get_text(token) if token >= 0 else ""
 
     def prompt_tokens(self, prompt) -> list[int]:
         """The prompt's tokens. Only a chat template's own markers are control tokens: a completion
@@ -305,9 +310,7 @@ class LlamaGenerator:
     def _end_of_turn_ids(self) -> frozenset[int]:
         from ragcli.generation.chat import end_of_turn
 
-        eos = self.llm.token_eos()
-        eos_text = self.llm._model.token_get_text(eos) if eos >= 0 else ""
-        ids = self.tokenize(end_of_turn(self.chat_template, eos_text), bos=False)
+        ids = self.tokenize(end_of_turn(self.chat_template, self._special_text(self.llm.token_eos())), bos=False)
         return frozenset(ids) if len(ids) == 1 else frozenset()
 
     def _piece(self, token: int) -> bytes:
