@@ -433,6 +433,17 @@ def test_a_model_name_refused_at_the_first_completion(capsys, tmp_path):
     assert code == 10 and "has no model 'typo'" in one_line_error(err)
 
 
+def test_a_base_url_that_is_no_openai_server_says_so(capsys, tmp_path):
+    """A web server (or a wrong path) answering 404 or HTML for /v1/models was read as an empty list:
+    "serves 0 models; say which with --api-model", which led nowhere."""
+    with StubServer() as stub:
+        stub.server.RequestHandlerClass.do_GET = lambda handler: handler._json(404, {"detail": "Not Found"})
+        code, _, err = call(["ask", "q?", "--strategy", "none", "--backend", "openai", "--base-url", stub.url,
+                             "--index", str(tmp_path)], capsys)
+    line = one_line_error(err)
+    assert code == 10 and "gives no model list" in line and "--base-url" in line and "0 models" not in line
+
+
 def test_no_logprobs_said_once_flare_refused_single_runs(capsys, built_index, settings):
     with StubServer(Script(logprobs=False)) as stub:
         args = ["--backend", "openai", "--base-url", stub.url, "--index", settings.index]

@@ -120,6 +120,11 @@ class OpenAIGenerator:
                                   hint="pass one of them with --api-model, or leave --api-model empty")
         elif len(names) == 1:
             entry, model = entries[0], names[0]
+        elif not isinstance(listed, dict):  # no model list at all: a wrong path, or not such a server
+            raise ServerError(f"the server at {self.base} gives no model list (GET {self.base}/models): it does not "
+                              "answer as an OpenAI-compatible server",
+                              hint="check --base-url (e.g. http://127.0.0.1:8080 for llama-server); a server that "
+                                   "lists no models needs --api-model NAME")
         else:
             raise ServerError(f"the server at {self.base} serves {len(names)} models"
                               + (f" ({', '.join(names)})" if names else "") + "; say which with --api-model")
@@ -339,7 +344,8 @@ class OpenAIGenerator:
             return self._defuse(str(prompt))
         from ragcli.generation.chat import render
 
-        return render(prompt, self.chat_template, defuse=self._defuse)
+        return render(prompt, self.chat_template, defuse=self._defuse, eos=str(self.props.get("eos_token") or ""),
+                      bos=str(self.props.get("bos_token") or ""))
 
     def _defuse(self, text: str) -> str:
         """``text`` with each control token it spells broken by a word joiner (``ControlTexts``). The
