@@ -70,7 +70,12 @@ def scope(retriever: Retriever | None, settings: Settings) -> str:
     index its questions come from (and whose pages their prompts hold), k, the look-ahead, the prompt
     style. A calibration is reused only where all of these are the same."""
     directory = getattr(retriever, "directory", None)
-    where = str(Path(directory).resolve()) if directory is not None else type(retriever).__name__
+    if directory is not None:  # the folder and what it holds: an index rebuilt there from other files is another
+        from ragcli.retrieval.index import content_id
+
+        where = f"{Path(directory).resolve()} content={(content_id(directory) or '')[:16]}"
+    else:
+        where = type(retriever).__name__
     return f"{where} k={settings.k} lookahead={settings.lookahead} prompt={settings.prompt_style}"
 
 

@@ -313,6 +313,8 @@ def run_metadata(settings: Settings, dataset: Path, index_dir: str, model_path: 
     rows answer other questions than the plain run's, under the same ids)."""
     from importlib.metadata import PackageNotFoundError, version
 
+    from ragcli.retrieval.index import content_id
+
     from ragcli import __version__
 
     versions = {"ragcli": __version__, "python": platform.python_version()}
@@ -327,28 +329,13 @@ def run_metadata(settings: Settings, dataset: Path, index_dir: str, model_path: 
         "model": model_path,
         "model_sha256": _sha256(Path(model_path)) if model_path and Path(model_path).is_file() else None,
         "index": index_dir,
-        "index_content": index_content(index_dir),
+        "index_content": content_id(index_dir),
         "dataset": str(dataset),
         "dataset_sha256": _sha256(dataset),
         "long_form": long_form,
         "git_commit": _git_commit(),
         "versions": versions,
     }
-
-
-def index_content(index_dir: str) -> str | None:
-    """What the index holds, as a hash of its files' content hashes and passage counts (not their
-    paths or times: a copied or touched corpus is the same index). None when it has no manifest."""
-    import hashlib
-
-    from ragcli.retrieval.index import MANIFEST_FILE
-
-    try:
-        manifest = json.loads((Path(index_dir) / MANIFEST_FILE).read_text(encoding="utf-8"))
-        files = sorted(f"{entry.get('sha1')}:{entry.get('passages')}" for entry in manifest.values())
-    except (OSError, ValueError, AttributeError):
-        return None
-    return hashlib.sha256("\n".join(files).encode()).hexdigest()
 
 
 def _sha256(path: Path) -> str:

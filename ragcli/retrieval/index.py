@@ -6,6 +6,7 @@ get :class:`ragcli.types.Document`.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -358,6 +359,30 @@ class TantivyIndex:
             return []
         return [self._document(searcher.doc(address), float(score))
                 for score, address in searcher.search(parsed, k).hits]
+
+
+def content_id(directory: str | Path) -> str | None:
+    """What an index holds, as a hash of its files' content hashes and passage counts (not their
+    paths or times: a copied or touched corpus is the same index). None when it has no manifest.
+    Remembered while the manifest is unchanged (asked once per question with --theta auto)."""
+    path = Path(directory) / MANIFEST_FILE
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return _content_id(str(path), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=8)
+def _content_id(path: str, _mtime_ns: int, _size: int) -> str | None:
+    import hashlib
+
+    try:
+        manifest = json.loads(Path(path).read_text(encoding="utf-8"))
+        files = sorted(f"{entry.get('sha1')}:{entry.get('passages')}" for entry in manifest.values())
+    except (OSError, ValueError, AttributeError):
+        return None
+    return hashlib.sha256("\n".join(files).encode()).hexdigest()
 
 
 def _first(doc: Any, name: str) -> str:
