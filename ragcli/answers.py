@@ -13,11 +13,18 @@ import unicodedata
 from typing import Iterable
 
 from ragcli.types import Document
-from ragcli.words import CJK_CHARS
+from ragcli.words import CJK_CHARS, WORD
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCT = frozenset(string.punctuation)
 YES_NO = frozenset({"yes", "no"})
+# the first word of a reply that affirms or denies the question (English and the languages of
+# words.FOREIGN_FUNCTION_WORDS)
+YES_NO_WORDS = frozenset("yes no yeah nope oui non ja nein jawohl sí si sì não sim nee".split())
+# the first word of an English question that asks whether ("Are both … in the same country?")
+_AUXILIARIES = frozenset("""am is are was were do does did has have had can could will would shall should may might
+    must isn aren wasn weren don doesn didn hasn haven hadn couldn won wouldn shouldn""".split())
+_OR = re.compile(r"\bor\b", re.IGNORECASE)
 # "So the answer is: X." concludes; "The answer is based on [1]", "the answer isn't in the
 # documents" or "The answer is not known" say something about the answer, not what it is.
 _ANSWER_IS = re.compile(r"\banswer is\b(?!\s*(?:not\b|n't|based\b|found\b|given\b|unknown\b|unclear\b|"
@@ -34,6 +41,22 @@ _CJK = re.compile(f"[{CJK_CHARS}]")
 def concludes(sentence: str) -> bool:
     """True for the sentence that gives a reasoning answer's short answer ("So the answer is: X.")."""
     return _ANSWER_IS.search(sentence) is not None
+
+
+def replies_yes_or_no(text: str) -> bool:
+    """Whether ``text`` starts with a yes or a no ("Yes, both are in Canada.", "No.")."""
+    first = WORD.search(text)
+    return first is not None and first.group(0).lower() in YES_NO_WORDS
+
+
+def asks_yes_or_no(question: str) -> bool:
+    """Whether an English question asks yes or no: it opens with an auxiliary verb ("Are both lakes
+    in the same country?", "Did …?", "Isn't …?") and offers no choice ("Is A or B older?" asks which).
+    Only the question up to its first "?" counts (a REPL follow-up carries the earlier exchange after
+    it)."""
+    asked = question.strip().split("?", 1)[0]
+    first = WORD.search(asked)
+    return first is not None and first.group(0).lower() in _AUXILIARIES and not _OR.search(asked)
 
 
 def normalize_answer(s: str) -> str:

@@ -20,15 +20,14 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ragcli.answers import YES_NO_WORDS, replies_yes_or_no
 from ragcli.types import Document
-from ragcli.words import WORD, content_words
+from ragcli.words import content_words
 
 MIN_GAIN = 2
 SUPPORT = 0.5  # share of a sentence's content words the cited documents must hold between them
-# the first word of a reply that affirms or denies the question (English and the languages of
-# words.FOREIGN_FUNCTION_WORDS), and the words such a reply may add without saying anything else
+# the words a reply of yes or no (answers.YES_NO_WORDS) may add without saying anything else
 # ("Yes, that is correct.", "Ja, das stimmt.", "Oui, c'est vrai.")
-YES_NO_WORDS = frozenset("yes no yeah nope oui non ja nein jawohl sí si sì não sim nee".split())
 _REPLY_WORDS = YES_NO_WORDS | frozenset(
     """correct incorrect true untrue false right wrong indeed exactly absolutely certainly definitely sure
     course vrai faux exact stimmt richtig falsch genau cierto correcto verdad falso vero giusto esatto certo
@@ -48,7 +47,7 @@ def citations(answer: str, docs: Sequence[Document], question: str = "") -> tupl
     out = []
     for a, b in split_spans(answer) or [(0, len(answer))]:
         words = set(content_words(answer[a:b], any_language=True))
-        if asked and not words - _REPLY_WORDS and _replies_yes_or_no(answer[a:b]):
+        if asked and not words - _REPLY_WORDS and replies_yes_or_no(answer[a:b]):
             words = asked
         if not words:
             continue
@@ -64,11 +63,6 @@ def citations(answer: str, docs: Sequence[Document], question: str = "") -> tupl
         supported = picked and len(words) - len(uncovered) >= SUPPORT * len(words)
         out.append((a, b, tuple(picked) if supported else ()))  # else the sentence is not from these
     return tuple(out)
-
-
-def _replies_yes_or_no(sentence: str) -> bool:
-    first = WORD.search(sentence)
-    return first is not None and first.group(0).lower() in YES_NO_WORDS
 
 
 def attribute(answer: str, docs: Sequence[Document], question: str = "") -> tuple[tuple[int, ...], tuple]:

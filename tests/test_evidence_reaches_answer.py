@@ -332,6 +332,50 @@ def test_the_gate_takes_a_read_that_shortens_the_answer_or_replaces_one_no_page_
     assert gate("Jan Smit.", "Wim Roos.", [page], [page, later]) == ""
     # a yes/no answer is in no page: the read decides
     assert gate("Yes.", "No.", [page], [page, later]) == ""
+    assert gate("Yes.", "No.", [page], [page, later], "Is Mart Van Duren Dutch?") == ""
+    # ... unless it says neither to a question that asks yes or no
+    assert "says neither" in gate("Yes.", "Mart Van Duren.", [page], [page, later], "Is Mart Van Duren Dutch?")
+    assert gate("Yes.", "Mart Van Duren.", [page], [page, later], "Who is Dutch?") == ""
+
+
+YES_NO_QUESTION = "Are Lake Patience and Eastern Lake located in the same country?"
+LAKE_A = Document("a", "Lake Patience", "Lake Patience is a lake in Canada, near Eastern Lake.")
+LAKE_B = Document("b", "Eastern Lake", "Eastern Lake is a lake in Quebec, Canada.")
+
+
+def ask_lakes(settings, **changes):
+    """The question's page says yes; the read, with a page found later, answers another question
+    ("Both are located in Canada.", as the bundled model did on the dev pool)."""
+    gen = ReadingFake([("in Quebec", "Both are located in Canada", "Eastern Lake is in Quebec."),
+                       ("lake in Canada", "Yes", "Both lakes are in Canada.")],
+                      ("Mexico", "Eastern Lake is in Mexico."))
+    strategy = build(Flare, gen, OverlapRetriever([LAKE_A, LAKE_B, *NOISE]), settings.copy(k=1, theta=0.5, **changes))
+    return list(strategy.run(YES_NO_QUESTION))
+
+
+def test_a_yes_or_no_stands_against_a_read_that_says_neither(settings):
+    events = ask_lakes(settings)
+    read = [e for e in events if isinstance(e, AnswerRead)]
+    assert len(read) == 1 and {d.id for d in read[0].documents} == {"a", "b"}
+    assert extract_answer(read[0].proposed) == "Both are located in Canada"
+    assert "asks yes or no" in read[0].kept
+    assert extract_answer(final(events).answer) == "Yes"
+    # --revise always takes whatever the read wrote
+    assert extract_answer(final(ask_lakes(settings, revise="always")).answer) == "Both are located in Canada"
+
+
+@pytest.mark.parametrize("question, asks", [
+    ("Are both lakes in the same country?", True), ("Did Romulus found Rome?", True),
+    ("Isn't Paris the capital of France?", True), ("was it built before 1900", True),
+    ("Is Lake Patience or Eastern Lake larger?", False), ("Who founded Rome?", False),
+    ("Which film came out first, A or B?", False), ("Do you know who founded Rome?", True),
+    ("When did she join? (Earlier question: Is Maria the lead? Earlier answer: Yes.)", False),
+    ("Is she the lead? (Earlier question: Who leads it, Maria or Tom? Earlier answer: Maria.)", True),
+])
+def test_which_questions_ask_yes_or_no(question, asks):
+    from ragcli.answers import asks_yes_or_no
+
+    assert asks_yes_or_no(question) is asks
 
 
 # A bridge the model never writes: the question's page names the director ("directed by Denys

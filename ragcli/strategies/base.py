@@ -503,7 +503,7 @@ class Strategy:
         if not text:
             yield self.notice("the final read wrote nothing; keeping the answer as it was", "warning")
             return before
-        kept = self._unsupported_revision(before, after, written_from, docs)
+        kept = self._unsupported_revision(before, after, written_from, docs, question)
         if kept:
             yield AnswerRead(before, before, tuple(docs), changed=False, proposed=after, kept=kept)
             return before
@@ -542,15 +542,21 @@ class Strategy:
         return Query(f"{text} {extra}".strip(), "answer")
 
     def _unsupported_revision(self, before: str, after: str, written_from: Sequence[Document],
-                              read: Sequence[Document]) -> str:
+                              read: Sequence[Document], question: str = "") -> str:
         """Why the read's answer must not replace the answer ("" when it may). With ``--revise
         evidence`` an answer that the pages it was written from hold word for word stands, unless the
         read's answer is in a page gathered later and in none of those: a small model re-reading more
         pages drifts to another name it already had in front of it (dev pool: README). A read that
-        only shortens the answer ("Mart Van Duren is 30 years old" to "Mart Van Duren") agrees with it."""
+        only shortens the answer ("Mart Van Duren is 30 years old" to "Mart Van Duren") agrees with it.
+        An answer that says yes or no to a question asking yes or no stands against a read that says
+        neither ("Both are located in Canada." for "Are both lakes in the same country?"): that read
+        answers another question."""
         if self.settings.revise != "evidence" or not before:
             return ""
         first, second = answers.short_answer(before), answers.short_answer(after)
+        if (answers.asks_yes_or_no(question) and answers.replies_yes_or_no(first)
+                and not answers.replies_yes_or_no(second)):
+            return f"the question asks yes or no and {_clip(first)!r} says which; the read's {_clip(second)!r} says neither"
         holders = answers.held_by(first, written_from)
         if not holders or answers.within(second, first):
             return ""
