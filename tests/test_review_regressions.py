@@ -52,6 +52,16 @@ def test_flare_instruct_commits_whole_sentences_before_a_search(settings):
     assert [e.sentence.text for e in of(events, SentenceCommitted)] == ["Rome was founded.", "It grew.", "Done."]
 
 
+def test_flare_instruct_commits_a_sentence_a_search_interrupts_once_it_ends(settings):
+    """"Keith Moon was born in [Search(…)] Wembley, London." was two sentences, the first unfinished."""
+    gen = FakeGenerator([toks(" Keith Moon was born in [Search(Keith Moon birthplace)]", 0.9),
+                         toks(" Wembley, London.", 0.9) + toks("\n\nQuestion:", 0.9)])
+    events = list(FlareInstruct(gen, RecordingRetriever(), settings).run("Where was Keith Moon born?"))
+    assert [e.sentence.text for e in of(events, SentenceCommitted)] == ["Keith Moon was born in Wembley, London."]
+    done = of(events, AnswerFinished)[0]
+    assert done.stats.sentences == 1 and done.answer == "Keith Moon was born in Wembley, London."
+
+
 def test_flare_respects_max_tokens_in_every_step(settings):
     gen = FakeGenerator([toks(" One two three four five.", 0.9) + [(" X", 0.9)],
                          toks(" Six seven eight nine ten eleven.", 0.1) + [(" Y", 0.9)],

@@ -268,6 +268,7 @@ class FlareInstruct(Strategy):
         self.stats.retrieval_opportunities += 1
         suppress = None
         stop_reason = "max_steps"
+        unfinished: list[Token] = []  # a sentence a search marker interrupted: committed once it ends
         while self.stats.steps < st.max_steps:
             if used >= st.max_tokens:
                 stop_reason = "max_tokens"
@@ -283,8 +284,11 @@ class FlareInstruct(Strategy):
             text = chunk.text
             m = SEARCH.search(text)
             before = text[: m.start()] if m else text
-            for sentence in sentences_of(_tokens_for(chunk.tokens, len(before)))[0]:
+            upto = len(before.rstrip()) if m else len(before)  # the space before a marker: not the sentence's
+            done, rest = sentences_of(unfinished + _tokens_for(chunk.tokens, upto), final=not m)
+            for sentence in done:
                 yield self.commit(sentence, docs=docs)
+            unfinished = rest if m else []
             answer = (answer + before).rstrip() if m else answer + before
             if not m:
                 stop_reason = "end" if chunk.ended else "max_tokens"
