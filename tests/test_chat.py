@@ -90,7 +90,8 @@ def test_templates_that_write_the_models_bos_and_eos_get_them_between_turns():
     text = render(prompt, llama2, eos="</s>", bos="<s>")
     assert text.startswith("[INST] ") and text.count("</s><s>[INST] ") == len(prompt.exemplars)
     text = render(prompt, zephyr, eos="</s>", bos="<s>")
-    assert text.count("</s>\n<|user|>") == len(prompt.exemplars) + 1 and text.endswith("<|assistant|>\n")  # + the system turn
+    assert text.count("</s>\n<|user|>") == len(prompt.exemplars) + 1  # and the system turn's
+    assert text.endswith("<|assistant|>\n")
     assert render(prompt, CHATML, eos="</s>", bos="<s>") == render(prompt, CHATML)  # ChatML writes neither
 
 

@@ -233,7 +233,8 @@ def test_previous_window_stops_when_a_sentence_longer_than_a_window_repeats(sett
         return out
 
     st = settings.copy(answer_style="long", final_read="no")
-    events = list(PreviousWindow(FakeGenerator(default=window), RecordingRetriever(), st).run("Tell me about Keith Moon."))
+    strategy = PreviousWindow(FakeGenerator(default=window), RecordingRetriever(), st)
+    events = list(strategy.run("Tell me about Keith Moon."))
     assert [e.sentence.text for e in of(events, SentenceCommitted)] == [
         "Keith Moon was the drummer of the English rock band The Who from London."]
     assert any("repeated" in e.message for e in of(events, Notice))

@@ -556,7 +556,8 @@ class Strategy:
         first, second = answers.short_answer(before), answers.short_answer(after)
         if (answers.asks_yes_or_no(question) and answers.replies_yes_or_no(first)
                 and not answers.replies_yes_or_no(second)):
-            return f"the question asks yes or no and {_clip(first)!r} says which; the read's {_clip(second)!r} says neither"
+            return (f"the question asks yes or no and {_clip(first)!r} says which; the read's {_clip(second)!r} "
+                    "says neither")
         holders = answers.held_by(first, written_from)
         if not holders or answers.within(second, first):
             return ""
