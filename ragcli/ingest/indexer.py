@@ -132,11 +132,13 @@ def build_index(
     exclude: list[str] | None = None,
     include_hidden: bool = False,
     jobs: int = 1,
+    writer_threads: int = 0,
 ) -> IndexReport:
     """Index ``paths`` into ``index_dir``. ``jobs`` processes parse files other than JSONL corpora
     in parallel (0: one per CPU). ``rebuild`` replaces the index's contents in the same commit
-    that adds the new ones. Raises EmptyCorpusError, committing nothing, when the paths hold no
-    readable text."""
+    that adds the new ones. ``writer_threads``: tantivy's indexing threads (0: one per CPU); with one,
+    passages keep the order they were read in, so searches rank ties the same in every build (an
+    eval's index). Raises EmptyCorpusError, committing nothing, when the paths hold no readable text."""
     started = time.perf_counter()
     warn = on_warning or (lambda msg: None)
     report = IndexReport()
@@ -153,7 +155,8 @@ def build_index(
         try:
             manifest = {} if rebuild else index.load_manifest()
             # start parser processes before the index writer's threads exist
-            with _Parsers.start(files, manifest, jobs, warn) as parsers, index.writer(locked=True) as writer:
+            with (_Parsers.start(files, manifest, jobs, warn) as parsers,
+                  index.writer(locked=True, threads=writer_threads) as writer):
                 run = _Run(index, writer, manifest, report, warn, parsers, commit_every)
                 if rebuild:
                     writer.delete_all()
