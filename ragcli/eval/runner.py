@@ -150,8 +150,8 @@ def load_done(out: Path | None) -> dict[tuple[str, str], dict]:
     return done
 
 
-# settings that never change an answer: a resumed run may differ in them ("model" is compared by its hash)
-# settings that change no result (each run sets its own strategy, named in its key)
+# settings that never change an answer: a resumed run may differ in them ("model" is compared by its hash;
+# each run sets its own strategy, named in its key)
 RESUME_IGNORES = frozenset({"threads", "highlight", "require_gpu", "model", "strategy"})
 
 

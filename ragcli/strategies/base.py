@@ -361,16 +361,17 @@ class Strategy:
         sentence, rest = cut_sentence(chunk.tokens, first_sentence_end(chunk.text))
         if not sentence.text:
             return None, True
-        if self.repeated(sentence, answer):
-            yield self.notice(REPEATED, "warning")
+        if (yield from self.repeated(sentence, answer)):
             return None, True
         yield self.commit(sentence, regenerated=(what == "regenerate"), docs=docs)
         return sentence, chunk.ended and not "".join(t.text for t in rest).strip()
 
-    def repeated(self, sentence: Sentence, answer: Sequence[str]) -> bool:
-        """True (and the stop reason set) when ``sentence`` repeats one already in the answer."""
+    def repeated(self, sentence: Sentence, answer: Sequence[str]) -> Iterator[Event]:
+        """True when ``sentence`` repeats one already in the answer: the answer ends there, with the
+        notice and the stop reason (every loop asks this of each new sentence: ``yield from``)."""
         if repeats(sentence.text, answer):
             self.stop_reason = "repetition"
+            yield self.notice(REPEATED, "warning")
             return True
         return False
 

@@ -25,7 +25,7 @@ from ragcli import prompts
 from ragcli.events import DraftSentence, Event
 from ragcli.sentences import first_sentence_end
 from ragcli.strategies.base import HOLD_BREAK, Strategy
-from ragcli.strategies.stream import REPEATED, cut_sentence, sentences_of
+from ragcli.strategies.stream import cut_sentence, sentences_of
 from ragcli.strategies.trigger import Trigger
 from ragcli.types import Document, Query, Sentence, Token
 from ragcli.words import CJK_CHARS, CJK_RUN, WHOLE_WORD, content_words
@@ -166,8 +166,7 @@ class Flare(Strategy):
                 yield DraftSentence(draft, tuple(low), accepted=not low)
                 # a repeat ends the answer, flagged or not (a search would not end the loop); not a short
                 # answer's flagged explanation, whose search feeds the final read
-                if (not low or not explain) and self.repeated(draft, answer):
-                    yield self.notice(REPEATED, "warning")
+                if (not low or not explain) and (yield from self.repeated(draft, answer)):
                     break
                 if not low:
                     yield self.commit(draft)

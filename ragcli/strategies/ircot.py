@@ -22,7 +22,7 @@ from ragcli import answers, prompts
 from ragcli.events import Event
 from ragcli.sentences import first_sentence_end
 from ragcli.strategies.base import Strategy
-from ragcli.strategies.stream import REPEATED, cut_sentence
+from ragcli.strategies.stream import cut_sentence
 from ragcli.types import Document, Query
 
 
@@ -62,8 +62,7 @@ class IRCoT(Strategy):
             if not sentence.text:
                 stop_reason = "end"
                 break
-            if self.repeated(sentence, reasoning):  # searching with it again would find the same pages
-                yield self.notice(REPEATED, "warning")
+            if (yield from self.repeated(sentence, reasoning)):  # searching with it would find the same pages
                 break
             reasoning.append(sentence.text)
             used += len(sentence.tokens)

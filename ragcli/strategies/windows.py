@@ -13,7 +13,7 @@ from typing import Iterator, Sequence
 from ragcli import prompts
 from ragcli.events import Event
 from ragcli.strategies.base import Strategy
-from ragcli.strategies.stream import REPEATED, sentences_of
+from ragcli.strategies.stream import sentences_of
 from ragcli.types import Document, Query, Token
 
 RERANK_CANDIDATES = 8
@@ -97,8 +97,7 @@ class PreviousWindow(Strategy):
         generation step's own check never sees two whole copies)."""
         sentences, rest = sentences_of(pending, final=final)
         for sentence in sentences:
-            if self.repeated(sentence, answer):
-                yield self.notice(REPEATED, "warning")
+            if (yield from self.repeated(sentence, answer)):
                 return None
             answer.append(sentence.text)
             yield self.commit(sentence, docs=docs)
