@@ -286,7 +286,7 @@ class Strategy:
             chunk.ended = True
             return chunk
         if self.out_of_time():
-            yield from self._timed_out()
+            yield from self.timed_out()
             chunk.ended = True
             return chunk
         tracker = SentenceTracker()
@@ -310,7 +310,7 @@ class Strategy:
                 chunk.ended = True
                 return chunk
             if self.out_of_time():
-                yield from self._timed_out()
+                yield from self.timed_out()
                 chunk.ended = True
                 return chunk
         if not until_sentence and (keep := tracker.repeated(tracker.finish())) is not None:
@@ -329,8 +329,9 @@ class Strategy:
         yield Notice(REPEATED, "warning")
         chunk.ended = True
 
-    def _timed_out(self) -> Iterator[Event]:
-        """The notice that --timeout ended the answer, once a run."""
+    def timed_out(self) -> Iterator[Event]:
+        """The notice that --timeout ended the answer, once a run (whichever step found the budget spent:
+        a step cut short says no more, as nothing is written after it)."""
         if not self._said_timeout:
             self._said_timeout = True
             yield Notice(f"time budget of {self.settings.timeout:g}s reached; stopped", "warning")

@@ -147,9 +147,8 @@ def correct_documents(strategy: "Strategy", question: str, docs: Sequence[Docume
     docs = list(docs)
     scores = []
     for d in docs:  # a model call each: --timeout bounds them, as it bounds generation
-        if strategy.out_of_time():
-            yield Notice(f"time budget of {st.timeout:g}s reached while grading the documents; "
-                         "they are used as retrieved", "warning")
+        if strategy.out_of_time():  # the answer is not written either: one notice says so
+            yield from strategy.timed_out()
             return docs
         scores.append(grade(gen, question, d.text))
     action = decide(scores, st.upper, st.lower)
@@ -171,10 +170,10 @@ def correct_documents(strategy: "Strategy", question: str, docs: Sequence[Docume
         return local
 
     keywords = yield from rewrite_keywords(strategy, question)
-    left = strategy.time_left()
-    if left is not None and left <= 0:  # --timeout: the question's budget is spent, search no more
-        yield Notice(f"web search skipped: time budget of {st.timeout:g}s reached; {fallback}", "warning")
+    if strategy.out_of_time():  # --timeout: the question's budget is spent, search (and write) no more
+        yield from strategy.timed_out()
         return local
+    left = strategy.time_left()
     query = Query(keywords, "keywords")
     yield RetrievalTriggered(query, f"CRAG: retrieval judged {action}")
     t = time.perf_counter()

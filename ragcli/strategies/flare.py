@@ -148,7 +148,7 @@ class Flare(Strategy):
                     stop_reason = "max_tokens"
                     break
                 if self.out_of_time():
-                    yield from self._timed_out()
+                    yield from self.timed_out()
                     break
                 yield self.step("draft")
                 budget = min(st.lookahead, st.max_tokens - used)
