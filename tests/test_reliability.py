@@ -353,3 +353,49 @@ def test_files_of_types_not_read_are_counted_not_passed_over_in_silence(small_co
     assert code == 0 and "not read: 4 files of other types" in err
     code, _, err = call(["index", str(small_corpus / "README"), "--index", str(tmp_path / "idx2")], capsys)
     assert code == 0 and "1 added" in err  # as the line says
+
+
+class _CutAfter(FakeGenerator):
+    """Each call's tokens; a call listed in ``slow`` sleeps before its token ``at`` (--timeout strikes mid-step)."""
+
+    def __init__(self, scripts, slow, pause=0.3, at=1, **kw):
+        super().__init__(scripts, **kw)
+        self.slow, self.pause, self.at, self.n = set(slow), pause, at, 0
+
+    def stream(self, prompt, **kw):
+        call, self.n = self.n, self.n + 1
+        for i, tok in enumerate(super().stream(prompt, **kw)):
+            if i == self.at and call in self.slow:
+                time.sleep(self.pause)
+            yield tok
+
+
+def test_a_step_the_time_budget_cuts_short_is_never_searched_with_or_continued(settings):
+    """IRCoT committed the cut reasoning fragment, searched with it, reasoned on, wrote the one-retrieval
+    answer and read again ("Keith So the answer is: Keith."); FLARE kept and searched with a cut draft;
+    self-ask searched with a cut follow-up."""
+    from ragcli.strategies.ircot import IRCoT
+    from ragcli.strategies.selfask import SelfAsk
+
+    limit = settings.copy(timeout=0.2)
+    retriever = RecordingRetriever()
+    gen = _CutAfter([toks(" Keith Moon was a drummer.", 0.9)], slow={0}, default=toks(" More.", 0.9))
+    events = list(IRCoT(gen, retriever, limit).run("Who was Keith Moon?"))
+    done = of(events, AnswerFinished)[0]
+    assert len(retriever.queries) == 1 and [e.what for e in of(events, StepStarted)] == ["cot"]
+    assert done.answer == "" and done.stop_reason == "timeout"
+    assert [n.message for n in of(events, Notice)] == ["time budget of 0.2s reached; stopped"]
+
+    retriever = RecordingRetriever()  # the answer's first sentence, then a draft the budget cuts
+    gen = _CutAfter([toks(" Keith Moon was a drummer.", 0.9) + [(" He", 0.9)],
+                     toks(" He was born in London.", 0.9, low={"London.": 0.05})], slow={1},
+                    default=toks(" More.", 0.9))
+    events = list(Flare(gen, retriever, limit.copy(answer_style="long")).run("Who was Keith Moon?"))
+    done = of(events, AnswerFinished)[0]
+    assert len(retriever.queries) == 1 and done.answer == "Keith Moon was a drummer."
+    assert done.stop_reason == "timeout"
+
+    retriever = RecordingRetriever()
+    gen = _CutAfter([toks(" Follow up: Who was Keith Moon?", 0.9)], slow={0}, at=3, default=toks(" More.", 0.9))
+    events = list(SelfAsk(gen, retriever, limit).run("Who was Keith Moon?"))
+    assert retriever.queries == [] and of(events, AnswerFinished)[0].stop_reason == "timeout"

@@ -240,3 +240,13 @@ def test_previous_window_stops_when_a_sentence_longer_than_a_window_repeats(sett
     assert any("repeated" in e.message for e in of(events, Notice))
     done = of(events, AnswerFinished)[0]
     assert done.stop_reason == "repetition" and done.answer.count("Keith Moon") == 1
+
+
+def test_flare_instruct_commits_the_interrupted_sentence_when_the_loop_ends_on_a_search(settings):
+    """Out of steps just after a search marker, the sentence held back for the marker was in the
+    answer but never committed (no live sentence, no citation, sentences 0)."""
+    gen = FakeGenerator([toks(" Keith Moon was born in London. [Search(Keith Moon birthplace)]", 0.9)])
+    events = list(FlareInstruct(gen, RecordingRetriever(), settings.copy(max_steps=1)).run("Where was Keith Moon born?"))
+    assert [e.sentence.text for e in of(events, SentenceCommitted)] == ["Keith Moon was born in London."]
+    done = of(events, AnswerFinished)[0]
+    assert done.stats.sentences == 1 and done.answer == "Keith Moon was born in London."

@@ -287,7 +287,7 @@ class Strategy:
             return chunk
         if self.out_of_time():
             yield from self.timed_out()
-            chunk.ended = True
+            chunk.ended = chunk.timed_out = True
             return chunk
         tracker = SentenceTracker()
         for tok in self.gen.stream(prompt, max_tokens=max_tokens, stop=stop, slot=slot, bias=bias,
@@ -311,7 +311,7 @@ class Strategy:
                 return chunk
             if self.out_of_time():
                 yield from self.timed_out()
-                chunk.ended = True
+                chunk.ended = chunk.timed_out = True
                 return chunk
         if not until_sentence and (keep := tracker.repeated(tracker.finish())) is not None:
             yield from self._cut_repetition(chunk, keep)
@@ -351,7 +351,9 @@ class Strategy:
     def sentence_with(self, question: str, docs: Sequence[Document], answer: list[str], *, what: str,
                       budget: int):
         """Generate one sentence of the answer (at most ``budget`` tokens) conditioned on ``docs`` in
-        the main slot, and commit it. Returns (sentence or None when the model ended, answer ended)."""
+        the main slot, and commit it. Returns (sentence or None when the model ended, answer ended).
+        A sentence --timeout cut short is kept as written, as ``single`` keeps its answer, and ends
+        the answer: nothing is searched, drafted or read after it."""
         so_far = " ".join(answer)
         if budget <= 0:
             return None, True
@@ -365,7 +367,7 @@ class Strategy:
         if (yield from self.repeated(sentence, answer)):
             return None, True
         yield self.commit(sentence, regenerated=(what == "regenerate"), docs=docs)
-        return sentence, chunk.ended and not "".join(t.text for t in rest).strip()
+        return sentence, chunk.timed_out or chunk.ended and not "".join(t.text for t in rest).strip()
 
     def repeated(self, sentence: Sentence, answer: Sequence[str]) -> Iterator[Event]:
         """True when ``sentence`` repeats one already in the answer: the answer ends there, with the

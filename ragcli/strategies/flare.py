@@ -157,6 +157,8 @@ class Flare(Strategy):
                     max_tokens=budget, slot="draft", draft=True, until_sentence=True,
                     suppress_first=HOLD_BREAK if len(answer) == 1 and explain else None)
                 draft, _rest = cut_sentence(chunk.tokens, first_sentence_end(chunk.text))
+                if chunk.timed_out:  # a draft cut short is never checked, searched with or kept
+                    break
                 if not draft.text:
                     stop_reason = "end"
                     break
@@ -275,6 +277,7 @@ class FlareInstruct(Strategy):
             docs = self.fit_documents(docs, lambda d: prompts.instruct_prompt(question, d, answer),
                                       reserve=st.max_tokens - used)
             self.cite(docs)
+            written_from = docs
             yield self.step("generate")
             chunk = yield from self.generate(
                 prompts.instruct_prompt(question, docs, answer), max_tokens=st.max_tokens - used,
@@ -296,6 +299,9 @@ class FlareInstruct(Strategy):
             query = Query(self.trim_query(m.group(1).strip().strip('"')), "instruct")
             docs = yield from self.retrieve(query, "the model asked: " + m.group(0))
             suppress = {"[": self.SUPPRESS_AFTER_SEARCH}
+        if unfinished:  # out of steps or tokens just after a search: the sentence it interrupted ends here
+            for sentence in sentences_of(unfinished, final=True)[0]:
+                yield self.commit(sentence, docs=written_from)
         yield self.finish(answer, stop_reason)
 
 

@@ -59,6 +59,8 @@ class IRCoT(Strategy):
             yield self.step("cot")
             chunk = yield from self.generate(build(ranked), max_tokens=budget, until_sentence=True)
             sentence, _ = cut_sentence(chunk.tokens, first_sentence_end(chunk.text))
+            if chunk.timed_out:  # a step cut short is neither kept nor searched with
+                break
             if not sentence.text:
                 stop_reason = "end"
                 break
@@ -77,6 +79,9 @@ class IRCoT(Strategy):
             docs = yield from self.retrieve(Query(self.trim_query(sentence.text), "cot"),
                                             "the last reasoning sentence")
             self._add(pool, seen, docs, self.stats.retrievals)
+        if self.out_of_time():  # --timeout: no answer from the paragraphs and no read; the reasoning stands
+            yield self.finish(" ".join(reasoning), stop_reason)
+            return
         # The one-retrieval answer is written last, just before the read: the read's prompt (the same
         # instruction, the question's paragraphs first) then reuses its KV cache up to the new pages.
         first = (yield from self._one_retrieval_answer(question, question_docs)) if st.revise == "evidence" else None

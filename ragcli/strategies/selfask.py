@@ -41,6 +41,8 @@ class SelfAsk(Strategy):
             chunk = yield from self.generate(prompts.self_ask_prompt(question, docs, scratch), max_tokens=budget(64),
                                              stop=prompts.SELF_ASK_STOP)
             used += len(chunk.tokens)
+            if chunk.timed_out:  # --timeout: a follow-up cut short is not searched with
+                break
             text = chunk.text
             done = FINAL.search(text)
             follow = FOLLOW_UP.search(text)
@@ -72,6 +74,9 @@ class SelfAsk(Strategy):
             chunk = yield from self.generate(prompts.self_ask_prompt(question, docs, scratch), max_tokens=budget(48),
                                              stop=("\n",))
             used += len(chunk.tokens)
+            if chunk.timed_out:  # an intermediate answer cut short is none
+                scratch = scratch.removesuffix("Intermediate answer:")
+                break
             scratch += " " + chunk.text.strip() + "\n"
         if not final and budget(1) <= 0:
             stop_reason = "max_tokens"

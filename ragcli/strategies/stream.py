@@ -27,6 +27,7 @@ class Chunk:
 
     tokens: list[Token] = field(default_factory=list)
     ended: bool = False  # stop sequence / end of generation reached (not cut by us or by max_tokens)
+    timed_out: bool = False  # cut by --timeout: nothing is to be done with it but keep or drop it
 
     @property
     def text(self) -> str:
