@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -465,6 +466,10 @@ def test_output_paths_are_checked_before_any_question_runs(tmp_path, monkeypatch
                                                          flag, str(tmp_path / path)])
         assert code == 2 and err.startswith("error: ") and flag in err, (flag, err)
         assert "questions from" not in out  # refused before the run, not after it
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # not installed: said before the run too
+    code, out, err = _eval_cli(monkeypatch, capsys, [str(data), "--strategy", "none", "--corpus", str(corpus),
+                                                     "--plot", str(tmp_path / "p.png")])
+    assert code == 2 and "--plot needs matplotlib" in err and "questions from" not in out
 
 
 def test_a_strategy_or_value_named_twice_runs_once_and_a_single_grid_is_still_compared(tmp_path, monkeypatch, capsys):

@@ -67,6 +67,10 @@ def eval_run(
     base = Settings.resolve(dict(flags or {}))
     for path, flag in ((out, "--out"), (summary, "--summary"), (plot, "--plot")):
         _check_writable(path, flag)
+    if plot is not None:
+        from ragcli.eval.report import pyplot
+
+        pyplot()
     if workers > 1 and base.backend != "openai":
         raise UsageError("--workers runs questions in parallel against a server: it needs --backend openai",
                          hint="the in-process model answers one question at a time")

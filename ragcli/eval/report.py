@@ -135,8 +135,9 @@ def compare_pairs(a: dict[str, Any], b: dict[str, Any] | None, name_a: str, name
             for key in a["runs"] if key in b["runs"]]
 
 
-def plot_sweep(runs: dict[str, dict[str, Any]], path: Path) -> None:
-    """Retrieval rate vs F1 for each run (the FLARE paper's Figure 5), as PNG."""
+def pyplot():
+    """matplotlib's pyplot, drawing to files; a usage error without matplotlib (asked before an eval
+    runs, not after every question)."""
     try:
         import matplotlib
 
@@ -144,6 +145,12 @@ def plot_sweep(runs: dict[str, dict[str, Any]], path: Path) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         raise UsageError("--plot needs matplotlib", hint="pip install 'ragcli[plot]'") from None
+    return plt
+
+
+def plot_sweep(runs: dict[str, dict[str, Any]], path: Path) -> None:
+    """Retrieval rate vs F1 for each run (the FLARE paper's Figure 5), as PNG."""
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4), dpi=120)
     by_strategy: dict[str, list[tuple[float, float, str]]] = {}
     for key, entry in runs.items():
