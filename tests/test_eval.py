@@ -483,6 +483,16 @@ def test_a_strategy_or_value_named_twice_runs_once_and_a_single_grid_is_still_co
     assert "against single k=2" in out and "none vs single k=2" in out
 
 
+def test_a_grid_compares_each_run_with_the_single_run_of_its_own_values(tmp_path, monkeypatch, capsys):
+    """"flare k=3" was compared with "single k=2" too, and "single k=3" with "single k=2" and back."""
+    data, corpus = _dataset(tmp_path)
+    code, out, err = _eval_cli(monkeypatch, capsys, [str(data), "--strategy", "none,single,flare", "--k", "2,3",
+                                                     "--corpus", str(corpus)])
+    assert code == 0, err
+    pairs = sorted(line.split("│")[1].strip() for line in out.splitlines() if " vs " in line)
+    assert pairs == ["flare k=2 vs single k=2", "flare k=3 vs single k=3", "none vs single k=2"], out
+
+
 def test_resuming_ignores_a_strategy_setting_no_run_uses(tmp_path, monkeypatch, capsys):
     data, corpus = _dataset(tmp_path)
     out_file = tmp_path / "r.jsonl"

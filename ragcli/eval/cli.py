@@ -203,12 +203,28 @@ def _print_results(runs: dict, n_questions: int, name: str, *, compare: bool) ->
     if not out_console.is_terminal:  # redirected to a file: do not squeeze the table into 80 columns
         out_console = text_console(width=150)
     out_console.print(report.summary_table(runs, f"{n_questions} questions from {name}"))
-    singles = [key for key in runs if key.split()[0] == "single"]  # "single k=2" in a --k grid
-    if compare and singles and len(runs) > 1:
-        for key in singles:
-            pairs = report.compare_pairs({"runs": runs}, None, name, "", key)
-            title = "against single retrieval" if key == "single" else f"against {key}"
-            out_console.print(report.paired_table(pairs, f"{title} (paired, bootstrap over questions)"))
+    if not compare:
+        return
+    for key, others in _paired_with_single(list(runs)).items():
+        pairs = [p for p in report.compare_pairs({"runs": runs}, None, name, "", key) if p[2] in others]
+        title = "against single retrieval" if key == "single" else f"against {key}"
+        out_console.print(report.paired_table(pairs, f"{title} (paired, bootstrap over questions)"))
+
+
+def _paired_with_single(keys: list[str]) -> dict[str, list[str]]:
+    """Which runs each single-retrieval run is compared with: in a grid, a run with the single run of
+    its own values ("flare k=4 theta=0.3" with "single k=4", never "single k=2"); a run without them
+    ("none") with the first single run; single runs with none."""
+    grid = lambda key: set(key.split()[1:])  # noqa: E731 - "k=4", "theta=0.3"
+    singles = [key for key in keys if key.split()[0] == "single"]
+    out: dict[str, list[str]] = {key: [] for key in singles}
+    for key in keys:
+        if key in out:
+            continue
+        match = next((s for s in singles if grid(s) and grid(s) <= grid(key)), singles[0] if singles else None)
+        if match is not None:
+            out[match].append(key)
+    return {key: others for key, others in out.items() if others}
 
 
 def _ingest_fingerprint() -> str:
