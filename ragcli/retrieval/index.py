@@ -364,17 +364,19 @@ class TantivyIndex:
 def content_id(directory: str | Path) -> str | None:
     """What an index holds, as a hash of its files' content hashes and passage counts (not their
     paths or times: a copied or touched corpus is the same index). None when it has no manifest.
-    Remembered while the manifest is unchanged (asked once per question with --theta auto)."""
+    Remembered while the manifest is unchanged (asked once per question with --theta auto): the same
+    file, size and times (it is replaced whole on each write, so a new one is a new inode even where
+    times are as coarse as a second and a rebuild from as many files keeps the size)."""
     path = Path(directory) / MANIFEST_FILE
     try:
         st = path.stat()
     except OSError:
         return None
-    return _content_id(str(path), st.st_mtime_ns, st.st_size)
+    return _content_id(str(path), (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
 
 
 @functools.lru_cache(maxsize=8)
-def _content_id(path: str, _mtime_ns: int, _size: int) -> str | None:
+def _content_id(path: str, _stat: tuple[int, ...]) -> str | None:
     import hashlib
 
     try:
