@@ -807,3 +807,19 @@ def test_sources_are_named_as_the_user_named_the_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path / "work")
     build_index([Path("../nu/notes")], tmp_path / "up")  # was stored in full, though named relative
     assert locations(tmp_path / "up") == ["../nu/notes/a.md:3"]
+
+
+def test_equal_scores_rank_in_the_order_of_the_passages_places_in_every_build(tmp_path):
+    """Tantivy breaks ties by segment, and a passage's segment (indexing threads, commits) and the
+    order of segments change between builds: the same corpus ranked its ties differently each time."""
+    rows = [{"id": f"p{i:04d}", "title": "Same", "text": "The very same words in every record."} for i in range(1000)]
+    rows.insert(500, {"id": "best", "title": "Same words", "text": "Same words, same words, the very same words."})
+    corpus = tmp_path / "ties.jsonl"
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    in_place = ["best"] + [r["id"] for r in rows if r["id"] != "best"]  # line order after the best hit
+    for build in range(3):
+        build_index([corpus], tmp_path / f"i{build}", commit_every=200)
+        index = TantivyIndex.open(tmp_path / f"i{build}")
+        assert len(list((tmp_path / f"i{build}").glob("*.store"))) > 1  # several segments
+        for k in (1, 2, 5, 40, 300, 1001):
+            assert [d.id for d in index.search("same words", k)] == in_place[:k], (build, k)

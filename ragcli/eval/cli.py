@@ -276,7 +276,7 @@ def _eval_index(dataset: Path, corpus: Path | None) -> Path:
             src = corpus
         stderr_console().print(f"building the eval index from {source.name} → {target}")
         try:
-            build_index([src], building, writer_threads=1)  # one thread: ties rank the same in every build
+            build_index([src], building, writer_threads=1)  # one thread: passages (and samples) in the order read
             try:
                 os.replace(building, target)  # only a complete index is ever found at `target`
             except OSError:

@@ -47,6 +47,8 @@ CJK_FIELD = "cjk"
 # found. Runs of these scripts are indexed again, in a field of their own, as their characters and
 # overlapping pairs of characters (the usual way to search CJK text without a dictionary); a query's
 # runs are searched by their pairs (a run of one character: by itself).
+_DIGITS = re.compile(r"(\d+)")
+MAX_TIE_FETCH = 2048  # hits fetched past the k-th to order a tie there (a larger tie: duplicates by the thousand)
 _MAYBE_CJK = re.compile("[\u3005-\ud7af\uf900-\ufaff\uff66-\uff9f]")  # few ranges: the quick test (1 µs a passage)
 
 
@@ -357,8 +359,29 @@ class TantivyIndex:
         k = min(k, searcher.num_docs)  # tantivy allocates k hits up front: -k 2000000000 aborted the process
         if k <= 0:
             return []
-        return [self._document(searcher.doc(address), float(score))
-                for score, address in searcher.search(parsed, k).hits]
+        return self._ranked(searcher, parsed, k)
+
+    def _ranked(self, searcher: Any, query: Any, k: int) -> list[Document]:
+        """The top ``k`` hits, equal scores in the order of where the passages are (file, then line or
+        part: ``_place``). Tantivy breaks ties by segment and position in it, and which segment a
+        passage lands in, and the order of segments, change from build to build (indexing threads,
+        commits): the same corpus ranked ties differently each time it was indexed. In one segment
+        written by one thread the two orders are the same (an eval's index ranks as before)."""
+        total = searcher.num_docs
+        limit = min(k + 1, total)
+        hits = searcher.search(query, limit).hits
+        # a tie at the k-th place may go on past what was fetched: fetch more (bounded)
+        while len(hits) == limit < min(total, k + MAX_TIE_FETCH) and hits[-1][0] == hits[k - 1][0]:
+            limit = min(limit * 2, total, k + MAX_TIE_FETCH)
+            hits = searcher.search(query, limit).hits
+        if len(hits) <= k or hits[k][0] != hits[k - 1][0]:
+            if all(a[0] != b[0] for a, b in zip(hits[:k], hits[1:k])):  # no tie at all: tantivy's order
+                return [self._document(searcher.doc(address), float(score)) for score, address in hits[:k]]
+            hits = hits[:k]
+        else:
+            hits = [h for h in hits if h[0] >= hits[k - 1][0]]
+        docs = [self._document(searcher.doc(address), float(score)) for score, address in hits]
+        return sorted(docs, key=lambda d: (-d.score, _place(d.location), d.id))[:k]
 
 
 def content_id(directory: str | Path) -> str | None:
@@ -385,6 +408,13 @@ def _content_id(path: str, _stat: tuple[int, ...]) -> str | None:
     except (OSError, ValueError, AttributeError):
         return None
     return hashlib.sha256("\n".join(files).encode()).hexdigest()
+
+
+def _place(location: str) -> tuple:
+    """A passage's location in natural order: "a.jsonl#L9" before "a.jsonl#L10", "notes.md:2-4"
+    before "notes.md:12"."""
+    parts = _DIGITS.split(location)
+    return tuple(int(p) if i % 2 else p for i, p in enumerate(parts))
 
 
 def _first(doc: Any, name: str) -> str:
