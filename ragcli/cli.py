@@ -7,6 +7,7 @@ time, so ``ragcli --help`` and shell completion stay instant.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -439,6 +440,7 @@ def config_path() -> None:
 def run(argv: list[str] | None = None) -> None:
     """Console-script entry point: the one place where errors become messages and exit codes."""
     usage_errors, aborts, exits = _click_exceptions()
+    quiet_before = _to_devnull()
     try:
         rc = app(args=argv, standalone_mode=False, prog_name="ragcli")
         if rc == 130:  # Typer turns Ctrl-C into Exit(130), which click returns silently
@@ -449,6 +451,13 @@ def run(argv: list[str] | None = None) -> None:
         _report(exc)
     except exits as exc:
         raise SystemExit(exc.exit_code) from None
+    except SystemExit as exc:
+        if _output_closed(exc, quiet_before):
+            raise SystemExit(PIPE_CLOSED) from None
+        raise
+    except BrokenPipeError:  # written outside click's handler (a renderer's last flush)
+        _output_closed(None, quiet_before)
+        raise SystemExit(PIPE_CLOSED) from None
     except usage_errors as exc:  # unknown option, missing argument, bad value: usage and exit 2
         exc.show()
         _usage_error_event(exc, sys.argv[1:] if argv is None else argv)
@@ -458,6 +467,34 @@ def run(argv: list[str] | None = None) -> None:
             raise
         _report(exc)
     raise SystemExit(0)
+
+
+PIPE_CLOSED = 0  # `ragcli search --json q | head -1`: the reader took what it wanted (as ripgrep, fd, bat)
+
+
+def _output_closed(exc: SystemExit | None, quiet_before: bool) -> bool:
+    """Whether the reader of our output closed it (``| head``). Rich and click each exit 1 then, the
+    code of an unexpected error, silently: Rich after pointing stdout at the null device, click after
+    wrapping stdout to swallow the last flush (and a scripted `| head` failed under pipefail). Not an
+    error: exit 0, as when the output fitted the pipe, with nothing more written."""
+    if exc is not None:
+        closed = type(sys.stdout).__name__ == "PacifyFlushWrapper" or (not quiet_before and _to_devnull())
+        if exc.code != 1 or not closed:
+            return False
+    try:  # the interpreter's last flush must not fail again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return True
+
+
+def _to_devnull(fd: int = 1) -> bool:
+    """Whether ``fd`` writes to the null device."""
+    try:
+        st, null = os.fstat(fd), os.stat(os.devnull)
+    except (OSError, ValueError):
+        return False
+    return (st.st_dev, st.st_ino) == (null.st_dev, null.st_ino)
 
 
 def _usage_error_event(exc: Exception, argv: list[str]) -> None:

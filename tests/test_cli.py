@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 import subprocess
 import sys
@@ -361,3 +362,22 @@ def test_an_unreadable_path_is_the_indexers_to_report_not_a_usage_error(tmp_path
     monkeypatch.setattr(os, "access", lambda path, mode, *a, **k: False if mode & os.R_OK else real_access(path, mode))
     code, out, err = call(["index", str(notes), "--index", str(tmp_path / "idx")], capsys)
     assert code == 0 and "Usage:" not in err
+
+
+@pytest.mark.parametrize("args", [["search", "--json", "-k", "2000", "the"], ["search", "-k", "2000", "the"]])
+def test_output_closed_by_its_reader_is_no_error(args, tmp_path):
+    """`ragcli search --json q | head -1` exited 1, the code of an unexpected error, without a message
+    (Rich and click each catch the broken pipe and exit 1), and only when the output was more than
+    the pipe holds: under `set -o pipefail` scripts failed now and then."""
+    from ragcli.ingest.indexer import build_index
+
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"p{i}", "title": f"T{i}", "text": "the same words " * 40}) + "\n"
+                              for i in range(2000)))
+    build_index([corpus], tmp_path / "index")
+    env = {**os.environ, "RAGCLI_INDEX": str(tmp_path / "index"), "COLUMNS": "80"}
+    proc = subprocess.Popen([sys.executable, "-m", "ragcli", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=env)
+    proc.stdout.readline()
+    proc.stdout.close()  # as `head -1` does; 2,000 passages (JSON, or table rows) are more than a pipe holds
+    assert proc.wait(timeout=60) == 0 and proc.stderr.read() == b""
