@@ -6,6 +6,7 @@ time, so ``ragcli --help`` and shell completion stay instant.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sys
@@ -239,11 +240,11 @@ def ask(
     renderer = None
     events = []
     try:
-        question = _read_question(question)
+        question, encoding = _read_question(question)
         settings = Settings.resolve(flags)
         engine = Engine(settings)
         renderer = make_renderer(json=as_json, quiet=quiet, highlight=settings.highlight_threshold)
-        for event in engine.ask(question):
+        for event in itertools.chain(_not_utf8(encoding), engine.ask(question)):
             events.append(event)
             renderer.handle(event)
     except BaseException as exc:
@@ -361,14 +362,26 @@ def history_show(
     c.print(f"[dim]{summary_line(RunStats(**stats), row['stop_reason'])}[/]")
 
 
-def _read_question(question: str | None) -> str:
+def _not_utf8(encoding: str | None) -> list:
+    from ragcli.events import Notice
+
+    return [Notice(f"the question is not UTF-8: read as {encoding}", "warning")] if encoding else []
+
+
+def _read_question(question: str | None) -> tuple[str, str | None]:
+    """The question, and the encoding it was read in when it was not UTF-8 (``typed_text``)."""
+    from ragcli.engine import check_has_words
+    from ragcli.ingest.encoding import typed_text
+
     if question is None or question == "-":
         if question is None and sys.stdin.isatty():
             raise UsageError("no question given", hint='ragcli ask "your question"  (or pipe it on stdin)')
         question = sys.stdin.read()
     if not question.strip():
         raise UsageError("the question is empty")
-    return question.strip()
+    question, encoding = typed_text(question.strip())
+    check_has_words(question)
+    return question, encoding
 
 
 @app.command()

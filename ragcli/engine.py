@@ -47,6 +47,13 @@ def check_backend(generator: Generator, cls, settings: Settings) -> None:
         raise ServerError(NO_ECHO, hint="use --rerank none, or a vLLM server")
 
 
+def check_has_words(question: str) -> None:
+    """A question of punctuation alone ("???") was answered from the prompt's worked example (the
+    Eiffel Tower): refused, as an empty one is."""
+    if not any(c.isalnum() for c in question):
+        raise UsageError("the question has no words", hint='ask in words, e.g. ragcli ask "Who founded Rome?"')
+
+
 class Engine:
     def __init__(self, settings: Settings, *, generator: Generator | None = None,
                  retriever: Retriever | None = None) -> None:
@@ -111,12 +118,14 @@ class Engine:
     def ask(self, question: str, settings: Settings | None = None, *, retriever: Retriever | None = None,
             allow_eval: bool = False) -> Iterator[Event]:
         from ragcli import calibration, prompts
+        from ragcli.ingest.encoding import typed_text
         from ragcli.strategies import build
 
         settings = settings or self.settings
-        question = question.strip()
+        question = typed_text(question.strip())[0]  # (the CLI says how it read a question that was not UTF-8)
         if not question:
             raise UsageError("the question is empty")
+        check_has_words(question)
         cls = self.strategy_class(settings.strategy, allow_eval=allow_eval)
         if "upper" in cls.params and settings.upper < settings.lower:  # CRAG's two thresholds, each valid alone
             raise UsageError(f"--upper ({settings.upper:g}) is below --lower ({settings.lower:g})",

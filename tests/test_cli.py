@@ -381,3 +381,31 @@ def test_output_closed_by_its_reader_is_no_error(args, tmp_path):
     proc.stdout.readline()
     proc.stdout.close()  # as `head -1` does; 2,000 passages (JSON, or table rows) are more than a pipe holds
     assert proc.wait(timeout=60) == 0 and proc.stderr.read() == b""
+
+
+def test_a_question_that_is_not_utf8_is_read_again_and_one_without_words_is_refused(small_corpus, tmp_path, capsys,
+                                                                                     fake_model):
+    """A Latin-1 terminal's "café" reached Python as "caf\\udce9": the answer was printed, then
+    logging it failed with an internal error (exit 1). "???" was answered from the prompt's example."""
+    idx = str(tmp_path / "idx")
+    call(["index", str(small_corpus), "--index", idx], capsys)
+    code, out, err = call(["ask", "Which band? caf\udce9", "--index", idx, "--strategy", "single"], capsys)
+    assert code == 0, err
+    assert "the question is not UTF-8: read as cp1252" in err and "Which band? café" in fake_model.prompts[-1]
+    code, out, _ = call(["history", "show", "1"], capsys)
+    assert code == 0 and "Which band? café" in out
+    for question in ("???", " !! ", "…"):
+        code, out, err = call(["ask", question, "--index", idx, "--strategy", "single"], capsys)
+        assert code == 2 and "the question has no words" in err, (question, err)
+
+
+def test_typed_text_reads_what_was_not_utf8():
+    from ragcli.ingest.encoding import typed_text
+
+    assert typed_text("Zürich") == ("Zürich", None)
+    latin1 = "Zürich café".encode("latin-1").decode("utf-8", errors="surrogateescape")
+    assert typed_text(latin1) == ("Zürich café", "cp1252")
+    damaged = ("Zürich, Genève, Baden " + "caf").encode() + b"\xe9"  # UTF-8 with one stray Latin-1 byte
+    assert typed_text(damaged.decode("utf-8", errors="surrogateescape")) == ("Zürich, Genève, Baden caf\ufffd", "utf-8")
+    assert typed_text("x \ud83d y")[1] == "utf-8"  # a lone surrogate pasted from JSON: no byte, replaced
+    assert typed_text("\x81\x8d".encode("latin-1").decode("utf-8", errors="surrogateescape"))[1] == "latin-1"

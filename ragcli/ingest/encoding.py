@@ -71,6 +71,30 @@ def decode(raw: bytes) -> Decoded:
     return _detected(raw)
 
 
+def typed_text(text: str) -> tuple[str, str | None]:
+    """Text typed or piped in (a question) as Python read it: bytes that were not UTF-8 arrive as
+    lone surrogates ("caf\\udce9" from a Latin-1 terminal), which no model, history or JSON can
+    take. Read again as damaged UTF-8 when its valid multi-byte characters outnumber the bad bytes,
+    else as Windows-1252 (Latin-1 where that has no character): a few typed words are too short for
+    the detector files get. Returns (the text, the encoding it was read in, or None for UTF-8)."""
+    try:
+        text.encode("utf-8")
+        return text, None
+    except UnicodeEncodeError:
+        pass
+    try:
+        raw = text.encode("utf-8", errors="surrogateescape")  # the bytes as they came
+    except UnicodeEncodeError:  # a surrogate no byte became ("\\ud83d" pasted from JSON)
+        return text.encode("utf-8", errors="replace").decode("utf-8"), "utf-8"
+    damaged = _damaged_utf8(raw)
+    if damaged is not None:
+        return damaged.text, "utf-8"
+    try:
+        return raw.decode("cp1252"), "cp1252"
+    except UnicodeDecodeError:
+        return raw.decode("latin-1"), "latin-1"
+
+
 def _decode_counting(raw: bytes, codec: str) -> tuple[str, int]:
     """Decoded text and the number of undecodable spots (replaced by U+FFFD)."""
     try:
