@@ -250,3 +250,16 @@ def test_flare_instruct_commits_the_interrupted_sentence_when_the_loop_ends_on_a
     assert [e.sentence.text for e in of(events, SentenceCommitted)] == ["Keith Moon was born in London."]
     done = of(events, AnswerFinished)[0]
     assert done.stats.sentences == 1 and done.answer == "Keith Moon was born in London."
+
+
+def test_flare_instruct_runs_a_search_marker_closed_without_its_parenthesis(settings):
+    """"[Search(Ondřej Novák]" ended generation (at its "]") but was no marker: it stayed in the answer,
+    cited as a sentence, unsearched, and the run said "stopped: max_tokens"."""
+    gen = FakeGenerator([toks(" Project Zephyr is led by Ondřej Novák. [Search(Ondřej Novák]", 0.9),
+                         toks(" Its budget is 4.2 million euros.", 0.9) + toks("\n\nQuestion:", 0.9)])
+    retriever = RecordingRetriever()
+    events = list(FlareInstruct(gen, retriever, settings).run("Who leads Project Zephyr and what is its budget?"))
+    done = of(events, AnswerFinished)[0]
+    assert retriever.queries[-1] == "Ondřej Novák" and "[Search" not in done.answer
+    assert done.answer == "Project Zephyr is led by Ondřej Novák. Its budget is 4.2 million euros."
+    assert done.stop_reason == "end"

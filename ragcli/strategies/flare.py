@@ -249,7 +249,9 @@ class Flare(Strategy):
 
 
 
-SEARCH = re.compile(r"\[Search\((.*?)\)\]?\]", re.S)
+# "[Search(query)]", and as small models also close it: "[Search(query]" (generation stops at the
+# "]" either way: ``_search_closed``; a marker left unmatched stayed in the answer) and "[Search(query)]]"
+SEARCH = re.compile(r"\[Search\((.*?)\)?\]\]?", re.S)
 SEARCH_OPEN = "[Search("
 
 
