@@ -168,6 +168,9 @@ def test_an_index_is_never_written_into_or_deleted_from_a_folder_of_other_files(
         assert (project / "meta.json").read_text() == '{"name": "my project"}'
     with pytest.raises(UsageError, match="is a file"):
         build_index([small_corpus], project / "thesis.tex")
+    # and so for every command that reads an index ("no index at …, run `ragcli index PATH` first" led there)
+    with pytest.raises(UsageError, match="thesis.tex is a file, not an index folder"):
+        TantivyIndex.open(project / "thesis.tex")
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "README.md").write_text("indexes go here")

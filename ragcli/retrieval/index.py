@@ -167,6 +167,9 @@ class TantivyIndex:
     def open(cls, directory: str | Path) -> "TantivyIndex":
         directory = Path(directory)
         if not (directory / META_FILE).is_file():
+            if directory.is_file():  # "no index at FILE (run `ragcli index PATH` first)" led to a refusal there
+                raise UsageError(f"{directory} is a file, not an index folder",
+                                 hint="--index names the folder `ragcli index` writes")
             if directory.is_dir() and _tantivy_meta(directory / "meta.json"):
                 raise IndexCorruptError(
                     f"{directory} holds a tantivy index that ragcli did not finish creating",
