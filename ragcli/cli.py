@@ -182,7 +182,7 @@ def info(
 @with_settings("index")
 def search(
     query: Annotated[str, typer.Argument(help="Any text; no query syntax is needed or interpreted.")],
-    k: Annotated[int, typer.Option("-k", "--top", min=1, help="How many passages.")] = 5,
+    k: Annotated[int, typer.Option("-k", "--k", "--top", min=1, help="How many passages.")] = 5,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per passage.")] = False,
     flags: dict | None = None,
 ) -> None:

@@ -45,6 +45,10 @@ def test_index_search_ask_round_trip(small_corpus, tmp_path, capsys, fake_model)
     assert code == 2 and "the query is empty" in err  # as `ask ""` is
     code, out, err = call(["search", "Rhodotypos", "--index", idx], capsys)  # 80 columns: the location kept whole
     assert code == 0 and "notes.md:3-5" in out.replace("\n", "").replace("│", "").replace(" ", "")
+    code, out, err = call(["search", "Rhodotypos shrub", "--index", idx, "--json", "--k", "1"], capsys)  # as in `ask`
+    assert code == 0 and len(out.splitlines()) == 1
+    code, out, err = call(["search", "Rhodotypos", "--index", idx], capsys)
+    assert code == 0 and "notes.md:3-5" in out.replace("\n", "").replace("│", "").replace(" ", "")
     code, out, err = call(["ask", "Which band?", "--index", idx, "--strategy", "single"], capsys)
     assert code == 0, err
     assert out.startswith("Rush is the band. So the answer is Rush.")
