@@ -542,3 +542,23 @@ def test_the_eval_index_ranks_ties_the_same_in_every_build(tmp_path, monkeypatch
     index = TantivyIndex.open(eval_cli._eval_index(tmp_path / "unused.jsonl", corpus))
     assert seen and seen[0].get("writer_threads") == 1
     assert [d.id for d in index.search("same words", 300)] == [r["pid"] for r in rows]  # the order read
+
+
+def test_the_paired_table_explains_its_star_only_when_a_row_has_one():
+    from rich.console import Console
+
+    from ragcli.eval.report import paired_table
+
+    def run(f1s):
+        return {"questions": {f"q{i}": {"dataset": "d", "f1": f, "answer_context_recall": 0.5}
+                              for i, f in enumerate(f1s)}}
+
+    def shown(pairs):
+        console = Console(width=200, record=True)
+        console.print(paired_table(pairs, "t"))
+        return console.export_text()
+
+    flat = shown([("A", run([0.0, 0.2, 0.4]), "B", run([0.2, 0.2, 0.2]))])
+    assert "*" not in flat  # "+20.0 [+0.0, +60.0]" unstarred, and "* the interval excludes 0" below it
+    clear = shown([("A", run([0.0] * 30), "B", run([1.0] * 30))])
+    assert "]*" in clear and "* the interval excludes 0" in clear

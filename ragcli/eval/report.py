@@ -95,6 +95,7 @@ def paired_table(pairs: list[tuple[str, dict[str, Any], str, dict[str, Any]]], t
     for _, label in PAIRED_METRICS:
         table.add_column(f"{label} A → B", justify="right")
         table.add_column(f"Δ{label} [95% CI]", justify="right")
+    starred = False
     for label_a, run_a, label_b, run_b in pairs:
         qa, qb = run_a.get("questions") or {}, run_b.get("questions") or {}
         datasets = sorted({q["dataset"] for q in qa.values()} & {q["dataset"] for q in qb.values()})
@@ -109,10 +110,11 @@ def paired_table(pairs: list[tuple[str, dict[str, Any], str, dict[str, Any]]], t
                 p = paired_bootstrap([100 * v for v in xa], [100 * v for v in xb])
                 n = max(n, p.n)
                 mark = "*" if p.significant else ""
+                starred = starred or p.significant
                 cells += [f"{p.a:.1f} → {p.b:.1f}", f"{p.diff:+.1f} [{p.low:+.1f}, {p.high:+.1f}]{mark}"]
             table.add_row(f"{label_b} vs {label_a}", ds or "all", str(n), *cells,
                           style=None if ds is None else "dim")
-    table.caption = "* the interval excludes 0"
+    table.caption = "* the interval excludes 0" if starred else None  # (said only of a table with a star)
     return table
 
 
