@@ -390,12 +390,13 @@ def _read_question(question: str | None) -> tuple[str, str | None]:
 def doctor(flags: dict | None = None) -> None:
     """Check the model (or the server and its logprobs), llama.cpp, index, sentence splitter and web search."""
     from ragcli.render.text import text_console
-    from rich.table import Table
+    from rich.table import Column, Table
 
     from ragcli.doctor import run_checks
 
     checks = run_checks(Settings.resolve(flags))
-    table = Table("check", "status", "detail", "what to do")
+    # paths folded, never cut: "/root/.cache/ragcli/mode…" in 80 columns hid the one detail a report needs
+    table = Table("check", "status", Column("detail", overflow="fold"), Column("what to do", overflow="fold"))
     for c in checks:
         status = "[green]ok[/]" if c.ok else ("[yellow]warning[/]" if c.warn_only else "[red]problem[/]")
         table.add_row(c.name, status, markup_safe(c.detail), markup_safe(c.fix))

@@ -159,10 +159,13 @@ def test_help_is_fast_and_imports_nothing_heavy():
 
 
 def test_doctor_reports_a_missing_index_with_the_fix(tmp_path, capsys):
-    code, out, _ = call(["doctor", "--index", str(tmp_path / "none"), "--no-web"], capsys)
+    where = tmp_path / "a-folder-with-a-long-name-that-does-not-fit-its-column" / "none"
+    code, out, _ = call(["doctor", "--index", str(where), "--no-web"], capsys)
     assert code == 1
     assert "problem" in out and "ragcli index" in out
     assert "sentences" in out and "ok" in out
+    cells = "".join(line.split("│")[3].strip() for line in out.splitlines() if line.count("│") > 3)
+    assert str(where) in cells  # folded over lines, never cut ("/tmp/…/a-folder-with-a-lo…")
 
 
 def test_history_lists_and_shows_logged_answers(small_corpus, tmp_path, capsys, fake_model):
