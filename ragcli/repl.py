@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -120,7 +121,10 @@ class Repl:
         self.transcript: list[Exchange] = []
         self.context: list[Exchange] = []
         self.log = log
-        self._session = self._make_session(input, output)
+        # Questions piped in (`ragcli chat < questions.txt`) are read as lines: prompt_toolkit drew its
+        # prompt and line edits into the output ("›^M" and echoed lines among the answers)
+        self._plain = input is None and not sys.stdin.isatty()
+        self._session = None if self._plain else self._make_session(input, output)
 
     # ---------------------------------------------------------------- prompt_toolkit
     def _make_session(self, input, output):
@@ -197,10 +201,10 @@ class Repl:
         interrupts = 0
         while True:
             try:
-                text = self._session.prompt("› ")
+                text = self._read_line()
             except KeyboardInterrupt:
                 # Ctrl-C on a half-typed line clears it; twice on an empty line leaves
-                typed = bool(self._session.app.current_buffer.text.strip()) if self._session.app else False
+                typed = bool(self._session and self._session.app and self._session.app.current_buffer.text.strip())
                 interrupts = 0 if typed else interrupts + 1
                 if interrupts >= 2:
                     return 0
@@ -226,6 +230,20 @@ class Repl:
             except OSError as exc:  # e.g. /save to a folder that does not exist: the session goes on
                 said = f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else str(exc)
                 self.console.print(f"[red]error:[/] {escape(said)}")
+
+    def _read_line(self) -> str:
+        """The next line typed (prompt_toolkit), or piped in; EOFError at the end."""
+        if not self._plain:
+            return self._session.prompt("› ")
+        line = sys.stdin.readline()
+        if not line:
+            raise EOFError
+        from ragcli.ingest.encoding import typed_text
+
+        text, encoding = typed_text(line.rstrip("\n"))
+        if encoding is not None:
+            self.console.print(f"[yellow]warning:[/] the line is not UTF-8: read as {encoding}")
+        return text
 
     def ask(self, question: str) -> Exchange | None:
         from ragcli.render.live import RichLiveRenderer

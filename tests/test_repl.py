@@ -221,3 +221,19 @@ def test_settings_are_named_in_the_repl_as_config_show_names_them(settings, buil
     assert "max-tokens must be at least 1, got 0" in err
     assert repl.settings.max_tokens == 50 and "max_tokens" not in err and "max-tokens → 50" in err
     assert "max-tokens" in err and "page-order" in err
+
+
+def test_questions_piped_in_are_read_as_lines_with_nothing_of_the_prompt_in_the_output(settings, built_index,
+                                                                                       monkeypatch):
+    """`ragcli chat < questions.txt` wrote prompt_toolkit's prompt and line edits ("›^M", echoed lines)
+    among the answers on stdout; a line that is not UTF-8 was logged as it came and failed."""
+    logged = []
+    engine, err, out, log = make_repl(settings.copy(strategy="single"), built_index,
+                                      log=lambda q, s, e: logged.append(q))
+    latin1 = "Which shrub grows in Japan? café".encode("latin-1").decode("utf-8", errors="surrogateescape")
+    monkeypatch.setattr("sys.stdin", io.StringIO(f"{latin1}\n/strategy none\n"))
+    code = Repl(engine, console=err, out=out, log=log).run()  # no input given: stdin, not a terminal
+    assert code == 0 and logged == ["Which shrub grows in Japan? café"]
+    shown = out.export_text()
+    assert shown.startswith("Rhodotypos.[1] It is a shrub from Japan.[1]") and "›" not in shown
+    assert "not UTF-8: read as cp1252" in err.export_text()
