@@ -43,6 +43,7 @@ SKIPPED = {
     "all_bad.jsonl": "no valid line: skipped 2 bad lines: line 1 is not JSON; line 2 has no \"text\" field",
     "self_loop.txt": "symlink loop",
     "dangling.md": "broken symlink",
+    "dangling": "broken symlink",  # of no type (counted as "a file without an extension", never said)
     "zz_vanishes.txt": "vanished while indexing",
 }
 
@@ -88,6 +89,7 @@ def write_folder(root: Path) -> None:
     os.symlink(root / "loop", root / "loop" / "again")  # a folder linking to itself
     os.symlink(root / "self_loop.txt", root / "self_loop.txt")  # a file linking to itself
     os.symlink(root / "nowhere.md", root / "dangling.md")
+    os.symlink(root / "nowhere", root / "dangling")
 
 
 def idx_location(index: Path, word: str) -> str:

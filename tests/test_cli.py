@@ -329,6 +329,8 @@ def test_nothing_readable_leaves_no_index_and_ask_says_so_in_one_line(tmp_path, 
     idx = tmp_path / "idx"
     code, _, err = call(["index", str(folder), "--index", str(idx)], capsys)
     assert code == 5 and "nothing to index" in err.splitlines()[-1] and "blob.txt: looks binary" in err
+    # the last line says why the file was skipped, not which types are read ("supported: text, Markdown…")
+    assert "blob.txt: looks binary" in err.splitlines()[-1] and "supported:" not in err.splitlines()[-1]
     assert not idx.exists()
     code, out, err = call(["ask", "q", "--index", str(idx), "--strategy", "single"], capsys)
     assert code == 3 and out == "" and len(err.strip().splitlines()) == 1
@@ -416,3 +418,10 @@ def test_typed_text_reads_what_was_not_utf8():
     assert typed_text(damaged.decode("utf-8", errors="surrogateescape")) == ("Zürich, Genève, Baden caf\ufffd", "utf-8")
     assert typed_text("x \ud83d y")[1] == "utf-8"  # a lone surrogate pasted from JSON: no byte, replaced
     assert typed_text("\x81\x8d".encode("latin-1").decode("utf-8", errors="surrogateescape"))[1] == "latin-1"
+
+
+def test_a_broken_link_named_on_the_command_line_is_called_one(tmp_path, capsys):
+    link = tmp_path / "notes.txt"
+    link.symlink_to(tmp_path / "moved-away.txt")
+    code, _, err = call(["index", str(link), "--index", str(tmp_path / "idx")], capsys)
+    assert code == 2 and f"broken symlink: {link} points to {tmp_path / 'moved-away.txt'}" in err  # not "does not exist"

@@ -152,7 +152,7 @@ def test_an_empty_corpus_leaves_no_index_and_an_existing_one_untouched(tmp_path,
     (folder / "README.md").write_text("the index lives here")
     with pytest.raises(EmptyCorpusError) as exc:
         build_index([nothing], folder)
-    assert sorted(p.name for p in folder.iterdir()) == ["README.md"] and "left as it was" not in exc.value.hint
+    assert sorted(p.name for p in folder.iterdir()) == ["README.md"] and "left as it was" not in (exc.value.hint or "")
     with pytest.raises(IndexMissingError):
         TantivyIndex.open(folder)
 

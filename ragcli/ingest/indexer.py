@@ -194,6 +194,8 @@ def _gone(paths: list[Path], index_dir: Path | None, warn: WarnFn) -> list[Path]
         root = str(p.resolve())  # as iter_files named its files
         held = sum(1 for key in manifest if within_folder(key, root))
         if not held:
+            if p.is_symlink():  # "does not exist" of a link one can see with ls
+                raise InputPathError(f"broken symlink: {p} points to {os.readlink(p)}, which does not exist")
             raise InputPathError(f"path does not exist: {p}")
         warn(f"{display_path(p)} is not there any more: {counted(held, 'file')} from it "
              f"{'leaves' if held == 1 else 'leave'} the index")
@@ -268,12 +270,17 @@ def _open_target(index_dir: Path, rebuild: bool) -> tuple[TantivyIndex, bool]:
 
 def _empty(paths: list[Path], report: IndexReport, kept: Path | None) -> EmptyCorpusError:
     named = ", ".join(display_path(p) for p in paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
-    skipped = f" ({len(report.skipped)} skipped, see the warnings)" if report.skipped else ""
-    hint = f"supported: {SUPPORTED}"
+    skipped = ""
+    if report.skipped:  # why, not which types are read: a file that could not be read is no type problem
+        said = "; ".join(f"{shown}: {why}" for shown, why in report.skipped[:2])
+        more = len(report.skipped) - 2
+        skipped = f" (skipped {said}" + (f"; {more} more, see the warnings)" if more > 0 else ")")
+    notes = [] if report.skipped else [f"supported: {SUPPORTED}"]
     if kept is not None:
-        hint += f"; the index at {kept} was left as it was"
+        notes.append(f"the index at {kept} was left as it was")
+    hint = "; ".join(notes) or None
     return EmptyCorpusError(f"nothing to index: {named} hold{'s' if len(paths) == 1 else ''} no readable "
-                            f"text{skipped}", hint=hint)
+                            f"text{skipped}", hint=hint)  # (skipped: why, not which types are read)
 
 
 def _save_meta(index: TantivyIndex, report: IndexReport, rebuild: bool) -> None:
