@@ -24,7 +24,7 @@ from ragcli.engine import Engine
 from ragcli.errors import RagcliError
 from ragcli.events import AnswerFinished, Event
 from ragcli.render import safe
-from ragcli.render.text import marked_answer, source_lines, text_console
+from ragcli.render.text import marked_answer, shorten, source_lines, text_console
 from ragcli.words import WORD, content_words
 
 COMMANDS = {
@@ -343,7 +343,7 @@ class Repl:
                 self.console.print("no documents found")
             for i, d in enumerate(found, start=1):
                 self.out.print(f"[{i}] {escape(safe(d.title))} ({d.score:.2f}) [dim]{escape(safe(d.location))}[/]")
-                self.out.print("    " + escape(safe(d.text[:200])))
+                self.out.print("    " + escape(shorten(safe(d.text), 200)))
         elif cmd == "/index":
             if not args:
                 self.console.print("usage: /index PATH")
@@ -379,5 +379,5 @@ class Repl:
             lines += [f"## {ex.question}", "", f"*strategy: {ex.strategy}*", "", marked_answer(ex.answer, ex.citations), ""]
             if ex.sources:
                 lines += [f"- {line.strip()}" if i else line
-                          for i, line in enumerate(source_lines(ex.sources, ex.citations))] + [""]
+                          for i, line in enumerate(source_lines(ex.sources, ex.citations, title_width=None))] + [""]
         return "\n".join(lines)

@@ -336,3 +336,19 @@ def test_stdout_is_the_same_whether_stderr_shows_the_live_view_or_plain_lines():
         live.close()
         PlainRenderer(plain_out, io.StringIO()).handle(final)
         assert live_out.getvalue() == plain_out.getvalue()
+
+
+def test_a_shortened_text_ends_after_a_whole_word_and_a_saved_transcript_keeps_whole_titles():
+    """REPL /search showed "…with the European Space A" (cut mid-word, no ellipsis); /save wrote
+    titles cut to 40 columns into the Markdown file."""
+    from ragcli.render.text import shorten, source_lines
+    from ragcli.types import Document
+
+    text = "Ulf Merbold flew with the European Space Agency program twice"
+    assert shorten(text, 40) == "Ulf Merbold flew with the European…"
+    assert shorten("x" * 100, 20) == "x" * 19 + "…"  # one long word: cut where it must be
+    long_title = "The International Space Station and its many partner agencies"
+    docs = [Document("a", "Ulf Merbold", "Ulf Merbold flew.", 1.0), Document("b", long_title, "Other.", 1.0)]
+    cites = [(0, 10, (0,))]
+    assert long_title not in source_lines(docs, cites)[-1]
+    assert long_title in source_lines(docs, cites, title_width=None)[-1]

@@ -30,7 +30,8 @@ def source_line(d: Document) -> str:
     return f"{safe(d.title) or '(untitled)'} — {safe(where)}"
 
 
-def source_lines(sources: Sequence[Document], citations: Sequence | None = None) -> list[str]:
+def source_lines(sources: Sequence[Document], citations: Sequence | None = None, *,
+                 title_width: int | None = 40) -> list[str]:
     """The sources list under an answer: the documents its sentences cite (``citations`` as in
     ``AnswerFinished``), numbered by their place in ``sources`` as ``/sources`` shows them, then the
     other documents that were in a prompt, on one line. When the answer has claims but none is in a
@@ -45,8 +46,13 @@ def source_lines(sources: Sequence[Document], citations: Sequence | None = None)
     rest = [i for i in range(len(sources)) if i not in cited]
     if rest:
         lines.append("  also in the prompt: "
-                     + ", ".join(f"[{i + 1}] {shorten(safe(sources[i].title) or '(untitled)', 40)}" for i in rest))
+                     + ", ".join(f"[{i + 1}] {_title(sources[i], title_width)}" for i in rest))
     return lines
+
+
+def _title(doc: Document, width: int | None) -> str:
+    title = safe(doc.title) or "(untitled)"
+    return shorten(title, width) if width else " ".join(title.split())
 
 
 def cited_pieces(answer: str, citations) -> list[tuple[str, str]]:
@@ -83,11 +89,18 @@ def text_console(**options):
 
 
 def shorten(text: str, width: int) -> str:
-    """``text`` on one line of at most ``width`` terminal columns (a CJK character takes two)."""
+    """``text`` on one line of at most ``width`` terminal columns (a CJK character takes two), cut
+    after a whole word where one ends in its last third ("…the European Space A" read as a word)."""
     from rich.cells import cell_len, set_cell_size
 
     text = " ".join(text.split())
-    return text if cell_len(text) <= width else set_cell_size(text, max(width - 1, 1)).rstrip() + "…"
+    if cell_len(text) <= width:
+        return text
+    cut = set_cell_size(text, max(width - 1, 1))
+    space = cut.rfind(" ")
+    if text[len(cut):len(cut) + 1] != " " and space >= len(cut) * 2 // 3:
+        cut = cut[:space]
+    return cut.rstrip() + "…"
 
 
 def shorten_left(text: str, width: int) -> str:
