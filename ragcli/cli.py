@@ -240,6 +240,8 @@ def ask(
     renderer = None
     events = []
     try:
+        if as_json and quiet:  # -q was silently ignored
+            raise UsageError("--json and --quiet ask for two outputs", hint="--json prints every event, -q the answer alone")
         question, encoding = _read_question(question)
         settings = Settings.resolve(flags)
         engine = Engine(settings)

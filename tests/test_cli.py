@@ -425,3 +425,8 @@ def test_a_broken_link_named_on_the_command_line_is_called_one(tmp_path, capsys)
     link.symlink_to(tmp_path / "moved-away.txt")
     code, _, err = call(["index", str(link), "--index", str(tmp_path / "idx")], capsys)
     assert code == 2 and f"broken symlink: {link} points to {tmp_path / 'moved-away.txt'}" in err  # not "does not exist"
+
+
+def test_json_and_quiet_together_are_refused(tmp_path, capsys):
+    code, out, err = call(["ask", "q", "--json", "-q", "--index", str(tmp_path)], capsys)
+    assert code == 2 and "--json and --quiet" in err and json.loads(out.splitlines()[-1])["event"] == "error"
