@@ -48,6 +48,7 @@ CJK_FIELD = "cjk"
 # overlapping pairs of characters (the usual way to search CJK text without a dictionary); a query's
 # runs are searched by their pairs (a run of one character: by itself).
 _DIGITS = re.compile(r"(\d+)")
+TIE_MARGIN = 8  # hits fetched past the k-th at first, to see whether a tie there goes on
 MAX_TIE_FETCH = 2048  # hits fetched past the k-th to order a tie there (a larger tie: duplicates by the thousand)
 _MAYBE_CJK = re.compile("[\u3005-\ud7af\uf900-\ufaff\uff66-\uff9f]")  # few ranges: the quick test (1 µs a passage)
 
@@ -371,19 +372,19 @@ class TantivyIndex:
         commits): the same corpus ranked ties differently each time it was indexed. In one segment
         written by one thread the two orders are the same (an eval's index ranks as before)."""
         total = searcher.num_docs
-        limit = min(k + 1, total)
+        limit = min(k + TIE_MARGIN, total)  # one search in most cases: the hits' count costs little
         hits = searcher.search(query, limit).hits
         # a tie at the k-th place may go on past what was fetched: fetch more (bounded)
         while len(hits) == limit < min(total, k + MAX_TIE_FETCH) and hits[-1][0] == hits[k - 1][0]:
-            limit = min(limit * 2, total, k + MAX_TIE_FETCH)
+            limit = min(limit * 4, total, k + MAX_TIE_FETCH)
             hits = searcher.search(query, limit).hits
-        if len(hits) <= k or hits[k][0] != hits[k - 1][0]:
-            if all(a[0] != b[0] for a, b in zip(hits[:k], hits[1:k])):  # no tie at all: tantivy's order
-                return [self._document(searcher.doc(address), float(score)) for score, address in hits[:k]]
-            hits = hits[:k]
-        else:
+        if len(hits) > k and hits[k][0] == hits[k - 1][0]:  # the k-th place is tied: all of that tie is read
             hits = [h for h in hits if h[0] >= hits[k - 1][0]]
+        else:
+            hits = hits[:k]
         docs = [self._document(searcher.doc(address), float(score)) for score, address in hits]
+        if all(a.score != b.score for a, b in zip(docs, docs[1:])):  # no tie: tantivy's order
+            return docs
         return sorted(docs, key=lambda d: (-d.score, _place(d.location), d.id))[:k]
 
 
