@@ -191,6 +191,12 @@ class Repl:
             history = TolerantHistory(str(history_path()))
         except OSError:
             history = InMemoryHistory()
+        if output is None and not sys.stdout.isatty() and sys.stderr.isatty():
+            # `ragcli chat > answers.md`: the prompt and its line edits go to the terminal, as the live
+            # view does, and the file gets the answers alone (it got "›^M" and each typed line)
+            from prompt_toolkit.output import create_output
+
+            output = create_output(stdout=sys.stderr)
         return PromptSession(history=history, completer=SlashCompleter(), key_bindings=bindings,
                              input=input, output=output, multiline=False, enable_history_search=True)
 

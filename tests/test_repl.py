@@ -237,3 +237,22 @@ def test_questions_piped_in_are_read_as_lines_with_nothing_of_the_prompt_in_the_
     shown = out.export_text()
     assert shown.startswith("Rhodotypos.[1] It is a shrub from Japan.[1]") and "›" not in shown
     assert "not UTF-8: read as cp1252" in err.export_text()
+
+
+def test_with_the_answers_redirected_the_prompt_is_drawn_on_the_terminal(settings, built_index, monkeypatch):
+    """`ragcli chat > answers.md` wrote the prompt and each typed line ("›^M") into the file."""
+    import prompt_toolkit.output as pt_output
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    terminal, drawn_on = Tty(), []
+    monkeypatch.setattr("sys.stdout", io.StringIO())  # a file
+    monkeypatch.setattr("sys.stderr", terminal)
+    monkeypatch.setattr(pt_output, "create_output", lambda stdout=None, **kw: drawn_on.append(stdout) or DummyOutput())
+    engine, err, out, log = make_repl(settings.copy(strategy="none"), built_index)
+    with create_pipe_input() as pipe:
+        pipe.send_text("/exit\r")
+        assert Repl(engine, console=err, out=out, input=pipe).run() == 0
+    assert drawn_on == [terminal]
