@@ -49,7 +49,7 @@ CJK_FIELD = "cjk"
 # runs are searched by their pairs (a run of one character: by itself).
 _DIGITS = re.compile(r"(\d+)")
 TIE_MARGIN = 8  # hits fetched past the k-th at first, to see whether a tie there goes on
-MAX_TIE_FETCH = 2048  # hits fetched past the k-th to order a tie there (a larger tie: duplicates by the thousand)
+MAX_TIE_FETCH = 64  # hits fetched past the k-th to order a tie there (a larger one keeps tantivy's order)
 _MAYBE_CJK = re.compile("[\u3005-\ud7af\uf900-\ufaff\uff66-\uff9f]")  # few ranges: the quick test (1 µs a passage)
 
 
@@ -374,10 +374,13 @@ class TantivyIndex:
         total = searcher.num_docs
         limit = min(k + TIE_MARGIN, total)  # one search in most cases: the hits' count costs little
         hits = searcher.search(query, limit).hits
-        # a tie at the k-th place may go on past what was fetched: fetch more (bounded)
-        while len(hits) == limit < min(total, k + MAX_TIE_FETCH) and hits[-1][0] == hits[k - 1][0]:
-            limit = min(limit * 4, total, k + MAX_TIE_FETCH)
+        if len(hits) == limit < total and hits[-1][0] == hits[k - 1][0]:  # the tie may go on: once more
+            limit = min(k + MAX_TIE_FETCH, total)
             hits = searcher.search(query, limit).hits
+            if len(hits) == limit < total and hits[-1][0] == hits[k - 1][0]:
+                # a tie of more than MAX_TIE_FETCH (boilerplate: a footer on every page) is left in
+                # tantivy's order: reading all of it to order it cost 10 ms a search
+                return [self._document(searcher.doc(address), float(score)) for score, address in hits[:k]]
         if len(hits) > k and hits[k][0] == hits[k - 1][0]:  # the k-th place is tied: all of that tie is read
             hits = [h for h in hits if h[0] >= hits[k - 1][0]]
         else:
