@@ -402,3 +402,20 @@ def test_a_step_the_time_budget_cuts_short_is_never_searched_with_or_continued(s
     gen = _CutAfter([toks(" Follow up: Who was Keith Moon?", 0.9)], slow={0}, at=3, default=toks(" More.", 0.9))
     events = list(SelfAsk(gen, retriever, limit).run("Who was Keith Moon?"))
     assert retriever.queries == [] and of(events, AnswerFinished)[0].stop_reason == "timeout"
+
+
+def test_ircot_out_of_time_after_its_loop_says_so(settings):
+    """The budget spent in the last search: IRCoT ended with stop reason "timeout" and no notice."""
+    from ragcli.strategies.ircot import IRCoT
+
+    class SlowSecond(RecordingRetriever):
+        def search(self, query, k):
+            if self.queries:
+                time.sleep(0.3)
+            return super().search(query, k)
+
+    gen = FakeGenerator([toks(" Keith Moon was a drummer.", 0.9)], default=toks(" More.", 0.9))
+    events = list(IRCoT(gen, SlowSecond(), settings.copy(timeout=0.2, max_steps=1)).run("Who was Keith Moon?"))
+    done = of(events, AnswerFinished)[0]
+    assert done.stop_reason == "timeout" and done.answer == "Keith Moon was a drummer."
+    assert [n.message for n in of(events, Notice)] == ["time budget of 0.2s reached; stopped"]

@@ -263,3 +263,13 @@ def test_flare_instruct_runs_a_search_marker_closed_without_its_parenthesis(sett
     assert retriever.queries[-1] == "Ondřej Novák" and "[Search" not in done.answer
     assert done.answer == "Project Zephyr is led by Ondřej Novák. Its budget is 4.2 million euros."
     assert done.stop_reason == "end"
+
+
+def test_flare_instruct_drops_a_search_marker_cut_before_its_end(settings):
+    """Cut by the token cap (or --timeout) inside "[Search(…", the fragment was committed as a sentence
+    and stayed in the answer ("… London. [Search(Keith Moon")."""
+    gen = FakeGenerator([toks(" Keith Moon was born in London. [Search(Keith Moon birthplace", 0.9)])
+    events = list(FlareInstruct(gen, RecordingRetriever(), settings.copy(max_tokens=8)).run("Where was Keith Moon born?"))
+    done = of(events, AnswerFinished)[0]
+    assert [e.sentence.text for e in of(events, SentenceCommitted)] == ["Keith Moon was born in London."]
+    assert done.answer == "Keith Moon was born in London." and done.stop_reason == "max_tokens"

@@ -287,8 +287,10 @@ class FlareInstruct(Strategy):
             used += len(chunk.tokens)
             text = chunk.text
             m = SEARCH.search(text)
-            before = text[: m.start()] if m else text
-            upto = len(before.rstrip()) if m else len(before)  # the space before a marker: not the sentence's
+            # a marker the token cap or --timeout cut before its "]" is no text of the answer either
+            cut = m.start() if m else text.find(SEARCH_OPEN)
+            before = text[:cut] if cut != -1 else text
+            upto = len(before.rstrip()) if cut != -1 else len(before)  # the space before a marker: not the sentence's
             done, rest = sentences_of(unfinished + _tokens_for(chunk.tokens, upto), final=not m)
             for sentence in done:
                 yield self.commit(sentence, docs=docs)

@@ -80,6 +80,7 @@ class IRCoT(Strategy):
                                             "the last reasoning sentence")
             self._add(pool, seen, docs, self.stats.retrievals)
         if self.out_of_time():  # --timeout: no answer from the paragraphs and no read; the reasoning stands
+            yield from self.timed_out()
             yield self.finish(" ".join(reasoning), stop_reason)
             return
         # The one-retrieval answer is written last, just before the read: the read's prompt (the same
