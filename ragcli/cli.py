@@ -373,12 +373,12 @@ def _not_utf8(encoding: str | None) -> list:
 def _read_question(question: str | None) -> tuple[str, str | None]:
     """The question, and the encoding it was read in when it was not UTF-8 (``typed_text``)."""
     from ragcli.engine import check_has_words
-    from ragcli.ingest.encoding import typed_text
+    from ragcli.ingest.encoding import stdin_text, typed_text
 
     if question is None or question == "-":
         if question is None and sys.stdin.isatty():
             raise UsageError("no question given", hint='ragcli ask "your question"  (or pipe it on stdin)')
-        question = sys.stdin.read()
+        question = stdin_text()
     if not question.strip():
         raise UsageError("the question is empty")
     question, encoding = typed_text(question.strip())

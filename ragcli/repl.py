@@ -241,10 +241,11 @@ class Repl:
         """The next line typed (prompt_toolkit), or piped in; EOFError at the end."""
         if not self._plain:
             return self._session.prompt("› ")
-        line = sys.stdin.readline()
+        from ragcli.ingest.encoding import stdin_text, typed_text
+
+        line = stdin_text(line=True)
         if not line:
             raise EOFError
-        from ragcli.ingest.encoding import typed_text
 
         text, encoding = typed_text(line.rstrip("\n"))
         if encoding is not None:

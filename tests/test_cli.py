@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from pathlib import Path
@@ -331,6 +332,10 @@ def test_nothing_readable_leaves_no_index_and_ask_says_so_in_one_line(tmp_path, 
     assert code == 5 and "nothing to index" in err.splitlines()[-1] and "blob.txt: looks binary" in err
     # the last line says why the file was skipped, not which types are read ("supported: text, Markdown…")
     assert "blob.txt: looks binary" in err.splitlines()[-1] and "supported:" not in err.splitlines()[-1]
+    (folder / "report.docx").write_bytes(b"PK")  # a type not read: which are, is said again
+    code, _, err = call(["index", str(folder), "--index", str(idx)], capsys)
+    assert code == 5 and "blob.txt: looks binary" in err.splitlines()[-1] and "supported:" in err.splitlines()[-1]
+    (folder / "report.docx").unlink()
     assert not idx.exists()
     code, out, err = call(["ask", "q", "--index", str(idx), "--strategy", "single"], capsys)
     assert code == 3 and out == "" and len(err.strip().splitlines()) == 1
@@ -393,7 +398,7 @@ def test_output_closed_by_its_reader_is_no_error(args, tmp_path):
 
 
 def test_a_question_that_is_not_utf8_is_read_again_and_one_without_words_is_refused(small_corpus, tmp_path, capsys,
-                                                                                     fake_model):
+                                                                                     fake_model, monkeypatch):
     """A Latin-1 terminal's "café" reached Python as "caf\\udce9": the answer was printed, then
     logging it failed with an internal error (exit 1). "???" was answered from the prompt's example."""
     idx = str(tmp_path / "idx")
@@ -403,6 +408,10 @@ def test_a_question_that_is_not_utf8_is_read_again_and_one_without_words_is_refu
     assert "the question is not UTF-8: read as cp1252" in err and "Which band? café" in fake_model.prompts[-1]
     code, out, _ = call(["history", "show", "1"], capsys)
     assert code == 0 and "Which band? café" in out
+    # piped in under a strict locale (en_US.UTF-8): Python's own reading raised UnicodeDecodeError
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"Which band? caf\xe9\n"), encoding="utf-8"))
+    code, out, err = call(["ask", "-", "--index", idx, "--strategy", "single"], capsys)
+    assert code == 0 and "read as cp1252" in err and "Which band? café" in fake_model.prompts[-1], err
     for question in ("???", " !! ", "…"):
         code, out, err = call(["ask", question, "--index", idx, "--strategy", "single"], capsys)
         assert code == 2 and "the question has no words" in err, (question, err)
@@ -430,3 +439,10 @@ def test_a_broken_link_named_on_the_command_line_is_called_one(tmp_path, capsys)
 def test_json_and_quiet_together_are_refused(tmp_path, capsys):
     code, out, err = call(["ask", "q", "--json", "-q", "--index", str(tmp_path)], capsys)
     assert code == 2 and "--json and --quiet" in err and json.loads(out.splitlines()[-1])["event"] == "error"
+
+
+def test_a_symlink_loop_named_on_the_command_line_is_one_line(tmp_path, capsys):
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    code, _, err = call(["index", str(loop), "--index", str(tmp_path / "idx")], capsys)
+    assert code == 2 and f"symlink loop: {loop}" in err  # was: internal error: RuntimeError

@@ -230,8 +230,8 @@ def test_questions_piped_in_are_read_as_lines_with_nothing_of_the_prompt_in_the_
     logged = []
     engine, err, out, log = make_repl(settings.copy(strategy="single"), built_index,
                                       log=lambda q, s, e: logged.append(q))
-    latin1 = "Which shrub grows in Japan? café".encode("latin-1").decode("utf-8", errors="surrogateescape")
-    monkeypatch.setattr("sys.stdin", io.StringIO(f"{latin1}\n/strategy none\n"))
+    piped = "Which shrub grows in Japan? café".encode("latin-1") + b"\n/strategy none\n"
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(piped), encoding="utf-8"))  # strict, as en_US
     code = Repl(engine, console=err, out=out, log=log).run()  # no input given: stdin, not a terminal
     assert code == 0 and logged == ["Which shrub grows in Japan? café"]
     shown = out.export_text()

@@ -71,6 +71,18 @@ def decode(raw: bytes) -> Decoded:
     return _detected(raw)
 
 
+def stdin_text(line: bool = False) -> str:
+    """Standard input (``line``: its next line), bytes that are not UTF-8 kept as surrogates for
+    ``typed_text`` to read: under a locale such as en_US.UTF-8 Python's own reading raised on them."""
+    import sys
+
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:  # replaced by a text stream (tests, embedding)
+        return sys.stdin.readline() if line else sys.stdin.read()
+    raw = stream.readline() if line else stream.read()
+    return raw.decode("utf-8", errors="surrogateescape")
+
+
 def typed_text(text: str) -> tuple[str, str | None]:
     """Text typed or piped in (a question) as Python read it: bytes that were not UTF-8 arrive as
     lone surrogates ("caf\\udce9" from a Latin-1 terminal), which no model, history or JSON can

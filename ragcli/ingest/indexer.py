@@ -191,7 +191,10 @@ def _gone(paths: list[Path], index_dir: Path | None, warn: WarnFn) -> list[Path]
         manifest = {}
     gone = []
     for p in missing:
-        root = str(p.resolve())  # as iter_files named its files
+        try:
+            root = str(p.resolve())  # as iter_files named its files
+        except (OSError, RuntimeError):  # `ragcli index loop` where loop -> loop
+            raise InputPathError(f"symlink loop: {p}") from None
         held = sum(1 for key in manifest if within_folder(key, root))
         if not held:
             if p.is_symlink():  # "does not exist" of a link one can see with ls
@@ -271,16 +274,17 @@ def _open_target(index_dir: Path, rebuild: bool) -> tuple[TantivyIndex, bool]:
 def _empty(paths: list[Path], report: IndexReport, kept: Path | None) -> EmptyCorpusError:
     named = ", ".join(display_path(p) for p in paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
     skipped = ""
-    if report.skipped:  # why, not which types are read: a file that could not be read is no type problem
+    if report.skipped:  # why each was skipped: a file that could not be read is no type problem
         said = "; ".join(f"{shown}: {why}" for shown, why in report.skipped[:2])
         more = len(report.skipped) - 2
         skipped = f" (skipped {said}" + (f"; {more} more, see the warnings)" if more > 0 else ")")
-    notes = [] if report.skipped else [f"supported: {SUPPORTED}"]
+    # which types are read, when the paths held none of them or files of other types ("a.docx")
+    notes = [f"supported: {SUPPORTED}"] if report.walk.other_types or not report.skipped else []
     if kept is not None:
         notes.append(f"the index at {kept} was left as it was")
     hint = "; ".join(notes) or None
     return EmptyCorpusError(f"nothing to index: {named} hold{'s' if len(paths) == 1 else ''} no readable "
-                            f"text{skipped}", hint=hint)  # (skipped: why, not which types are read)
+                            f"text{skipped}", hint=hint)
 
 
 def _save_meta(index: TantivyIndex, report: IndexReport, rebuild: bool) -> None:

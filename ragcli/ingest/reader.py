@@ -209,8 +209,8 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
             p = here / name
             if ignored(p, False):
                 continue
-            if p.suffix.lower() in SUPPORTED_SUFFIXES or os.path.islink(p) and not os.path.exists(p):
-                yield p  # (a broken link, of whatever name, is said to be one as it is looked at)
+            if p.suffix.lower() in SUPPORTED_SUFFIXES or not p.suffix and os.path.islink(p) and not os.path.exists(p):
+                yield p  # (a broken link of no type is said to be one as it is looked at)
             elif other_types is not None:
                 other_types[p.suffix.lower()] += 1
 
