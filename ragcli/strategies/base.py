@@ -285,8 +285,7 @@ class Strategy:
         if max_tokens <= 0:
             chunk.ended = True
             return chunk
-        if self.out_of_time():
-            yield from self.timed_out()
+        if (yield from self.timed_out()):
             chunk.ended = chunk.timed_out = True
             return chunk
         tracker = SentenceTracker()
@@ -309,8 +308,7 @@ class Strategy:
                 yield Notice("the model started repeating itself; stopped", "warning")
                 chunk.ended = True
                 return chunk
-            if self.out_of_time():
-                yield from self.timed_out()
+            if (yield from self.timed_out()):
                 chunk.ended = chunk.timed_out = True
                 return chunk
         if not until_sentence and (keep := tracker.repeated(tracker.finish())) is not None:
@@ -330,11 +328,15 @@ class Strategy:
         chunk.ended = True
 
     def timed_out(self) -> Iterator[Event]:
-        """The notice that --timeout ended the answer, once a run (whichever step found the budget spent:
-        a step cut short says no more, as nothing is written after it)."""
+        """True when --timeout's budget is spent (``out_of_time``): the answer ends there, with the
+        notice, once a run whichever step found it spent (nothing is written after it), and the stop
+        reason (every step that would call the model asks this first: ``yield from``)."""
+        if not self.out_of_time():
+            return False
         if not self._said_timeout:
             self._said_timeout = True
             yield Notice(f"time budget of {self.settings.timeout:g}s reached; stopped", "warning")
+        return True
 
     def time_left(self) -> float | None:
         """Seconds left of the question's --timeout (None without one)."""

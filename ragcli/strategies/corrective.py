@@ -147,8 +147,7 @@ def correct_documents(strategy: "Strategy", question: str, docs: Sequence[Docume
     docs = list(docs)
     scores = []
     for d in docs:  # a model call each: --timeout bounds them, as it bounds generation
-        if strategy.out_of_time():  # the answer is not written either: one notice says so
-            yield from strategy.timed_out()
+        if (yield from strategy.timed_out()):  # the answer is not written either: one notice says so
             return docs
         scores.append(grade(gen, question, d.text))
     action = decide(scores, st.upper, st.lower)
@@ -170,8 +169,7 @@ def correct_documents(strategy: "Strategy", question: str, docs: Sequence[Docume
         return local
 
     keywords = yield from rewrite_keywords(strategy, question)
-    if strategy.out_of_time():  # --timeout: the question's budget is spent, search (and write) no more
-        yield from strategy.timed_out()
+    if (yield from strategy.timed_out()):  # --timeout: the question's budget is spent, search (and write) no more
         return local
     left = strategy.time_left()
     query = Query(keywords, "keywords")

@@ -147,8 +147,7 @@ class Flare(Strategy):
                 if used >= st.max_tokens:
                     stop_reason = "max_tokens"
                     break
-                if self.out_of_time():
-                    yield from self.timed_out()
+                if (yield from self.timed_out()):
                     break
                 yield self.step("draft")
                 budget = min(st.lookahead, st.max_tokens - used)

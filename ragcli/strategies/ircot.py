@@ -79,8 +79,7 @@ class IRCoT(Strategy):
             docs = yield from self.retrieve(Query(self.trim_query(sentence.text), "cot"),
                                             "the last reasoning sentence")
             self._add(pool, seen, docs, self.stats.retrievals)
-        if self.out_of_time():  # --timeout: no answer from the paragraphs and no read; the reasoning stands
-            yield from self.timed_out()
+        if (yield from self.timed_out()):  # --timeout: no answer from the paragraphs and no read; the reasoning stands
             yield self.finish(" ".join(reasoning), stop_reason)
             return
         # The one-retrieval answer is written last, just before the read: the read's prompt (the same
