@@ -374,19 +374,19 @@ class TantivyIndex:
         total = searcher.num_docs
         limit = min(k + TIE_MARGIN, total)  # one search in most cases: the hits' count costs little
         hits = searcher.search(query, limit).hits
-        if len(hits) == limit < total and hits[-1][0] == hits[k - 1][0]:  # the tie may go on: once more
+        if _tie_runs_on(hits, limit, total, k):  # the tie at the k-th place may go on: once more, further
             limit = min(k + MAX_TIE_FETCH, total)
             hits = searcher.search(query, limit).hits
-            if len(hits) == limit < total and hits[-1][0] == hits[k - 1][0]:
-                # a tie of more than MAX_TIE_FETCH (boilerplate: a footer on every page) is left in
-                # tantivy's order: reading all of it to order it cost 10 ms a search
-                return [self._document(searcher.doc(address), float(score)) for score, address in hits[:k]]
-        if len(hits) > k and hits[k][0] == hits[k - 1][0]:  # the k-th place is tied: all of that tie is read
+        # a tie of more than MAX_TIE_FETCH (boilerplate: a footer on every page) is left in tantivy's
+        # order (reading all of it to order it cost 10 ms a search); a smaller one at the k-th place
+        # is read whole
+        ordered = not _tie_runs_on(hits, limit, total, k)
+        if ordered and len(hits) > k and hits[k][0] == hits[k - 1][0]:
             hits = [h for h in hits if h[0] >= hits[k - 1][0]]
         else:
             hits = hits[:k]
         docs = [self._document(searcher.doc(address), float(score)) for score, address in hits]
-        if all(a.score != b.score for a, b in zip(docs, docs[1:])):  # no tie: tantivy's order
+        if not ordered or all(a.score != b.score for a, b in zip(docs, docs[1:])):  # no tie: tantivy's order
             return docs
         return sorted(docs, key=lambda d: (-d.score, _place(d.location), d.id))[:k]
 
@@ -415,6 +415,11 @@ def _content_id(path: str, _stat: tuple[int, ...]) -> str | None:
     except (OSError, ValueError, AttributeError):
         return None
     return hashlib.sha256("\n".join(files).encode()).hexdigest()
+
+
+def _tie_runs_on(hits: list, limit: int, total: int, k: int) -> bool:
+    """Whether the k-th hit's score may go on past the ``limit`` hits fetched (of ``total``)."""
+    return len(hits) == limit < total and hits[-1][0] == hits[k - 1][0]
 
 
 def _place(location: str) -> tuple:
