@@ -372,7 +372,6 @@ def _not_utf8(encoding: str | None) -> list:
 
 def _read_question(question: str | None) -> tuple[str, str | None]:
     """The question, and the encoding it was read in when it was not UTF-8 (``typed_text``)."""
-    from ragcli.engine import check_has_words
     from ragcli.ingest.encoding import stdin_text, typed_text
 
     if question is None or question == "-":
@@ -381,9 +380,7 @@ def _read_question(question: str | None) -> tuple[str, str | None]:
         question = stdin_text()
     if not question.strip():
         raise UsageError("the question is empty")
-    question, encoding = typed_text(question.strip())
-    check_has_words(question)
-    return question, encoding
+    return typed_text(question.strip())  # (Engine.ask refuses one without words, before any model loads)
 
 
 @app.command()

@@ -313,9 +313,8 @@ def run_metadata(settings: Settings, dataset: Path, index_dir: str, model_path: 
     rows answer other questions than the plain run's, under the same ids)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    from ragcli.retrieval.index import content_id
-
     from ragcli import __version__
+    from ragcli.retrieval.index import content_id
 
     versions = {"ragcli": __version__, "python": platform.python_version()}
     for pkg in ("llama-cpp-python", "tantivy", "nltk"):
