@@ -116,7 +116,10 @@ class Engine:
         return default_web_searcher(settings.web_timeout)
 
     def ask(self, question: str, settings: Settings | None = None, *, retriever: Retriever | None = None,
-            allow_eval: bool = False) -> Iterator[Event]:
+            allow_eval: bool = False, search: str | None = None) -> Iterator[Event]:
+        """Answer ``question``, yielding the events of the loop. ``search``: what the searches start
+        from in place of the question (the REPL: a follow-up with its subject, while the question the
+        model reads holds the earlier exchange)."""
         from ragcli import calibration, prompts
         from ragcli.ingest.encoding import typed_text
         from ragcli.strategies import build
@@ -142,4 +145,4 @@ class Engine:
             style = prompts.answer_style(question, settings.answer_style)
             threshold = yield from calibration.resolve(generator, retriever, settings, style)
         strategy = build(cls, generator, retriever, settings, web=self.web_searcher(settings), threshold=threshold)
-        yield from strategy.run(question)
+        yield from strategy.run(question, search)

@@ -25,7 +25,7 @@ from ragcli.errors import RagcliError
 from ragcli.events import AnswerFinished, Event
 from ragcli.render import safe
 from ragcli.render.text import marked_answer, shorten, source_lines, text_console
-from ragcli.words import WORD, content_words
+from ragcli.words import WORD, content_words, is_content_word
 
 COMMANDS = {
     "/help": "show this help",
@@ -49,6 +49,7 @@ class Exchange:
     sources: list = field(default_factory=list)
     strategy: str = ""
     citations: tuple = ()  # per sentence: start, end, indices into sources (ragcli.attribution)
+    subject: str = ""  # what it was about, for a follow-up's searches (``_subject``)
 
 
 # Words that point back at the previous exchange: personal pronouns (not "that" or "there", mostly
@@ -94,6 +95,30 @@ def _refers_back(question: str, named: set[str]) -> bool:
                     return True
                 break
     return False
+
+
+THREAD_EXCHANGES = 3  # the earlier exchanges a follow-up's prompt carries, at most
+SUBJECT_WORDS = 12  # content words of the subject a follow-up searches with, at most
+
+
+def _names(text: str) -> str:
+    """The capitalised content words of ``text`` ("Christer Fuglesang", "NASA"): what a pronoun
+    in the next question can stand for."""
+    return " ".join(w for w in WORD.findall(text) if w[:1].isupper() and is_content_word(w))
+
+
+def _subject(*texts: str, n: int = SUBJECT_WORDS) -> str:
+    """The content words of ``texts``, in order, each once, at most ``n``: never the rest of an
+    answer, whose other words ("diabetes", "touring" of an answer on a band's drummers) searched
+    for pages on those."""
+    seen: dict[str, str] = {}
+    for text in texts:
+        for word in WORD.findall(text):
+            if len(seen) >= n:
+                return " ".join(seen.values())
+            if is_content_word(word):
+                seen.setdefault(word.lower(), word)
+    return " ".join(seen.values())
 
 
 def _cited_for(final: AnswerFinished, question: str) -> AnswerFinished:
@@ -258,9 +283,9 @@ class Repl:
         renderer = RichLiveRenderer(highlight=self.settings.highlight_threshold, err=self.console, out=self.out)
         events: list[Event] = []
         final: AnswerFinished | None = None
-        asked = self._with_context(question)
+        asked, search = self._with_context(question)
         try:
-            for event in self.engine.ask(asked, self.settings):
+            for event in self.engine.ask(asked, self.settings, search=search):
                 if isinstance(event, AnswerFinished) and asked != question:
                     event = _cited_for(event, question)
                 events.append(event)
@@ -272,7 +297,7 @@ class Repl:
             self.console.print("[yellow]cancelled[/]")
             # the question cancelled is the one a follow-up means ("How much RAM do they have?" after
             # "Tell me about the servers", cancelled, searched with the exchange before it)
-            self.context = [Exchange(question, "")]
+            self._remember(Exchange(question, ""), search is not None)
             return None
         finally:
             renderer.close()
@@ -280,21 +305,39 @@ class Repl:
             return None
         exchange = Exchange(question, final.answer, list(final.sources), self.settings.strategy, final.citations)
         self.transcript.append(exchange)
-        self.context = [exchange]
-        if self.log is not None:  # what the engine answered: `ragcli ask` with it gives the same answer
+        self._remember(exchange, search is not None)
+        if self.log is not None:  # what the engine was asked; the searches it made are among the events
             self.log(asked, self.settings.to_dict(), events)
         return exchange
 
-    def _with_context(self, question: str) -> str:
-        """The question as the engine gets it: a follow-up ("When was he born?", "And the second
-        one?") carries the previous exchange; a question that names its own subject goes alone (the
-        earlier topic in its text outweighed the new one in every search: "When was Neil Peart
-        born?" after a question on Ulf Merbold was answered from Sigmund Jähn's page)."""
-        prev = self.context[-1] if self.context else None
+    def _with_context(self, question: str) -> tuple[str, str | None]:
+        """The question as the engine gets it, and what its searches start from (None: the question).
+        A follow-up ("When was he born?", "And the second one?") carries the exchanges of its thread
+        (``_remember``) and searches with the thread's subject; a question that names its own subject
+        goes alone (the earlier topic in its text outweighed the new one in every search: "When was
+        Neil Peart born?" after a question on Ulf Merbold was answered from Sigmund Jähn's page)."""
+        thread = self.context
+        prev = thread[-1] if thread else None
         if not prev or not is_follow_up(question, f"{prev.question} {prev.answer}"):
-            return question
-        answered = f" Earlier answer: {prev.answer}" if prev.answer else ""
-        return f"{question} (Earlier question: {prev.question}{answered})"
+            return question, None
+        earlier = " ".join(f"Earlier question: {e.question}" + (f" Earlier answer: {e.answer}" if e.answer else "")
+                           for e in thread)
+        return f"{question} ({earlier})", f"{question} {prev.subject}".strip()
+
+    def _remember(self, exchange: Exchange, follow_up: bool) -> None:
+        """Keep ``exchange`` for the follow-ups to come. A follow-up joins the thread it followed, up to
+        THREAD_EXCHANGES (the third question of "Who was the first Swede in space?", "When was he
+        born?", "Where did he study?" still knows who "he" is); any other question starts a thread.
+        Its subject: the names its answer gave, then what the thread was about."""
+        prev = self.context[-1] if follow_up and self.context else None
+        if prev is None:
+            from ragcli.prompts import request_topic
+
+            exchange.subject = _subject(request_topic(exchange.question), _names(exchange.answer))
+            self.context = [exchange]
+        else:
+            exchange.subject = _subject(_names(exchange.question), _names(exchange.answer), prev.subject)
+            self.context = (self.context + [exchange])[-THREAD_EXCHANGES:]
 
     # ---------------------------------------------------------------- slash commands
     def command(self, text: str) -> str | None:

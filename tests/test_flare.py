@@ -489,3 +489,23 @@ def test_a_final_read_of_a_long_answer_writes_the_whole_paragraph_again(settings
     assert [e for e in events if isinstance(e, AnswerRead)]  # the read ran
     assert events[-1].answer == para if isinstance(events[-1], AnswerFinished) else False
     assert gen.calls[-1]["max_tokens"] == st.max_tokens
+
+
+def test_every_search_of_a_run_starts_from_what_the_engine_gave_for_searches(settings):
+    """A REPL follow-up reaches the strategy as its question with the earlier exchange (for the prompt)
+    and, apart, the text its searches start from: the first query, FLARE's question-anchored masked
+    query, the final search and a window's first query all take the latter."""
+    from ragcli.strategies.windows import PreviousWindow
+
+    asked = ("When were they born? (Earlier question: Tell me about the Rush drummers. Earlier answer: "
+             "John Rutsey left the band because of diabetes and a dislike of touring.)")
+    search = "When were they born? Rush drummers John Rutsey Neil Peart"
+    for cls in (Flare, PreviousWindow):
+        strategy = cls(FakeGenerator(), RecordingRetriever(), settings.copy(final_search="bridge"))
+        strategy.question, strategy.searched = asked, search
+        queries = [strategy.question_query(asked).text, strategy._final_query(asked, "Both in 1952.").text]
+        if cls is PreviousWindow:
+            queries.append(strategy._window_query(asked, []).text)
+        for text in queries:
+            assert "Rutsey" in text and "diabetes" not in text and "touring" not in text, text
+        assert "diabetes" in strategy.question_query("diabetes and touring").text  # another question: itself

@@ -256,3 +256,64 @@ def test_with_the_answers_redirected_the_prompt_is_drawn_on_the_terminal(setting
         pipe.send_text("/exit\r")
         assert Repl(engine, console=err, out=out, input=pipe).run() == 0
     assert drawn_on == [terminal]
+
+
+def _queries(events) -> list[str]:
+    from ragcli.events import RetrievalTriggered
+
+    return [e.query.text for e in events if isinstance(e, RetrievalTriggered)]
+
+
+def test_a_chain_of_follow_ups_keeps_its_subject(settings, built_index):
+    """The third question of a chain ("Where did he study?") was asked with the second exchange only
+    ("When was he born?" / "8 March 1957."), which names nobody: it searched and was answered about no
+    one. A follow-up joins its thread: the prompt holds the thread's exchanges, the searches its subject."""
+    gen = FakeGenerator([toks(" Christer Fuglesang.", 0.9), toks(" 8 March 1957.", 0.9)], default=ANSWER)
+    events = []
+    args = make_repl(settings.copy(strategy="single"), built_index, generator=gen,
+                     log=lambda q, s, e: events.append(e))
+    repl, _code, _err, _out = drive(args, "Who was the first Swede in space?\rWhen was he born?\r"
+                                          "Where did he study?\r/exit\r")
+    third = gen.prompts[2]
+    assert "Earlier question: Who was the first Swede in space? Earlier answer: Christer Fuglesang." in third
+    assert "Earlier question: When was he born? Earlier answer: 8 March 1957." in third
+    for turn in (1, 2):  # each follow-up searches with whom "he" is
+        [query] = _queries(events[turn])
+        assert "Fuglesang" in query and "Earlier" not in query, query
+    assert _queries(events[2])[0].startswith("Where did he study?")
+    assert [e.question for e in repl.context] == ["Who was the first Swede in space?", "When was he born?",
+                                                  "Where did he study?"]
+
+
+def test_a_follow_up_searches_with_the_names_of_the_earlier_answer_not_its_other_words(settings, built_index):
+    """A follow-up's searches were cut from the engine's text, question and earlier exchange, to the
+    query's budget: they ended mid-sentence in whatever the earlier answer said ("diabetes", "touring"),
+    which brought pages on those. They go by the question and what the exchange was about."""
+    earlier = toks(" Rush had two drummers. John Rutsey played on the debut album released in 1974 and left "
+                   "the band that summer because of health problems related to diabetes and a dislike of "
+                   "touring. Neil Peart replaced him weeks before the first American tour.", 0.9)
+    gen = FakeGenerator([earlier + toks("\n\nQuestion:", 0.9)], default=ANSWER)
+    events = []
+    args = make_repl(settings.copy(strategy="single"), built_index, generator=gen,
+                     log=lambda q, s, e: events.append(e))
+    drive(args, "Tell me about the Rush drummers.\rWhen were they born?\r/exit\r")
+    assert "diabetes" in gen.prompts[1]  # the model still reads the earlier exchange
+    [query] = _queries(events[1])
+    assert query.startswith("When were they born?")
+    assert all(name in query for name in ("Rush", "Rutsey", "Peart")), query
+    assert not any(word in query for word in ("diabetes", "touring", "summer", "Earlier")), query
+
+
+def test_a_follow_up_cancelled_stays_in_its_thread(settings, built_index):
+    """A follow-up cancelled replaced the whole conversation: the next follow-up saw only the
+    cancelled question ("When was he born?"), which names nobody."""
+    def boom(prompt):
+        raise KeyboardInterrupt
+
+    gen = FakeGenerator([toks(" Christer Fuglesang.", 0.9), boom], default=ANSWER)
+    args = make_repl(settings.copy(strategy="none"), built_index, generator=gen)
+    repl, _code, err, _out = drive(args, "Who was the first Swede in space?\rWhen was he born?\r"
+                                         "Where did he study?\r/exit\r")
+    assert "cancelled" in err
+    [last] = [p for p in gen.prompts if p.count("Where did he study?")]
+    assert "Earlier answer: Christer Fuglesang. Earlier question: When was he born?" in last

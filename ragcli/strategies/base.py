@@ -131,6 +131,7 @@ class Strategy:
         self.retriever = retriever
         self.settings = settings
         self.question = ""
+        self.searched = ""  # what searches for the question start from, when not the question itself
         self.web = web
         self.post_retrieval = post_retrieval
         self._threshold = threshold
@@ -150,8 +151,10 @@ class Strategy:
         self.answer_context: tuple[Document, ...] | None = None  # documents the final answer was written from
 
     # -------------------------------------------------------------------- entry point
-    def run(self, question: str) -> Iterator[Event]:
+    def run(self, question: str, search: str | None = None) -> Iterator[Event]:
+        """Answer ``question``; ``search``: what its searches start from instead (``search_text``)."""
         self.question = question
+        self.searched = search or ""
         self.style = prompts.answer_style(question, self.settings.answer_style)
         self._t0 = time.perf_counter()
         self._said_timeout = False
@@ -404,9 +407,17 @@ class Strategy:
         self._prompt_docs = ordered
         return ordered
 
+    def search_text(self, question: str) -> str:
+        """What a search for ``question`` starts from: the question itself, or for this run's question
+        the text the engine was given for its searches. A REPL follow-up's prompt holds the earlier
+        exchange ("When were they born? (Earlier question: … Earlier answer: …)"), whose words cut to
+        the query's budget ended mid-sentence in whatever the earlier answer said last ("diabetes",
+        "touring") and brought pages on those; its searches go by the question and its subject."""
+        return self.searched if self.searched and question == self.question else question
+
     def question_query(self, question: str) -> Query:
         """The first-step query: the question (a long-form request without its "Tell me about")."""
-        return Query(self.trim_query(prompts.request_topic(question)), "question")
+        return Query(self.trim_query(prompts.request_topic(self.search_text(question))), "question")
 
     def trim_query(self, text: str, then: str = "") -> str:
         """``text`` cut after its ``max_query_words``-th content word, and ``then`` (a draft, the answer
@@ -537,7 +548,7 @@ class Strategy:
         ("X is a 1950 film directed by Y"): the bridge a multi-hop question needs next, which a small
         model rarely writes itself. On the dev pool it puts more of the gold pages in front of the read
         (2Wiki), but the bundled model reads them no better (README), so it is not the default."""
-        topic = prompts.request_topic(question)
+        topic = prompts.request_topic(self.search_text(question))
         text = self.trim_query(topic, before)
         if self.settings.final_search != "bridge":
             return Query(text, "answer")

@@ -237,7 +237,8 @@ class Flare(Strategy):
         elif len(content_words(query.text)) < ANCHOR_BELOW:  # too little left to search with alone
             after_question = query.text
         if after_question is not None:
-            query = Query(self.trim_query(question, after_question), "masked", f"{question} {query.shown}")
+            searched = self.search_text(question)
+            query = Query(self.trim_query(searched, after_question), "masked", f"{searched} {query.shown}")
         docs = yield from self.retrieve(query, reason, fresh=st.fresh_docs == "yes")
         return docs
 

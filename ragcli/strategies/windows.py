@@ -57,6 +57,7 @@ class PreviousWindow(Strategy):
 
     def _window_query(self, question: str, generated: Sequence[Token]) -> Query:
         l = self.settings.query_len
+        question = self.search_text(question)  # a REPL follow-up: its last words are not the earlier answer's
         if not generated:
             return Query(" ".join(question.split()[-l:]), "question")
         recent = "".join(t.text for t in generated[-l:])
