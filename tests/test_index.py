@@ -828,3 +828,29 @@ def test_equal_scores_rank_in_the_order_of_the_passages_places_in_every_build(tm
         for k in (1, 2, 5, 40, 61, 200):
             assert [d.id for d in index.search("same words", k)] == in_place[:k], (build, k)
         assert len(index.search("licence footer", 5)) == 5  # past the bound: five of them, in no set order
+
+
+def test_the_calibration_sample_is_the_same_for_the_same_content_however_it_was_built(tmp_path):
+    """``sample`` took the n-th hit of a search for everything: tantivy's segment and document order,
+    which differs between builds of the same files (segments are ordered by random ids), so
+    ``--theta auto`` calibrated on other passages after a rebuild. It goes by the passages' pids."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for f in range(4):
+        lines = [json.dumps({"pid": f"f{f}-{i:03d}", "title": f"Topic {f}-{i}", "text": f"Passage {i} of file {f}."})
+                 for i in range(150)]
+        (folder / f"part{f}.jsonl").write_text("\n".join(lines) + "\n")
+    samples = []
+    build_index([folder], tmp_path / "all")  # every file in one run, on every indexing thread
+    samples.append(TantivyIndex.open(tmp_path / "all").sample(6))
+    for order in ((3, 2, 1, 0), (1, 3, 0, 2)):  # one file a run: a segment each, ordered by its random id
+        index = tmp_path / "-".join(map(str, order))
+        for f in order:
+            build_index([folder / f"part{f}.jsonl"], index)
+        samples.append(TantivyIndex.open(index).sample(6))
+    pids = [[d.id for d in sample] for sample in samples]
+    assert pids[0] == pids[1] == pids[2] and len(set(pids[0])) == 6
+    assert len({p.split("-")[0] for p in pids[0]}) == 4  # spread over the whole index
+    (folder / "part0.jsonl").unlink()  # its pids stay among the terms until a merge: not sampled
+    build_index([folder], tmp_path / "all")
+    assert not any(d.id.startswith("f0-") for d in TantivyIndex.open(tmp_path / "all").sample(6))
