@@ -562,3 +562,33 @@ def test_the_paired_table_explains_its_star_only_when_a_row_has_one():
     assert "*" not in flat  # "+20.0 [+0.0, +60.0]" unstarred, and "* the interval excludes 0" below it
     clear = shown([("A", run([0.0] * 30), "B", run([1.0] * 30))])
     assert "]*" in clear and "* the interval excludes 0" in clear
+
+
+def test_compare_names_each_side_by_its_file_and_says_which_way_it_subtracts(tmp_path, capsys):
+    """Two summaries both named summary.json gave identical labels ("flare (summary.json) vs single",
+    twice, with opposite signs) and a title "B − A" that --base does not follow."""
+    from ragcli import cli
+
+    def summary(folder, f1_single, f1_flare):
+        questions = lambda f1: {f"q{i}": {"dataset": "hotpotqa", "f1": f1 if i % 2 else 0.0,  # noqa: E731
+                                          "answer_context_recall": 0.5} for i in range(20)}
+        path = tmp_path / folder / "summary.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps({"meta": {}, "runs": {
+            "single": {"n": 20, "f1": 50 * f1_single, "questions": questions(f1_single)},
+            "flare": {"n": 20, "f1": 50 * f1_flare, "questions": questions(f1_flare)}}}))
+        return path
+
+    old, new = summary("old", 0.8, 1.0), summary("new", 0.8, 0.6)
+    with pytest.raises(SystemExit) as exc:
+        cli.run(["eval", "compare", str(old), str(new), "--base", "single"])
+    assert exc.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "flare (old/summary.json) vs single (old/summary.json)" in out
+    assert "flare (new/summary.json) vs single (new/summary.json)" in out
+    assert "each run − single of its file" in out and "B − A" not in out
+    with pytest.raises(SystemExit) as exc:
+        cli.run(["eval", "compare", str(old), str(new)])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "new/summary.json minus old/summary.json" in out and "(new/summary.json − old/summary.json)" in out
+    assert "single (new/summary.json) vs single (old/summary.json)" in out

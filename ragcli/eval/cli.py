@@ -308,10 +308,12 @@ def eval_compare(
     console = text_console()
     if not console.is_terminal:
         console = text_console(width=160)
+    name_a, name_b = report.distinct_names(a, b) if b is not None else (a.name, "")
     if sb is not None and base is None:
-        console.print(report.compare_table(sa, sb, a.name, b.name))
-    pairs = report.compare_pairs(sa, sb, a.name, b.name if b else "", base)
+        console.print(report.compare_table(sa, sb, name_a, name_b))
+    pairs = report.compare_pairs(sa, sb, name_a, name_b, base)
     if pairs:
-        console.print(report.paired_table(pairs, "paired differences (B − A), bootstrap over questions"))
+        what = f"each run − {base} of its file" if base is not None else f"{name_b} − {name_a}"
+        console.print(report.paired_table(pairs, f"paired differences ({what}), bootstrap over questions"))
 
 

@@ -118,6 +118,17 @@ def paired_table(pairs: list[tuple[str, dict[str, Any], str, dict[str, Any]]], t
     return table
 
 
+def distinct_names(a: Path, b: Path) -> tuple[str, str]:
+    """How `eval compare` names two summaries: their file names, or as much of their paths as tells
+    them apart ("old/summary.json", "new/summary.json"); the same file twice is "A" and "B"."""
+    pa, pb = a.parts, b.parts
+    for n in range(1, max(len(pa), len(pb)) + 1):
+        name_a, name_b = str(Path(*pa[-n:])), str(Path(*pb[-n:]))
+        if name_a != name_b:
+            return name_a, name_b
+    return "A", "B"
+
+
 def compare_pairs(a: dict[str, Any], b: dict[str, Any] | None, name_a: str, name_b: str,
                   base: str | None) -> list[tuple[str, dict, str, dict]]:
     """What `eval compare` pairs: with ``base``, every other run of each file against that run of
@@ -128,7 +139,7 @@ def compare_pairs(a: dict[str, Any], b: dict[str, Any] | None, name_a: str, name
             runs = summary["runs"]
             if base not in runs:
                 raise UsageError(f"{name} has no run {base!r}", hint=f"its runs: {', '.join(runs)}")
-            out += [(f"{base}", runs[base], key if b is None else f"{key} ({name})", run)
+            out += [(base if b is None else f"{base} ({name})", runs[base], key if b is None else f"{key} ({name})", run)
                     for key, run in runs.items() if key != base]
         return out
     if b is None:
