@@ -592,3 +592,53 @@ def test_compare_names_each_side_by_its_file_and_says_which_way_it_subtracts(tmp
     out = " ".join(capsys.readouterr().out.split())
     assert "new/summary.json minus old/summary.json" in out and "(new/summary.json − old/summary.json)" in out
     assert "single (new/summary.json) vs single (old/summary.json)" in out
+
+
+def test_a_closed_book_eval_needs_no_paragraphs_and_a_retrieving_one_says_what_is_missing(tmp_path, monkeypatch,
+                                                                                          capsys):
+    """On a data set without paragraphs, --strategy none built an index for nothing and failed on it:
+    "nothing to index: /tmp/tmpXXXX/nopara-paragraphs.jsonl holds no readable text", a file the user
+    never made, and a file type that was not the problem."""
+    from ragcli import cli
+    from ragcli.config import user_cache_dir
+
+    data = tmp_path / "nopara.jsonl"
+    data.write_text("".join(json.dumps({"id": f"q{i}", "question": f"What is zeta{i}?", "answers": [f"Topic {i}"],
+                                        "dataset": "toy"}) + "\n" for i in range(2)))
+    monkeypatch.setattr(engine_mod, "make_generator", lambda s: FakeGenerator(
+        default=toks(" So the answer is Topic 1.", 0.9) + toks("\n\nQuestion:", 0.9)))
+    with pytest.raises(SystemExit) as exc:
+        cli.run(["eval", str(data), "--strategy", "none", "--out", str(tmp_path / "r.jsonl")])
+    assert exc.value.code == 0, capsys.readouterr().err
+    assert json.loads((tmp_path / "r.jsonl").read_text().splitlines()[0])["index"] is None
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        cli.run(["eval", str(data), "--strategy", "single", "--out", str(tmp_path / "r2.jsonl")])
+    err = " ".join(capsys.readouterr().err.split())
+    assert exc.value.code == 2 and 'nopara.jsonl has no "paragraphs" to index' in err and "tmp" not in err
+    assert not list((user_cache_dir() / "eval-index").glob("*"))  # nothing left half-made
+
+
+def test_eval_indexes_no_eval_used_for_a_week_and_half_built_ones_go(tmp_path, monkeypatch):
+    """Each change to a corpus or the indexing code built another eval index, and none was ever removed;
+    a killed eval left its half-built folder for good."""
+    import os
+    import time
+
+    from ragcli.config import user_cache_dir
+    from ragcli.eval import cli as eval_cli
+
+    data, corpus = _dataset(tmp_path)
+    folder = user_cache_dir() / "eval-index"
+    old = time.time() - 8 * 86400
+    entries = {"corpus-0123456789abcdef": old, "corpus-fedcba9876543210": time.time() - 86400,
+               "corpus-0123456789abcdef.k2j4_x9a": time.time() - 2 * 86400,
+               "corpus-fedcba9876543210.abcdefgh": time.time() - 3600}
+    for name, when in entries.items():
+        (folder / name).mkdir(parents=True)
+        os.utime(folder / name, (when, when))
+    used = eval_cli._eval_index(data, corpus)
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        [used.name, "corpus-fedcba9876543210", "corpus-fedcba9876543210.abcdefgh"])
+    os.utime(used, (old, old))
+    assert eval_cli._eval_index(data, corpus) == used and used.stat().st_mtime > time.time() - 60  # marked used

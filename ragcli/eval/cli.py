@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -86,7 +87,10 @@ def eval_run(
     engine = Engine(base)
     for spec in specs:
         engine.strategy_class(spec.strategy, allow_eval=True)
-    _open_index(base, dataset, corpus)
+    if all(spec.strategy in WITHOUT_INDEX for spec in specs):
+        base.index = ""  # closed-book: nothing to build (it failed on a data set without paragraphs)
+    else:
+        _open_index(base, dataset, corpus)
     if not restart:  # settings and dataset before the model loads (seconds for a big one); its hash after
         runner.check_resumable(out, runner.run_metadata(base, dataset, base.index, None, long_form=long_form),
                                model=False)
@@ -141,6 +145,9 @@ def _run_specs(base: Settings, strategy: str, grid: dict[str, str]) -> list:
     if not names:
         raise UsageError("--strategy names no strategy", hint="e.g. --strategy single,flare")
     return runner.expand_grid(names, grid_values)
+
+
+WITHOUT_INDEX = frozenset({"none", "oracle"})  # runs that search no index: closed-book, the gold paragraphs
 
 
 def _open_index(base: Settings, dataset: Path, corpus: Path | None) -> None:
@@ -244,51 +251,100 @@ def _ingest_fingerprint() -> str:
     return h.hexdigest()
 
 
+EVAL_INDEX_KEPT_DAYS = 7  # an eval index no eval has used for this long is removed (one is rebuilt in seconds)
+BUILD_LEFT_DAYS = 1  # a half-built one this old was left by an eval that was killed
+_BUILT = re.compile(r".+-[0-9a-f]{16}")  # "<corpus stem>-<hash>"
+
+
 def _eval_index(dataset: Path, corpus: Path | None) -> Path:
     """Index the corpus (or the dataset's own paragraphs) once, cached by its content and the
-    indexing code (``_ingest_fingerprint``)."""
-    import hashlib
+    indexing code (``_ingest_fingerprint``). Each use marks the index used; indexes no eval has used
+    for EVAL_INDEX_KEPT_DAYS go (each change to the corpus or the indexing code made another copy,
+    and none was ever removed), as do half-built ones of killed evals."""
     import tempfile
 
     from ragcli.config import user_cache_dir
-    from ragcli.eval.dataset import corpus_records
-    from ragcli.eval.dataset import load_examples
-    from ragcli.ingest.indexer import build_index
-    from ragcli.retrieval.index import META_FILE
-
+    from ragcli.eval.dataset import corpus_records, load_examples
     from ragcli.errors import InputPathError
+    from ragcli.ingest.indexer import build_index, file_hash
+    from ragcli.retrieval.index import META_FILE
 
     source = corpus or dataset
     if not source.is_file():
         raise InputPathError(f"corpus not found: {source}")
-    digest = hashlib.sha1(source.read_bytes() + b"\0" + _ingest_fingerprint().encode()).hexdigest()[:16]
-    target = user_cache_dir() / "eval-index" / f"{source.stem}-{digest}"
+    records = None
+    if corpus is None:  # before anything is made: a data set without paragraphs has nothing to index
+        records = corpus_records(load_examples(dataset))
+        if not records:
+            raise UsageError(f"{dataset.name} has no \"paragraphs\" to index",
+                             hint="give --corpus FILE or --index DIR to retrieve from, or run --strategy none "
+                                  "(closed-book)")
+    digest = _short_hash(f"{file_hash(source)} {_ingest_fingerprint()}")  # streamed: a corpus of GBs
+    folder = user_cache_dir() / "eval-index"
+    target = folder / f"{source.stem}-{digest}"
+    _prune_eval_indexes(folder, keep=target)
     if (target / META_FILE).is_file():
+        _mark_used(target)
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    building = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
-    with tempfile.TemporaryDirectory() as tmp:
-        if corpus is None:
-            records = corpus_records(load_examples(dataset))
-            src = Path(tmp) / f"{dataset.stem}-paragraphs.jsonl"
-            src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
-        else:
+    folder.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=folder))
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
             src = corpus
-        stderr_console().print(f"building the eval index from {source.name} → {target}")
-        try:
+            if records is not None:
+                src = Path(tmp) / f"{dataset.stem}-paragraphs.jsonl"
+                src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+            stderr_console().print(f"building the eval index from {source.name} → {target}")
             build_index([src], building, writer_threads=1)  # one thread: passages (and samples) in the order read
-            try:
-                os.replace(building, target)  # only a complete index is ever found at `target`
-            except OSError:
-                if not (target / META_FILE).is_file():
-                    raise
-                # another eval built the same index meanwhile: use that one, this one goes
-        finally:
-            if building.exists():
-                import shutil
+        try:
+            os.replace(building, target)  # only a complete index is ever found at `target`
+        except OSError:
+            if not (target / META_FILE).is_file():
+                raise
+            # another eval built the same index meanwhile: use that one, this one goes
+    finally:
+        if building.exists():
+            import shutil
 
-                shutil.rmtree(building, ignore_errors=True)
+            shutil.rmtree(building, ignore_errors=True)
+    _mark_used(target)
     return target
+
+
+def _short_hash(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+def _mark_used(index: Path) -> None:
+    """The folder's time is when an eval last used it (what pruning goes by)."""
+    try:
+        os.utime(index)
+    except OSError:
+        pass
+
+
+def _prune_eval_indexes(folder: Path, *, keep: Path) -> None:
+    """Remove the eval indexes of ``folder`` that no eval has used for EVAL_INDEX_KEPT_DAYS, and the
+    half-built ones older than BUILD_LEFT_DAYS (an eval uses its index for hours at most, and marks it
+    used as it starts, so none in use is ever that old). Whatever cannot be removed stays."""
+    import shutil
+    import time
+
+    if not folder.is_dir():
+        return
+    now = time.time()
+    for entry in folder.iterdir():
+        if entry == keep or not entry.is_dir() or entry.is_symlink():
+            continue
+        built = _BUILT.fullmatch(entry.name) is not None  # a build in progress: "<stem>-<hash>.<random>"
+        days = EVAL_INDEX_KEPT_DAYS if built else BUILD_LEFT_DAYS
+        try:
+            if now - entry.stat().st_mtime > days * 86400:
+                shutil.rmtree(entry)
+        except OSError:
+            pass
 
 
 @eval_app.command("compare")

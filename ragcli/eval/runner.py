@@ -327,8 +327,8 @@ def run_metadata(settings: Settings, dataset: Path, index_dir: str, model_path: 
         "settings": settings.to_dict(),
         "model": model_path,
         "model_sha256": _sha256(Path(model_path)) if model_path and Path(model_path).is_file() else None,
-        "index": index_dir,
-        "index_content": content_id(index_dir),
+        "index": index_dir or None,  # None: closed-book runs, no index
+        "index_content": content_id(index_dir) if index_dir else None,
         "dataset": str(dataset),
         "dataset_sha256": _sha256(dataset),
         "long_form": long_form,
