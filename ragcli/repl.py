@@ -35,7 +35,7 @@ COMMANDS = {
     "/sources": "full text of the last answer's documents (cited ones marked)",
     "/search": "/search QUERY — BM25 search of the index",
     "/index": "/index PATH — add files or folders to the index",
-    "/save": "/save FILE — write the transcript as Markdown",
+    "/save": "/save [-f] FILE — write the transcript as Markdown (-f: replace a file not saved here)",
     "/new": "forget the conversation (follow-ups start fresh)",
     "/clear": "clear the screen",
     "/exit": "leave (Ctrl-D works too)",
@@ -145,6 +145,7 @@ class Repl:
         self.out = out or text_console()
         self.transcript: list[Exchange] = []
         self.context: list[Exchange] = []
+        self._saved: set[Path] = set()  # files /save wrote in this session: saved again without -f
         self.log = log
         # Questions piped in (`ragcli chat < questions.txt`) are read as lines: prompt_toolkit drew its
         # prompt and line edits into the output ("›^M" and echoed lines among the answers)
@@ -408,12 +409,7 @@ class Repl:
             self.console.print(f"indexed: {report.added} added, {report.updated} updated, {report.removed} removed; "
                                f"{report.passages_total} passages")
         elif cmd == "/save":
-            if not args:
-                self.console.print("usage: /save FILE")
-            else:
-                Path(args[0]).expanduser().write_text(self.markdown(), encoding="utf-8")
-                n = len(self.transcript)
-                self.console.print(f"saved {n} exchange{'' if n == 1 else 's'} → {escape(args[0])}")
+            self.save(args)
         elif cmd == "/new":
             self.context = []
             self.console.print("new conversation")
@@ -423,10 +419,28 @@ class Repl:
             self.console.print(f"unknown command {escape(cmd)} (/help lists them)")
         return None
 
+    def save(self, args: list[str]) -> None:
+        """/save [-f] FILE: the transcript as Markdown. FILE is the rest of the line ("/save my notes.md"
+        wrote a file named "my"); a file this session did not write is replaced only with -f."""
+        force = bool(args) and args[0] == "-f"
+        name = " ".join(args[1:] if force else args)
+        if not name:
+            self.console.print("usage: /save [-f] FILE")
+            return
+        path = Path(name).expanduser()
+        if path.exists() and not force and path.resolve() not in self._saved:
+            self.console.print(f"[red]error:[/] {escape(name)} exists (/save -f {escape(name)} replaces it)")
+            return
+        path.write_text(self.markdown(), encoding="utf-8")
+        self._saved.add(path.resolve())
+        n = len(self.transcript)
+        self.console.print(f"saved {n} exchange{'' if n == 1 else 's'} → {escape(name)}")
+
     def markdown(self) -> str:
         lines = ["# ragcli transcript", ""]
         for ex in self.transcript:
-            lines += [f"## {ex.question}", "", f"*strategy: {ex.strategy}*", "", marked_answer(ex.answer, ex.citations), ""]
+            heading = " ".join(ex.question.split())  # a question typed on several lines: one heading
+            lines += [f"## {heading}", "", f"*strategy: {ex.strategy}*", "", marked_answer(ex.answer, ex.citations), ""]
             if ex.sources:
                 lines += [f"- {line.strip()}" if i else line
                           for i, line in enumerate(source_lines(ex.sources, ex.citations, title_width=None))] + [""]

@@ -317,3 +317,20 @@ def test_a_follow_up_cancelled_stays_in_its_thread(settings, built_index):
     assert "cancelled" in err
     [last] = [p for p in gen.prompts if p.count("Where did he study?")]
     assert "Earlier answer: Christer Fuglesang. Earlier question: When was he born?" in last
+
+
+def test_save_takes_the_whole_name_never_replaces_a_file_unasked_and_keeps_headings_one_line(settings, built_index,
+                                                                                             tmp_path, monkeypatch):
+    """`/save my notes.md` wrote a file named "my"; an existing file was replaced without a word; a
+    question typed on two lines ("…?\\n# not a heading") put a heading of its own in the file."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "kept.md").write_text("my own notes")
+    args = make_repl(settings.copy(strategy="none"), built_index)
+    repl, _code, err, _out = drive(args, "Which shrub grows in Japan?\x1b\r# not a heading\r/save my notes.md\r"
+                                         "/save kept.md\r/save my notes.md\r/save -f kept.md\r/exit\r")
+    assert not (tmp_path / "my").exists()
+    saved = (tmp_path / "my notes.md").read_text()
+    assert "## Which shrub grows in Japan? # not a heading" in saved and "\n# not a heading" not in saved
+    assert "kept.md exists (/save -f kept.md replaces it)" in " ".join(err.split())
+    assert err.count("saved 1 exchange → my notes.md") == 2  # a file this session wrote: saved again
+    assert (tmp_path / "kept.md").read_text() == saved  # -f
