@@ -128,6 +128,8 @@ def index(
     if verbose:
         for result in report.files:
             console.print(markup_safe(result.describe()), soft_wrap=True)
+    if report.removed and not report.passages_total:
+        on_warning("the index holds no passages now: every file it held from these paths was removed")
     if report.kept:
         console.print(f"kept {counted(report.kept, 'indexed file')} in folders that could not be read this run "
                       "(their passages stay until the folder can be read)", soft_wrap=True)

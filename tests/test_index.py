@@ -164,11 +164,12 @@ def test_an_empty_corpus_leaves_no_index_and_an_existing_one_untouched(tmp_path,
             build_index([nothing], index, rebuild=rebuild)
         assert f"the index at {index} was left as it was" in exc.value.hint
         assert (TantivyIndex.open(index).num_passages(), TantivyIndex.open(index).load_manifest()) == before
-    for f in small_corpus.iterdir():  # every file of the indexed folder deleted: still refused, nothing removed
+    for f in small_corpus.iterdir():  # every file of the indexed folder deleted: they leave the index
         f.unlink()
-    with pytest.raises(EmptyCorpusError):
+    assert build_index([small_corpus], index).removed == len(before[1])
+    assert TantivyIndex.open(index).num_passages() == 0
+    with pytest.raises(EmptyCorpusError):  # then the folder is nothing to index
         build_index([small_corpus], index)
-    assert TantivyIndex.open(index).num_passages() == before[0]
 
 
 def test_rebuild_replaces_the_contents_in_one_commit(tmp_path, small_corpus):
@@ -854,3 +855,32 @@ def test_the_calibration_sample_is_the_same_for_the_same_content_however_it_was_
     (folder / "part0.jsonl").unlink()  # its pids stay among the terms until a merge: not sampled
     build_index([folder], tmp_path / "all")
     assert not any(d.id.startswith("f0-") for d in TantivyIndex.open(tmp_path / "all").sample(6))
+
+
+@pytest.mark.parametrize("how", ["deleted", "blanked", "excluded"])
+def test_a_folder_emptied_of_its_files_has_them_removed(tmp_path, how):
+    """Deleting (blanking, excluding) every file of an indexed folder, then indexing it, said "nothing
+    to index … the index was left as it was": the deleted text was still searched and answered from."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "a.txt").write_text("alpha note about otters")
+    (folder / "b.txt").write_text("beta note about badgers")
+    (tmp_path / "other.txt").write_text("gamma note about herons")
+    index = tmp_path / "index"
+    build_index([folder, tmp_path / "other.txt"], index)
+    exclude = []
+    for f in folder.iterdir():
+        if how == "deleted":
+            f.unlink()
+        elif how == "blanked":
+            f.write_text("   \n")
+    if how == "excluded":
+        exclude = ["*.txt"]
+    report = build_index([folder], index, exclude=exclude)
+    assert (report.updated if how == "blanked" else report.removed) == 2 and report.passages_total == 1
+    idx = TantivyIndex.open(index)
+    assert not idx.search("otters badgers", 5) and idx.search("herons", 5)
+    if how != "blanked":  # (a blank file stays listed, with no passages: it is not read again unchanged)
+        assert set(idx.load_manifest()) == {str((tmp_path / "other.txt").resolve())}
+        with pytest.raises(EmptyCorpusError):  # a folder the index holds nothing from is "nothing to index"
+            build_index([folder], index, exclude=exclude)

@@ -2,8 +2,10 @@
 
 Nothing here prints: progress and warnings go to callbacks the CLI renders.
 
-An index is only ever left with passages in it: when the paths hold nothing readable, nothing is
-committed (an index this run created is removed again; an existing one stays as it was).
+When the paths hold nothing readable, nothing is committed (an index this run created is removed
+again; an existing one stays as it was), unless the index holds files from under them: those are
+removed (a folder emptied of its files must not be searched for the text deleted from it), even if
+that leaves the index empty.
 """
 
 from __future__ import annotations
@@ -145,7 +147,7 @@ def build_index(
     gone = _gone(paths, None if rebuild else index_dir, warn)
     files = _find_files([p for p in paths if p not in gone], report, warn, include_hidden=include_hidden,
                         exclude=exclude or [])
-    if not files and not gone:
+    if not files and not gone and (rebuild or not _indexed_under(paths, index_dir)):
         raise _empty(paths, report, index_dir if TantivyIndex.exists(index_dir) else None)
     # The lock first, for the whole run: a second run that started at the same moment used to create
     # the index beside this one's, fail on the writer's lock, and delete the index this one had built.
@@ -165,7 +167,9 @@ def build_index(
                     run.index_file(info)
                     if on_progress:
                         on_progress(done, len(files), report.passages_added)
-                if files and not run.holds_passages(files):  # uncommitted work is dropped as the writer closes
+                # nothing readable, and nothing indexed before to take out (a file blanked since: its
+                # passages go); uncommitted work is dropped as the writer closes
+                if files and not run.holds_passages(files) and not (report.updated or report.removed):
                     raise _empty(paths, report, None if created else index_dir)
                 run.commit()
                 writer.finish()
@@ -176,6 +180,25 @@ def build_index(
         _save_meta(index, report, rebuild)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _indexed_under(paths: list[Path], index_dir: Path) -> bool:
+    """Whether the index at ``index_dir`` holds files from under ``paths``: a folder emptied of what
+    can be read (every file deleted, blanked or excluded) then has its files removed, not kept with
+    the text the user deleted still searched and answered from."""
+    if not TantivyIndex.exists(index_dir):
+        return False
+    try:
+        manifest = TantivyIndex.open(index_dir).load_manifest()
+    except RagcliError:
+        return False
+    roots = []
+    for p in paths:
+        try:
+            roots.append(str(p.resolve()))
+        except (OSError, RuntimeError):
+            continue
+    return any(within_folder(key, root) for key in manifest for root in roots)
 
 
 def _gone(paths: list[Path], index_dir: Path | None, warn: WarnFn) -> list[Path]:
