@@ -69,12 +69,24 @@ def is_follow_up(question: str, earlier: str = "") -> bool:
     Fuglesang?", "Which one is older?"), no content word at all ("Why?", "And then?"), or a definite
     reference to something the exchange named ("Did the album win a Grammy?" after a question on an
     album), unless the question says which ("the capital of France", "the book Dune")."""
-    words = [w.lower() for w in WORD.findall(question)]
-    if any(w in REFERRING for w in words) or _ELLIPTICAL.search(question):
+    words = WORD.findall(question)
+    pronoun = next((i for i, w in enumerate(words) if w.lower() in REFERRING), None)
+    if pronoun is not None and not _named_before(words, pronoun) or _ELLIPTICAL.search(question):
         return True
     if not content_words(question):
         return True
     return bool(earlier) and _refers_back(question, set(content_words(earlier)))
+
+
+def _named_before(words: list[str], i: int) -> bool:
+    """Whether a name stands before word ``i`` (a pronoun), which the pronoun then refers to: "What
+    instrument did Keith Moon play, and when was he born?" names its own subject. A name: a capitalised
+    content word after the first word, or the first one when a capitalised word follows it ("Keith
+    Moon played…"; not "Describe his early life.")."""
+    for j, word in enumerate(words[:i]):
+        if word[:1].isupper() and is_content_word(word) and (j > 0 or (i > 1 and words[1][:1].isupper())):
+            return True
+    return False
 
 
 def _refers_back(question: str, named: set[str]) -> bool:

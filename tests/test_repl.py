@@ -108,8 +108,13 @@ def test_is_follow_up():
         assert is_follow_up(q), q
     for q in ("When was Neil Peart born?", "Which band released Moving Pictures in 1981?",
               "Who founded the Royal Society of Chemistry?", "What is the capital of France?", "What is photosynthesis?",
-              "How many moons are there around Jupiter?", "Who was the first person that walked on the Moon?"):
+              "How many moons are there around Jupiter?", "Who was the first person that walked on the Moon?",
+              # a pronoun after a name the question gives refers to it ("he" of Keith Moon was taken for the
+              # earlier exchange's subject, and Ulf Merbold's pages outranked Keith Moon's)
+              "What instrument did Keith Moon play, and when was he born?", "Keith Moon played drums: when did he die?"):
         assert not is_follow_up(q), q
+    for q in ("Describe his early life.", "Did he work with Sigmund Jähn?", "Was his brother Keith Moon?"):
+        assert is_follow_up(q), q  # the pronoun comes first: the earlier exchange's
     # a definite reference to what the previous exchange named, unless the question says which
     earlier = "Which album did Rush release in 1981? Moving Pictures, their eighth studio album."
     for q in ("Did the album win a Grammy?", "Who produced the albums?", "How long is this studio album?",
@@ -334,3 +339,18 @@ def test_save_takes_the_whole_name_never_replaces_a_file_unasked_and_keeps_headi
     assert "kept.md exists (/save -f kept.md replaces it)" in " ".join(err.split())
     assert err.count("saved 1 exchange → my notes.md") == 2  # a file this session wrote: saved again
     assert (tmp_path / "kept.md").read_text() == saved  # -f
+
+
+def test_the_readmes_follow_ups_chained_search_for_both_people(settings, built_index):
+    """"And Christer Fuglesang?" then "Which one is older?" after "Who is Ulf Merbold?" / "And when was
+    he born?": the last two searched with the exchange before only ("And when was he born?" / "1941."),
+    Ulf Merbold in none of them, and "1941." was copied forward as the answer."""
+    gen = FakeGenerator([toks(" Ulf Merbold is a German physicist.", 0.9), toks(" 1941.", 0.9),
+                         toks(" Christer Fuglesang was born in 1957.", 0.9)], default=ANSWER)
+    events = []
+    args = make_repl(settings.copy(strategy="single"), built_index, generator=gen,
+                     log=lambda q, s, e: events.append(e))
+    drive(args, "Who is Ulf Merbold?\rAnd when was he born?\rAnd Christer Fuglesang?\rWhich one is older?\r/exit\r")
+    [third], [fourth] = _queries(events[2]), _queries(events[3])
+    assert "Christer Fuglesang" in third and "Merbold" in third, third
+    assert "Fuglesang" in fourth and "Merbold" in fourth, fourth
