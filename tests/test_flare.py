@@ -509,3 +509,12 @@ def test_every_search_of_a_run_starts_from_what_the_engine_gave_for_searches(set
         for text in queries:
             assert "Rutsey" in text and "diabetes" not in text and "touring" not in text, text
         assert "diabetes" in strategy.question_query("diabetes and touring").text  # another question: itself
+
+
+def test_an_answer_ends_where_the_model_starts_listing_the_prompts_documents(settings):
+    """"…fly on the shuttle.\\n[4] List of hoards in Great Britain: …" stayed in a flare-instruct answer:
+    only "\\n[1]" ended one, and "[4]" named another page than the Sources' [4]."""
+    gen = FakeGenerator([toks(" Ulf Merbold flew on the shuttle.", 0.9) + toks("\n", 0.9)
+                         + toks("[4] List of hoards in Great Britain: The list comprises hoards.", 0.9)])
+    events, _ = run(FlareInstruct, gen, settings)
+    assert of(events, AnswerFinished)[0].answer == "Ulf Merbold flew on the shuttle."
