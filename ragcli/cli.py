@@ -98,6 +98,8 @@ def index(
     from ragcli.words import counted
 
     settings = Settings.resolve(flags)
+    # a quoted "~/notes" (or one from a script) as --index, --model and /index read it; a folder named "~" stays
+    paths = [p if p.exists() or p.is_symlink() else p.expanduser() for p in paths]
     console = stderr_console()
     warnings: list[str] = []
     progress = None
@@ -193,9 +195,14 @@ def search(
 
     from ragcli.retrieval.index import TantivyIndex
 
+    from ragcli.ingest.encoding import typed_text
+
     settings = Settings.resolve(flags)
     if not query.strip():
         raise UsageError("the query is empty", hint='give words to search for: ragcli search "backup schedule"')
+    query, encoding = typed_text(query)  # as `ask` reads a question: "caf\xe9" searched as "caf\udce9" found nothing
+    if encoding:
+        stderr_console().print(f"[yellow]warning:[/] the query is not UTF-8: read as {encoding}")
     idx = TantivyIndex.open(settings.index)
     t = time.perf_counter()
     docs = idx.search(query, k)

@@ -415,6 +415,9 @@ def test_a_question_that_is_not_utf8_is_read_again_and_one_without_words_is_refu
     for question in ("???", " !! ", "…"):
         code, out, err = call(["ask", question, "--index", idx, "--strategy", "single"], capsys)
         assert code == 2 and "the question has no words" in err, (question, err)
+    # `search` read it as "caf\udce9" (found nothing, and showed the escape)
+    code, out, err = call(["search", "zzqx caf\udce9", "--index", idx], capsys)
+    assert code == 0 and "the query is not UTF-8: read as cp1252" in err and "'zzqx café'" in out, (out, err)
 
 
 def test_typed_text_reads_what_was_not_utf8():
@@ -446,3 +449,14 @@ def test_a_symlink_loop_named_on_the_command_line_is_one_line(tmp_path, capsys):
     loop.symlink_to(loop)
     code, _, err = call(["index", str(loop), "--index", str(tmp_path / "idx")], capsys)
     assert code == 2 and f"symlink loop: {loop}" in err  # was: internal error: RuntimeError
+
+
+def test_a_quoted_tilde_in_a_path_to_index_is_the_home_folder(tmp_path, capsys, monkeypatch):
+    """`ragcli index '~/notes'` said "path does not exist: ~/notes", while --index '~/…', --model '~/…'
+    and /index expand it."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.txt").write_text("Renew the passport in March.")
+    code, out, err = call(["index", "~/notes", "--index", "~/idx"], capsys)
+    assert code == 0, err
+    assert (tmp_path / "idx").is_dir() and "1 passage added" in out + err
