@@ -642,3 +642,17 @@ def test_eval_indexes_no_eval_used_for_a_week_and_half_built_ones_go(tmp_path, m
         [used.name, "corpus-fedcba9876543210", "corpus-fedcba9876543210.abcdefgh"])
     os.utime(used, (old, old))
     assert eval_cli._eval_index(data, corpus) == used and used.stat().st_mtime > time.time() - 60  # marked used
+
+
+def test_a_data_set_or_type_no_question_has_is_refused_with_the_names_there_are(tmp_path):
+    """--dataset hotpotqa,squad ran HotpotQA alone without a word: the pool's SQuAD is "squad_v2"."""
+    from ragcli.errors import UsageError
+
+    data, _ = _dataset(tmp_path)
+    with pytest.raises(UsageError) as exc:
+        load_examples(data, dataset="toy,squad")
+    assert "no data set 'squad' in qs.jsonl" in exc.value.message and "toy" in exc.value.hint
+    with pytest.raises(UsageError) as exc:
+        load_examples(data, type_="bridge,compare")
+    assert "no type 'compare'" in exc.value.message and "bridge, comparison" in exc.value.hint
+    assert len(load_examples(data, dataset="toy", type_="bridge")) == 1

@@ -68,8 +68,10 @@ def load_examples(path: Path, *, dataset: str | None = None, type_: str | None =
     if not path.is_file():
         raise InputPathError(f"dataset not found: {path}")
     out: list[Example] = []
-    datasets = set(dataset.split(",")) if dataset else None
-    types = set(type_.split(",")) if type_ else None
+    datasets = {d.strip() for d in dataset.split(",") if d.strip()} if dataset else None
+    types = {t.strip() for t in type_.split(",") if t.strip()} if type_ else None
+    seen_datasets: set[str] = set()
+    seen_types: set[str] = set()
     with path.open(encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, start=1):
             if not line.strip():
@@ -83,6 +85,8 @@ def load_examples(path: Path, *, dataset: str | None = None, type_: str | None =
                                  hint='each line needs "id" and "question"; "answers" and "paragraphs" for scores') from None
             except (ValueError, TypeError, AttributeError) as exc:
                 raise UsageError(f"{path}:{lineno} is not a dataset record ({exc})") from None
+            seen_datasets.add(ex.dataset)
+            seen_types.add(ex.type)
             if datasets and ex.dataset not in datasets:
                 continue
             if types and ex.type not in types:
@@ -90,6 +94,8 @@ def load_examples(path: Path, *, dataset: str | None = None, type_: str | None =
             if not ex.answers:  # unanswerable (SQuAD 2.0): no EM/F1 possible
                 continue
             out.append(ex)
+    _check_named(path, "data set", "--dataset", datasets, seen_datasets)
+    _check_named(path, "type", "--type", types, seen_types)
     if per_dataset is not None or skip_per_dataset:
         counts: dict[str, int] = {}
         kept = []
@@ -105,6 +111,16 @@ def load_examples(path: Path, *, dataset: str | None = None, type_: str | None =
     if not out:
         raise UsageError(f"no questions in {path} match the filters")
     return out
+
+
+def _check_named(path: Path, what: str, flag: str, named: set[str] | None, seen: set[str]) -> None:
+    """A name given to ``flag`` that no question has is an error, not a filter that drops it without a
+    word ("--dataset hotpotqa,squad" ran HotpotQA alone: the pool's SQuAD is "squad_v2")."""
+    unknown = sorted((named or set()) - seen)
+    if unknown:
+        has = ", ".join(sorted(n for n in seen if n)) or "none"
+        raise UsageError(f"no {what} {', '.join(repr(n) for n in unknown)} in {path.name}",
+                         hint=f"{flag} takes any of its {what}s: {has}")
 
 
 def long_form(examples: list[Example]) -> list[Example]:
