@@ -656,3 +656,18 @@ def test_a_data_set_or_type_no_question_has_is_refused_with_the_names_there_are(
         load_examples(data, type_="bridge,compare")
     assert "no type 'compare'" in exc.value.message and "bridge, comparison" in exc.value.hint
     assert len(load_examples(data, dataset="toy", type_="bridge")) == 1
+
+
+def test_a_resumed_eval_says_how_many_results_it_took_from_its_file(tmp_path, monkeypatch, capsys):
+    """Running the same eval again printed its table in a second, saying nothing of where it came from."""
+    from ragcli import cli
+
+    data, corpus = _dataset(tmp_path)
+    monkeypatch.setattr(engine_mod, "make_generator", lambda s: FakeGenerator(
+        default=toks(" So the answer is Topic 3.", 0.9) + toks("\n\nQuestion:", 0.9)))
+    argv = ["eval", str(data), "--strategy", "none", "--corpus", str(corpus), "--out", str(tmp_path / "r.jsonl")]
+    for expected in (False, True):
+        with pytest.raises(SystemExit) as exc:
+            cli.run(argv)
+        err = " ".join(capsys.readouterr().err.split())
+        assert exc.value.code == 0 and ("2 results of 2 resumed from" in err) == expected, err

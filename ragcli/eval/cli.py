@@ -186,18 +186,27 @@ def _run_with_progress(engine, specs: list, examples: list, base: Settings, **kw
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from ragcli.eval import runner
+    from ragcli.words import counted
 
     console = stderr_console()
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("ETA"), TimeRemainingColumn(), console=console, transient=True,
                   disable=not console.is_terminal) as progress:
         task = progress.add_task("eval", total=len(specs) * len(examples))
+        reused = 0
 
         def on_result(row: dict, resumed: bool) -> None:
+            nonlocal reused
+            reused += resumed
             progress.update(task, advance=1, description=f"{row['run']} " + (
                 f"F1={100 * row['f1']:.0f}" if row.get("f1") is not None else f"sourced={100 * (row.get('sourced') or 0):.0f}"))
 
-        return runner.run_eval(engine, specs, examples, base, on_result=on_result, **kwargs)
+        rows = runner.run_eval(engine, specs, examples, base, on_result=on_result, **kwargs)
+    if reused:  # a re-run printed its table in a second, saying nothing of where the results came from
+        out = kwargs.get("out")
+        console.print(f"{counted(reused, 'result')} of {len(rows)} resumed from {out} "
+                      "(--restart runs them again)")
+    return rows
 
 
 def _print_results(runs: dict, n_questions: int, name: str, *, compare: bool) -> None:
