@@ -88,13 +88,14 @@ def _backend(settings: Settings) -> Check:
 def _index(settings: Settings) -> Check:
     from ragcli.errors import RagcliError
     from ragcli.retrieval.index import SCHEMA_VERSION, TantivyIndex
+    from ragcli.words import counted
 
     try:
         stats = TantivyIndex.open(settings.index).stats()
         if stats["passages"] == 0:
             return Check("index", False, f"{settings.index} is empty", "ragcli index PATH")
         encodings = ", ".join(f"{name}: {count}" for name, count in stats["encodings"].items())
-        detail = (f"{settings.index}: {stats['passages']} passages from {stats['files']} files"
+        detail = (f"{settings.index}: {counted(stats['passages'], 'passage')} from {counted(stats['files'], 'file')}"
                   + (f"; encodings (files): {encodings}" if encodings else ""))
         if stats["schema_version"] < SCHEMA_VERSION:  # readable, without what later schemas index
             return Check("index", True, detail + f"; schema {stats['schema_version']}: Chinese, Japanese and Korean "
