@@ -72,6 +72,10 @@ def eval_run(
         from ragcli.eval.report import pyplot
 
         pyplot()
+    if corpus is not None and not corpus.is_file():  # a path given is checked, whether the runs retrieve or not
+        from ragcli.errors import InputPathError
+
+        raise InputPathError(f"corpus not found: {corpus}")
     if workers > 1 and base.backend != "openai":
         raise UsageError("--workers runs questions in parallel against a server: it needs --backend openai",
                          hint="the in-process model answers one question at a time")

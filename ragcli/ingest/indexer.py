@@ -231,9 +231,9 @@ def _gone(paths: list[Path], index_dir: Path | None, warn: WarnFn) -> list[Path]
 
 def _find_files(paths: list[Path], report: IndexReport, warn: WarnFn, *, include_hidden: bool,
                 exclude: list[str]) -> list[FileInfo]:
-    def unreachable(path: Path, why: str) -> None:
+    def unreachable(path: Path, why: str) -> None:  # no file to read: "not reachable" in the summary, so here
         report.unreachable += 1
-        _skipped(report, warn, display_path(path), why)
+        _skipped(report, warn, display_path(path), why, said="not reachable")
 
     files = list(iter_files(paths, include_hidden=include_hidden, exclude=exclude, on_skip=unreachable,
                             notes=report.walk))
@@ -325,10 +325,10 @@ def _save_meta(index: TantivyIndex, report: IndexReport, rebuild: bool) -> None:
     index.meta.save(index.directory)
 
 
-def _skipped(report: IndexReport, warn: WarnFn, shown: str, why: str) -> None:
+def _skipped(report: IndexReport, warn: WarnFn, shown: str, why: str, said: str = "skipped") -> None:
     report.skipped.append((shown, why))
     report.files.append(FileResult(shown, "skipped", reason=why))
-    warn(f"skipped {shown}: {why}")
+    warn(f"{said} {shown}: {why}" if said == "skipped" else f"{shown} {said}: {why}")
 
 
 class _Run:
