@@ -7,10 +7,8 @@ empty line (or Ctrl-D, /exit) leaves. A follow-up question sees the previous exc
 
 from __future__ import annotations
 
-import re
 import shlex
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -20,12 +18,12 @@ from rich.table import Table
 
 from ragcli import attribution
 from ragcli.config import Settings, user_state_dir
+from ragcli.conversation import Conversation, Exchange
 from ragcli.engine import Engine
 from ragcli.errors import RagcliError
 from ragcli.events import AnswerFinished, Event
 from ragcli.render import safe
 from ragcli.render.text import marked_answer, shorten, source_lines, text_console
-from ragcli.words import WORD, content_words, is_content_word
 
 COMMANDS = {
     "/help": "show this help",
@@ -40,97 +38,6 @@ COMMANDS = {
     "/clear": "clear the screen",
     "/exit": "leave (Ctrl-D works too)",
 }
-
-
-@dataclass
-class Exchange:
-    question: str
-    answer: str
-    sources: list = field(default_factory=list)
-    strategy: str = ""
-    citations: tuple = ()  # per sentence: start, end, indices into sources (ragcli.attribution)
-    subject: str = ""  # what it was about, for a follow-up's searches (``_subject``)
-
-
-# Words that point back at the previous exchange: personal pronouns (not "that" or "there", mostly
-# relative or existential: "the first person that walked on the Moon", "how many moons are there")
-REFERRING = frozenset("he him his she her hers it its they them their theirs former latter".split())
-# "And Christer Fuglesang?", "What about 1990?", "Which one is older?", "The second one?"
-_ELLIPTICAL = re.compile(r"^\s*(and|but|also|what about|how about)\b|\b(which|that|this|the other|the \w+) ones?\b"
-                         r"|\bthe same\b", re.IGNORECASE)
-
-
-_DETERMINERS = frozenset("the this these those".split())  # not "that": mostly relative ("the film that won")
-
-
-def is_follow_up(question: str, earlier: str = "") -> bool:
-    """Whether ``question`` leans on the previous exchange (``earlier``: its question and answer): a
-    personal pronoun ("When was he born?"), an elliptical start or reference ("And Christer
-    Fuglesang?", "Which one is older?"), no content word at all ("Why?", "And then?"), or a definite
-    reference to something the exchange named ("Did the album win a Grammy?" after a question on an
-    album), unless the question says which ("the capital of France", "the book Dune")."""
-    words = WORD.findall(question)
-    pronoun = next((i for i, w in enumerate(words) if w.lower() in REFERRING), None)
-    if pronoun is not None and not _named_before(words, pronoun) or _ELLIPTICAL.search(question):
-        return True
-    if not content_words(question):
-        return True
-    return bool(earlier) and _refers_back(question, set(content_words(earlier)))
-
-
-def _named_before(words: list[str], i: int) -> bool:
-    """Whether a name stands before word ``i`` (a pronoun), which the pronoun then refers to: "What
-    instrument did Keith Moon play, and when was he born?" names its own subject. A name: a capitalised
-    content word after the first word, or the first one when a capitalised word follows it ("Keith
-    Moon played…"; not "Describe his early life.")."""
-    for j, word in enumerate(words[:i]):
-        if word[:1].isupper() and is_content_word(word) and (j > 0 or (i > 1 and words[1][:1].isupper())):
-            return True
-    return False
-
-
-def _refers_back(question: str, named: set[str]) -> bool:
-    """A determiner, then within two words ("the album", "the first album") a word the earlier
-    exchange used, not itself a name, and not followed by what says which one ("of France", or a
-    name: "the book Dune")."""
-    words = WORD.findall(question)
-    for i, det in enumerate(words):
-        if det.lower() not in _DETERMINERS:
-            continue
-        for j in (i + 1, i + 2):
-            if j >= len(words) or words[j][:1].isupper():
-                break
-            word = words[j].lower()
-            if word in named or word.rstrip("s") in named or word + "s" in named:
-                following = words[j + 1] if j + 1 < len(words) else ""
-                if following.lower() != "of" and not following[:1].isupper():
-                    return True
-                break
-    return False
-
-
-THREAD_EXCHANGES = 3  # the earlier exchanges a follow-up's prompt carries, at most
-SUBJECT_WORDS = 12  # content words of the subject a follow-up searches with, at most
-
-
-def _names(text: str) -> str:
-    """The capitalised content words of ``text`` ("Christer Fuglesang", "NASA"): what a pronoun
-    in the next question can stand for."""
-    return " ".join(w for w in WORD.findall(text) if w[:1].isupper() and is_content_word(w))
-
-
-def _subject(*texts: str, n: int = SUBJECT_WORDS) -> str:
-    """The content words of ``texts``, in order, each once, at most ``n``: never the rest of an
-    answer, whose other words ("diabetes", "touring" of an answer on a band's drummers) searched
-    for pages on those."""
-    seen: dict[str, str] = {}
-    for text in texts:
-        for word in WORD.findall(text):
-            if len(seen) >= n:
-                return " ".join(seen.values())
-            if is_content_word(word):
-                seen.setdefault(word.lower(), word)
-    return " ".join(seen.values())
 
 
 def _cited_for(final: AnswerFinished, question: str) -> AnswerFinished:
@@ -156,7 +63,7 @@ class Repl:
         self.console = console or text_console(stderr=True)
         self.out = out or text_console()
         self.transcript: list[Exchange] = []
-        self.context: list[Exchange] = []
+        self.conversation = Conversation()
         self._saved: set[Path] = set()  # files /save wrote in this session: saved again without -f
         self.log = log
         # Questions piped in (`ragcli chat < questions.txt`) are read as lines: prompt_toolkit drew its
@@ -296,7 +203,7 @@ class Repl:
         renderer = RichLiveRenderer(highlight=self.settings.highlight_threshold, err=self.console, out=self.out)
         events: list[Event] = []
         final: AnswerFinished | None = None
-        asked, search = self._with_context(question)
+        asked, search = self.conversation.texts(question)
         try:
             for event in self.engine.ask(asked, self.settings, search=search):
                 if isinstance(event, AnswerFinished) and asked != question:
@@ -310,7 +217,7 @@ class Repl:
             self.console.print("[yellow]cancelled[/]")
             # the question cancelled is the one a follow-up means ("How much RAM do they have?" after
             # "Tell me about the servers", cancelled, searched with the exchange before it)
-            self._remember(Exchange(question, ""), search is not None)
+            self.conversation.remember(Exchange(question, ""), search is not None)
             return None
         finally:
             renderer.close()
@@ -318,39 +225,10 @@ class Repl:
             return None
         exchange = Exchange(question, final.answer, list(final.sources), self.settings.strategy, final.citations)
         self.transcript.append(exchange)
-        self._remember(exchange, search is not None)
+        self.conversation.remember(exchange, search is not None)
         if self.log is not None:  # what the engine was asked; the searches it made are among the events
             self.log(asked, self.settings.to_dict(), events)
         return exchange
-
-    def _with_context(self, question: str) -> tuple[str, str | None]:
-        """The question as the engine gets it, and what its searches start from (None: the question).
-        A follow-up ("When was he born?", "And the second one?") carries the exchanges of its thread
-        (``_remember``) and searches with the thread's subject; a question that names its own subject
-        goes alone (the earlier topic in its text outweighed the new one in every search: "When was
-        Neil Peart born?" after a question on Ulf Merbold was answered from Sigmund Jähn's page)."""
-        thread = self.context
-        prev = thread[-1] if thread else None
-        if not prev or not is_follow_up(question, f"{prev.question} {prev.answer}"):
-            return question, None
-        earlier = " ".join(f"Earlier question: {e.question}" + (f" Earlier answer: {e.answer}" if e.answer else "")
-                           for e in thread)
-        return f"{question} ({earlier})", f"{question} {prev.subject}".strip()
-
-    def _remember(self, exchange: Exchange, follow_up: bool) -> None:
-        """Keep ``exchange`` for the follow-ups to come. A follow-up joins the thread it followed, up to
-        THREAD_EXCHANGES (the third question of "Who was the first Swede in space?", "When was he
-        born?", "Where did he study?" still knows who "he" is); any other question starts a thread.
-        Its subject: the names its answer gave, then what the thread was about."""
-        prev = self.context[-1] if follow_up and self.context else None
-        if prev is None:
-            from ragcli.prompts import request_topic
-
-            exchange.subject = _subject(request_topic(exchange.question), _names(exchange.answer))
-            self.context = [exchange]
-        else:
-            exchange.subject = _subject(_names(exchange.question), _names(exchange.answer), prev.subject)
-            self.context = (self.context + [exchange])[-THREAD_EXCHANGES:]
 
     # ---------------------------------------------------------------- slash commands
     def command(self, text: str) -> str | None:
@@ -423,7 +301,7 @@ class Repl:
         elif cmd == "/save":
             self.save(args)
         elif cmd == "/new":
-            self.context = []
+            self.conversation.clear()
             self.console.print("new conversation")
         elif cmd == "/clear":
             self.console.clear()

@@ -101,7 +101,7 @@ def test_a_yes_to_a_follow_up_cites_the_pages_of_what_the_user_asked(settings, b
 
 
 def test_is_follow_up():
-    from ragcli.repl import is_follow_up
+    from ragcli.conversation import is_follow_up
 
     for q in ("When was he born?", "And then?", "What did they release after that?", "Why?", "Which one is older?",
               "And Christer Fuglesang?", "What about 1990?", "Is it the same band?"):
@@ -286,7 +286,7 @@ def test_a_chain_of_follow_ups_keeps_its_subject(settings, built_index):
         [query] = _queries(events[turn])
         assert "Fuglesang" in query and "Earlier" not in query, query
     assert _queries(events[2])[0].startswith("Where did he study?")
-    assert [e.question for e in repl.context] == ["Who was the first Swede in space?", "When was he born?",
+    assert [e.question for e in repl.conversation.thread] == ["Who was the first Swede in space?", "When was he born?",
                                                   "Where did he study?"]
 
 

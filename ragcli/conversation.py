@@ -1,0 +1,168 @@
+"""A REPL conversation: which questions are follow-ups, the thread of exchanges a follow-up carries,
+and the subject its searches go by. No I/O: the REPL asks and prints.
+
+A follow-up ("When was he born?") is asked with the exchanges of its thread (the prompt: the model
+reads them) and searched with the question and the thread's subject (names, never the rest of an
+earlier answer: cut to the query's budget, an answer on a band's drummers searched "diabetes" and
+"touring"). Any other question is asked alone and starts a thread.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ragcli.words import WORD, content_words, is_content_word
+
+THREAD_EXCHANGES = 3  # the earlier exchanges a follow-up's prompt carries, at most
+SUBJECT_WORDS = 12  # content words of the subject a follow-up searches with, at most
+
+# Words that point back at the previous exchange: personal pronouns (not "that" or "there", mostly
+# relative or existential: "the first person that walked on the Moon", "how many moons are there")
+REFERRING = frozenset("he him his she her hers it its they them their theirs former latter".split())
+# "And Christer Fuglesang?", "What about 1990?", "Which one is older?", "The second one?"
+_ELLIPTICAL = re.compile(r"^\s*(and|but|also|what about|how about)\b|\b(which|that|this|the other|the \w+) ones?\b"
+                         r"|\bthe same\b", re.IGNORECASE)
+_DETERMINERS = frozenset("the this these those".split())  # not "that": mostly relative ("the film that won")
+_CLAUSE_BREAK = re.compile(r"[,;:]|\b(?:and|but|so|then)\b", re.IGNORECASE)
+# capitalised, and no name: a date's month or day ("born on 8 March 1957")
+_CALENDAR = frozenset("january february march april may june july august september october november december "
+                      "monday tuesday wednesday thursday friday saturday sunday".split())
+
+
+@dataclass
+class Exchange:
+    question: str
+    answer: str
+    sources: list = field(default_factory=list)
+    strategy: str = ""
+    citations: tuple = ()  # per sentence: start, end, indices into sources (ragcli.attribution)
+    subject: str = ""  # what it was about, for a follow-up's searches (``Conversation.remember``)
+
+
+def is_follow_up(question: str, earlier: str = "") -> bool:
+    """Whether ``question`` leans on the previous exchange (``earlier``: its question and answer): a
+    personal pronoun ("When was he born?"), unless a name of the question's own stands before it in an
+    earlier clause ("What instrument did Keith Moon play, and when was he born?"); an elliptical
+    start or reference ("And Christer Fuglesang?", "Which one is older?"); no content word at all
+    ("Why?", "And then?"); or a definite reference to something the exchange named ("Did the album
+    win a Grammy?" after a question on an album), unless the question says which ("the capital of
+    France", "the book Dune")."""
+    words = list(WORD.finditer(question))
+    pronoun = next((i for i, m in enumerate(words) if m.group(0).lower() in REFERRING), None)
+    if pronoun is not None and not _named_before(question, words, pronoun) or _ELLIPTICAL.search(question):
+        return True
+    if not content_words(question):
+        return True
+    return bool(earlier) and _refers_back(question, set(content_words(earlier)))
+
+
+def _named_before(question: str, words: list[re.Match], i: int) -> bool:
+    """Whether the pronoun ``words[i]`` refers to a name of the question's own: a capitalised content
+    word that starts no sentence ("Great. Where did he study?", "Thanks! And when…": capitalised
+    anyway), with a clause break between it and the pronoun ("…did Keith Moon play, and when was he
+    born?"; not "Did NASA fund his flight?", where "his" is the earlier exchange's)."""
+    end = words[i].start()
+    for m in words[:i]:
+        word = m.group(0)
+        if not (word[:1].isupper() and is_content_word(word)) or _starts_sentence(question, m.start()):
+            continue
+        if _CLAUSE_BREAK.search(question, m.end(), end):
+            return True
+    return False
+
+
+def _starts_sentence(text: str, at: int) -> bool:
+    before = text[:at].rstrip()
+    return not before or before[-1] in ".!?…"
+
+
+def _refers_back(question: str, named: set[str]) -> bool:
+    """A determiner, then within two words ("the album", "the first album") a word the earlier
+    exchange used, not itself a name, and not followed by what says which one ("of France", or a
+    name: "the book Dune")."""
+    words = WORD.findall(question)
+    for i, det in enumerate(words):
+        if det.lower() not in _DETERMINERS:
+            continue
+        for j in (i + 1, i + 2):
+            if j >= len(words) or words[j][:1].isupper():
+                break
+            word = words[j].lower()
+            if word in named or word.rstrip("s") in named or word + "s" in named:
+                following = words[j + 1] if j + 1 < len(words) else ""
+                if following.lower() != "of" and not following[:1].isupper():
+                    return True
+                break
+    return False
+
+
+def names(text: str) -> str:
+    """The names in ``text`` ("Christer Fuglesang", "NASA"): what a pronoun in the next question can
+    stand for. Capitalised content words, but not a sentence's first word unless a capitalised word
+    follows it ("Christer Fuglesang." yes, "However, he…" no), nor a month or day."""
+    words = list(WORD.finditer(text))
+    out = []
+    for k, m in enumerate(words):
+        word = m.group(0)
+        if not word[:1].isupper() or not is_content_word(word) or word.lower() in _CALENDAR:
+            continue
+        nxt = words[k + 1] if k + 1 < len(words) else None
+        joined = nxt is not None and not text[m.end():nxt.start()].strip()  # "Christer Fuglesang", not "However, NASA"
+        follower = nxt.group(0) if joined else ""
+        if _starts_sentence(text, m.start()) and not (follower[:1].isupper() and is_content_word(follower)):
+            continue
+        out.append(word)
+    return " ".join(out)
+
+
+def subject(*texts: str, n: int = SUBJECT_WORDS) -> str:
+    """The content words of ``texts``, in order, each once, at most ``n``."""
+    seen: dict[str, str] = {}
+    for text in texts:
+        for word in WORD.findall(text):
+            if len(seen) >= n:
+                return " ".join(seen.values())
+            if is_content_word(word):
+                seen.setdefault(word.lower(), word)
+    return " ".join(seen.values())
+
+
+class Conversation:
+    """The thread a follow-up belongs to: the exchanges since the last question asked alone, at most
+    THREAD_EXCHANGES of them (the third question of "Who was the first Swede in space?", "When was
+    he born?", "Where did he study?" still knows who "he" is)."""
+
+    def __init__(self) -> None:
+        self.thread: list[Exchange] = []
+
+    def clear(self) -> None:
+        self.thread = []
+
+    def texts(self, question: str) -> tuple[str, str | None]:
+        """The question as the engine gets it, and what its searches start from (None: the question).
+        A follow-up carries its thread's exchanges and searches with the thread's subject; a question
+        that names its own subject goes alone (the earlier topic in its text outweighed the new one in
+        every search: "When was Neil Peart born?" after a question on Ulf Merbold was answered from
+        Sigmund Jähn's page)."""
+        prev = self.thread[-1] if self.thread else None
+        if not prev or not is_follow_up(question, f"{prev.question} {prev.answer}"):
+            return question, None
+        earlier = " ".join(f"Earlier question: {e.question}" + (f" Earlier answer: {e.answer}" if e.answer else "")
+                           for e in self.thread)
+        return f"{question} ({earlier})", f"{question} {prev.subject}".strip()
+
+    def remember(self, exchange: Exchange, follow_up: bool) -> None:
+        """Keep ``exchange`` (answered, or cancelled with no answer) for the follow-ups to come. Its
+        subject: a question asked alone, its topic and the names its answer gave; a follow-up, the
+        names it and its answer gave after the thread's subject, which comes first so that a long
+        answer full of names never pushes out whom the thread is about."""
+        prev = self.thread[-1] if follow_up and self.thread else None
+        if prev is None:
+            from ragcli.prompts import request_topic
+
+            exchange.subject = subject(request_topic(exchange.question), names(exchange.answer))
+            self.thread = [exchange]
+        else:
+            exchange.subject = subject(names(exchange.question), prev.subject, names(exchange.answer))
+            self.thread = (self.thread + [exchange])[-THREAD_EXCHANGES:]

@@ -1,0 +1,37 @@
+"""Which questions are follow-ups, and what a thread's searches go by (ragcli.conversation)."""
+
+from __future__ import annotations
+
+from ragcli.conversation import Conversation, Exchange, is_follow_up, names
+
+
+def test_a_name_refers_a_pronoun_to_itself_only_from_an_earlier_clause_of_the_question():
+    """"Great. Where did he study?" was asked alone: its first word, capitalised as any sentence's, was
+    taken for the name "he" stood for. So was "Did NASA fund his flight?", where "his" is still the
+    earlier exchange's subject."""
+    for q in ("Great. Where did he study?", "OK. When was he born?", "Thanks! And when was he born?",
+              "Really? Where did he study?", "Did NASA fund his flight?", "What NASA mission did he fly?",
+              "Did the Beatles influence him?", "What did Einstein think of it?"):
+        assert is_follow_up(q), q
+    for q in ("What instrument did Keith Moon play, and when was he born?", "Keith Moon played drums: when did he die?",
+              "Where was Marie Curie born, and what did she discover?"):
+        assert not is_follow_up(q), q
+
+
+def test_names_are_no_sentence_starters_months_or_days():
+    assert names("Christer Fuglesang.") == "Christer Fuglesang"
+    assert names("He was born on 8 March 1957 in Stockholm. However, NASA chose him on Monday.") == "Stockholm NASA"
+    assert names("Great. Where did he study?") == ""
+
+
+def test_a_long_answer_full_of_names_keeps_whom_the_thread_is_about():
+    """The thread's subject came after the new answer's names and was the first cut at 12 words: the
+    third question searched "March Stockholm Sweden Royal Institute Technology KTH CERN …", not Fuglesang."""
+    talk = Conversation()
+    talk.remember(Exchange("Who was the first Swede in space?", "Christer Fuglesang."), follow_up=False)
+    asked, search = talk.texts("When was he born?")
+    talk.remember(Exchange("When was he born?", "He was born on 8 March 1957 in Stockholm, Sweden. After studying at "
+                           "the Royal Institute of Technology (KTH) he worked at CERN in Geneva, Switzerland, for the "
+                           "European Space Agency."), follow_up=search is not None)
+    _, search = talk.texts("Where did he study?")
+    assert search.startswith("Where did he study?") and "Christer Fuglesang" in search and "March" not in search
