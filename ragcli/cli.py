@@ -130,7 +130,7 @@ def index(
     if verbose:
         for result in report.files:
             console.print(markup_safe(result.describe()), soft_wrap=True)
-    if report.removed and not report.passages_total:
+    if (report.removed or report.updated) and not report.passages_total:  # deleted, excluded or blanked
         on_warning("the index holds no passages now: every file it held from these paths was removed")
     if report.kept:
         console.print(f"kept {counted(report.kept, 'indexed file')} in folders that could not be read this run "

@@ -76,8 +76,9 @@ def _shots(text: str, cue: str = "Answer:") -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 # A line that starts "[n]" is the model listing the prompt's documents ("\n[4] List of hoards in Great
-# Britain: …" ended a flare-instruct answer, its "[4]" another page than the Sources' [4]): any n ends it.
-ANSWER_STOP = ("\nQuestion:", "\nAnswer:", "\n\n", "\nDocuments:", *(f"\n[{d}" for d in range(1, 10)),
+# Britain: …" stayed in a flare-instruct answer, its "[4]" another page than the Sources' [4]): any n a
+# prompt numbers ends it; "[2021-03-04 02:00]" of a log quoted from a note does not.
+ANSWER_STOP = ("\nQuestion:", "\nAnswer:", "\n\n", "\nDocuments:", *(f"\n[{n}]" for n in range(1, 21)),
                "<end_of_turn>", "<eos>")
 
 # Answer first, then one sentence of explanation. Measured on 20 HotpotQA questions with the

@@ -299,7 +299,7 @@ class Repl:
             self.console.print(f"indexed: {report.added} added, {report.updated} updated, {report.removed} removed; "
                                f"{report.passages_total} passages")
         elif cmd == "/save":
-            self.save(args)
+            self.save(text.strip()[len(parts[0]):].strip())
         elif cmd == "/new":
             self.conversation.clear()
             self.console.print("new conversation")
@@ -309,15 +309,21 @@ class Repl:
             self.console.print(f"unknown command {escape(cmd)} (/help lists them)")
         return None
 
-    def save(self, args: list[str]) -> None:
-        """/save [-f] FILE: the transcript as Markdown. FILE is the rest of the line ("/save my notes.md"
-        wrote a file named "my"); a file this session did not write is replaced only with -f."""
-        force = bool(args) and args[0] == "-f"
-        name = " ".join(args[1:] if force else args)
-        if not name:
+    def save(self, rest: str) -> None:
+        """/save [-f] FILE: the transcript as Markdown. FILE is the rest of the line as typed ("/save my
+        notes.md" wrote a file named "my"), quotes around it taken off; a file this session did not write
+        is replaced only with -f (before or after the name)."""
+        force = rest.startswith("-f ") or rest.endswith(" -f")
+        if force:
+            rest = (rest[3:] if rest.startswith("-f ") else rest[:-3]).strip()
+        name = rest[1:-1] if len(rest) > 1 and rest[0] == rest[-1] and rest[0] in "'\"" else rest
+        if not name or name == "-f":
             self.console.print("usage: /save [-f] FILE")
             return
         path = Path(name).expanduser()
+        if path.is_dir():
+            self.console.print(f"[red]error:[/] {escape(name)} is a folder: name a file in it")
+            return
         if path.exists() and not force and path.resolve() not in self._saved:
             self.console.print(f"[red]error:[/] {escape(name)} exists (/save -f {escape(name)} replaces it)")
             return

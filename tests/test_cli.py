@@ -461,3 +461,14 @@ def test_a_quoted_tilde_in_a_path_to_index_is_the_home_folder(tmp_path, capsys, 
     code, out, err = call(["index", "~/notes", "--index", "~/idx"], capsys)
     assert code == 0, err
     assert (tmp_path / "idx").is_dir() and "1 passage added" in out + err
+
+
+def test_emptying_the_index_by_blanking_its_last_file_is_warned_of(tmp_path, capsys):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.txt").write_text("Renew the passport in March.")
+    idx = str(tmp_path / "idx")
+    assert call(["index", str(notes), "--index", idx], capsys)[0] == 0
+    (notes / "a.txt").write_text("")
+    code, out, err = call(["index", str(notes), "--index", idx], capsys)
+    assert code == 0 and "the index holds no passages now" in " ".join(err.split()), err

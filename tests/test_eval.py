@@ -617,6 +617,9 @@ def test_a_closed_book_eval_needs_no_paragraphs_and_a_retrieving_one_says_what_i
     err = " ".join(capsys.readouterr().err.split())
     assert exc.value.code == 2 and 'nopara.jsonl has no "paragraphs" to index' in err and "tmp" not in err
     assert not list((user_cache_dir() / "eval-index").glob("*"))  # nothing left half-made
+    with pytest.raises(SystemExit) as exc:  # an --index given is checked, used or not
+        cli.run(["eval", str(data), "--strategy", "none", "--index", str(tmp_path / "no-index")])
+    assert exc.value.code == 3, capsys.readouterr().err
 
 
 def test_eval_indexes_no_eval_used_for_a_week_and_half_built_ones_go(tmp_path, monkeypatch):

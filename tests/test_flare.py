@@ -518,3 +518,12 @@ def test_an_answer_ends_where_the_model_starts_listing_the_prompts_documents(set
                          + toks("[4] List of hoards in Great Britain: The list comprises hoards.", 0.9)])
     events, _ = run(FlareInstruct, gen, settings)
     assert of(events, AnswerFinished)[0].answer == "Ulf Merbold flew on the shuttle."
+
+
+def test_a_quoted_log_line_does_not_end_an_answer():
+    from ragcli.generation import apply_stops
+    from ragcli.prompts import ANSWER_STOP
+
+    text = "The backup failed twice:\n[2021-03-04 02:00] disk full"
+    assert apply_stops(text, ANSWER_STOP) == (text, False)
+    assert apply_stops("It flew.\n[12] Another page: text", ANSWER_STOP) == ("It flew.", True)

@@ -331,14 +331,17 @@ def test_save_takes_the_whole_name_never_replaces_a_file_unasked_and_keeps_headi
     monkeypatch.chdir(tmp_path)
     (tmp_path / "kept.md").write_text("my own notes")
     args = make_repl(settings.copy(strategy="none"), built_index)
+    (tmp_path / "folder").mkdir()
     repl, _code, err, _out = drive(args, "Which shrub grows in Japan?\x1b\r# not a heading\r/save my notes.md\r"
-                                         "/save kept.md\r/save my notes.md\r/save -f kept.md\r/exit\r")
+                                         "/save kept.md\r/save my notes.md\r/save kept.md -f\r/save folder\r"
+                                         "/save a  b.md\r/exit\r")
     assert not (tmp_path / "my").exists()
     saved = (tmp_path / "my notes.md").read_text()
     assert "## Which shrub grows in Japan? # not a heading" in saved and "\n# not a heading" not in saved
     assert "kept.md exists (/save -f kept.md replaces it)" in " ".join(err.split())
     assert err.count("saved 1 exchange → my notes.md") == 2  # a file this session wrote: saved again
-    assert (tmp_path / "kept.md").read_text() == saved  # -f
+    assert (tmp_path / "kept.md").read_text() == saved  # -f, after the name too
+    assert "folder is a folder" in err and (tmp_path / "a  b.md").is_file()  # the name as typed
 
 
 def test_the_readmes_follow_ups_chained_search_for_both_people(settings, built_index):

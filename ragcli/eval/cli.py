@@ -91,10 +91,14 @@ def eval_run(
     engine = Engine(base)
     for spec in specs:
         engine.strategy_class(spec.strategy, allow_eval=True)
-    if all(spec.strategy in WITHOUT_INDEX for spec in specs):
-        base.index = ""  # closed-book: nothing to build (it failed on a data set without paragraphs)
-    else:
+    if not all(spec.strategy in WITHOUT_INDEX for spec in specs):
         _open_index(base, dataset, corpus)
+    elif base.source("index") == "flag":  # a path given is checked, whether the runs retrieve or not
+        from ragcli.retrieval.index import TantivyIndex
+
+        TantivyIndex.open(base.index)
+    else:
+        base.index = ""  # closed-book: nothing to build (it failed on a data set without paragraphs)
     if not restart:  # settings and dataset before the model loads (seconds for a big one); its hash after
         runner.check_resumable(out, runner.run_metadata(base, dataset, base.index, None, long_form=long_form),
                                model=False)
@@ -189,6 +193,8 @@ def _run_with_progress(engine, specs: list, examples: list, base: Settings, **kw
     """``runner.run_eval`` under a progress bar on stderr (when it is a terminal)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+    from rich.markup import escape
+
     from ragcli.eval import runner
     from ragcli.words import counted
 
@@ -208,7 +214,7 @@ def _run_with_progress(engine, specs: list, examples: list, base: Settings, **kw
         rows = runner.run_eval(engine, specs, examples, base, on_result=on_result, **kwargs)
     if reused:  # a re-run printed its table in a second, saying nothing of where the results came from
         out = kwargs.get("out")
-        console.print(f"{counted(reused, 'result')} of {len(rows)} resumed from {out} "
+        console.print(f"{counted(reused, 'result')} of {len(rows)} resumed from {escape(str(out))} "
                       "(--restart runs them again)")
     return rows
 

@@ -50,7 +50,7 @@ CJK_FIELD = "cjk"
 _DIGITS = re.compile(r"(\d+)")
 TIE_MARGIN = 8  # hits fetched past the k-th at first, to see whether a tie there goes on
 MAX_TIE_FETCH = 64  # hits fetched past the k-th to order a tie there (a larger one keeps tantivy's order)
-SAMPLE_TRIES = 8  # pids tried for each sampled passage (deleted ones), passages read for one pid
+SAMPLE_TRIES = 8  # passages read for one sampled pid (several passages can share one)
 _MAYBE_CJK = re.compile("[\u3005-\ud7af\uf900-\ufaff\uff66-\uff9f]")  # few ranges: the quick test (1 µs a passage)
 
 
@@ -325,22 +325,20 @@ class TantivyIndex:
         n-th hit of a search for everything had been taken, and that order is tantivy's segment and
         document order, which differs between two builds of the same files (indexing threads, files
         indexed one run at a time): ``--theta auto`` then calibrated on other passages. Reads every
-        pid once: ~0.6 s and 40 MB on 300,000 passages, once per calibration."""
+        pid once: ~0.6 s and 40 MB on 300,000 passages, once per calibration (needs tantivy 0.27)."""
+        import tantivy
+
         searcher = self._searcher_()
         if searcher.num_docs == 0 or n <= 0:
             return []
-        pids = sorted(term for term, _count in searcher.terms_with_prefix("pid", ""))
+        # counted over the live passages: a deleted one's pid stays among the terms until a merge
+        live = searcher.terms_with_prefix("pid", "", filter_query=tantivy.Query.all_query())
+        pids = sorted(term for term, count in live if count > 0)
         out: list[Document] = []
-        taken: set[str] = set()
         for k in range(min(n, len(pids))):
-            start = (2 * k + 1) * len(pids) // (2 * n)
-            # a deleted passage's pid stays among the terms until its segment is merged: the next stands in
-            for pid in pids[start:start + SAMPLE_TRIES]:
-                doc = None if pid in taken else self._by_pid(searcher, pid)
-                if doc is not None:
-                    out.append(doc)
-                    taken.add(pid)
-                    break
+            doc = self._by_pid(searcher, pids[(2 * k + 1) * len(pids) // (2 * n)])
+            if doc is not None:
+                out.append(doc)
         return out
 
     def _by_pid(self, searcher: Any, pid: str) -> Document | None:
