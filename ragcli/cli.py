@@ -340,7 +340,7 @@ def history_show(
     entry: Annotated[int, typer.Argument(min=1, max=2**63 - 1, help="The id from `ragcli history`.")],
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """Print one logged answer with its sources, settings and event trace."""
+    """Print one logged answer with its sources and searches (--json: all that was logged, settings included)."""
     from ragcli.logs import AnswerLog
 
     row = AnswerLog().get(entry)
@@ -366,7 +366,8 @@ def history_show(
     for e in row["events"]:
         if e["event"] == "retrieve":
             origin = escape(f"[{e['query']['origin']}]")  # "[question]" is not a markup tag
-            c.print(f"[magenta]search[/] {origin} {markup_safe(e['query']['text'])}")
+            shown = e["query"].get("shown") or e["query"]["text"]  # a masked draft with its ▁▁▁, as the live view
+            c.print(f"[magenta]search[/] {origin} {markup_safe(shown)}")
         elif e["event"] == "sentence":
             c.print(f"[cyan]sentence[/] {markup_safe(e['sentence']['text'])}")
     stats = {k: v for k, v in row["stats"].items() if k in RunStats.__dataclass_fields__}

@@ -181,6 +181,9 @@ def test_history_lists_and_shows_logged_answers(small_corpus, tmp_path, capsys, 
     assert code == 0 and "Rush is the band." in out and "search [question] Which band?" in out
     code, _, err = call(["history", "show", "99"], capsys)
     assert code == 2 and "no history entry 99" in err
+    call(["ask", "Which band is it?", "--index", idx, "--strategy", "flare"], capsys)  # "Rush" drafted unsure
+    code, out, _ = call(["history", "show", "2"], capsys)
+    assert code == 0 and "search [masked]" in out and "▁▁▁" in out, out  # the masked words, as the live view shows
 
 
 def test_a_damaged_history_is_one_error_naming_the_file_and_ask_still_answers(small_corpus, tmp_path, capsys,
