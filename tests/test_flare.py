@@ -527,3 +527,14 @@ def test_a_quoted_log_line_does_not_end_an_answer():
     text = "The backup failed twice:\n[2021-03-04 02:00] disk full"
     assert apply_stops(text, ANSWER_STOP) == (text, False)
     assert apply_stops("It flew.\n[12] Another page: text", ANSWER_STOP) == ("It flew.", True)
+
+
+def test_flare_instruct_ends_the_answer_where_the_model_loops_on_document_numbers(settings):
+    """Against llama-server the bundled model wrote "[4] [5] [6] … [17] [1" until the token cap: no
+    sentence ended, so no repeated sentence stopped it, and the markers stayed in the answer."""
+    loop = toks(" Ulf Merbold flew in 1983.", 0.9) + toks(" [4] [5] [6] [7] [8] [9] [10] [11]", 0.9)
+    gen = FakeGenerator([loop])
+    events, _ = run(FlareInstruct, gen, settings.copy(max_tokens=200))
+    fin = of(events, AnswerFinished)[0]
+    assert fin.answer == "Ulf Merbold flew in 1983." and fin.stop_reason == "repetition"
+    assert gen.stats.tokens_generated < len(loop)  # the loop was stopped as it began, not run to its end

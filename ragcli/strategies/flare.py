@@ -253,6 +253,10 @@ class Flare(Strategy):
 # "]" either way: ``_search_closed``; a marker left unmatched stayed in the answer) and "[Search(query)]]"
 SEARCH = re.compile(r"\[Search\((.*?)\)?\]\]?", re.S)
 SEARCH_OPEN = "[Search("
+# "[4] [5] [6] …": the prompt's document numbers written one after another (the "[" bias the search
+# markers need makes a small model loop on them until the token cap; no sentence ends, so no repeated
+# sentence stops it). Three in a row end the answer before them.
+MARKER_RUN = re.compile(r"(?:\[\d+\][\s,;.]*){3,}")
 
 
 class FlareInstruct(Strategy):
@@ -283,10 +287,13 @@ class FlareInstruct(Strategy):
             yield self.step("generate")
             chunk = yield from self.generate(
                 prompts.instruct_prompt(question, docs, answer), max_tokens=st.max_tokens - used,
-                slot="main", bias=self.BIAS, suppress_first=suppress, watch=_search_closed)
+                slot="main", bias=self.BIAS, suppress_first=suppress, watch=_search_closed_or_looping)
             used += len(chunk.tokens)
             text = chunk.text
             m = SEARCH.search(text)
+            run = MARKER_RUN.search(text)
+            if run and (not m or run.start() < m.start()):  # the answer ends before the loop
+                text, m = text[:run.start()].rstrip(), None
             # a marker the token cap or --timeout cut before its "]" is no text of the answer either
             cut = m.start() if m else text.find(SEARCH_OPEN)
             before = text[:cut] if cut != -1 else text
@@ -297,7 +304,7 @@ class FlareInstruct(Strategy):
             unfinished = rest if m else []
             answer = (answer + before).rstrip() if m else answer + before
             if not m:
-                stop_reason = "end" if chunk.ended else "max_tokens"
+                stop_reason = "repetition" if run else "end" if chunk.ended else "max_tokens"
                 break
             self.stats.retrieval_opportunities += 1
             query = Query(self.trim_query(m.group(1).strip().strip('"')), "instruct")
@@ -313,6 +320,10 @@ class FlareInstruct(Strategy):
 def _search_closed(text: str) -> bool:
     i = text.find(SEARCH_OPEN)
     return i != -1 and "]" in text[i + len(SEARCH_OPEN):]
+
+
+def _search_closed_or_looping(text: str) -> bool:
+    return _search_closed(text) or MARKER_RUN.search(text) is not None
 
 
 def _tokens_for(tokens: Sequence[Token], n_chars: int) -> list[Token]:
