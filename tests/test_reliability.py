@@ -419,3 +419,23 @@ def test_ircot_out_of_time_after_its_loop_says_so(settings):
     done = of(events, AnswerFinished)[0]
     assert done.stop_reason == "timeout" and done.answer == "Keith Moon was a drummer."
     assert [n.message for n in of(events, Notice)] == ["time budget of 0.2s reached; stopped"]
+
+
+def test_a_sentence_the_time_budget_cut_mid_way_is_not_cited(settings):
+    """`--timeout 0.5` answered "Neil[1]": a fragment cited as if its page backed it."""
+    from ragcli.retrieval import StaticRetriever
+    from ragcli.strategies.baselines import SingleRetrieval
+    from ragcli.types import Document, Token
+
+    class Slow(FakeGenerator):
+        def stream(self, prompt, **kw):
+            for word in (" Neil", " Peart", " was", " the", " drummer", " of", " Rush", " and"):
+                time.sleep(0.05)
+                self.stats.tokens_generated += 1
+                yield Token(word, -0.1)
+
+    page = Document("p1", "Neil Peart", "Neil Peart was the drummer of Rush.", 1.0)
+    fin = of(list(SingleRetrieval(Slow(), StaticRetriever([page]), settings.copy(timeout=0.2)).run(
+        "Tell me about Neil Peart.")), AnswerFinished)[0]
+    assert fin.stop_reason == "timeout" and fin.answer.startswith("Neil") and not fin.answer.endswith(".")
+    assert fin.cited == () and all(not docs for _a, _b, docs in fin.citations)
