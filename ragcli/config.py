@@ -191,7 +191,8 @@ class Settings:
         name = name.replace("-", "_")
         label = label or f"setting {name!r}"
         if name not in self.names():
-            raise UsageError(f"unknown setting {name!r}", hint=f"known settings: {', '.join(self.names())}")
+            known = ", ".join(n.replace("_", "-") for n in self.names())  # as /show and the flags spell them
+            raise UsageError(f"unknown setting {name!r}", hint=f"known settings: {known}")
         if name in AUTO and str(value).strip().lower() == AUTO_VALUE:
             setattr(self, name, AUTO_VALUE)
             self._sources[name] = self._sources.get(name, "set")

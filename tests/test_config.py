@@ -134,3 +134,10 @@ def test_a_config_number_of_the_wrong_type_is_refused_not_truncated(tmp_path, li
         Settings.resolve({}, env={}, config_path=cfg)
     cfg.write_text("k = 3.0\n")  # a whole number written as a float is that number
     assert Settings.resolve({}, env={}, config_path=cfg).k == 3
+
+
+def test_an_unknown_setting_lists_the_known_ones_as_show_and_the_flags_spell_them():
+    """`/set nosuch 1` listed "n_gpu_layers" while `/show settings` prints "n-gpu-layers"."""
+    with pytest.raises(UsageError) as exc:
+        Settings().set("nosuch", "1")
+    assert "n-gpu-layers" in exc.value.hint and "n_gpu_layers" not in exc.value.hint

@@ -356,6 +356,9 @@ def test_files_of_types_not_read_are_counted_not_passed_over_in_silence(small_co
     assert code == 0 and "not read: 4 files of other types" in err
     code, _, err = call(["index", str(small_corpus / "README"), "--index", str(tmp_path / "idx2")], capsys)
     assert code == 0 and "1 added" in err  # as the line says
+    # with --hidden, the .ragcliignore itself was "1 without an extension" left unread
+    report = build_index([small_corpus], tmp_path / "idx3", include_hidden=True)
+    assert dict(report.walk.other_types) == {"": 2, ".json": 2, ".png": 1}
 
 
 class _CutAfter(FakeGenerator):

@@ -211,7 +211,7 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
                 continue
             if p.suffix.lower() in SUPPORTED_SUFFIXES or not p.suffix and os.path.islink(p) and not os.path.exists(p):
                 yield p  # (a broken link of no type is said to be one as it is looked at)
-            elif other_types is not None:
+            elif other_types is not None and name != IGNORE_FILE:  # (ragcli's own file: no text left unread)
                 other_types[p.suffix.lower()] += 1
 
 
