@@ -12,10 +12,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ragcli.sentences import split_sentences
 from ragcli.words import WORD, content_words, is_content_word
 
 THREAD_EXCHANGES = 3  # the earlier exchanges a follow-up's prompt carries, at most
 SUBJECT_WORDS = 12  # content words of the subject a follow-up searches with, at most
+SHORT_ANSWER_WORDS = 12  # an answer of one sentence this short names the subject ("Christer Fuglesang.")
 
 # Words that point back at the previous exchange: personal pronouns (not "that" or "there", mostly
 # relative or existential: "the first person that walked on the Moon", "how many moons are there")
@@ -97,10 +99,11 @@ def _refers_back(question: str, named: set[str]) -> bool:
     return False
 
 
-def names(text: str) -> str:
+def names(text: str, *, starters: bool = False) -> str:
     """The names in ``text`` ("Christer Fuglesang", "NASA"): what a pronoun in the next question can
     stand for. Capitalised content words, but not a sentence's first word unless a capitalised word
-    follows it ("Christer Fuglesang." yes, "However, he…" no), nor a month or day."""
+    follows it ("Christer Fuglesang." yes, "However, he…" no) or ``starters`` (an answer that is a
+    name: "Rush."), nor a month or day."""
     words = list(WORD.finditer(text))
     out = []
     for k, m in enumerate(words):
@@ -110,10 +113,21 @@ def names(text: str) -> str:
         nxt = words[k + 1] if k + 1 < len(words) else None
         joined = nxt is not None and not text[m.end():nxt.start()].strip()  # "Christer Fuglesang", not "However, NASA"
         follower = nxt.group(0) if joined else ""
-        if _starts_sentence(text, m.start()) and not (follower[:1].isupper() and is_content_word(follower)):
+        if not starters and _starts_sentence(text, m.start()) and not (follower[:1].isupper()
+                                                                      and is_content_word(follower)):
             continue
         out.append(word)
     return " ".join(out)
+
+
+def named_in_answer(answer: str) -> str:
+    """The names an answer gives for the thread's subject: those of a short answer, one sentence of a
+    few words ("Christer Fuglesang.", "Rush."), which is what a next "he" or "it" means. A longer one
+    is a description, whose names are details (and a small model's inventions: its answer to "Tell
+    me about Neil Peart." had him born in "Stratford-upon-Avon, England", and "Where was he born?"
+    searched for that)."""
+    short = len(answer.split()) <= SHORT_ANSWER_WORDS and len(split_sentences(answer)) <= 1
+    return names(answer, starters=True) if short else ""
 
 
 def subject(*texts: str, n: int = SUBJECT_WORDS) -> str:
@@ -154,15 +168,16 @@ class Conversation:
 
     def remember(self, exchange: Exchange, follow_up: bool) -> None:
         """Keep ``exchange`` (answered, or cancelled with no answer) for the follow-ups to come. Its
-        subject: a question asked alone, its topic and the names its answer gave; a follow-up, the
-        names it and its answer gave after the thread's subject, which comes first so that a long
-        answer full of names never pushes out whom the thread is about."""
+        subject: a question asked alone, its topic; a follow-up, the names it gives, then the thread's
+        subject (first, so that a long answer never pushes out whom the thread is about); and either,
+        the names a short answer gave (``named_in_answer``)."""
         prev = self.thread[-1] if follow_up and self.thread else None
+        given = named_in_answer(exchange.answer)
         if prev is None:
             from ragcli.prompts import request_topic
 
-            exchange.subject = subject(request_topic(exchange.question), names(exchange.answer))
+            exchange.subject = subject(request_topic(exchange.question), given)
             self.thread = [exchange]
         else:
-            exchange.subject = subject(names(exchange.question), prev.subject, names(exchange.answer))
+            exchange.subject = subject(names(exchange.question), prev.subject, given)
             self.thread = (self.thread + [exchange])[-THREAD_EXCHANGES:]

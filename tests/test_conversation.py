@@ -35,3 +35,17 @@ def test_a_long_answer_full_of_names_keeps_whom_the_thread_is_about():
                            "European Space Agency."), follow_up=search is not None)
     _, search = talk.texts("Where did he study?")
     assert search.startswith("Where did he study?") and "Christer Fuglesang" in search and "March" not in search
+
+
+def test_an_answers_names_join_the_subject_only_when_it_is_a_short_one():
+    """"Tell me about Neil Peart." was answered with an invented birthplace ("Stratford-upon-Avon,
+    England"), and "Where was he born?" then searched for it."""
+    talk = Conversation()
+    talk.remember(Exchange("Tell me about Neil Peart.", "He was born in Stratford-upon-Avon, England. He "
+                           "played in Rush."), follow_up=False)
+    _, search = talk.texts("Where was he born?")
+    assert search == "Where was he born? Neil Peart"
+    talk.remember(Exchange("Where was he born?", "In Hamilton, Ontario."), follow_up=True)
+    talk.remember(Exchange("What band was he in?", "Rush."), follow_up=True)  # a name for an answer: it joins
+    _, search = talk.texts("When did it form?")
+    assert search == "When did it form? Neil Peart Hamilton Ontario Rush"

@@ -290,7 +290,7 @@ def test_a_chain_of_follow_ups_keeps_its_subject(settings, built_index):
                                                   "Where did he study?"]
 
 
-def test_a_follow_up_searches_with_the_names_of_the_earlier_answer_not_its_other_words(settings, built_index):
+def test_a_follow_up_searches_with_the_threads_subject_not_the_earlier_answers_words(settings, built_index):
     """A follow-up's searches were cut from the engine's text, question and earlier exchange, to the
     query's budget: they ended mid-sentence in whatever the earlier answer said ("diabetes", "touring"),
     which brought pages on those. They go by the question and what the exchange was about."""
@@ -304,9 +304,7 @@ def test_a_follow_up_searches_with_the_names_of_the_earlier_answer_not_its_other
     drive(args, "Tell me about the Rush drummers.\rWhen were they born?\r/exit\r")
     assert "diabetes" in gen.prompts[1]  # the model still reads the earlier exchange
     [query] = _queries(events[1])
-    assert query.startswith("When were they born?")
-    assert all(name in query for name in ("Rush", "Rutsey", "Peart")), query
-    assert not any(word in query for word in ("diabetes", "touring", "summer", "Earlier")), query
+    assert query == "When were they born? Rush drummers", query  # the thread's topic: no word of the answer
 
 
 def test_a_follow_up_cancelled_stays_in_its_thread(settings, built_index):
