@@ -85,7 +85,7 @@ def index(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders (.txt, .md, .rst, .html, .pdf, code, .jsonl).", show_default=False, readable=False)],
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Start the index over.")] = False,
     exclude: Annotated[Optional[list[str]], typer.Option("--exclude", "-x", help="gitignore-style pattern to skip (repeatable); a .ragcliignore file works too.")] = None,
-    hidden: Annotated[bool, typer.Option("--hidden", help="Include hidden files and folders.")] = False,
+    hidden: Annotated[bool, typer.Option("--hidden", help="Include hidden files and folders (never .git, .hg or .svn).")] = False,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=0, help="Processes parsing PDF/HTML/text files (0: one per CPU); pays for PDF-heavy corpora on many cores.")] = 1,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List each file read: passages, encoding, bad JSONL lines, or why it was skipped.")] = False,
     flags: dict | None = None,
@@ -99,7 +99,7 @@ def index(
 
     settings = Settings.resolve(flags)
     # a quoted "~/notes" (or one from a script) as --index, --model and /index read it; a folder named "~" stays
-    paths = [p if p.exists() or p.is_symlink() else p.expanduser() for p in paths]
+    paths = [p if p.exists() or p.is_symlink() else Path(os.path.expanduser(p)) for p in paths]  # "~nobody/x": kept
     console = stderr_console()
     warnings: list[str] = []
     progress = None
@@ -131,7 +131,7 @@ def index(
         for result in report.files:
             console.print(markup_safe(result.describe()), soft_wrap=True)
     if (report.removed or report.updated) and not report.passages_total:  # deleted, excluded or blanked
-        on_warning("the index holds no passages now: every file it held from these paths was removed")
+        on_warning("the index holds no passages now: the files it held from these paths are gone or hold no text")
     if report.kept:
         console.print(f"kept {counted(report.kept, 'indexed file')} in folders that could not be read this run "
                       "(their passages stay until the folder can be read)", soft_wrap=True)
@@ -542,7 +542,7 @@ def _failure(exc: BaseException) -> tuple[str, str | None, int]:
         return ("interrupted", None, 130) if isinstance(exc, Interrupted) else (exc.message, exc.hint, exc.exit_code)
     if isinstance(exc, (KeyboardInterrupt, *_click_exceptions()[1])):
         return "interrupted", None, 130
-    return f"internal error: {type(exc).__name__}: {exc}", "run with --debug for the traceback", 1
+    return f"internal error: {type(exc).__name__}: {exc}", "run `ragcli --debug …` for the traceback", 1
 
 
 def _click_exceptions() -> tuple[tuple[type, ...], tuple[type, ...], tuple[type, ...]]:

@@ -85,7 +85,7 @@ def resolve(spec: str, *, hub: Hub | None = None, progress: Progress | None = No
     """The local file of a model: ``spec`` itself for a path, the cached download for ``hf:...``
     (fetched first when ``download``, else a ModelError saying it is not downloaded)."""
     if not spec.startswith(HF_PREFIX):
-        return Path(spec).expanduser()
+        return Path(os.path.expanduser(spec))  # (Path.expanduser raised on "~nobody/m.gguf": an internal error)
     ref = parse(spec)
     if ref.filename is None:
         local = _cached_choice(ref.repo)

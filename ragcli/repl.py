@@ -7,6 +7,7 @@ empty line (or Ctrl-D, /exit) leaves. A follow-up question sees the previous exc
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -292,7 +293,7 @@ class Repl:
             from ragcli.ingest.indexer import build_index
 
             try:
-                report = build_index([Path(a).expanduser() for a in args], Path(self.settings.index),
+                report = build_index([Path(os.path.expanduser(a)) for a in args], Path(self.settings.index),
                                      on_warning=lambda m: self.console.print(f"[yellow]warning:[/] {escape(safe(m))}"))
             finally:  # batches committed before a Ctrl-C are searchable now, not after the next /index
                 self.engine.reload_index()
@@ -320,7 +321,7 @@ class Repl:
         if not name or name == "-f":
             self.console.print("usage: /save [-f] FILE")
             return
-        path = Path(name).expanduser()
+        path = Path(os.path.expanduser(name))  # (Path.expanduser raises on "~nobody")
         if path.is_dir():
             self.console.print(f"[red]error:[/] {escape(name)} is a folder: name a file in it")
             return

@@ -256,7 +256,7 @@ def test_unexpected_errors_are_one_line_with_exit_1(monkeypatch, capsys, tmp_pat
 
     monkeypatch.setattr("ragcli.retrieval.index.TantivyIndex.open", broken)
     code, _, err = call(["search", "x", "--index", str(tmp_path)], capsys)
-    assert code == 1 and err.strip() == "error: internal error: ZeroDivisionError: boom (run with --debug for the traceback)"
+    assert code == 1 and err.strip() == "error: internal error: ZeroDivisionError: boom (run `ragcli --debug …` for the traceback)"
 
 
 def test_bare_ragcli_without_a_terminal_prints_help(capsys):
@@ -464,6 +464,9 @@ def test_a_quoted_tilde_in_a_path_to_index_is_the_home_folder(tmp_path, capsys, 
     code, out, err = call(["index", "~/notes", "--index", "~/idx"], capsys)
     assert code == 0, err
     assert (tmp_path / "idx").is_dir() and "1 passage added" in out + err
+    # a user that does not exist: Path.expanduser raised, an internal error (exit 1)
+    code, out, err = call(["index", "~nosuchuser4821/notes", "--index", "~/idx"], capsys)
+    assert code == 2 and "path does not exist: ~nosuchuser4821/notes" in err, err
 
 
 def test_emptying_the_index_by_blanking_its_last_file_is_warned_of(tmp_path, capsys):

@@ -480,7 +480,7 @@ def test_a_strategy_or_value_named_twice_runs_once_and_a_single_grid_is_still_co
     assert code == 0, err
     runs = json.loads(summary.read_text())["runs"]
     assert set(runs) == {"none", "single k=2", "single k=3"} and runs["single k=2"]["n"] == 2
-    assert "against single k=2" in out and "none vs single k=2" in out
+    assert "against single k=2" in out and "single k=2 → none" in out
 
 
 def test_a_grid_compares_each_run_with_the_single_run_of_its_own_values(tmp_path, monkeypatch, capsys):
@@ -489,8 +489,9 @@ def test_a_grid_compares_each_run_with_the_single_run_of_its_own_values(tmp_path
     code, out, err = _eval_cli(monkeypatch, capsys, [str(data), "--strategy", "none,single,flare", "--k", "2,3",
                                                      "--corpus", str(corpus)])
     assert code == 0, err
-    pairs = sorted(line.split("│")[1].strip() for line in out.splitlines() if " vs " in line)
-    assert pairs == ["flare k=2 vs single k=2", "flare k=3 vs single k=3", "none vs single k=2"], out
+    cells = [line.split("│")[1].strip() for line in out.splitlines() if line.count("│") > 2]
+    pairs = sorted(cell for cell in cells if " → " in cell and cell.startswith("single"))
+    assert pairs == ["single k=2 → flare k=2", "single k=2 → none", "single k=3 → flare k=3"], out
 
 
 def test_resuming_ignores_a_strategy_setting_no_run_uses(tmp_path, monkeypatch, capsys):
@@ -584,14 +585,14 @@ def test_compare_names_each_side_by_its_file_and_says_which_way_it_subtracts(tmp
         cli.run(["eval", "compare", str(old), str(new), "--base", "single"])
     assert exc.value.code == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "flare (old/summary.json) vs single (old/summary.json)" in out
-    assert "flare (new/summary.json) vs single (new/summary.json)" in out
+    assert "single (old/summary.json) → flare (old/summary.json)" in out
+    assert "single (new/summary.json) → flare (new/summary.json)" in out
     assert "each run − single of its file" in out and "B − A" not in out
     with pytest.raises(SystemExit) as exc:
         cli.run(["eval", "compare", str(old), str(new)])
     out = " ".join(capsys.readouterr().out.split())
     assert "new/summary.json minus old/summary.json" in out and "(new/summary.json − old/summary.json)" in out
-    assert "single (new/summary.json) vs single (old/summary.json)" in out
+    assert "single (old/summary.json) → single (new/summary.json)" in out
 
 
 def test_a_closed_book_eval_needs_no_paragraphs_and_a_retrieving_one_says_what_is_missing(tmp_path, monkeypatch,
@@ -617,6 +618,9 @@ def test_a_closed_book_eval_needs_no_paragraphs_and_a_retrieving_one_says_what_i
     err = " ".join(capsys.readouterr().err.split())
     assert exc.value.code == 2 and 'nopara.jsonl has no "paragraphs" to index' in err and "tmp" not in err
     assert not list((user_cache_dir() / "eval-index").glob("*"))  # nothing left half-made
+    with pytest.raises(SystemExit) as exc:  # the oracle ran closed-book and said it retrieved, 100 %
+        cli.run(["eval", str(data), "--strategy", "oracle"])
+    assert exc.value.code == 2 and "oracle reads each question's gold paragraphs" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exc:  # an --index given is checked, used or not
         cli.run(["eval", str(data), "--strategy", "none", "--index", str(tmp_path / "no-index")])
     assert exc.value.code == 3, capsys.readouterr().err

@@ -91,6 +91,9 @@ def eval_run(
     engine = Engine(base)
     for spec in specs:
         engine.strategy_class(spec.strategy, allow_eval=True)
+    if any(spec.strategy == "oracle" for spec in specs) and not any(ex.paragraphs for ex in examples):
+        raise UsageError(f"--strategy oracle reads each question's gold paragraphs: {dataset.name} has none",
+                         hint="oracle needs \"paragraphs\" with is_supporting marks; run --strategy none (closed-book)")
     if not all(spec.strategy in WITHOUT_INDEX for spec in specs):
         _open_index(base, dataset, corpus)
     elif base.source("index") == "flag":  # a path given is checked, whether the runs retrieve or not

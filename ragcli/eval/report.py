@@ -112,7 +112,7 @@ def paired_table(pairs: list[tuple[str, dict[str, Any], str, dict[str, Any]]], t
                 mark = "*" if p.significant else ""
                 starred = starred or p.significant
                 cells += [f"{p.a:.1f} → {p.b:.1f}", f"{p.diff:+.1f} [{p.low:+.1f}, {p.high:+.1f}]{mark}"]
-            table.add_row(f"{label_b} vs {label_a}", ds or "all", str(n), *cells,
+            table.add_row(f"{label_a} → {label_b}", ds or "all", str(n), *cells,  # as the cells read, A → B
                           style=None if ds is None else "dim")
     table.caption = "* the interval excludes 0" if starred else None  # (said only of a table with a star)
     return table

@@ -24,9 +24,11 @@ from ragcli.ingest import formats
 from ragcli.ingest.encoding import SNIFF_BYTES, bom, bomless_utf16, decode, stray_nuls
 from ragcli.ingest.formats import SUPPORTED_SUFFIXES, Section, SkipFile, starts_of_lines
 from ragcli.ingest.passages import Passage, chunk_text, normalise, passage_id
+from ragcli.retrieval.index import META_FILE
 
 MAX_FILE_BYTES = 200 * 1024 * 1024
 IGNORE_FILE = ".ragcliignore"
+NEVER_READ = frozenset({".git", ".hg", ".svn"})  # version control's own folders, --hidden or not
 BAD_LINES_SHOWN = 5  # bad JSONL lines named in a warning (all are counted)
 
 __all__ = ["SUPPORTED_SUFFIXES", "SkipFile", "FileInfo", "FileNotes", "WalkNotes", "iter_files", "within_folder", "iter_passages", "read_passages",
@@ -197,7 +199,9 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
 
         kept = []
         for d in sorted(dirnames):
-            if (not include_hidden and d.startswith(".")) or ignored(here / d, True):
+            if (not include_hidden and d.startswith(".")) or d in NEVER_READ or ignored(here / d, True):
+                continue
+            if (here / d / META_FILE).is_file():  # a ragcli index (`ragcli index ~` beside ~/index_data)
                 continue
             if os.path.islink(here / d) and not _follow(here / d, real_root, walked, on_skip):
                 continue

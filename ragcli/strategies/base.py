@@ -640,10 +640,10 @@ class Strategy:
         self.stats.prompt_tokens_reused = s.prompt_tokens_reused - self._gen0[2]
         answer = answer.strip()
         cited, per_sentence = attribution.attribute(answer, self.sources, self.question)
-        if stop_reason == "timeout" and per_sentence and per_sentence[-1][2] and not ends_with_stop(answer):
-            # --timeout cut the last sentence mid-way ("Neil"): a fragment claims nothing a page backs
-            start, end, _ = per_sentence[-1]
-            per_sentence = (*per_sentence[:-1], (start, end, ()))
+        if stop_reason == "timeout" and per_sentence and not ends_with_stop(answer):
+            # --timeout cut the last sentence mid-way ("Neil"): a fragment claims nothing, so it is left
+            # out as a sentence without a content word is (not cited, and not "in none of the documents")
+            per_sentence = per_sentence[:-1]
             cited = attribution.cited(per_sentence)
         self.stats.seconds = time.perf_counter() - self._t0
         return AnswerFinished(answer, tuple(self.sources), self.stats, stop_reason, cited, per_sentence,
