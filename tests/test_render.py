@@ -352,3 +352,15 @@ def test_a_shortened_text_ends_after_a_whole_word_and_a_saved_transcript_keeps_w
     cites = [(0, 10, (0,))]
     assert long_title not in source_lines(docs, cites)[-1]
     assert long_title in source_lines(docs, cites, title_width=None)[-1]
+
+
+def test_a_low_word_the_tokenizer_cut_into_pieces_shows_once_with_its_lowest_probability():
+    """"1966" drafted as the tokens 1, 9, 6, 6 showed "✗ low: 6=0.31, 6=0.11"."""
+    err = Console(record=True, width=200)
+    r = RichLiveRenderer(highlight=0.4, err=err, out=Console(file=io.StringIO()))
+    toks_ = (Token(" He", 0.0), Token(" joined", 0.0), Token(" Osten", math.log(0.3)), Token("feld", math.log(0.2)),
+             Token(" in", 0.0), Token(" 1", 0.0), Token("9", 0.0), Token("6", math.log(0.31)), Token("6", math.log(0.11)),
+             Token(".", math.log(0.23)))
+    low = tuple(t for t in toks_ if t.prob < 0.4)
+    r.handle(DraftSentence(Sentence("He joined Ostenfeld in 1966.", toks_), low, accepted=False))
+    assert "✗ low: Ostenfeld=0.20, 1966=0.11, .=0.23" in err.export_text()

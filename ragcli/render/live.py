@@ -8,6 +8,8 @@ actually issued (masked tokens as gaps) and the documents; committed sentences s
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from rich.console import Console
 from rich.live import Live
 from rich.text import Text
@@ -38,6 +40,27 @@ COMMITTED = "bold"
 LABEL_WIDTH = 14  # "   sentence │ "
 CONTINUED = " " * (LABEL_WIDTH - 2) + "│ "
 LOW_SHOWN = 6  # low tokens listed by name on a draft line; the count of the rest follows
+
+
+def low_words(sentence: Sentence, low: Sequence[Token]) -> list[tuple[str, float]]:
+    """The words of ``sentence`` that hold a low token, each with its lowest probability, in the
+    sentence's order: a number or name the tokenizer cut into pieces ("1966" as 1, 9, 6, 6) shows
+    once ("1966=0.11"), not as "6=0.31, 6=0.11". Punctuation stands alone (".=0.23")."""
+    flagged = {id(t) for t in low}
+    words: list[list] = []  # [text, lowest probability of its flagged tokens, or None]
+    joins = False  # the last token ended in a letter or digit: a piece of the same word may follow
+    for t in sentence.tokens:
+        text = t.text.strip()
+        piece = text[:1].isalnum()
+        if not words or not text or t.text[:1].isspace() or not piece or not joins:
+            words.append([text, None])
+        else:
+            words[-1][0] += text
+        if id(t) in flagged:
+            words[-1][1] = t.prob if words[-1][1] is None else min(words[-1][1], t.prob)
+        joins = piece and text[-1:].isalnum()
+    found = [(w, p) for w, p in words if p is not None and w]
+    return found or [(t.text.strip(), t.prob) for t in low]  # tokens not from this sentence: as they are
 
 
 def _label(name: str) -> str:
@@ -249,8 +272,9 @@ class RichLiveRenderer:
         line.append_text(self._sentence_text(sentence, draft=True))
         if low:
             shown = LOW_SHOWN
-            probs = ", ".join(f"{safe(t.text.strip())}={t.prob:.2f}" for t in low[:shown])
-            more = f", … {len(low) - shown} more" if len(low) > shown else ""
+            words = low_words(sentence, low)
+            probs = ", ".join(f"{safe(w)}={p:.2f}" for w, p in words[:shown])
+            more = f", … {len(words) - shown} more" if len(words) > shown else ""
             line.append(f"   ✗ low: {probs}{more}", style="red")
         return line
 
