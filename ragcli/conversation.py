@@ -40,6 +40,7 @@ class Exchange:
     strategy: str = ""
     citations: tuple = ()  # per sentence: start, end, indices into sources (ragcli.attribution)
     subject: str = ""  # what it was about, for a follow-up's searches (``Conversation.remember``)
+    follow_up: bool = False  # asked with the exchanges of its thread
 
 
 def is_follow_up(question: str, earlier: str = "") -> bool:

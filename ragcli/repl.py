@@ -224,7 +224,8 @@ class Repl:
             renderer.close()
         if final is None:
             return None
-        exchange = Exchange(question, final.answer, list(final.sources), self.settings.strategy, final.citations)
+        exchange = Exchange(question, final.answer, list(final.sources), self.settings.strategy, final.citations,
+                            follow_up=search is not None)
         self.transcript.append(exchange)
         self.conversation.remember(exchange, search is not None)
         if self.log is not None:  # what the engine was asked; the searches it made are among the events
@@ -314,9 +315,9 @@ class Repl:
         """/save [-f] FILE: the transcript as Markdown. FILE is the rest of the line as typed ("/save my
         notes.md" wrote a file named "my"), quotes around it taken off; a file this session did not write
         is replaced only with -f (before or after the name)."""
-        force = rest.startswith("-f ") or rest.endswith(" -f")
-        if force:
-            rest = (rest[3:] if rest.startswith("-f ") else rest[:-3]).strip()
+        force = False
+        while rest.startswith("-f ") or rest.endswith(" -f"):  # "/save -f -f notes.md" named "-f notes.md"
+            force, rest = True, (rest[3:] if rest.startswith("-f ") else rest[:-3]).strip()
         name = rest[1:-1] if len(rest) > 1 and rest[0] == rest[-1] and rest[0] in "'\"" else rest
         if not name or name == "-f":
             self.console.print("usage: /save [-f] FILE")
@@ -337,7 +338,9 @@ class Repl:
         lines = ["# ragcli transcript", ""]
         for ex in self.transcript:
             heading = " ".join(ex.question.split())  # a question typed on several lines: one heading
-            lines += [f"## {heading}", "", f"*strategy: {ex.strategy}*", "", marked_answer(ex.answer, ex.citations), ""]
+            # a follow-up says so: after /new, "When was he born?" read as one on the thread before
+            how = f"*strategy: {ex.strategy}" + (", a follow-up of the exchanges above*" if ex.follow_up else "*")
+            lines += [f"## {heading}", "", how, "", marked_answer(ex.answer, ex.citations), ""]
             if ex.sources:
                 lines += [f"- {line.strip()}" if i else line
                           for i, line in enumerate(source_lines(ex.sources, ex.citations, title_width=None))] + [""]

@@ -355,3 +355,12 @@ def test_the_readmes_follow_ups_chained_search_for_both_people(settings, built_i
     [third], [fourth] = _queries(events[2]), _queries(events[3])
     assert "Christer Fuglesang" in third and "Merbold" in third, third
     assert "Fuglesang" in fourth and "Merbold" in fourth, fourth
+
+
+def test_a_saved_follow_up_says_it_is_one(settings, built_index, tmp_path, monkeypatch):
+    """After /new, "When was he born?" read in the transcript as if it were about the thread before."""
+    monkeypatch.chdir(tmp_path)
+    args = make_repl(settings.copy(strategy="none"), built_index)
+    drive(args, "Who is Ulf Merbold?\rWhen was he born?\r/new\rWhen was he born?\r/save -f -f t.md\r/exit\r")
+    text = (tmp_path / "t.md").read_text()
+    assert text.count("a follow-up of the exchanges above") == 1 and text.count("*strategy: none*") == 2
