@@ -152,7 +152,7 @@ def index(
 @app.command()
 @with_settings("index")
 def info(
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="The statistics as one JSON object.")] = False,
     flags: dict | None = None,
 ) -> None:
     """Index statistics: passages, files, size on disk, last update, how it was built."""
@@ -338,7 +338,7 @@ def history_list(
 @history_app.command("show")
 def history_show(
     entry: Annotated[int, typer.Argument(min=1, max=2**63 - 1, help="The id from `ragcli history`.")],
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Everything logged, as JSON (settings and every event included).")] = False,
 ) -> None:
     """Print one logged answer with its sources and searches (--json: all that was logged, settings included)."""
     from ragcli.logs import AnswerLog
@@ -434,7 +434,7 @@ def strategies() -> None:
 @config_app.command("show")
 @with_settings()
 def config_show(
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="The settings in effect, as one JSON object.")] = False,
     flags: dict | None = None,
 ) -> None:
     """Print every setting in effect and where it came from (default, config, env, flag)."""
