@@ -24,7 +24,7 @@ from ragcli.ingest import formats
 from ragcli.ingest.encoding import SNIFF_BYTES, bom, bomless_utf16, decode, stray_nuls
 from ragcli.ingest.formats import SUPPORTED_SUFFIXES, Section, SkipFile, starts_of_lines
 from ragcli.ingest.passages import Passage, chunk_text, normalise, passage_id
-from ragcli.retrieval.index import META_FILE
+from ragcli.retrieval.index import MANIFEST_FILE, META_FILE
 
 MAX_FILE_BYTES = 200 * 1024 * 1024
 IGNORE_FILE = ".ragcliignore"
@@ -201,8 +201,8 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
         for d in sorted(dirnames):
             if (not include_hidden and d.startswith(".")) or d in NEVER_READ or ignored(here / d, True):
                 continue
-            if (here / d / META_FILE).is_file():  # a ragcli index (`ragcli index ~` beside ~/index_data)
-                continue
+            if (here / d / META_FILE).is_file() and (here / d / MANIFEST_FILE).is_file():  # a ragcli index
+                continue  # (`ragcli index ~` with the index in ~/index_data: its own files were "not read")
             if os.path.islink(here / d) and not _follow(here / d, real_root, walked, on_skip):
                 continue
             kept.append(d)
