@@ -182,16 +182,21 @@ def build_index(
     return report
 
 
+def _manifest_of(index_dir: Path) -> dict[str, dict]:
+    """The files the index at ``index_dir`` holds, as its manifest lists them ({} without a usable index)."""
+    if not TantivyIndex.exists(index_dir):
+        return {}
+    try:
+        return TantivyIndex.open(index_dir).load_manifest()
+    except RagcliError:
+        return {}
+
+
 def _indexed_under(paths: list[Path], index_dir: Path) -> bool:
     """Whether the index at ``index_dir`` holds files from under ``paths``: a folder emptied of what
     can be read (every file deleted, blanked or excluded) then has its files removed, not kept with
     the text the user deleted still searched and answered from."""
-    if not TantivyIndex.exists(index_dir):
-        return False
-    try:
-        manifest = TantivyIndex.open(index_dir).load_manifest()
-    except RagcliError:
-        return False
+    manifest = _manifest_of(index_dir)
     roots = []
     for p in paths:
         try:
@@ -208,10 +213,7 @@ def _gone(paths: list[Path], index_dir: Path | None, warn: WarnFn) -> list[Path]
     missing = [p for p in paths if not p.exists()]
     if not missing:
         return []
-    try:
-        manifest = TantivyIndex.open(index_dir).load_manifest() if index_dir and TantivyIndex.exists(index_dir) else {}
-    except RagcliError:
-        manifest = {}
+    manifest = _manifest_of(index_dir) if index_dir else {}
     gone = []
     for p in missing:
         try:
