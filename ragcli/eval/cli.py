@@ -12,7 +12,7 @@ import typer
 
 from ragcli.cli_support import stderr_console, with_settings
 from ragcli.config import Settings, flag_name
-from ragcli.errors import UsageError
+from ragcli.errors import InputPathError, UsageError
 
 
 
@@ -73,8 +73,6 @@ def eval_run(
 
         pyplot()
     if corpus is not None and not corpus.is_file():  # a path given is checked, whether the runs retrieve or not
-        from ragcli.errors import InputPathError
-
         raise InputPathError(f"corpus not found: {corpus}")
     if workers > 1 and base.backend != "openai":
         raise UsageError("--workers runs questions in parallel against a server: it needs --backend openai",
@@ -126,8 +124,6 @@ def _check_writable(path: Path | None, flag: str) -> None:
     file failed after hours of questions, as an internal error)."""
     if path is None:
         return
-    from ragcli.errors import InputPathError
-
     if path.is_dir():
         raise InputPathError(f"{flag} {path} is a folder", hint=f"give a file path, e.g. {path / 'results.json'}")
     parent = path.parent
@@ -287,13 +283,10 @@ def _eval_index(dataset: Path, corpus: Path | None) -> Path:
 
     from ragcli.config import user_cache_dir
     from ragcli.eval.dataset import corpus_records, load_examples
-    from ragcli.errors import InputPathError
     from ragcli.ingest.indexer import build_index, file_hash
     from ragcli.retrieval.index import META_FILE
 
-    source = corpus or dataset
-    if not source.is_file():
-        raise InputPathError(f"corpus not found: {source}")
+    source = corpus or dataset  # both checked by eval_run (and load_examples) before it comes here
     records = None
     if corpus is None:  # before anything is made: a data set without paragraphs has nothing to index
         records = corpus_records(load_examples(dataset))
