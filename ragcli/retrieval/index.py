@@ -50,7 +50,7 @@ CJK_FIELD = "cjk"
 _DIGITS = re.compile(r"(\d+)")
 TIE_MARGIN = 8  # hits fetched past the k-th at first, to see whether a tie there goes on
 MAX_TIE_FETCH = 64  # hits fetched past the k-th to order a tie there (a larger one keeps tantivy's order)
-SAMPLE_TRIES = 8  # passages read for one sampled pid (several passages can share one)
+SAME_PID_READ = 8  # passages read for one sampled pid (several passages can share one)
 _MAYBE_CJK = re.compile("[\u3005-\ud7af\uf900-\ufaff\uff66-\uff9f]")  # few ranges: the quick test (1 µs a passage)
 
 
@@ -346,7 +346,7 @@ class TantivyIndex:
         import tantivy
 
         query = tantivy.Query.term_query(self._index.schema, "pid", pid)
-        docs = [searcher.doc(address) for _score, address in searcher.search(query, SAMPLE_TRIES).hits]
+        docs = [searcher.doc(address) for _score, address in searcher.search(query, SAME_PID_READ).hits]
         if not docs:
             return None
         return self._document(min(docs, key=lambda d: _place(_first(d, "location"))), 0.0)
