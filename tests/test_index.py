@@ -417,6 +417,8 @@ def test_a_file_interrupted_after_a_commit_leaves_the_index_with_its_passages(tm
     idx = TantivyIndex.open(tmp_path / "index")
     assert idx.search("zanzibarquill", 3)  # the first thousand were committed
     assert idx.load_manifest()[str(corpus)] == {"passages": 1000, "partial": True}
+    report = build_index([docs], tmp_path / "index")  # its entry has no hash to compare: read again, whole
+    assert (report.updated, report.added, report.passages_total) == (1, 1, 2501)  # and the note, never reached
     corpus.rename(docs / "corpus-2024.jsonl")
     report = build_index([docs], tmp_path / "index")
     assert report.removed == 1 and report.passages_total == 2500 + 1
@@ -424,6 +426,33 @@ def test_a_file_interrupted_after_a_commit_leaves_the_index_with_its_passages(tm
     report = build_index([docs], tmp_path / "index")
     assert report.passages_total == 1
     assert TantivyIndex.open(tmp_path / "index").search("zanzibarquill", 3) == []
+
+
+@pytest.mark.parametrize("encoding,bom", [("utf-8", b""), ("utf-8", b"\xef\xbb\xbf"), ("utf-16-le", b"\xff\xfe")])
+def test_a_new_corpus_is_read_once_and_hashed_as_it_is_read(tmp_path, monkeypatch, encoding, bom):
+    """A corpus not indexed before is hashed while it streams in: no pass over its GBs first. The
+    manifest's hash is the file's, and a touched but unchanged corpus is still not read again."""
+    from ragcli.ingest import indexer
+
+    corpus = tmp_path / "corpus.jsonl"
+    lines = "".join(json.dumps({"title": f"T{i}", "text": f"Record {i} about zanzibarquill and Ærø."},
+                               ensure_ascii=False) + "\n" for i in range(3000))
+    corpus.write_bytes(bom + lines.encode(encoding))
+    real_hash = indexer.file_hash
+
+    def no_second_pass(path, algorithm="sha1"):
+        raise AssertionError(f"{path} was hashed in a pass of its own")
+
+    monkeypatch.setattr(indexer, "file_hash", no_second_pass)
+    report = build_index([corpus], tmp_path / "index", commit_every=1000)
+    assert report.passages_total == 3000
+    assert TantivyIndex.open(tmp_path / "index").load_manifest()[str(corpus)]["sha1"] == real_hash(corpus)
+    monkeypatch.setattr(indexer, "file_hash", real_hash)
+    os.utime(corpus, ns=(1, 1))
+    read = []
+    monkeypatch.setattr(indexer, "iter_passages", lambda *a, **k: read.append(a) or iter(()))
+    report = build_index([corpus], tmp_path / "index")
+    assert (report.unchanged, read) == (1, [])
 
 
 def test_chunking_is_sentence_aligned_and_about_100_words():

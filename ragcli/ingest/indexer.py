@@ -422,13 +422,16 @@ class _Run:
         if info.size > cap and info.path.suffix.lower() not in JSONL_SUFFIXES:  # 2 GB read to be skipped took
             self.drop(info, previous, shown, f"larger than {cap // (1024 * 1024)} MB")  # seconds every run
             return
-        try:
-            digest = file_hash(info.path)
-        except OSError as exc:
-            _skipped(report, self.warn, shown,
-                     "vanished while indexing" if isinstance(exc, FileNotFoundError) else exc.strerror or str(exc))
-            return
-        if previous and previous.get("sha1") == digest and _read_as_now(info, previous):
+        known = previous.get("sha1") if previous else None
+        digest = None  # a corpus with no hash to compare is hashed as it streams in: read once, not twice
+        if known or info.path.suffix.lower() not in JSONL_SUFFIXES:
+            try:
+                digest = file_hash(info.path)
+            except OSError as exc:
+                _skipped(report, self.warn, shown,
+                         "vanished while indexing" if isinstance(exc, FileNotFoundError) else exc.strerror or str(exc))
+                return
+        if known and known == digest and _read_as_now(info, previous):
             self.parsers.discard(info)
             self.pending[key] = {**previous, "size": info.size, "mtime_ns": info.mtime_ns}
             report.unchanged += 1
@@ -461,7 +464,7 @@ class _Run:
         setattr(report, action, getattr(report, action) + 1)
         report.files.append(FileResult(shown, action, count, notes.encoding, notes.replaced, notes.bad_lines))
         report.passages_added += count
-        self.pending[key] = _entry(info, digest, count, notes)
+        self.pending[key] = _entry(info, digest or notes.sha1 or "", count, notes)  # "": read again once changed
         self.added(count % 1000)  # after `pending`: a commit now records this file as done
 
 

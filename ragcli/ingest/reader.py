@@ -10,6 +10,7 @@ reports the bad ones by number. What reading found besides passages goes into ``
 from __future__ import annotations
 
 import errno
+import hashlib
 import io
 import json
 import os
@@ -54,6 +55,7 @@ class FileNotes:
     nuls: int = 0  # stray NUL bytes in text, read as spaces
     bad_lines: int = 0  # JSONL lines skipped
     examples: list[str] = field(default_factory=list)  # the first few, e.g. "line 7 is not JSON"
+    sha1: str | None = None  # of the bytes read, where the reader hashes as it reads (a JSONL corpus, read whole)
 
     def bad_line(self, why: str) -> None:
         self.bad_lines += 1
@@ -304,7 +306,8 @@ def _jsonl_batches(path: Path, notes: FileNotes) -> Iterator[tuple[int, list[byt
     sits in memory. A UTF-16 or UTF-32 corpus (a byte-order mark, or NULs in every other byte) is
     re-encoded to UTF-8 line by line on the way."""
     try:
-        with path.open("rb") as fh:
+        hashed = _Hashed(io.FileIO(path, "rb"))
+        with io.BufferedReader(hashed, HASHED_BUFFER_BYTES) as fh:
             head = fh.read(SNIFF_BYTES)
             marked = bom(head)
             codec = marked[1] if marked else bomless_utf16(head) if b"\x00" in head else "utf-8"
@@ -316,14 +319,64 @@ def _jsonl_batches(path: Path, notes: FileNotes) -> Iterator[tuple[int, list[byt
             fh.seek(len(marked[0]) if marked else 0)
             if codec == "utf-8":
                 yield from _numbered(iter(lambda: fh.readlines(JSONL_BATCH_BYTES), []))
-                return
-            text = io.TextIOWrapper(fh, encoding=codec, errors="replace", newline="\n")
-            batches = iter(lambda: text.readlines(JSONL_BATCH_BYTES), [])
-            yield from _numbered([line.encode("utf-8") for line in lines] for lines in batches)
+            else:
+                text = io.TextIOWrapper(fh, encoding=codec, errors="replace", newline="\n")
+                batches = iter(lambda: text.readlines(JSONL_BATCH_BYTES), [])
+                yield from _numbered([line.encode("utf-8") for line in lines] for lines in batches)
+            notes.sha1 = hashed.hexdigest()  # read to its end
     except FileNotFoundError:
         raise SkipFile("vanished while indexing") from None
     except OSError as exc:
         raise SkipFile(f"cannot read: {exc.strerror or exc}") from None
+
+
+HASHED_BUFFER_BYTES = 1 << 18
+
+
+class _Hashed(io.RawIOBase):
+    """A file that hashes its bytes as they are read (read again after a seek back: hashed once), so
+    that a new corpus is read once while it is indexed, not once more first for its manifest hash
+    (a second pass over GBs, from disk where they are not cached)."""
+
+    def __init__(self, raw: io.FileIO) -> None:
+        self._raw = raw
+        self._sha1 = hashlib.sha1()
+        self._pos = 0  # where the next read starts
+        self._done = 0  # bytes hashed, from the start
+        self._gap = False  # a seek forward skipped bytes: no hash of the whole file
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        n = self._raw.readinto(buffer)
+        if n:
+            end = self._pos + n
+            if self._pos > self._done:
+                self._gap = True
+            elif end > self._done:
+                self._sha1.update(memoryview(buffer)[self._done - self._pos:n])
+                self._done = end
+            self._pos = end
+        return n
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        self._pos = self._raw.seek(offset, whence)
+        return self._pos
+
+    def tell(self) -> int:
+        return self._pos
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+    def hexdigest(self) -> str | None:
+        """The SHA-1 of the bytes read from the start (as ``file_hash`` gives once all are read)."""
+        return None if self._gap else self._sha1.hexdigest()
 
 
 def _numbered(batches: Iterable[list[bytes]]) -> Iterator[tuple[int, list[bytes]]]:
