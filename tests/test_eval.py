@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -563,6 +564,41 @@ def test_the_paired_table_explains_its_star_only_when_a_row_has_one():
     assert "*" not in flat  # "+20.0 [+0.0, +60.0]" unstarred, and "* the interval excludes 0" below it
     clear = shown([("A", run([0.0] * 30), "B", run([1.0] * 30))])
     assert "]*" in clear and "* the interval excludes 0" in clear
+
+
+def test_eval_tables_keep_every_figure_whole_in_a_100_column_terminal():
+    """Squeezed into 100 columns, Rich cut the figures: s/q read "0.…" and intervals "[+0.…". A table
+    too wide for the terminal is now printed in parts (what the answers scored, what they cost; F1,
+    then ctx R), each figure whole; where it fits, it stays one table."""
+    from rich.console import Console
+
+    from ragcli.eval.report import COLUMNS, compare_pairs, compare_table, paired_table, summary_table
+
+    figures = {name: 60.6 if fmt == "{:.1f}" else 0.93 if fmt == "{:.2f}" else 389 for name, _, fmt in COLUMNS}
+    questions = lambda f1: {f"q{i}": {"dataset": ds, "f1": f1 * (i % 2), "answer_context_recall": 0.5}  # noqa: E731
+                            for i, ds in enumerate(["2wikimultihopqa", "hotpotqa", "musique"] * 30)}
+    by_dataset = {ds: dict(figures) for ds in ("2wikimultihopqa", "hotpotqa", "musique")}
+    runs = {key: {**figures, "n": 300, "by_dataset": by_dataset, "questions": questions(f1)}
+            for key, f1 in (("single", 0.2), ("flare", 0.9), ("ircot", 0.5))}
+    summary = {"runs": runs}
+
+    def shown(table, width):
+        console = Console(width=width, record=True)
+        console.print(table)
+        return console.export_text()
+
+    tables = [summary_table(runs, "90 questions from pool.jsonl"),
+              compare_table(summary, summary, "old/summary.json", "new/summary.json"),
+              paired_table(compare_pairs(summary, None, "pool.jsonl", "", "single"), "against single retrieval")]
+    for table in tables:
+        narrow, wide = shown(table, 100), shown(table, 250)
+        assert "…" not in narrow and max(len(line) for line in narrow.splitlines()) <= 100
+        assert ": cost" not in wide and ": ctx R" not in wide  # one table where it fits
+    narrow = shown(tables[0], 100)
+    assert ": answers" in narrow and ": cost" in narrow and narrow.count("0.93") == 24 and narrow.count("60.6") == 60
+    narrow = shown(tables[2], 100)
+    assert "ΔF1 [95% CI]" in narrow and "against single retrieval: ctx R" in narrow
+    assert len(re.findall(r"[+-]\d+\.\d \[[+-]\d+\.\d, [+-]\d+\.\d\]", narrow)) == 2 * 8  # each interval on one line
 
 
 def test_compare_names_each_side_by_its_file_and_says_which_way_it_subtracts(tmp_path, capsys):

@@ -24,19 +24,46 @@ COLUMNS = [
 ]
 
 
-def summary_table(runs: dict[str, dict[str, Any]], title: str = ""):
-    from rich.table import Table
+ANSWER_COLUMNS = 7  # n … sourced %: what the answers scored; the columns after them, what they cost
 
-    table = Table(title=title or None, title_justify="left")
-    table.add_column("run", no_wrap=True)
-    for _, label, _ in COLUMNS:
-        table.add_column(label, justify="right")
+
+class Fitted:
+    """A table whole where the terminal is wide enough for it, else its parts one under another
+    (squeezed into 100 columns, Rich cut the figures: "0.…" for 0.93 s/q, "[+0.…" for an interval)."""
+
+    def __init__(self, whole, parts: list) -> None:
+        self.whole, self.parts = whole, parts
+
+    def __rich_console__(self, console, options):
+        natural = console.measure(self.whole, options=options.update_width(10_000)).maximum
+        yield from [self.whole] if natural <= options.max_width else self.parts
+
+
+def summary_table(runs: dict[str, dict[str, Any]], title: str = "") -> Fitted:
+    rows = []  # (label, {metric: cell}, style)
     for key, entry in runs.items():
-        table.add_row(key, *(_cell(fmt, entry.get(name)) for name, _, fmt in COLUMNS))
+        rows.append((key, {name: _cell(fmt, entry.get(name)) for name, _, fmt in COLUMNS}, None))
         if len(entry.get("by_dataset", {})) > 1:
             for ds, sub in entry["by_dataset"].items():
-                table.add_row(f"  {ds}", *(_cell(fmt, sub.get(name)) for name, _, fmt in COLUMNS), style="dim")
-    return table
+                rows.append((f"  {ds}", {name: _cell(fmt, sub.get(name)) for name, _, fmt in COLUMNS}, "dim"))
+
+    def table(title: str, columns: list[tuple[str, str, str]]):
+        from rich.table import Table
+
+        t = Table(title=title or None, title_justify="left")
+        t.add_column("run", no_wrap=True)
+        for _, label, _ in columns:
+            t.add_column(label, justify="right")
+        for label, cells, style in rows:
+            t.add_row(label, *(cells[name] for name, _, _ in columns), style=style)
+        return t
+
+    return Fitted(table(title, COLUMNS), [table(_part(title, "answers"), COLUMNS[:ANSWER_COLUMNS]),
+                                          table(_part(title, "cost"), COLUMNS[ANSWER_COLUMNS:])])
+
+
+def _part(title: str, what: str) -> str:
+    return f"{title}: {what}" if title else what
 
 
 def _cell(fmt: str, value: float | None) -> str:
@@ -55,67 +82,87 @@ def load_summary(path: Path) -> dict[str, Any]:
     return data
 
 
-def compare_table(a: dict[str, Any], b: dict[str, Any], name_a: str, name_b: str):
-    from rich.table import Table
-
-    table = Table(title=f"{name_b} minus {name_a}", title_justify="left")
-    table.add_column("run", no_wrap=True)
-    for _, label, _ in COLUMNS[1:]:
-        table.add_column(label, justify="right")
+def compare_table(a: dict[str, Any], b: dict[str, Any], name_a: str, name_b: str) -> Fitted:
+    rows = []  # (label, {metric: cell})
     for key in list(dict.fromkeys([*a["runs"], *b["runs"]])):
         ra, rb = a["runs"].get(key), b["runs"].get(key)
         if ra is None or rb is None:
-            table.add_row(key, *(["only in " + (name_a if rb is None else name_b)] + [""] * (len(COLUMNS) - 2)))
+            rows.append((f"{key}: only in {name_a if rb is None else name_b}", {}))
             continue
-        cells = []
+        cells = {}
         for name, _, fmt in COLUMNS[1:]:
             va, vb = ra.get(name), rb.get(name)
             if va is None or vb is None:  # not computed on one side (long-form EM/F1, an older summary)
-                cells.append(_cell(fmt, vb))
+                cells[name] = _cell(fmt, vb)
                 continue
             d = vb - va
-            cells.append(fmt.format(vb) + f" ({'+' if d >= 0 else ''}{fmt.format(d)})")
-        table.add_row(f"{key} (n {ra['n']}→{rb['n']})", *cells)
-    return table
+            cells[name] = fmt.format(vb) + f" ({'+' if d >= 0 else ''}{fmt.format(d)})"
+        rows.append((f"{key} (n {ra['n']}→{rb['n']})", cells))
+
+    def table(title: str, columns: list[tuple[str, str, str]]):
+        from rich.table import Table
+
+        t = Table(title=title, title_justify="left")
+        t.add_column("run", no_wrap=True)
+        for _, label, _ in columns:
+            t.add_column(label, justify="right")
+        for label, cells in rows:
+            t.add_row(label, *(cells.get(name, "") for name, _, _ in columns))
+        return t
+
+    title = f"{name_b} minus {name_a}"
+    return Fitted(table(title, COLUMNS[1:]), [table(_part(title, "answers"), COLUMNS[1:ANSWER_COLUMNS]),
+                                              table(_part(title, "cost"), COLUMNS[ANSWER_COLUMNS:])])
 
 
 PAIRED_METRICS = (("f1", "F1"), ("answer_context_recall", "ctx R"))
 
 
-def paired_table(pairs: list[tuple[str, dict[str, Any], str, dict[str, Any]]], title: str):
+def paired_table(pairs: list[tuple[str, dict[str, Any], str, dict[str, Any]]], title: str) -> Fitted:
     """For each (label A, run A, label B, run B): per data set and overall, the paired difference B − A
     in F1 and answer-context recall with its bootstrap 95 % interval (questions both runs scored)."""
-    from rich.table import Table
-
     from ragcli.eval.stats import pair, paired_bootstrap
 
-    table = Table(title=title, title_justify="left")
-    for name in ("comparison", "data set", "n"):
-        table.add_column(name, no_wrap=True, justify="right" if name == "n" else "left")
-    for _, label in PAIRED_METRICS:
-        table.add_column(f"{label} A → B", justify="right")
-        table.add_column(f"Δ{label} [95% CI]", justify="right")
+    rows = []  # (comparison, data set, n, {metric: (A → B, Δ [interval])}, style)
     starred = False
     for label_a, run_a, label_b, run_b in pairs:
         qa, qb = run_a.get("questions") or {}, run_b.get("questions") or {}
         datasets = sorted({q["dataset"] for q in qa.values()} & {q["dataset"] for q in qb.values()})
         for ds in ([*datasets, None] if len(datasets) > 1 else [None]):
-            cells = []
+            cells = {}
             n = 0
             for metric, _ in PAIRED_METRICS:
                 xa, xb = pair(qa, qb, metric, ds)
                 if not xa:
-                    cells += ["–", "–"]
+                    cells[metric] = ("–", "–")
                     continue
                 p = paired_bootstrap([100 * v for v in xa], [100 * v for v in xb])
                 n = max(n, p.n)
                 mark = "*" if p.significant else ""
                 starred = starred or p.significant
-                cells += [f"{p.a:.1f} → {p.b:.1f}", f"{p.diff:+.1f} [{p.low:+.1f}, {p.high:+.1f}]{mark}"]
-            table.add_row(f"{label_a} → {label_b}", ds or "all", str(n), *cells,  # as the cells read, A → B
-                          style=None if ds is None else "dim")
-    table.caption = "* the interval excludes 0" if starred else None  # (said only of a table with a star)
-    return table
+                cells[metric] = (f"{p.a:.1f} → {p.b:.1f}", f"{p.diff:+.1f} [{p.low:+.1f}, {p.high:+.1f}]{mark}")
+            rows.append((f"{label_a} → {label_b}", ds or "all", str(n), cells,  # as the cells read, A → B
+                         None if ds is None else "dim"))
+    caption = "* the interval excludes 0" if starred else None  # (said only of a table with a star)
+
+    def table(title: str, metrics, caption: str | None):
+        from rich.table import Table
+
+        t = Table(title=title, title_justify="left", caption=caption)
+        t.add_column("comparison")  # the one that wraps where the terminal is narrow ("flare (old/summary.json)")
+        t.add_column("data set", no_wrap=True)
+        t.add_column("n", no_wrap=True, justify="right")
+        for _, label in metrics:
+            t.add_column(f"{label} A → B", justify="right")
+            t.add_column(f"Δ{label} [95% CI]", justify="right")
+        for comparison, ds, n, cells, style in rows:
+            t.add_row(comparison, ds, n, *(c for metric, _ in metrics for c in cells[metric]), style=style)
+        return t
+
+    return Fitted(table(title, PAIRED_METRICS, caption),
+                  [table(title if i == 0 else _part(title, label), [(metric, label)],
+                         caption if i == len(PAIRED_METRICS) - 1 else None)
+                   for i, (metric, label) in enumerate(PAIRED_METRICS)])
 
 
 def distinct_names(a: Path, b: Path) -> tuple[str, str]:
