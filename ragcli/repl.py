@@ -16,6 +16,7 @@ from typing import Callable
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from ragcli import attribution
 from ragcli.config import Settings, user_state_dir
@@ -24,7 +25,7 @@ from ragcli.engine import Engine
 from ragcli.errors import RagcliError
 from ragcli.events import AnswerFinished, Event
 from ragcli.render import safe
-from ragcli.render.text import marked_answer, shorten, source_lines, text_console
+from ragcli.render.text import hanging, marked_answer, shorten, source_lines, text_console
 
 COMMANDS = {
     "/help": "show this help",
@@ -284,9 +285,11 @@ class Repl:
             found = self.engine.retriever.search(" ".join(args), self.settings.k)
             if not found:
                 self.console.print("no documents found")
-            for i, d in enumerate(found, start=1):
-                self.out.print(f"[{i}] {escape(safe(d.title))} ({d.score:.2f}) [dim]{escape(safe(d.location))}[/]")
-                self.out.print("    " + escape(shorten(safe(d.text), 200)))
+            for i, d in enumerate(found, start=1):  # each wrapping under itself in a narrow terminal
+                head = Text(f"{safe(d.title)} ({d.score:.2f}) ")
+                head.append(safe(d.location), style="dim")
+                self.out.print(hanging(f"[{i}] ", head))
+                self.out.print(hanging("    ", shorten(safe(d.text), 200)))
         elif cmd == "/index":
             if not args:
                 self.console.print("usage: /index PATH")

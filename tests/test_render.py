@@ -38,6 +38,27 @@ def events():
     ]
 
 
+def test_a_long_source_line_wraps_under_itself_not_at_column_0():
+    """At 60 columns "  [3] Ulf Merbold — /work/…/wiki_paragraphs.jsonl#L77" went on at column 0, and
+    so did the titles of "also in the prompt:"; they now wrap beneath the text they continue."""
+    far = Document("d3", "Ulf Merbold", "text", 9.0, "index", "/home/someone/projects/notes/sample/wiki_paragraphs.jsonl#L77")
+    others = tuple(Document(f"o{i}", f"A page about topic number {i}", "text", 1.0, "index", f"o{i}.md:1")
+                   for i in range(4))
+    stats = RunStats(steps=1, sentences=1, retrievals=1, retrieval_opportunities=1, seconds=1.0)
+    out = Console(record=True, width=60)
+    r = RichLiveRenderer(highlight=0.4, err=Console(file=io.StringIO()), out=out)
+    r.handle(AnswerFinished("Ulf Merbold.", (far, *others), stats, citations=((0, 12, (0,)),)))
+    r.close()
+    lines = out.export_text().splitlines()
+    at = lines.index("Sources:")
+    cited = lines[at + 1:lines.index(next(x for x in lines if x.startswith("  also in the prompt: ")))]
+    assert cited[0].startswith("  [1] Ulf Merbold") and len(cited) > 1
+    assert all(line.startswith(" " * 6) and line.strip() for line in cited[1:])
+    also = lines[at + 1 + len(cited):]
+    assert len(also) > 1 and all(line.startswith(" " * 22) for line in also[1:] if line.strip())
+    assert "".join(x.strip() for x in cited).endswith("wiki_paragraphs.jsonl#L77")
+
+
 def test_live_renderer_shows_the_loop_at_80_columns():
     err = Console(record=True, width=80, force_terminal=True)
     out = Console(record=True, width=80)

@@ -195,6 +195,12 @@ def test_search_and_index_without_an_argument_print_their_usage(settings, built_
     assert "nothing to index" not in err
     assert "no documents found" in err  # a search that finds nothing says so
     assert "[1] Field notes" in out and code == 0
+    engine, err_console, _, log = make_repl(settings, built_index)
+    narrow = Console(file=io.StringIO(), width=40, record=True)
+    _, _, _, out = drive((engine, err_console, narrow, log), "/search shrub\r/exit\r")
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert lines[0].startswith("[1] ") and len(lines) > 2  # a hit and its text, wrapped
+    assert all(line.startswith("    ") for line in lines[1:] if not line.startswith("[")), out  # never at column 0
 
 
 def test_a_setting_the_model_is_made_with_makes_a_new_one_when_changed(settings, monkeypatch):

@@ -29,7 +29,7 @@ from ragcli.events import (
     TokenGenerated,
 )
 from ragcli.render.text import (already_read_line, calibration_line, cited_pieces, safe, shorten, shorten_left,
-                                source_lines, summary_line, text_console)
+                                hanging, source_rows, summary_line, text_console)
 from ragcli.types import Sentence, Token
 
 DRAFT = "grey58 italic"
@@ -242,8 +242,10 @@ class RichLiveRenderer:
             self.out.print(self._answer_text(event))
             if event.sources:  # a blank line before them, as in plain output: stdout is the same either way
                 self.out.print()
-            for i, line in enumerate(source_lines(event.sources, event.citations)):
-                self.out.print(Text(line, style="bold" if i == 0 else "dim" if line.startswith("  also in the prompt") else ""))
+            rows = source_rows(event.sources, event.citations)
+            for i, (lead, rest) in enumerate(rows):
+                style = "bold" if i == 0 else "dim" if lead.startswith("  also in the prompt") else ""
+                self.out.print(hanging(lead, rest, style) if rest else Text(lead, style=style))
 
     @staticmethod
     def _answer_text(event: AnswerFinished) -> Text:

@@ -36,18 +36,40 @@ def source_lines(sources: Sequence[Document], citations: Sequence | None = None,
     ``AnswerFinished``), numbered by their place in ``sources`` as ``/sources`` shows them, then the
     other documents that were in a prompt, on one line. When the answer has claims but none is in a
     document, all of them, saying so; with no attribution (older history entries), all of them."""
+    return [lead + rest for lead, rest in source_rows(sources, citations, title_width=title_width)]
+
+
+def source_rows(sources: Sequence[Document], citations: Sequence | None = None, *,
+                title_width: int | None = 40) -> list[tuple[str, str]]:
+    """``source_lines`` as (lead, rest): "  [3] " and "Ulf Merbold — notes.jsonl#L77", so that a
+    terminal wraps a long line under its rest, not at column 0; the heading's lead is the whole line."""
     if not sources:
         return []
     cited = first_use(citations or ())
     if not cited:
         header = "Sources (none of them contains the answer's words):" if citations else "Sources:"
-        return [header] + [f"  [{i}] {source_line(d)}" for i, d in enumerate(sources, start=1)]
-    lines = ["Sources:"] + [f"  [{i + 1}] {source_line(sources[i])}" for i in cited]
+        return [(header, "")] + [(f"  [{i}] ", source_line(d)) for i, d in enumerate(sources, start=1)]
+    rows = [("Sources:", "")] + [(f"  [{i + 1}] ", source_line(sources[i])) for i in cited]
     rest = [i for i in range(len(sources)) if i not in cited]
     if rest:
-        lines.append("  also in the prompt: "
-                     + ", ".join(f"[{i + 1}] {_title(sources[i], title_width)}" for i in rest))
-    return lines
+        rows.append(("  also in the prompt: ",
+                     ", ".join(f"[{i + 1}] {_title(sources[i], title_width)}" for i in rest)))
+    return rows
+
+
+def hanging(lead, rest, style: str = ""):
+    """``lead`` then ``rest`` (strings or Rich ``Text``), ``rest`` wrapping beneath itself: "  [3] " and a
+    long path, or "    " and a passage, go on under the path or passage, not at column 0 of a narrow
+    terminal."""
+    from rich.table import Table
+    from rich.text import Text
+
+    grid = Table.grid()
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    grid.add_row(lead if isinstance(lead, Text) else Text(lead, style=style),
+                 rest if isinstance(rest, Text) else Text(rest, style=style))
+    return grid
 
 
 def _title(doc: Document, width: int | None) -> str:
