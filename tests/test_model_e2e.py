@@ -198,3 +198,36 @@ def test_a_page_spelling_a_control_token_cannot_end_the_prompt(engine):
     assert eos not in tokens and turn[0] not in tokens
     assert "<eos>" in gen.llm.detokenize(tokens).decode()  # the characters are still there to read
 
+
+
+def test_a_character_the_token_cap_cuts_is_finished_not_dropped(engine):
+    """The bundled model writes "𓀀" as four byte tokens: --max-tokens 1 to 3 gave no text at all
+    (the bytes were dropped), and previous-window asked for the same window again, forever. Up to
+    three tokens past the cap now finish the character."""
+    gen = engine.generator
+    prompt = "Copy the symbols exactly.\nInput: 𓀀𓀀𓀀 𓀀𓀀𓀀 𓀀𓀀𓀀\nOutput: 𓀀𓀀𓀀 𓀀𓀀𓀀 𓀀"
+    assert len(gen.tokenize("𓀀", bos=False)) == 4
+    for n in (1, 2, 3):
+        assert "".join(t.text for t in gen.stream(prompt, max_tokens=n)) == "𓀀", n
+        assert gen.last_finish == "length"
+
+
+def test_a_slot_that_could_not_grow_is_made_anew_not_used_freed(engine, monkeypatch):
+    """A draft slot's bigger context failed (out of memory): the old one was closed but kept, and the
+    next small draft used the freed context (SIGSEGV). It is now dropped, and made again when next asked for."""
+    import llama_cpp._internals as internals
+
+    from ragcli.errors import ModelError
+
+    gen = engine.generator
+    list(gen.stream("Hello there", max_tokens=2, slot="draft"))
+
+    def no_memory(*args, **kwargs):
+        raise ValueError("Failed to create llama_context")
+
+    with monkeypatch.context() as m:
+        m.setattr(internals, "LlamaContext", no_memory)
+        with pytest.raises(ModelError, match="could not create another"):
+            list(gen.stream("word " * 1500, max_tokens=2, slot="draft"))
+    assert "draft" not in gen._slots
+    assert [t.text for t in gen.stream("Hello there", max_tokens=2, slot="draft")]

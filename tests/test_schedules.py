@@ -30,6 +30,26 @@ def test_previous_window_retrieves_every_s_tokens_with_the_last_l_tokens(setting
     assert fin.answer == " ".join(f"w{i}" for i in range(12))
 
 
+def test_previous_window_ends_when_the_budget_left_falls_inside_a_character(settings):
+    """A character of several byte tokens (the bundled model spells "𓇳" in four) cut by the window's
+    budget gave no text and no end: the window was asked for again with the same prompt, forever (a
+    retrieval and a model call each time). The budget counts model tokens, and an empty window ends it."""
+    import itertools
+
+    from ragcli.events import StepStarted
+
+    def script(prompt):
+        if "The sun is written" in prompt:  # then the character's bytes: no text until the last one
+            return [("", 0.9), ("", 0.9), ("", 0.9), (" 𓇳", 0.9)]
+        return [(" The", 0.9), (" sun", 0.9), (" is", 0.9), (" written", 0.9)]
+
+    s = settings.copy(stride=4, max_tokens=6, final_read="no")
+    events = PreviousWindow(FakeGenerator(default=script), RecordingRetriever(), s).run("How is the sun spelled?")
+    seen = list(itertools.islice(events, 500))
+    assert sum(isinstance(e, StepStarted) for e in seen) == 2
+    assert of(seen, AnswerFinished)[0].answer == "The sun is written"
+
+
 def test_previous_window_short_prefix_uses_the_question_too(settings):
     s = settings.copy(stride=2, query_len=4, max_tokens=4)
     gen = FakeGenerator([numbered(2, 0), numbered(2, 2)])

@@ -180,6 +180,7 @@ _SENTENCE_END = (b".", b"!", b"?")
 # in f16: 0.5 MB a token, 4 GB for 8192), so four full-size contexts would be 4x the KV memory.
 # Attention only spans the cells in use, so a small context computes exactly what a big one does.
 SMALL_SLOT = 1024
+CHARACTER_TOKENS = 3  # tokens past --max-tokens that may finish a character cut by it (UTF-8: at most 4 bytes)
 
 
 class _Slot:
@@ -360,6 +361,7 @@ class LlamaGenerator:
         params = type(self.llm.context_params).from_buffer_copy(self.llm.context_params)
         params.n_ctx = size
         if slot is not None:
+            del self._slots[name]  # never left holding a freed context: the next call would use it (SIGSEGV)
             slot.ctx.close()
         try:
             with _quiet_stderr():
@@ -447,7 +449,7 @@ class LlamaGenerator:
                suppress_first: Mapping[str, int] | None = None) -> Iterator[Token]:
         np = self._np
         tokens = self.prompt_tokens(prompt)
-        s = self._slot(slot, len(tokens) + max_tokens + 1)
+        s = self._slot(slot, len(tokens) + max_tokens + 1 + CHARACTER_TOKENS)
         self._prepare(s, tokens)
         self.stats.calls += 1
         bias_ids = self._string_ids(bias)
@@ -455,7 +457,13 @@ class LlamaGenerator:
         self.last_finish = "length"  # "stop" (stop string), "eog" (end of generation) or "length"
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         stops = StopFilter(stop)
-        for i in range(max_tokens):
+        i = -1
+        while True:
+            i += 1
+            # the cap, unless it falls inside a character several tokens spell (𓇳 is four byte tokens):
+            # up to CHARACTER_TOKENS more finish it, where cutting it gave no text at all
+            if i >= max_tokens and not (decoder.getstate()[0] and i < max_tokens + CHARACTER_TOKENS):
+                break
             if len(s.tokens) >= self.n_ctx - 1:
                 break
             logits = self._logits(s)

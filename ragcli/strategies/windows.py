@@ -33,15 +33,19 @@ class PreviousWindow(Strategy):
         pending: list[Token] = []  # tokens of the sentence not yet committed
         answer: list[str] = []
         stop_reason = "max_tokens"
-        while len(generated) < st.max_tokens:  # one window per stride: bounded by max_tokens, not max_steps
+        start = self.gen.stats.tokens_generated
+        used = lambda: self.gen.stats.tokens_generated - start  # noqa: E731  model tokens: a Token can hold several
+        while used() < st.max_tokens:  # one window per stride: bounded by max_tokens, not max_steps
             query = self._window_query(question, generated)
             docs = yield from self._retrieve(query, generated)
             so_far = "".join(t.text for t in generated)
-            budget = min(st.stride, st.max_tokens - len(generated))
+            budget = min(st.stride, st.max_tokens - used())
             docs = self.prompt_documents(docs, lambda d: self.answer_prompt(question, d, so_far), reserve=budget)
             self.stats.retrieval_opportunities += 1
             yield self.step("window")
             chunk = yield from self.generate(self.answer_prompt(question, docs, so_far), max_tokens=budget)
+            if not chunk.tokens and not chunk.ended:  # the window gave no text (a character of more tokens than
+                break  # the budget left): the same prompt again would give none again, forever
             generated.extend(chunk.tokens)
             pending.extend(chunk.tokens)
             pending = yield from self._commit_complete(pending, answer, docs)
