@@ -298,6 +298,19 @@ def test_a_new_step_streams_on_a_line_of_its_own():
     r.close()
 
 
+def test_every_step_label_fits_the_label_column():
+    """self-ask's "intermediate" (12 letters) made its label a column wider than the streamed text
+    allows: at 50 columns its first row overran the terminal and wrapped to column 0."""
+    err = Console(record=True, width=50, force_terminal=True, file=io.StringIO())
+    r = RichLiveRenderer(highlight=0.4, err=err, out=Console(file=io.StringIO()))
+    r.handle(StepStarted(1, "intermediate"))
+    r.handle(TokenGenerated(Token(" The engine has twelve cylinders and was built in 1941 by the works.", -0.1)))
+    lines = ["".join(s.text for s in line) for line in err.render_lines(r.current, err.options)]
+    assert lines[0].startswith(" sub-answer │ ") and all(line.startswith(" " * 12 + "│ ") for line in lines[1:])
+    assert all(len(line.rstrip()) <= 50 for line in lines)
+    r.close()
+
+
 def test_wide_characters_are_measured_in_terminal_columns():
     """A CJK sentence wraps under its label and a CJK page's preview is cut to the width (both
     counted characters, not columns: the sentence started at column 0, the preview spilled)."""

@@ -63,8 +63,13 @@ def low_words(sentence: Sentence, low: Sequence[Token]) -> list[tuple[str, float
     return found or [(t.text.strip(), t.prob) for t in low]  # tokens not from this sentence: as they are
 
 
+SHOWN_AS = {"intermediate": "sub-answer"}  # self-ask's step: 12 letters overran the label column
+
+
 def _label(name: str) -> str:
-    return f"{name:>11} │ "
+    """``name`` right-aligned in the label column (LABEL_WIDTH with " │ "): never wider, or the
+    streamed text beside it overran the terminal's width and wrapped where the live view counts no row."""
+    return f"{SHOWN_AS.get(name, name)[:LABEL_WIDTH - 3]:>{LABEL_WIDTH - 3}} │ "
 
 
 class _Streaming:
