@@ -14,8 +14,10 @@ from ragcli.generation import Generator
 from ragcli.retrieval import Retriever
 from ragcli.retrieval.web import WebSearcher
 
-MODEL_KEYS = ("model", "n_gpu_layers", "ctx", "threads", "seed", "temperature", "top_p", "cache", "prompt_style",
-              "backend", "base_url", "api_model", "api_timeout", "require_gpu")
+MODEL_KEYS = ("model", "n_gpu_layers", "ctx", "threads", "prompt_style", "backend", "base_url", "api_model",
+              "api_timeout", "require_gpu")
+# set on the model already loaded (``set_sampling``): `/set temperature 0.7` loaded a 70B model again
+SAMPLING_KEYS = ("temperature", "top_p", "seed", "cache")
 
 
 def make_generator(settings: Settings) -> Generator:
@@ -62,6 +64,7 @@ class Engine:
         self._retriever = retriever
         self._index_path: str | None = None  # the index the retriever was opened for (None: injected)
         self._model_key: tuple | None = None if generator is None else ("injected",)
+        self._sampling: tuple | None = None  # the SAMPLING_KEYS values the generator has (None: injected, untouched)
         self._closed = False
 
     # ---------------------------------------------------------------- parts, built lazily
@@ -71,11 +74,34 @@ class Engine:
         if self._generator is None or (self._model_key not in (key, ("injected",))):
             if self._closed:
                 raise Interrupted("interrupted")
+            self._release_generator()
             self._generator = make_generator(self.settings)
             self._model_key = key
+            self._sampling = tuple(getattr(self.settings, k) for k in SAMPLING_KEYS)
             if self._closed:  # closed while it was being made
                 self.close()
         return self._generator
+
+    def _release_generator(self) -> None:
+        """Let go of the generator being replaced before its successor loads: two 70B models at once
+        do not fit where one does (a server's connections are closed)."""
+        old, self._generator = self._generator, None
+        if old is None:
+            return
+        close = getattr(old, "close", None)
+        if close is not None:
+            close()
+        del old, close
+        import gc
+
+        gc.collect()
+
+    def _set_sampling(self, generator: Generator, settings: Settings) -> None:
+        """Give the generator this question's sampling settings where they changed (no reload)."""
+        values = tuple(getattr(settings, k) for k in SAMPLING_KEYS)
+        if self._sampling is not None and values != self._sampling and hasattr(generator, "set_sampling"):
+            generator.set_sampling(**dict(zip(SAMPLING_KEYS, values)))
+            self._sampling = values
 
     @property
     def retriever(self) -> Retriever:
@@ -137,6 +163,7 @@ class Engine:
         if cls.name != "none" and retriever is None:
             retriever = self.retriever  # opened and checked first: a missing index fails before a model loads
         generator = self.generator
+        self._set_sampling(generator, settings)
         check_backend(generator, cls, settings)
         for message in getattr(generator, "notices", ()):
             yield Notice(message, "warning")

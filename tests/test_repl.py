@@ -217,6 +217,36 @@ def test_a_setting_the_model_is_made_with_makes_a_new_one_when_changed(settings,
     assert made == [False, True]
 
 
+def test_sampling_settings_change_the_loaded_model_and_a_new_model_replaces_the_old(settings, built_index,
+                                                                                    monkeypatch):
+    """`/set temperature 0.7` or `/set seed 3` loaded the model again (minutes for a 70B one, with two in
+    memory at once). They are set on the loaded one; a setting the model is made with (ctx) still makes a
+    new one, after letting go of the old (a server's connections closed)."""
+    from ragcli import engine as engine_module
+
+    made = []
+
+    class Closing(FakeGenerator):
+        closed = False
+
+        def close(self):
+            self.closed = True
+
+    def make(s):
+        made.append(Closing(default=ANSWER))
+        return made[-1]
+
+    monkeypatch.setattr(engine_module, "make_generator", make)
+    engine = Engine(settings.copy(index=str(built_index.directory)))
+    engine.generator  # loaded before the settings change, as after a first question
+    _, code, err, _ = drive((engine, *make_repl(settings, built_index)[1:]),
+                            "/set temperature 0.7\r/set seed 3\r/set cache false\rWhich shrub grows in Japan?\r/exit\r")
+    assert code == 0 and len(made) == 1, err
+    assert made[0].sampling == {"temperature": 0.7, "top_p": settings.top_p, "seed": 3, "cache": False}
+    _, code, _, _ = drive((engine, *make_repl(settings, built_index)[1:]), "/set ctx 2048\rWhich shrub?\r/exit\r")
+    assert len(made) == 2 and made[0].closed and not made[1].closed
+
+
 def test_save_to_a_folder_that_does_not_exist_is_one_plain_line(settings, built_index, tmp_path):
     target = tmp_path / "no" / "such" / "t.md"
     repl, code, err, out = drive(make_repl(settings.copy(strategy="none"), built_index),

@@ -85,6 +85,10 @@ class Generator(Protocol):
         calibrations are cached under it."""
         ...
 
+    def set_sampling(self, *, temperature: float, top_p: float, seed: int, cache: bool) -> None:
+        """Change the sampling settings in place (``engine.SAMPLING_KEYS``): no model loads again."""
+        ...
+
     def stream(
         self,
         prompt: str,

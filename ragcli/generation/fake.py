@@ -43,6 +43,9 @@ class FakeGenerator:
     def fingerprint(self) -> str:
         return "fake"
 
+    def set_sampling(self, **sampling) -> None:
+        self.sampling = dict(sampling)  # what the engine set, for tests to read
+
     def count_tokens(self, text: str) -> int:
         return max(1, len(text.split())) if text else 0
 

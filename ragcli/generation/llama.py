@@ -232,6 +232,7 @@ class LlamaGenerator:
         self.temperature = temperature
         self.top_p = top_p
         self.cache = cache
+        self.seed = seed
         self.rng = np.random.default_rng(seed)
         self.stats = GenStats()
         self.context_hint = LOCAL_CONTEXT_HINT
@@ -258,6 +259,12 @@ class LlamaGenerator:
 
     def fingerprint(self) -> str:
         return gguf_fingerprint(self.model_path)
+
+    def set_sampling(self, *, temperature: float, top_p: float, seed: int, cache: bool) -> None:
+        """Settings that need no reload (the engine sets them on `/set`); a new seed starts its sequence anew."""
+        if seed != self.seed:
+            self.rng = self._np.random.default_rng(seed)
+        self.temperature, self.top_p, self.seed, self.cache = temperature, top_p, seed, cache
 
     # ---------------------------------------------------------------- tokens
     def tokenize(self, text: str, *, bos: bool = True, special: bool = True) -> list[int]:

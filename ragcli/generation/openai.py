@@ -196,6 +196,10 @@ class OpenAIGenerator:
     def fingerprint(self) -> str:
         return f"openai:{self.base}|{self.model}|{self.reported}"
 
+    def set_sampling(self, *, temperature: float, top_p: float, seed: int, cache: bool) -> None:
+        """Settings that need no new connection and probe (sent with each request)."""
+        self.temperature, self.top_p, self.seed, self.cache = temperature, top_p, seed, cache
+
     def server_info(self) -> dict[str, Any]:
         """What an eval header records of the server (never the key)."""
         return {"base_url": self.base, "model": self.model, "identity": self.identity, "kind": self.kind,
