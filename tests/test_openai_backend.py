@@ -474,6 +474,32 @@ def test_timeout_before_and_during_the_answer(capsys, tmp_path):
             list(g.stream("q", max_tokens=5))
 
 
+def test_a_connection_that_times_out_is_said_as_such_and_a_silent_first_token_as_no_answer():
+    """A connect timeout (10 s) was reported as "did not answer for 120s"; a stream that sent its
+    headers and then no token within --api-timeout as "sent nothing more", as if cut mid-answer."""
+    import httpx
+
+    from ragcli.generation.openai_http import ServerClient
+
+    def refuse(request):
+        raise httpx.ConnectTimeout("timed out", request=request)
+
+    client = ServerClient("http://127.0.0.1:9/v1", timeout=120.0, retries=0, transport=httpx.MockTransport(refuse))
+    with pytest.raises(ServerError, match=r"cannot connect to the server at http://127.0.0.1:9/v1: no connection within 10s"):
+        client.send("GET", "models")
+
+    class Silent(httpx.SyncByteStream):  # headers sent, then no token before the read timeout
+        def __iter__(self):
+            raise httpx.ReadTimeout("timed out")
+
+    def silent(request):
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=Silent())
+
+    client = ServerClient("http://127.0.0.1:9/v1", timeout=0.5, retries=0, transport=httpx.MockTransport(silent))
+    with pytest.raises(ServerError, match=r"did not answer for 0.5s"):
+        list(client.events("completions", {"prompt": "q"}, on_prompt=lambda n, c: None))
+
+
 def test_429_and_503_are_retried_honouring_retry_after():
     with StubServer() as stub:
         g = gen(stub)

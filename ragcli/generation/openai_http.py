@@ -46,6 +46,9 @@ def _loopback(url: str) -> bool:
     return host in ("localhost", "::1") or host.startswith("127.")
 
 
+CONNECT_TIMEOUT = 10.0  # seconds to wait for a connection (--api-timeout bounds the waits for an answer)
+
+
 class ServerClient:
     def __init__(self, base_url: str, *, key: str | None = None, timeout: float = 120.0, retries: int = RETRIES,
                  backoff: float = BACKOFF, transport: Any = None) -> None:
@@ -60,7 +63,8 @@ class ServerClient:
         self._closed = threading.Event()
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         # a server on this machine never needs the proxy of the environment
-        self._client = httpx.Client(timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)), headers=headers,
+        self.connect_timeout = min(timeout, CONNECT_TIMEOUT)
+        self._client = httpx.Client(timeout=httpx.Timeout(timeout, connect=self.connect_timeout), headers=headers,
                                     transport=transport, trust_env=not _loopback(self.base), follow_redirects=False)
 
     def close(self) -> None:
@@ -98,6 +102,10 @@ class ServerClient:
                 self.check_open()
                 raise ServerError(f"cannot connect to the server at {self.base}: {reason(exc)}",
                                   hint="is it running? check --base-url") from None
+            except httpx.ConnectTimeout:  # said as "did not answer for 120s" after 10 s
+                self.check_open()
+                raise ServerError(f"cannot connect to the server at {self.base}: no connection within "
+                                  f"{self.connect_timeout:g}s", hint="is it running and reachable? check --base-url") from None
             except httpx.TimeoutException:
                 raise self.timeout_error() from None
             except httpx.TransportError as exc:
@@ -213,8 +221,8 @@ class ServerClient:
                 if not counted:
                     on_prompt(None, 0)
                 return
-            except httpx.TimeoutException:
-                raise self.timeout_error(mid=True) from None
+            except httpx.TimeoutException:  # before the first token, the server "did not answer" (a long prompt)
+                raise self.timeout_error(mid=got) from None
             except (httpx.TransportError, _Cut) as exc:
                 self.check_open()
                 if got or attempt >= self.retries:
