@@ -231,3 +231,12 @@ def test_a_slot_that_could_not_grow_is_made_anew_not_used_freed(engine, monkeypa
             list(gen.stream("word " * 1500, max_tokens=2, slot="draft"))
     assert "draft" not in gen._slots
     assert [t.text for t in gen.stream("Hello there", max_tokens=2, slot="draft")]
+
+
+def test_a_continuation_that_does_not_fit_the_context_is_a_context_overflow(engine):
+    """It failed in llama.cpp's decode as a model error (exit 6, "lower --ctx": the opposite advice)."""
+    from ragcli.errors import ContextOverflowError
+
+    gen = engine.generator
+    with pytest.raises(ContextOverflowError, match="do not fit the 4096-token context"):
+        gen.continuation_logprob("word " * 3000, " word" * 1500)

@@ -555,6 +555,11 @@ class LlamaGenerator:
         np = self._np
         tokens = self.prompt_tokens(prompt)
         ids = self.tokenize(continuation, bos=False, special=False)
+        if len(tokens) + len(ids) >= self.n_ctx:  # a slot never grows past n_ctx: said as the prompt's overflow
+            from ragcli.errors import ContextOverflowError
+
+            raise ContextOverflowError(f"prompt and continuation of {len(tokens) + len(ids)} tokens do not fit the "
+                                       f"{self.n_ctx}-token context", hint=LOCAL_CONTEXT_HINT)
         s = self._slot(slot, len(tokens) + len(ids) + 1)
         self._prepare(s, tokens)
         rows = [self._logits(s).astype(np.float64)]  # predicts ids[0]
