@@ -114,11 +114,17 @@ def test_an_html_charset_is_read_as_browsers_read_it_and_a_wrong_one_is_not_trus
     liar = tmp_path / "liar.html"
     liar.write_bytes(b'<html><head><meta charset="utf-8"></head><body><p>Caf\xe9 cr\xe8me and more words '
                      b'here for the detector.</p></body></html>')
-    for page, text in ((latin, "He said \u201chello\u201d \u2014 it\u2019s 5\u20ac"),
-                       (liar, "Caf\u00e9 cr\u00e8me and more words here for the detector.")):
+    # the other lie, the commoner: UTF-8 bytes under an old template's iso-8859-1 (cp1252 decodes any bytes)
+    utf8 = tmp_path / "utf8.html"
+    utf8.write_bytes('<html><head><meta charset="iso-8859-1"><title>Café Menü</title></head><body><p>Wir '
+                     'servieren Kaffee in München \u2013 5 €.</p></body></html>'.encode("utf-8"))
+    for page, text, encoding in ((latin, "He said \u201chello\u201d \u2014 it\u2019s 5\u20ac", "cp1252"),
+                                 (liar, "Caf\u00e9 cr\u00e8me and more words here for the detector.", "cp1252"),
+                                 (utf8, "Wir servieren Kaffee in München \u2013 5 €.", "utf-8")):
         notes = FileNotes()
         [passage] = iter_passages(page, page.name, notes)
-        assert passage.text == text and (notes.encoding, notes.replaced) == ("cp1252", 0)
+        assert passage.text == text and (notes.encoding, notes.replaced) == (encoding, 0)
+    assert passage.title == "Café Menü"
 
 
 def test_markdown_front_matter_is_metadata_not_text_and_lines_keep_their_numbers(tmp_path):

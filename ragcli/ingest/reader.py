@@ -465,6 +465,11 @@ def _sections(path: Path, suffix: str, notes: FileNotes) -> list[Section]:
     if suffix in formats.HTML_SUFFIXES:
         raw = read_bytes(path)
         declared = None if bom(raw) or b"\x00" in raw[:SNIFF_BYTES] else formats.declared_encoding(raw)
+        if declared and _says_one_byte(declared) and not raw.isascii() and _is_utf8(raw):
+            # A page saying iso-8859-1 or windows-1252 whose bytes are UTF-8 (a template's old meta tag):
+            # cp1252 decodes any bytes, so the lie never failed ("CafÃ© MenÃ¼", München found by nothing).
+            # Text in a one-byte code page is almost never valid UTF-8 once it has a byte above 0x7F.
+            declared = "utf-8"
         try:
             text = raw.decode(declared) if declared else None  # strictly: a page may lie about its charset
         except UnicodeDecodeError:
@@ -477,6 +482,23 @@ def _sections(path: Path, suffix: str, notes: FileNotes) -> list[Section]:
     if suffix in formats.MARKDOWN_SUFFIXES:
         return formats.markdown_sections(path, text)
     return formats.text_sections(path, text)
+
+
+def _says_one_byte(codec: str) -> bool:
+    import codecs
+
+    try:
+        return len("é€".encode(codecs.lookup(codec).name, errors="replace")) == 2
+    except LookupError:
+        return False
+
+
+def _is_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _section_passages(section: Section, shown: str) -> Iterator[Passage]:
