@@ -133,9 +133,18 @@ def test_corrupt_and_old_indexes_are_detected_with_the_fix(built_index, settings
     report = build_index([small_corpus], Path(settings.index), rebuild=True)  # the printed fix works
     assert TantivyIndex.open(settings.index).num_passages() == report.passages_total > 0
     (Path(settings.index) / "ragcli-files.json").write_text("[1, 2]")  # a damaged list of files
-    again = build_index([small_corpus], Path(settings.index))
+    warnings = []
+    again = build_index([small_corpus], Path(settings.index), on_warning=warnings.append)
     assert again.updated + again.added == 2 and again.passages_total == report.passages_total  # read again, once
     assert TantivyIndex.open(settings.index).stats()["files"] == 2
+    assert warnings and "list of files was damaged or missing: made again from the index (2 files)" in warnings[0]
+    # damaged, then a file deleted: its passages leave (an empty list had kept them, found by every search)
+    (Path(settings.index) / "ragcli-files.json").write_text("{garbage")
+    notes = next(p for p in small_corpus.iterdir() if p.suffix == ".md")
+    notes.unlink()
+    again = build_index([small_corpus], Path(settings.index))
+    assert again.removed == 1 and TantivyIndex.open(settings.index).stats()["files"] == 1
+    assert all(d.location.split(":")[0] != notes.name for d in TantivyIndex.open(settings.index).search("Rhodotypos shrub", 5))
 
 
 def test_rebuild_refuses_a_folder_that_is_not_an_index(tmp_path, small_corpus):

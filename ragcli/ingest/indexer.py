@@ -156,6 +156,9 @@ def build_index(
         run = None
         try:
             manifest = {} if rebuild else index.load_manifest()
+            if any(entry.get("recovered") for entry in manifest.values()):
+                warn(f"the index's list of files was damaged or missing: made again from the index "
+                     f"({counted(len(manifest), 'file')}); those still there are read again")
             # start parser processes before the index writer's threads exist
             with (_Parsers.start(files, manifest, jobs, warn) as parsers,
                   index.writer(locked=True, threads=writer_threads) as writer):

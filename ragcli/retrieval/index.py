@@ -255,15 +255,27 @@ class TantivyIndex:
 
     # ---------------------------------------------------------------- manifest of indexed files
     def load_manifest(self) -> dict[str, dict[str, Any]]:
+        """The indexed files and what was read of them. Unreadable or gone (a crash, an editor), it is
+        made again from the files the index holds passages of, each marked ``recovered``: an empty
+        list had their passages kept for good once those files were deleted (found by every search)."""
         path = self.directory / MANIFEST_FILE
-        if not path.is_file():
-            return {}
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError:
+        except (OSError, ValueError):
+            data = None
+        if not isinstance(data, dict):
+            return self._recovered_manifest()
+        return {k: v for k, v in data.items() if isinstance(v, dict)}
+
+    def _recovered_manifest(self) -> dict[str, dict[str, Any]]:
+        """Each file the index holds live passages of, with their count and no hash: read again next run."""
+        import tantivy
+
+        searcher = self._searcher_()
+        if searcher.num_docs == 0:
             return {}
-        # damaged: files it does not list are read again (deleted by path first, so never twice)
-        return {k: v for k, v in data.items() if isinstance(v, dict)} if isinstance(data, dict) else {}
+        live = searcher.terms_with_prefix("path", "", filter_query=tantivy.Query.all_query())
+        return {term: {"passages": count, "recovered": True} for term, count in live if count > 0}
 
     def save_manifest(self, manifest: dict[str, dict[str, Any]]) -> None:
         _atomic_write(self.directory / MANIFEST_FILE, json.dumps(manifest, sort_keys=True))
