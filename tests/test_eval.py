@@ -714,3 +714,27 @@ def test_a_resumed_eval_says_how_many_results_it_took_from_its_file(tmp_path, mo
             cli.run(argv)
         err = " ".join(capsys.readouterr().err.split())
         assert exc.value.code == 0 and ("2 results of 2 resumed from" in err) == expected, err
+
+
+def test_a_dataset_repeating_an_id_is_refused_and_one_without_answers_is_said_as_such(tmp_path):
+    """Two questions with one id: a resumed run scored the last one's result for each (recall 83.3
+    became 100.0 with nothing answered again). Records without "answers" were "no questions … match the
+    filters" with no filter given; for --long-form, which needs none, they are kept."""
+    from ragcli.errors import UsageError
+
+    paragraphs = [{"pid": "p1", "title": "Neil Peart", "text": "Neil Peart was a drummer.", "is_supporting": True}]
+    twice = tmp_path / "twice.jsonl"
+    twice.write_text("".join(json.dumps({"id": "same", "question": f"Q{i}?", "answers": ["a"]}) + "\n"
+                             for i in range(3)))
+    with pytest.raises(UsageError, match=r"twice.jsonl:2 repeats the id 'same' of line 1") as exc:
+        load_examples(twice)
+    assert "resumed by id" in exc.value.hint
+    bare = tmp_path / "bare.jsonl"
+    bare.write_text("".join(json.dumps({"id": f"q{i}", "question": "Who drummed?", "paragraphs": paragraphs}) + "\n"
+                            for i in range(2)))
+    with pytest.raises(UsageError, match=r"no question in .*bare.jsonl has reference answers") as exc:
+        load_examples(bare)
+    assert "--long-form" in exc.value.hint
+    with pytest.raises(UsageError, match=r"match the filters \(2 without reference answers left out\)"):
+        load_examples(bare, limit=1)
+    assert [ex.id for ex in load_examples(bare, need_answers=False)] == ["q0", "q1"]

@@ -78,7 +78,8 @@ def eval_run(
         raise UsageError("--workers runs questions in parallel against a server: it needs --backend openai",
                          hint="the in-process model answers one question at a time")
     examples = ds.load_examples(dataset, dataset=only_dataset, type_=only_type, limit=limit, sample=sample,
-                                seed=sample_seed, per_dataset=per_dataset, skip_per_dataset=skip_per_dataset)
+                                seed=sample_seed, per_dataset=per_dataset, skip_per_dataset=skip_per_dataset,
+                                need_answers=not long_form)
     if long_form:
         examples = ds.long_form(examples)
     grid = {"theta": theta, "beta": beta, "k": k, "lookahead": lookahead, "stride": stride, "query_len": query_len,

@@ -61,10 +61,11 @@ def _paragraphs(value: object) -> tuple[dict, ...]:
 
 def load_examples(path: Path, *, dataset: str | None = None, type_: str | None = None, limit: int | None = None,
                   sample: int | None = None, seed: int = 0, per_dataset: int | None = None,
-                  skip_per_dataset: int = 0) -> list[Example]:
-    """The dataset's answerable questions after the filters; ``skip_per_dataset`` leaves out the first
-    N of each data set (in file order: a slice not used while tuning), ``per_dataset`` keeps the first N
-    of each after that, then ``sample`` and ``limit``."""
+                  skip_per_dataset: int = 0, need_answers: bool = True) -> list[Example]:
+    """The dataset's answerable questions (``need_answers``; all for long-form requests) after the
+    filters; ``skip_per_dataset`` leaves out the first N of each data set (in file order: a slice not
+    used while tuning), ``per_dataset`` keeps the first N of each after that, then ``sample`` and
+    ``limit``. An id used twice is refused: results are kept, scored and resumed by id."""
     if not path.is_file():
         raise InputPathError(f"dataset not found: {path}")
     out: list[Example] = []
@@ -72,6 +73,8 @@ def load_examples(path: Path, *, dataset: str | None = None, type_: str | None =
     types = {t.strip() for t in type_.split(",") if t.strip()} if type_ else None
     seen_datasets: set[str] = set()
     seen_types: set[str] = set()
+    ids: dict[str, int] = {}
+    unanswered = 0
     with path.open(encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, start=1):
             if not line.strip():
@@ -85,13 +88,18 @@ def load_examples(path: Path, *, dataset: str | None = None, type_: str | None =
                                  hint='each line needs "id" and "question"; "answers" and "paragraphs" for scores') from None
             except (ValueError, TypeError, AttributeError) as exc:
                 raise UsageError(f"{path}:{lineno} is not a dataset record ({exc})") from None
+            if ex.id in ids:  # a resumed run scored the last such question's result for each of them
+                raise UsageError(f"{path}:{lineno} repeats the id {ex.id!r} of line {ids[ex.id]}",
+                                 hint="give each question an id of its own: results are kept and resumed by id")
+            ids[ex.id] = lineno
             seen_datasets.add(ex.dataset)
             seen_types.add(ex.type)
             if datasets and ex.dataset not in datasets:
                 continue
             if types and ex.type not in types:
                 continue
-            if not ex.answers:  # unanswerable (SQuAD 2.0): no EM/F1 possible
+            if not ex.answers and need_answers:  # unanswerable (SQuAD 2.0): no EM/F1 possible
+                unanswered += 1
                 continue
             out.append(ex)
     _check_named(path, "data set", "--dataset", datasets, seen_datasets)
@@ -109,7 +117,12 @@ def load_examples(path: Path, *, dataset: str | None = None, type_: str | None =
     if limit is not None:
         out = out[:limit]
     if not out:
-        raise UsageError(f"no questions in {path} match the filters")
+        filtered = datasets or types or limit is not None or sample is not None or per_dataset is not None or skip_per_dataset
+        if unanswered and not filtered:
+            raise UsageError(f"no question in {path} has reference answers (\"answers\"), which EM and F1 need",
+                             hint='give each line "answers": [...], or ask for paragraphs with --long-form')
+        left_out = f" ({unanswered} without reference answers left out)" if unanswered else ""
+        raise UsageError(f"no questions in {path} match the filters{left_out}")
     return out
 
 
