@@ -282,7 +282,7 @@ def _log_answer(question: str, settings: dict, events: list) -> None:
         log.record(question, settings, events)
         log.close()
     except (HistoryError, sqlite3.Error, OSError) as exc:  # logging must never cost the user their answer
-        stderr_console().print(f"[yellow]warning:[/] could not write the history log: {exc}")
+        stderr_console().print(f"[yellow]warning:[/] could not write the history log: {exc}", soft_wrap=True)
 
 
 @app.command()
@@ -356,6 +356,7 @@ def history_show(
     from ragcli.types import Document, RunStats
 
     c = text_console()
+    c.soft_wrap = not c.is_terminal  # `history show 15 > f.txt`: lines as they are (ask's answer is not cut at 80 either)
     c.print(f"[bold]{markup_safe(row['question'])}[/]  [dim]({row['strategy']})[/]")
     finished = next((e for e in row["events"] if e["event"] == "answer"), {})
     c.print(escape(marked_answer(row["answer"], finished.get("citations") or ())))

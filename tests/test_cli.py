@@ -179,6 +179,7 @@ def test_history_lists_and_shows_logged_answers(small_corpus, tmp_path, capsys, 
     assert code == 0 and "Which band?" in out and "Not logged?" not in out
     code, out, _ = call(["history", "show", "1"], capsys)
     assert code == 0 and "Rush is the band." in out and "search [question] Which band?" in out
+    assert any(len(line) > 80 for line in out.splitlines())  # piped: the sources line whole, not cut at 80
     code, _, err = call(["history", "show", "99"], capsys)
     assert code == 2 and "no history entry 99" in err
     call(["ask", "Which band is it?", "--index", idx, "--strategy", "flare"], capsys)  # "Rush" drafted unsure
