@@ -209,6 +209,14 @@ def test_resume_after_interruption_gives_the_same_summary(tmp_path, settings):
     assert strip(summarize(rows)) == strip(full)
     lines = out.read_text().splitlines()
     assert json.loads(lines[0])["type"] == "header" and len(lines) == 5
+    # interrupted before its first result, a file holds its header alone: resuming adds no second one
+    alone = tmp_path / "alone.jsonl"
+    with pytest.raises(KeyboardInterrupt):
+        run_eval(eng, specs, examples, settings, out=alone, meta={"m": 1},
+                 on_result=lambda row, resumed: (_ for _ in ()).throw(KeyboardInterrupt))
+    alone.write_text(alone.read_text().splitlines()[0] + "\n")
+    run_eval(eng, specs, examples, settings, out=alone, meta={"m": 1})
+    assert sum(json.loads(line).get("type") == "header" for line in alone.read_text().splitlines()) == 1
 
 
 def test_grid_expands_only_parameters_a_strategy_uses():

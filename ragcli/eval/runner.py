@@ -134,6 +134,15 @@ def run_one(engine: Engine, spec: RunSpec, example: Example, base: Settings) -> 
     return row
 
 
+def _has_header(out: Path) -> bool:
+    with out.open(encoding="utf-8") as fh:
+        first = fh.readline()
+    try:
+        return json.loads(first).get("type") == "header"
+    except (ValueError, AttributeError):
+        return False
+
+
 def load_done(out: Path | None) -> dict[tuple[str, str], dict]:
     done: dict[tuple[str, str], dict] = {}
     if out is None or not out.is_file():
@@ -225,7 +234,7 @@ def run_eval(engine: Engine, specs: list[RunSpec], examples: list[Example], base
         out.parent.mkdir(parents=True, exist_ok=True)
         _repair_tail(out)
         fh = out.open("a", encoding="utf-8")
-        if not done and meta is not None:
+        if not done and meta is not None and not _has_header(out):  # (interrupted before its first result: it has one)
             fh.write(json.dumps({"type": "header", **meta}, ensure_ascii=False) + "\n")
             fh.flush()
     try:
