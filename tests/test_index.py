@@ -499,17 +499,18 @@ def test_bad_jsonl_lines_are_skipped_by_number_and_the_rest_indexed(tmp_path):
     lines = [f'{{"title": "T{i}", "text": "row {i} about numbats"}}' for i in range(1500)]
     lines[3] = "{broken"  # line 4
     lines[700] = '{"title": "no text here"}'  # line 701
+    lines[701] = '{"title": "a number", "text": 123}'  # line 702: "has no text field" was the wrong reason
     (corpus / "bad.jsonl").write_bytes(("\n".join(lines) + "\n").encode() + b'{"text": "caf\xe9"}\n')
     warnings = []
     report = build_index([corpus], tmp_path / "idx", on_warning=warnings.append)
     shown = str(corpus / "bad.jsonl")
-    assert report.skipped == [] and report.bad_lines == {shown: 3}
-    assert report.passages_total == 1 + 1498
-    assert warnings == [f"{shown}: skipped 3 bad lines: line 4 is not JSON; line 701 has no \"text\" field; "
-                        "line 1501 is not UTF-8 (byte 13)"]
+    assert report.skipped == [] and report.bad_lines == {shown: 4}
+    assert report.passages_total == 1 + 1497
+    assert warnings == [f"{shown}: skipped 4 bad lines: line 4 is not JSON; line 701 has no \"text\" field; "
+                        "line 702 has a \"text\" that is not a string (int); line 1501 is not UTF-8 (byte 13)"]
     idx = TantivyIndex.open(tmp_path / "idx")
     assert idx.search("row 1499 numbats", 1)[0].location.endswith("bad.jsonl#L1500")
-    assert idx.load_manifest()[shown]["bad_lines"] == 3
+    assert idx.load_manifest()[shown]["bad_lines"] == 4
 
 
 def test_a_jsonl_file_without_one_good_line_is_skipped(tmp_path):
