@@ -248,6 +248,22 @@ def test_a_linked_file_is_indexed_under_its_link_and_leaves_with_it(tmp_path):
     assert r.removed == 1 and r.passages_total == 1
 
 
+def test_a_link_to_a_file_inside_the_folder_is_not_followed_the_file_is_read_under_its_own_name(tmp_path):
+    """The README's promise: "a_link.md -> sub/notes.md" was indexed as a_link.md (the walk lists a
+    folder's files before its subfolders, and a file reached twice counts once), leaving sub/notes.md
+    out; deleting the link then swapped them again."""
+    docs = tmp_path / "docs"
+    (docs / "sub").mkdir(parents=True)
+    (docs / "sub" / "notes.md").write_text("The quarterly meeting is on Thursday.")
+    os.symlink("sub/notes.md", docs / "a_link.md")
+    assert [str(f.path.relative_to(docs)) for f in iter_files([docs])] == ["sub/notes.md"]
+    index = tmp_path / "index"
+    build_index([docs], index)
+    (docs / "a_link.md").unlink()
+    r = build_index([docs], index)
+    assert (r.added, r.removed, r.unchanged) == (0, 0, 1)
+
+
 def test_a_linked_folder_outside_the_root_is_read_under_its_link(tmp_path):
     """A link to a folder elsewhere (notes/archive -> a drive) is read as part of the folder, its
     files named under the link, and they leave when the link does. A link back up (to the root or

@@ -215,10 +215,16 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
             p = here / name
             if ignored(p, False):
                 continue
+            if os.path.islink(p) and _within_real(os.path.realpath(p), real_root) and os.path.exists(p):
+                continue  # a link to a file in the root: that file is read under its own name, not the link's
             if p.suffix.lower() in SUPPORTED_SUFFIXES or not p.suffix and os.path.islink(p) and not os.path.exists(p):
                 yield p  # (a broken link of no type is said to be one as it is looked at)
             elif other_types is not None and name != IGNORE_FILE:  # (ragcli's own file: no text left unread)
                 other_types[p.suffix.lower()] += 1
+
+
+def _within_real(target: str, real_root: str) -> bool:
+    return target == real_root or target.startswith(real_root.rstrip(os.sep) + os.sep)
 
 
 def _ignored_by(specs: list[tuple[Path, object]], path: Path, is_dir: bool) -> Path | None:
