@@ -479,3 +479,16 @@ def test_emptying_the_index_by_blanking_its_last_file_is_warned_of(tmp_path, cap
     (notes / "a.txt").write_text("")
     code, out, err = call(["index", str(notes), "--index", idx], capsys)
     assert code == 0 and "the index holds no passages now" in " ".join(err.split()), err
+
+
+def test_a_location_in_a_narrow_search_table_breaks_at_a_slash_never_inside_its_line_number():
+    """At 80 columns "…/wiki_paragraphs.jsonl#L17" was folded as "…#L1" over "7": read as line 1."""
+    from ragcli.cli import fold_path
+
+    for location in ("examples/sample/wiki_paragraphs.jsonl#L17", "/home/me/notes/servers.md:120-135",
+                     "a/very/long/folder/name/that/goes/on/report.pdf p. 12", "corpus.jsonl#L1234 §2"):
+        for width in (12, 20, 30):
+            lines = fold_path(location, width).split("\n")
+            assert "".join(lines) == location and all(len(line) <= width for line in lines)
+            tail = location[location.rindex(next(m for m in ("#L", ":", " p. ") if m in location)):]
+            assert any(tail.split(" §")[0] in line for line in lines), (location, width, lines)
