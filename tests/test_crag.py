@@ -170,8 +170,8 @@ def test_web_off_gives_one_notice_and_no_search(settings):
     events, gen, web = run(settings.copy(web=False), [BANANA, PARIS], [ANSWER])
     assert web.queries == []
     notices = of(events, Notice)
-    assert len(notices) == 1 and notices[0].level == "warning"
-    assert notices[0].message.startswith("web search unavailable:")
+    assert len(notices) == 1 and notices[0].level == "info"  # asked for: no warning, even under -q
+    assert notices[0].message.startswith("web search is off (--no-web)")
     assert "answering without documents" in notices[0].message
     assert len(gen.calls) == 1 and "Documents:" not in answer_prompt(gen)  # Incorrect: no documents
     finished = of(events, AnswerFinished)[0]

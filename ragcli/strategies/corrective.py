@@ -165,7 +165,8 @@ def correct_documents(strategy: "Strategy", question: str, docs: Sequence[Docume
         return local
     if not st.web:
         strategy.stats.extra["web"] = "off"
-        yield Notice(f"web search unavailable: turned off (web = false); {fallback}", "warning")
+        # asked for (--no-web): said, as what CRAG would have done, but no warning (-q printed it)
+        yield Notice(f"web search is off (--no-web); {fallback}", "info")
         return local
 
     keywords = yield from rewrite_keywords(strategy, question)
