@@ -155,6 +155,9 @@ def test_an_empty_corpus_leaves_no_index_and_an_existing_one_untouched(tmp_path,
     assert sorted(p.name for p in folder.iterdir()) == ["README.md"] and "left as it was" not in (exc.value.hint or "")
     with pytest.raises(IndexMissingError):
         TantivyIndex.open(folder)
+    with pytest.raises(EmptyCorpusError) as exc:  # an empty file named: said so, not "(supported: text, …)"
+        build_index([nothing / "empty.md"], folder)
+    assert exc.value.message.startswith("nothing to index: ") and exc.value.message.endswith("empty.md is empty")
 
     index = tmp_path / "idx"
     build_index([small_corpus], index)
@@ -916,3 +919,18 @@ def test_a_folder_emptied_of_its_files_has_them_removed(tmp_path, how):
         assert set(idx.load_manifest()) == {str((tmp_path / "other.txt").resolve())}
         with pytest.raises(EmptyCorpusError):  # a folder the index holds nothing from is "nothing to index"
             build_index([folder], index, exclude=exclude)
+
+
+def test_a_file_given_as_the_index_is_refused_before_the_walk_warns(tmp_path):
+    """`ragcli index --index run.sh messy` walked the folder and printed its warnings, then refused."""
+    from ragcli.errors import UsageError
+
+    messy = tmp_path / "messy"
+    messy.mkdir()
+    (messy / "a.txt").write_text("text")
+    os.symlink(tmp_path / "nowhere", messy / "broken.txt")
+    (tmp_path / "run.sh").write_text("echo")
+    warnings = []
+    with pytest.raises(UsageError, match="is a file, not a folder for an index"):
+        build_index([messy], tmp_path / "run.sh", on_warning=warnings.append)
+    assert warnings == []

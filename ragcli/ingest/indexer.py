@@ -144,6 +144,7 @@ def build_index(
     started = time.perf_counter()
     warn = on_warning or (lambda msg: None)
     report = IndexReport()
+    TantivyIndex.check_folder(index_dir)  # before the walk and its warnings, not after them
     gone = _gone(paths, None if rebuild else index_dir, warn)
     files = _find_files([p for p in paths if p not in gone], report, warn, include_hidden=include_hidden,
                         exclude=exclude or [])
@@ -311,8 +312,18 @@ def _empty(paths: list[Path], report: IndexReport, kept: Path | None) -> EmptyCo
     if kept is not None:
         notes.append(f"the index at {kept} was left as it was")
     hint = "; ".join(notes) or None
+    if not report.skipped and all(_empty_file(p) for p in paths):  # not "no readable text (supported: …)"
+        return EmptyCorpusError(f"nothing to index: {named} {'is' if len(paths) == 1 else 'are'} empty",
+                                hint=f"the index at {kept} was left as it was" if kept is not None else None)
     return EmptyCorpusError(f"nothing to index: {named} hold{'s' if len(paths) == 1 else ''} no readable "
                             f"text{skipped}", hint=hint)
+
+
+def _empty_file(path: Path) -> bool:
+    try:
+        return path.is_file() and path.stat().st_size == 0
+    except OSError:
+        return False
 
 
 def _save_meta(index: TantivyIndex, report: IndexReport, rebuild: bool) -> None:
