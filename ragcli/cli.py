@@ -480,10 +480,20 @@ def config_path() -> None:
 
 
 # ----------------------------------------------------------------------------- errors -> exit codes
+def _debug_first(args: list[str]) -> list[str]:
+    """``--debug`` is the app's option: `ragcli ask "q" --debug` was "No such option: --debug (Possible
+    options: --web)"; taken from anywhere before a "--" and put first."""
+    end = args.index("--") if "--" in args else len(args)
+    if "--debug" not in args[1:end]:
+        return args
+    return ["--debug"] + [a for i, a in enumerate(args) if not (a == "--debug" and i < end)]
+
+
 def run(argv: list[str] | None = None) -> None:
     """Console-script entry point: the one place where errors become messages and exit codes."""
     usage_errors, aborts, exits = _click_exceptions()
     quiet_before = _to_devnull()
+    argv = _debug_first(sys.argv[1:] if argv is None else list(argv))
     try:
         rc = app(args=argv, standalone_mode=False, prog_name="ragcli")
         if rc == 130:  # Typer turns Ctrl-C into Exit(130), which click returns silently

@@ -492,3 +492,11 @@ def test_a_location_in_a_narrow_search_table_breaks_at_a_slash_never_inside_its_
             assert "".join(lines) == location and all(len(line) <= width for line in lines)
             tail = location[location.rindex(next(m for m in ("#L", ":", " p. ") if m in location)):]
             assert any(tail.split(" §")[0] in line for line in lines), (location, width, lines)
+
+
+def test_debug_is_taken_after_the_command_too(capsys, tmp_path):
+    """The internal-error hint says to add --debug; after the command it was "No such option: --debug"."""
+    code, out, err = call(["strategies", "--debug"], capsys)
+    assert code == 0 and "flare" in out and "No such option" not in err
+    code, out, err = call(["search", "--index", str(tmp_path / "none"), "--", "--debug"], capsys)  # a query, kept
+    assert code == 3 and "No such option" not in err
