@@ -130,6 +130,8 @@ def index(
     if verbose:
         for result in report.files:
             console.print(markup_safe(result.describe()), soft_wrap=True)
+        for shown in report.removed_files:
+            console.print(markup_safe(f"{'removed':<8} {shown}"), soft_wrap=True)
     if (report.removed or report.updated) and not report.passages_total:  # deleted, excluded or blanked
         on_warning("the index holds no passages now: the files it held from these paths are gone or hold no text")
     if report.kept:

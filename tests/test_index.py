@@ -934,3 +934,19 @@ def test_a_file_given_as_the_index_is_refused_before_the_walk_warns(tmp_path):
     with pytest.raises(UsageError, match="is a file, not a folder for an index"):
         build_index([messy], tmp_path / "run.sh", on_warning=warnings.append)
     assert warnings == []
+
+
+def test_verbose_names_the_removed_files_and_a_newline_in_a_name_is_escaped(tmp_path):
+    """`index -v` said "2 removed" and never which; a file name holding a newline split its line and
+    the location it was cited by."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "we\nird.txt").write_text("Hello newline world.")
+    (docs / "gone.txt").write_text("Soon deleted.")
+    r = build_index([docs], tmp_path / "idx")
+    assert sorted(f.path.rsplit("/", 1)[-1] for f in r.files) == ["gone.txt", "we\\nird.txt"]
+    hit = TantivyIndex.open(tmp_path / "idx").search("newline", 1)[0]
+    assert hit.location.endswith("we\\nird.txt:1") and "\n" not in hit.location
+    (docs / "gone.txt").unlink()
+    r = build_index([docs], tmp_path / "idx")
+    assert r.removed == 1 and [Path(p).name for p in r.removed_files] == ["gone.txt"]

@@ -61,6 +61,7 @@ class IndexReport:
     added: int = 0
     updated: int = 0
     removed: int = 0
+    removed_files: list[str] = field(default_factory=list)  # as shown (`index --verbose` lists them)
     unchanged: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
     bad_lines: dict[str, int] = field(default_factory=dict)  # JSONL file -> lines skipped
@@ -100,7 +101,16 @@ def display_path(path: Path) -> str:
         shown = str(path.relative_to(Path.cwd()))
     except ValueError:
         shown = str(path)
-    return os.fsencode(shown).decode("utf-8", "backslashreplace")
+    return printable_name(os.fsencode(shown).decode("utf-8", "backslashreplace"))
+
+
+_CONTROLS = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F]} | {0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}
+
+
+def printable_name(name: str) -> str:
+    """A file name with its control characters escaped: a newline in one split `index -v`'s line and
+    the location it is cited by."""
+    return name.translate(_CONTROLS)
 
 
 def shown_path(info: FileInfo) -> str:
@@ -108,10 +118,10 @@ def shown_path(info: FileInfo) -> str:
     file or folder by an absolute path (`cd /tmp; ragcli index /home/me/notes` gave "home/me/notes/…",
     a path that opens from /tmp only)."""
     if info.absolute:
-        return str(info.path)
+        return printable_name(str(info.path))
     shown = display_path(info.path)
     if os.path.isabs(shown):  # named from beside the working directory (`ragcli index ../docs`): so kept
-        shown = os.fsencode(os.path.relpath(info.path)).decode("utf-8", "backslashreplace")
+        shown = printable_name(os.fsencode(os.path.relpath(info.path)).decode("utf-8", "backslashreplace"))
     return shown
 
 
@@ -404,6 +414,7 @@ class _Run:
                 self.writer.delete_path(key)
                 self.pending_removed.append(key)
                 self.report.removed += 1
+                self.report.removed_files.append(display_path(Path(key)))
 
     def holds_passages(self, files: list[FileInfo]) -> bool:
         """Whether any of ``files`` has passages in the index once this run commits."""
