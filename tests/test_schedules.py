@@ -226,6 +226,28 @@ def test_self_ask_asks_a_follow_up_once_then_for_the_final_answer(settings):
     assert gen.calls[-1]["prompt"].endswith("Intermediate answer: Romulus founded Rome.\nSo the final answer is:")
 
 
+def test_self_ask_keeps_each_prompt_inside_the_context_as_its_scratchpad_grows(settings):
+    """The documents were fitted once, after a retrieval; the intermediate answer and the next
+    follow-up then grew the prompt past the window (a model that checks, as llama.cpp does, failed
+    mid-run with a context overflow). Each call fits them to the scratchpad as it is then."""
+    from ragcli.errors import ContextOverflowError
+
+    class Checking(FakeGenerator):  # as a real backend: a prompt and its tokens must fit n_ctx
+        def stream(self, prompt, *, max_tokens, **kw):
+            if self.count_tokens(prompt) + max_tokens > self.n_ctx:
+                raise ContextOverflowError(f"{self.count_tokens(prompt)} + {max_tokens} > {self.n_ctx}")
+            yield from super().stream(prompt, max_tokens=max_tokens, **kw)
+
+    long_docs = [Document(f"d{i}", f"T{i}", " ".join(f"w{i}x{j}" for j in range(60)), 1.0 / (i + 1)) for i in range(3)]
+    follow_ups = [t for i in range(3) for t in (toks(f"Follow up: Who founded town number {i} of the old empire?\n", 0.9),
+                                                toks(" " + " ".join(f"founder{i}w{j}" for j in range(40)) + ".", 0.9))]
+    gen = Checking(follow_ups + [toks("So the final answer is: Mars\n", 0.9)], n_ctx=420)
+    events, _ = run(SelfAsk, gen, settings.copy(max_tokens=400, max_steps=10), question="Who was the father?",
+                    retriever=RecordingRetriever(long_docs))
+    assert of(events, AnswerFinished)[0].answer
+    assert all(gen.count_tokens(c["prompt"]) + c["max_tokens"] <= 420 for c in gen.calls)
+
+
 def test_self_ask_generates_within_max_tokens(settings):
     """Follow-ups, intermediate and final answers share --max-tokens: each call is given what is left,
     and the run stops with "max_tokens" when it is spent."""

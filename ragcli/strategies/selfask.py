@@ -33,11 +33,17 @@ class SelfAsk(Strategy):
         def budget(cap: int) -> int:
             return min(cap, st.max_tokens - used)
 
+        def fitted(tokens: int) -> list:
+            """The documents that fit beside the scratchpad as it is now and ``tokens`` to write: it
+            grows after the documents were fitted (an intermediate answer, then the next follow-up)."""
+            return self.fit_documents(docs, lambda d: prompts.self_ask_prompt(question, d, scratch), reserve=tokens)
+
         while self.stats.steps < st.max_steps:
             if budget(1) <= 0:
                 stop_reason = "max_tokens"
                 break
             yield self.step("decompose")
+            docs = fitted(budget(64))
             chunk = yield from self.generate(prompts.self_ask_prompt(question, docs, scratch), max_tokens=budget(64),
                                              stop=prompts.SELF_ASK_STOP)
             used += len(chunk.tokens)
@@ -71,6 +77,7 @@ class SelfAsk(Strategy):
                 break
             yield self.step("intermediate")
             scratch += "Intermediate answer:"
+            docs = self._prompt_docs = fitted(budget(48))
             chunk = yield from self.generate(prompts.self_ask_prompt(question, docs, scratch), max_tokens=budget(48),
                                              stop=("\n",))
             used += len(chunk.tokens)
@@ -83,6 +90,7 @@ class SelfAsk(Strategy):
         elif not final:
             # no follow-up, one asked again, or out of steps: the final answer is asked for once
             scratch += "So the final answer is:"
+            docs = self._prompt_docs = fitted(budget(32))
             chunk = yield from self.generate(prompts.self_ask_prompt(question, docs, scratch),
                                              max_tokens=budget(32), stop=("\n",))
             used += len(chunk.tokens)
