@@ -184,6 +184,19 @@ def test_an_index_is_never_written_into_or_deleted_from_a_folder_of_other_files(
     empty.mkdir()
     (empty / "README.md").write_text("indexes go here")
     assert build_index([small_corpus], empty).passages_total > 0  # an empty folder (a README aside) is fine
+    # tantivy's advice for its own users ("Please use tantivy 0.15 or above …") is not passed on
+    import tantivy
+
+    def old_format(path):
+        raise ValueError("Schema error: 'Unsupported index version'. Please use tantivy 0.15 or above to recreate "
+                         "the index.")
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(tantivy.Index, "open", staticmethod(old_format))
+        with pytest.raises(IndexCorruptError) as exc:
+            TantivyIndex.open(settings.index)
+    assert "Unsupported index version" in exc.value.message and "tantivy 0.15" not in exc.value.message
+    assert "--rebuild" in exc.value.hint
     # --rebuild of an index that cannot be opened deletes its files, and only those
     index = Path(settings.index)
     (index / "notes.txt").write_text("mine")

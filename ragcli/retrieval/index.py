@@ -193,7 +193,10 @@ class TantivyIndex:
         try:
             index = tantivy.Index.open(str(directory))
         except ValueError as exc:
-            raise IndexCorruptError(f"index at {directory} cannot be opened: {exc}",
+            # tantivy's own advice ("Please use tantivy 0.15 or above to recreate the index") is for its
+            # users: ragcli's is the hint
+            said = re.sub(r"\s*Please use tantivy[^.]*\.?", "", str(exc)).strip()
+            raise IndexCorruptError(f"index at {directory} cannot be opened: {said}",
                                     hint=f"rebuild it: ragcli index --rebuild --index {directory} PATH") from None
         return cls(directory, index, meta)
 
