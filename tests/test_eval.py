@@ -637,6 +637,16 @@ def test_compare_names_each_side_by_its_file_and_says_which_way_it_subtracts(tmp
     out = " ".join(capsys.readouterr().out.split())
     assert "new/summary.json minus old/summary.json" in out and "(new/summary.json − old/summary.json)" in out
     assert "single (old/summary.json) → single (new/summary.json)" in out
+    other = summary("other", 0.5, 0.5)  # another data set: no question in common
+    data = json.loads(other.read_text())
+    for run in data["runs"].values():
+        run["questions"] = {f"m{q}": v for q, v in run["questions"].items()}
+    other.write_text(json.dumps(data))
+    with pytest.raises(SystemExit) as exc:
+        cli.run(["eval", "compare", str(old), str(other)])
+    captured = capsys.readouterr()
+    assert exc.value.code == 0 and "share no questions" in " ".join(captured.err.split())
+    assert "paired differences" not in captured.out and "minus" in captured.out  # the summaries' table stays
 
 
 def test_a_closed_book_eval_needs_no_paragraphs_and_a_retrieving_one_says_what_is_missing(tmp_path, monkeypatch,

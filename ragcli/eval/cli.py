@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ragcli.cli_support import stderr_console, with_settings
+from ragcli.cli_support import markup_safe, stderr_console, with_settings
 from ragcli.config import Settings, flag_name
 from ragcli.errors import InputPathError, UsageError
 
@@ -384,6 +384,12 @@ def eval_compare(
     if sb is not None and base is None:
         console.print(report.compare_table(sa, sb, name_a, name_b))
     pairs = report.compare_pairs(sa, sb, name_a, name_b, base)
+    if pairs and not any(set(ra.get("questions") or {}) & set(rb.get("questions") or {}) for _, ra, _, rb in pairs):
+        # (a HotpotQA summary against a MuSiQue one: rows of n 0 and dashes, said as no more than that)
+        stderr_console().print(f"[yellow]warning:[/] {markup_safe(name_a)} and {markup_safe(name_b)} share no "
+                               "questions: no paired differences (run both on the same data set and filters)",
+                               soft_wrap=True)
+        pairs = []
     if pairs:
         what = f"each run − {base} of its file" if base is not None else f"{name_b} − {name_a}"
         console.print(report.paired_table(pairs, f"paired differences ({what}), bootstrap over questions"))
