@@ -319,6 +319,33 @@ def test_resuming_with_other_settings_or_another_model_is_refused(tmp_path, sett
     assert lines[0]["settings"]["max_tokens"] == 32 and len(lines) == 3 and len(rows) == 2
 
 
+def test_resuming_from_another_corpus_is_refused_before_its_index_is_built(tmp_path, settings, monkeypatch, capsys):
+    """`eval run … --out r.jsonl` without the --corpus r.jsonl was made with built a whole eval index
+    first (minutes for a big corpus), then refused. The index's place is known from the corpus's hash
+    alone: the refusal comes first, naming both."""
+    from ragcli import cli
+
+    data, corpus = _dataset(tmp_path)
+    monkeypatch.setattr(engine_mod, "make_generator", lambda s: FakeGenerator(
+        default=toks(" So the answer is Topic 3.", 0.9) + toks("\n\nQuestion:", 0.9)))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    out = tmp_path / "r.jsonl"
+    with pytest.raises(SystemExit) as exc:
+        cli.run(["eval", str(data), "--strategy", "single", "--corpus", str(corpus), "--out", str(out)])
+    assert exc.value.code == 0, capsys.readouterr().err
+    capsys.readouterr()
+    from ragcli.ingest import indexer
+
+    built = []
+    monkeypatch.setattr(indexer, "build_index", lambda *a, **k: built.append(a))
+    with pytest.raises(SystemExit) as exc:
+        cli.run(["eval", str(data), "--strategy", "single", "--out", str(out)])  # the dataset's own paragraphs
+    err = " ".join(capsys.readouterr().err.split())
+    assert exc.value.code == 2 and "holds results made with other settings: index:" in err
+    assert "eval-index/corpus-" in err and "eval-index/qs-" in err  # both corpora named
+    assert built == [] and "building the eval index" not in err
+
+
 def test_resuming_against_a_server_now_serving_another_model_is_refused(tmp_path, settings):
     """A server's model has no file to hash: what the server says it serves stands for it, so a run
     resumed after the server was restarted with another model (same URL) is refused, naming both;

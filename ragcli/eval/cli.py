@@ -93,17 +93,21 @@ def eval_run(
     if any(spec.strategy == "oracle" for spec in specs) and not any(ex.paragraphs for ex in examples):
         raise UsageError(f"--strategy oracle reads each question's gold paragraphs: {dataset.name} has none",
                          hint="oracle needs \"paragraphs\" with is_supporting marks; run --strategy none (closed-book)")
+    build = None
     if not all(spec.strategy in WITHOUT_INDEX for spec in specs):
-        _open_index(base, dataset, corpus)
+        build = _open_index(base, dataset, corpus)
     elif base.source("index") == "flag":  # a path given is checked, whether the runs retrieve or not
         from ragcli.retrieval.index import TantivyIndex
 
         TantivyIndex.open(base.index)
     else:
         base.index = ""  # closed-book: nothing to build (it failed on a data set without paragraphs)
-    if not restart:  # settings and dataset before the model loads (seconds for a big one); its hash after
+    if not restart:  # settings, dataset and corpus before the index is built and the model loads (minutes
+        # for a big one, to be told then the file was made from another corpus); the model's hash after
         runner.check_resumable(out, runner.run_metadata(base, dataset, base.index, None, long_form=long_form),
                                model=False)
+    if build is not None:
+        build()
     meta = _run_header(engine, base, dataset, specs, len(examples), long_form=long_form)
     rows = _run_with_progress(engine, specs, examples, base, out=out, meta=meta, restart=restart, workers=workers)
     runs = runner.summarize(rows)
@@ -158,12 +162,15 @@ def _run_specs(base: Settings, strategy: str, grid: dict[str, str]) -> list:
 WITHOUT_INDEX = frozenset({"none", "oracle"})  # runs that search no index: closed-book, the gold paragraphs
 
 
-def _open_index(base: Settings, dataset: Path, corpus: Path | None) -> None:
+def _open_index(base: Settings, dataset: Path, corpus: Path | None):
     """The eval's own index of the dataset's (or --corpus's) paragraphs unless the --index flag names
     one, which must hold documents. An index from RAGCLI_INDEX or the config file (the user's notes)
-    is not the eval's: the dataset is scored against its own paragraphs."""
+    is not the eval's: the dataset is scored against its own paragraphs. ``base.index`` is set to it;
+    returns what builds the eval's index where it is not built yet (None: nothing to build)."""
     if base.source("index") != "flag":
-        base.index = str(_eval_index(dataset, corpus))
+        target, build = _eval_index_plan(dataset, corpus)
+        base.index = str(target)
+        return build
     elif corpus is not None:
         raise UsageError("--corpus and --index both name what to retrieve from",
                          hint="--corpus FILE indexes that corpus for the eval; --index DIR uses an index as it is")
@@ -171,6 +178,7 @@ def _open_index(base: Settings, dataset: Path, corpus: Path | None) -> None:
         from ragcli.retrieval.index import TantivyIndex
 
         TantivyIndex.open(base.index).check_not_empty()
+    return None
 
 
 def _run_header(engine, base: Settings, dataset: Path, specs: list, n_questions: int, *,
@@ -280,6 +288,14 @@ def _eval_index(dataset: Path, corpus: Path | None) -> Path:
     indexing code (``_ingest_fingerprint``). Each use marks the index used; indexes no eval has used
     for EVAL_INDEX_KEPT_DAYS go (each change to the corpus or the indexing code made another copy,
     and none was ever removed), as do half-built ones of killed evals."""
+    target, build = _eval_index_plan(dataset, corpus)
+    build()
+    return target
+
+
+def _eval_index_plan(dataset: Path, corpus: Path | None):
+    """(where the eval's index of this corpus is, what builds it there if it is not yet): the
+    corpus is hashed, nothing is built."""
     import tempfile
 
     from ragcli.config import user_cache_dir
@@ -298,33 +314,37 @@ def _eval_index(dataset: Path, corpus: Path | None) -> Path:
     digest = _short_hash(f"{file_hash(source)} {_ingest_fingerprint()}")  # streamed: a corpus of GBs
     folder = user_cache_dir() / "eval-index"
     target = folder / f"{source.stem}-{digest}"
-    _prune_eval_indexes(folder, keep=target)
-    if (target / META_FILE).is_file():
-        _mark_used(target)
-        return target
-    folder.mkdir(parents=True, exist_ok=True)
-    building = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=folder))
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            src = corpus
-            if records is not None:
-                src = Path(tmp) / f"{dataset.stem}-paragraphs.jsonl"
-                src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
-            stderr_console().print(f"building the eval index from {source.name} → {target}")
-            build_index([src], building, writer_threads=1)  # one thread: passages (and samples) in the order read
-        try:
-            os.replace(building, target)  # only a complete index is ever found at `target`
-        except OSError:
-            if not (target / META_FILE).is_file():
-                raise
-            # another eval built the same index meanwhile: use that one, this one goes
-    finally:
-        if building.exists():
-            import shutil
 
-            shutil.rmtree(building, ignore_errors=True)
-    _mark_used(target)
-    return target
+    def build() -> None:
+        _prune_eval_indexes(folder, keep=target)
+        if (target / META_FILE).is_file():
+            _mark_used(target)
+            return
+        folder.mkdir(parents=True, exist_ok=True)
+        building = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=folder))
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                src = corpus
+                if records is not None:
+                    src = Path(tmp) / f"{dataset.stem}-paragraphs.jsonl"
+                    src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records),
+                                   encoding="utf-8")
+                stderr_console().print(f"building the eval index from {source.name} → {target}")
+                build_index([src], building, writer_threads=1)  # one thread: passages (and samples) in the order read
+            try:
+                os.replace(building, target)  # only a complete index is ever found at `target`
+            except OSError:
+                if not (target / META_FILE).is_file():
+                    raise
+                # another eval built the same index meanwhile: use that one, this one goes
+        finally:
+            if building.exists():
+                import shutil
+
+                shutil.rmtree(building, ignore_errors=True)
+        _mark_used(target)
+
+    return target, build
 
 
 def _short_hash(text: str) -> str:
