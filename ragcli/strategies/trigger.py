@@ -3,8 +3,9 @@
 Two triggers, each a score per draft (what ``--theta auto``/``--tau auto`` calibrate) and the tokens
 that fire:
 
-- ``prob`` (FLARE, Jiang et al. 2023): retrieve when a content token has probability below θ; the
-  query hides the words holding a token below β.
+- ``prob`` (FLARE, Jiang et al. 2023): retrieve when any token that is not whitespace (a function
+  word or punctuation too, as FLARE does) has probability below θ; the query hides the words holding
+  a token below β.
 - ``entropy`` (DRAGIN's RIND, Su et al. 2024, without attention): each token's weight is the entropy
   of the distribution it was sampled from, times s (0 for tokens of stop words and punctuation, 1
   otherwise) times a position weight that falls linearly from 1 at the sentence's first token to 0.5
@@ -67,7 +68,7 @@ class ProbTrigger:
 
     def fired(self, sentence: Sentence) -> list[Token]:
         """Tokens below θ. θ >= 1 always retrieves, θ <= 0 never does."""
-        content = [t for t in sentence.tokens if t.text.strip()]
+        content = [t for t in sentence.tokens if t.text.strip()]  # every token but whitespace (not content words)
         if self.threshold >= 1.0:
             return content or list(sentence.tokens)
         return [t for t in content if t.prob < self.threshold]
