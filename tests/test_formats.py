@@ -257,11 +257,23 @@ def test_a_link_to_a_file_inside_the_folder_is_not_followed_the_file_is_read_und
     (docs / "sub" / "notes.md").write_text("The quarterly meeting is on Thursday.")
     os.symlink("sub/notes.md", docs / "a_link.md")
     assert [str(f.path.relative_to(docs)) for f in iter_files([docs])] == ["sub/notes.md"]
+    # a link to a file inside that the walk does not read (hidden, ignored) is still read, under its name
+    (docs / ".vault").mkdir()
+    (docs / ".vault" / "secret.md").write_text("The vault note.")
+    os.symlink(".vault/secret.md", docs / "vault_link.md")
+    (docs / "drafts").mkdir()
+    (docs / "drafts" / "z.md").write_text("A draft.")
+    os.symlink("drafts/z.md", docs / "zebra.md")
+    (docs / ".ragcliignore").write_text("drafts/\n")
+    assert sorted(str(f.path.relative_to(docs)) for f in iter_files([docs])) == [
+        "sub/notes.md", "vault_link.md", "zebra.md"]
+    for name in ("vault_link.md", "zebra.md", ".ragcliignore"):
+        (docs / name).unlink()
     index = tmp_path / "index"
     build_index([docs], index)
     (docs / "a_link.md").unlink()
     r = build_index([docs], index)
-    assert (r.added, r.removed, r.unchanged) == (0, 0, 1)
+    assert (r.added, r.removed, r.unchanged) == (0, 0, 2)  # sub/notes.md and drafts/z.md, under their names
 
 
 def test_a_linked_folder_outside_the_root_is_read_under_its_link(tmp_path):

@@ -179,6 +179,7 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
         return
     real_root = os.path.realpath(root)
     walked: set[str] = set()  # real paths of the folders read so far (and the links' targets about to be)
+    linked: list[Path] = []  # links to files: yielded last, so the file itself wins where the walk reads it
     def unreadable(exc: OSError) -> None:  # os.walk skipped such a folder without a word
         if on_skip is not None:
             on_skip(Path(exc.filename), f"cannot read folder: {exc.strerror or exc}")
@@ -215,16 +216,16 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
             p = here / name
             if ignored(p, False):
                 continue
-            if os.path.islink(p) and _within_real(os.path.realpath(p), real_root) and os.path.exists(p):
-                continue  # a link to a file in the root: that file is read under its own name, not the link's
+            if os.path.islink(p) and os.path.exists(p) and p.suffix.lower() in SUPPORTED_SUFFIXES:
+                linked.append(p)  # after the walk: a file it reads is read under its own name, not the link's
+                continue
             if p.suffix.lower() in SUPPORTED_SUFFIXES or not p.suffix and os.path.islink(p) and not os.path.exists(p):
                 yield p  # (a broken link of no type is said to be one as it is looked at)
             elif other_types is not None and name != IGNORE_FILE:  # (ragcli's own file: no text left unread)
                 other_types[p.suffix.lower()] += 1
-
-
-def _within_real(target: str, real_root: str) -> bool:
-    return target == real_root or target.startswith(real_root.rstrip(os.sep) + os.sep)
+    # a link to a file the walk read (iter_files counts a file once) is passed over; one to a file it
+    # did not read (elsewhere, hidden, ignored) is read under the link's name
+    yield from linked
 
 
 def _ignored_by(specs: list[tuple[Path, object]], path: Path, is_dir: bool) -> Path | None:
