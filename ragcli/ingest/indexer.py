@@ -167,7 +167,7 @@ def build_index(
         run = None
         try:
             manifest = {} if rebuild else index.load_manifest()
-            if any(entry.get("recovered") for entry in manifest.values()):
+            if index.manifest_recovered:
                 warn(f"the index's list of files was damaged or missing: made again from the index "
                      f"({counted(len(manifest), 'file')}); those still there are read again")
             # start parser processes before the index writer's threads exist

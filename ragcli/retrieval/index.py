@@ -162,6 +162,7 @@ class TantivyIndex:
         self._index = index
         self.meta = meta
         self._searcher = None
+        self.manifest_recovered = False  # set by load_manifest
         self._analyzers_: tuple[Any, Any] | None = None
 
     # ---------------------------------------------------------------- open / create
@@ -195,7 +196,7 @@ class TantivyIndex:
         except ValueError as exc:
             # tantivy's own advice ("Please use tantivy 0.15 or above to recreate the index") is for its
             # users: ragcli's is the hint
-            said = re.sub(r"\s*Please use tantivy[^.]*\.?", "", str(exc)).strip()
+            said = re.sub(r"\s*Please use tantivy \S+ or above to recreate the index\.?", "", str(exc)).strip()
             raise IndexCorruptError(f"index at {directory} cannot be opened: {said}",
                                     hint=f"rebuild it: ragcli index --rebuild --index {directory} PATH") from None
         return cls(directory, index, meta)
@@ -258,16 +259,19 @@ class TantivyIndex:
 
     # ---------------------------------------------------------------- manifest of indexed files
     def load_manifest(self) -> dict[str, dict[str, Any]]:
-        """The indexed files and what was read of them. Unreadable or gone (a crash, an editor), it is
-        made again from the files the index holds passages of, each marked ``recovered``: an empty
-        list had their passages kept for good once those files were deleted (found by every search)."""
+        """The indexed files and what was read of them. Damaged or gone (a crash, an editor), it is
+        made again from the files the index holds passages of (``manifest_recovered`` says so): an
+        empty list had their passages kept for good once those files were deleted (found by every search)."""
         path = self.directory / MANIFEST_FILE
+        self.manifest_recovered = False
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (FileNotFoundError, ValueError):
             data = None
         if not isinstance(data, dict):
-            return self._recovered_manifest()
+            manifest = self._recovered_manifest()
+            self.manifest_recovered = bool(manifest)
+            return manifest
         return {k: v for k, v in data.items() if isinstance(v, dict)}
 
     def _recovered_manifest(self) -> dict[str, dict[str, Any]]:
@@ -278,7 +282,7 @@ class TantivyIndex:
         if searcher.num_docs == 0:
             return {}
         live = searcher.terms_with_prefix("path", "", filter_query=tantivy.Query.all_query())
-        return {term: {"passages": count, "recovered": True} for term, count in live if count > 0}
+        return {term: {"passages": count} for term, count in live if count > 0}
 
     def save_manifest(self, manifest: dict[str, dict[str, Any]]) -> None:
         _atomic_write(self.directory / MANIFEST_FILE, json.dumps(manifest, sort_keys=True))
