@@ -614,7 +614,8 @@ def test_eval_tables_keep_every_figure_whole_in_a_100_column_terminal():
                             for i, ds in enumerate(["2wikimultihopqa", "hotpotqa", "musique"] * 30)}
     by_dataset = {ds: dict(figures) for ds in ("2wikimultihopqa", "hotpotqa", "musique")}
     runs = {key: {**figures, "n": 300, "by_dataset": by_dataset, "questions": questions(f1)}
-            for key, f1 in (("single", 0.2), ("flare", 0.9), ("ircot", 0.5))}
+            for key, f1 in (("single", 0.2), ("flare", 0.9), ("ircot", 0.5),
+                            ("flare theta=0.4 beta=0.2 lookahead=32", 0.7))}  # a grid's key: long
     summary = {"runs": runs}
 
     def shown(table, width):
@@ -625,15 +626,17 @@ def test_eval_tables_keep_every_figure_whole_in_a_100_column_terminal():
     tables = [summary_table(runs, "90 questions from pool.jsonl"),
               compare_table(summary, summary, "old/summary.json", "new/summary.json"),
               paired_table(compare_pairs(summary, None, "pool.jsonl", "", "single"), "against single retrieval")]
-    for table in tables:
-        narrow, wide = shown(table, 100), shown(table, 250)
-        assert "…" not in narrow and max(len(line) for line in narrow.splitlines()) <= 100
+    for table, widths in zip(tables, ((60, 80, 100), (60, 80, 100), (80, 100))):
+        for width in widths:
+            narrow = shown(table, width)
+            assert "…" not in narrow and max(len(line) for line in narrow.splitlines()) <= width, (width, narrow)
+        wide = shown(table, 250)
         assert ": cost" not in wide and ": ctx R" not in wide  # one table where it fits
     narrow = shown(tables[0], 100)
-    assert ": answers" in narrow and ": cost" in narrow and narrow.count("0.93") == 24 and narrow.count("60.6") == 60
+    assert ": answers" in narrow and ": cost" in narrow and narrow.count("0.93") == 32 and narrow.count("60.6") == 80
     narrow = shown(tables[2], 100)
     assert "ΔF1 [95% CI]" in narrow and "against single retrieval: ctx R" in narrow
-    assert len(re.findall(r"[+-]\d+\.\d \[[+-]\d+\.\d, [+-]\d+\.\d\]", narrow)) == 2 * 8  # each interval on one line
+    assert len(re.findall(r"[+-]\d+\.\d \[[+-]\d+\.\d, [+-]\d+\.\d\]", narrow)) == 2 * 12  # each interval on one line
 
 
 def test_compare_names_each_side_by_its_file_and_says_which_way_it_subtracts(tmp_path, capsys):

@@ -28,15 +28,40 @@ ANSWER_COLUMNS = 7  # n … sourced %: what the answers scored; the columns afte
 
 
 class Fitted:
-    """A table whole where the terminal is wide enough for it, else its parts one under another
-    (squeezed into 100 columns, Rich cut the figures: "0.…" for 0.93 s/q, "[+0.…" for an interval)."""
+    """A table printed whole where the terminal is wide enough for it, else in parts one under another,
+    each level of ``levels`` cutting it finer (squeezed into 100 columns, Rich cut the figures: "0.…"
+    for 0.93 s/q, "[+0.…" for an interval). A table fits when its figures do, each on one line, beside
+    its labels wrapped at their spaces (a grid run "flare k=4 theta=0.4" takes two lines, not a cut)."""
 
-    def __init__(self, whole, parts: list) -> None:
-        self.whole, self.parts = whole, parts
+    def __init__(self, *levels: list) -> None:
+        self.levels = levels
 
     def __rich_console__(self, console, options):
-        natural = console.measure(self.whole, options=options.update_width(10_000)).maximum
-        yield from [self.whole] if natural <= options.max_width else self.parts
+        for tables in self.levels:
+            if all(_needs(t) <= options.max_width for t in tables):
+                break
+        yield from tables
+
+
+def _groups(columns: list, size: int) -> list[list]:
+    return [columns[i:i + size] for i in range(0, len(columns), size)]
+
+
+def _needs(table) -> int:
+    """The columns a table needs to show each figure whole: a column that does not wrap is as wide as
+    its widest line, one that wraps as its longest word (Rich's own measure counts both the second way)."""
+    from rich.cells import cell_len
+
+    width = 1  # the left border
+    for column in table.columns:
+        cells = [column.header, *getattr(column, "_cells", ())]  # (Rich keeps a column's cells there)
+        lines = [line for cell in cells for line in str(cell).splitlines()]
+        if column.no_wrap:
+            width += max((cell_len(line) for line in lines), default=0)
+        else:
+            width += max((cell_len(word) for line in lines for word in line.split()), default=0)
+        width += 3  # padding and the border after it
+    return width
 
 
 def summary_table(runs: dict[str, dict[str, Any]], title: str = "") -> Fitted:
@@ -51,15 +76,18 @@ def summary_table(runs: dict[str, dict[str, Any]], title: str = "") -> Fitted:
         from rich.table import Table
 
         t = Table(title=title or None, title_justify="left")
-        t.add_column("run", no_wrap=True)
+        t.add_column("run", overflow="fold")
         for _, label, _ in columns:
-            t.add_column(label, justify="right")
+            t.add_column(label, justify="right", no_wrap=True)
         for label, cells, style in rows:
             t.add_row(label, *(cells[name] for name, _, _ in columns), style=style)
         return t
 
-    return Fitted(table(title, COLUMNS), [table(_part(title, "answers"), COLUMNS[:ANSWER_COLUMNS]),
-                                          table(_part(title, "cost"), COLUMNS[ANSWER_COLUMNS:])])
+    answers, cost = COLUMNS[:ANSWER_COLUMNS], COLUMNS[ANSWER_COLUMNS:]
+    return Fitted([table(title, COLUMNS)],
+                  [table(_part(title, "answers"), answers), table(_part(title, "cost"), cost)],
+                  [table(_part(title, f"answers {i + 1}"), cols) for i, cols in enumerate(_groups(answers, 4))]
+                  + [table(_part(title, f"cost {i + 1}"), cols) for i, cols in enumerate(_groups(cost, 3))])
 
 
 def _part(title: str, what: str) -> str:
@@ -103,16 +131,19 @@ def compare_table(a: dict[str, Any], b: dict[str, Any], name_a: str, name_b: str
         from rich.table import Table
 
         t = Table(title=title, title_justify="left")
-        t.add_column("run", no_wrap=True)
+        t.add_column("run", overflow="fold")
         for _, label, _ in columns:
-            t.add_column(label, justify="right")
+            t.add_column(label, justify="right", no_wrap=True)
         for label, cells in rows:
             t.add_row(label, *(cells.get(name, "") for name, _, _ in columns))
         return t
 
     title = f"{name_b} minus {name_a}"
-    return Fitted(table(title, COLUMNS[1:]), [table(_part(title, "answers"), COLUMNS[1:ANSWER_COLUMNS]),
-                                              table(_part(title, "cost"), COLUMNS[ANSWER_COLUMNS:])])
+    answers, cost = COLUMNS[1:ANSWER_COLUMNS], COLUMNS[ANSWER_COLUMNS:]
+    return Fitted([table(title, COLUMNS[1:])],
+                  [table(_part(title, "answers"), answers), table(_part(title, "cost"), cost)],
+                  [table(_part(title, f"answers {i + 1}"), cols) for i, cols in enumerate(_groups(answers, 3))]
+                  + [table(_part(title, f"cost {i + 1}"), cols) for i, cols in enumerate(_groups(cost, 3))])
 
 
 PAIRED_METRICS = (("f1", "F1"), ("answer_context_recall", "ctx R"))
@@ -149,17 +180,17 @@ def paired_table(pairs: list[tuple[str, dict[str, Any], str, dict[str, Any]]], t
         from rich.table import Table
 
         t = Table(title=title, title_justify="left", caption=caption)
-        t.add_column("comparison")  # the one that wraps where the terminal is narrow ("flare (old/summary.json)")
-        t.add_column("data set", no_wrap=True)
+        t.add_column("comparison")  # the labels wrap where the terminal is narrow ("flare (old/summary.json)")
+        t.add_column("data set", overflow="fold")
         t.add_column("n", no_wrap=True, justify="right")
         for _, label in metrics:
-            t.add_column(f"{label} A → B", justify="right")
-            t.add_column(f"Δ{label} [95% CI]", justify="right")
+            t.add_column(f"{label} A → B", justify="right", no_wrap=True)
+            t.add_column(f"Δ{label} [95% CI]", justify="right", no_wrap=True)
         for comparison, ds, n, cells, style in rows:
             t.add_row(comparison, ds, n, *(c for metric, _ in metrics for c in cells[metric]), style=style)
         return t
 
-    return Fitted(table(title, PAIRED_METRICS, caption),
+    return Fitted([table(title, PAIRED_METRICS, caption)],
                   [table(title if i == 0 else _part(title, label), [(metric, label)],
                          caption if i == len(PAIRED_METRICS) - 1 else None)
                    for i, (metric, label) in enumerate(PAIRED_METRICS)])
