@@ -214,43 +214,16 @@ def search(
             typer.echo(json.dumps(d.to_dict(), ensure_ascii=False))
         return
     from ragcli.render.text import text_console
-    from rich.table import Table
-
     from ragcli.words import counted
 
     if not docs:  # an empty table said no more than its title
         text_console().print(f"no passage matches {markup_safe(repr(query))} "
                              f"({counted(idx.num_passages(), 'passage')} in the index, {ms:.1f} ms)")
         return
-    table = Table(show_lines=False, expand=True, title=f"{counted(len(docs), 'passage')} in {ms:.1f} ms",
-                  title_justify="left")
-    table.add_column("#", justify="right", no_wrap=True)
-    table.add_column("score", justify="right", no_wrap=True)
-    table.add_column("title / location", ratio=1, overflow="fold")  # "servers.md:1…" hid which lines
-    table.add_column("text", ratio=2)
+    from ragcli.render.text import search_table
+
     console = text_console()
-    width = max((console.width - 4 * 3 - len(f"{len(docs)}") - 5) // 3, 12)  # the title column's share
-    for i, d in enumerate(docs, start=1):
-        table.add_row(str(i), f"{d.score:.2f}", f"{markup_safe(d.title)}\n[dim]{markup_safe(fold_path(d.location, width))}[/]",
-                      markup_safe(d.text[:300]) + ("…" if len(d.text) > 300 else ""))
-    console.print(table)
-
-
-def fold_path(location: str, width: int) -> str:
-    """``location`` on lines of at most ``width`` characters, broken after a "/" or before its line
-    number, so that "…/wiki_paragraphs.jsonl#L17" is never cut inside "17" (it read as line 1)."""
-    import re
-
-    lines, line = [], ""
-    for piece in re.split(r"(?<=/)|(?=#L\d|:\d|\sp\.\s\d|\s§)", location):
-        if line and len(line) + len(piece) > width:
-            lines.append(line)
-            line = ""
-        while len(piece) > width:  # one name longer than the column: cut, as it would be anyway
-            lines.append(piece[:width])
-            piece = piece[width:]
-        line += piece
-    return "\n".join(lines + [line])
+    console.print(search_table(docs, f"{counted(len(docs), 'passage')} in {ms:.1f} ms", console))
 
 
 # ----------------------------------------------------------------------------- ask

@@ -483,7 +483,7 @@ def test_emptying_the_index_by_blanking_its_last_file_is_warned_of(tmp_path, cap
 
 def test_a_location_in_a_narrow_search_table_breaks_at_a_slash_never_inside_its_line_number():
     """At 80 columns "…/wiki_paragraphs.jsonl#L17" was folded as "…#L1" over "7": read as line 1."""
-    from ragcli.cli import fold_path
+    from ragcli.render.text import fold_path
 
     for location in ("examples/sample/wiki_paragraphs.jsonl#L17", "/home/me/notes/servers.md:120-135",
                      "a/very/long/folder/name/that/goes/on/report.pdf p. 12", "corpus.jsonl#L1234 §2"):
@@ -492,6 +492,23 @@ def test_a_location_in_a_narrow_search_table_breaks_at_a_slash_never_inside_its_
             assert "".join(lines) == location and all(len(line) <= width for line in lines)
             tail = location[location.rindex(next(m for m in ("#L", ":", " p. ") if m in location)):]
             assert any(tail.split(" §")[0] in line for line in lines), (location, width, lines)
+    assert fold_path("C:\\Users\\me\\notes\\servers.md:120", 14).split("\n")[-1] == "servers.md:120"
+
+
+def test_the_search_table_never_breaks_a_line_number_at_any_width():
+    """The column's width was estimated and Rich's rounding made it a column narrower at some widths:
+    "…jsonl#L177" still broke as "#L17" over "7". It is measured now."""
+    from rich.console import Console
+
+    from ragcli.render.text import search_table
+    from ragcli.types import Document
+
+    docs = [Document("p1", "Ulf Merbold", "Dr. Ulf Dietrich Merbold is a German physicist.", 123.45, "index",
+                     "examples/sample/wiki_paragraphs_2024_export.jsonl#L1777")]
+    for width in range(40, 171):
+        console = Console(width=width, record=True, file=io.StringIO())
+        console.print(search_table(docs, "1 passage", console))
+        assert "#L1777" in console.export_text(), width
 
 
 def test_debug_is_taken_after_the_command_too(capsys, tmp_path):

@@ -135,6 +135,49 @@ def shorten_left(text: str, width: int) -> str:
     return "…" + tail.lstrip()
 
 
+def search_table(docs: Sequence[Document], title: str, console):
+    """`ragcli search`'s table: rank, score, title over location, text. A location longer than its
+    column breaks after a "/" or before its line number (``fold_path``), at the width Rich gives the
+    column in this console (measured: an estimate was off by one at some widths, and "#L177" broke
+    as "#L17" over "7")."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    def table(locations: Sequence[str]):
+        t = Table(show_lines=False, expand=True, title=title, title_justify="left")
+        t.add_column("#", justify="right", no_wrap=True)
+        t.add_column("score", justify="right", no_wrap=True)
+        t.add_column("title / location", ratio=1, overflow="fold")  # "servers.md:1…" hid which lines
+        t.add_column("text", ratio=2)
+        for i, (d, where) in enumerate(zip(docs, locations), start=1):
+            t.add_row(str(i), f"{d.score:.2f}", f"{escape(safe(d.title))}\n[dim]{escape(where)}[/]",
+                      escape(safe(d.text[:300])) + ("…" if len(d.text) > 300 else ""))
+        return t
+
+    probe = "\u2591" * 1000  # the column is as wide as the longest run of it in the rendered probe
+    lines = console.render_lines(table([probe] * len(docs)), console.options, pad=False)
+    width = max((len(run) for line in lines for run in re.findall("\u2591+", "".join(s.text for s in line))), default=20)
+    return table([fold_path(safe(d.location), width) for d in docs])
+
+
+def fold_path(location: str, width: int) -> str:
+    """``location`` on lines of at most ``width`` columns, broken after a "/" or "\\", or before its
+    line number, so that "…/wiki_paragraphs.jsonl#L17" is never cut inside "17" (it read as line 1)."""
+    from rich.cells import cell_len, set_cell_size
+
+    lines, line = [], ""
+    for piece in re.split(r"(?<=[/\\])|(?=#L\d|:\d|\sp\.\s\d|\s§)", location):
+        if line and cell_len(line) + cell_len(piece) > width:
+            lines.append(line)
+            line = ""
+        while cell_len(piece) > width:  # one name wider than the column: cut, as it would be anyway
+            head = set_cell_size(piece, width).rstrip() or piece[:1]
+            lines.append(head)
+            piece = piece[len(head):]
+        line += piece
+    return "\n".join(lines + [line])
+
+
 def already_read_line(event) -> str:
     """For a search for new evidence whose hits this answer had partly or wholly gathered before."""
     n = event.already_read
