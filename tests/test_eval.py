@@ -777,6 +777,10 @@ def test_a_dataset_repeating_an_id_is_refused_and_one_without_answers_is_said_as
     with pytest.raises(UsageError, match=r"twice.jsonl:2 repeats the id 'same' of line 1") as exc:
         load_examples(twice)
     assert "resumed by id" in exc.value.hint
+    apart = tmp_path / "apart.jsonl"  # one id in two data sets, one of them filtered out: one question runs
+    apart.write_text("".join(json.dumps({"id": "1", "question": "Q?", "answers": ["a"], "dataset": ds}) + "\n"
+                             for ds in ("hotpotqa", "musique")))
+    assert [ex.dataset for ex in load_examples(apart, dataset="hotpotqa")] == ["hotpotqa"]
     bare = tmp_path / "bare.jsonl"
     bare.write_text("".join(json.dumps({"id": f"q{i}", "question": "Who drummed?", "paragraphs": paragraphs}) + "\n"
                             for i in range(2)))

@@ -125,6 +125,10 @@ def test_an_html_charset_is_read_as_browsers_read_it_and_a_wrong_one_is_not_trus
         [passage] = iter_passages(page, page.name, notes)
         assert passage.text == text and (notes.encoding, notes.replaced) == (encoding, 0)
     assert passage.title == "Café Menü"
+    from ragcli.ingest.reader import _says_one_byte
+
+    assert [c for c in ("cp1252", "iso8859-2", "koi8-r", "utf-8", "shift_jis", "big5", "iso2022_jp", "gb18030")
+            if _says_one_byte(c)] == ["cp1252", "iso8859-2", "koi8-r"]
 
 
 def test_markdown_front_matter_is_metadata_not_text_and_lines_keep_their_numbers(tmp_path):

@@ -88,10 +88,6 @@ def load_examples(path: Path, *, dataset: str | None = None, type_: str | None =
                                  hint='each line needs "id" and "question"; "answers" and "paragraphs" for scores') from None
             except (ValueError, TypeError, AttributeError) as exc:
                 raise UsageError(f"{path}:{lineno} is not a dataset record ({exc})") from None
-            if ex.id in ids:  # a resumed run scored the last such question's result for each of them
-                raise UsageError(f"{path}:{lineno} repeats the id {ex.id!r} of line {ids[ex.id]}",
-                                 hint="give each question an id of its own: results are kept and resumed by id")
-            ids[ex.id] = lineno
             seen_datasets.add(ex.dataset)
             seen_types.add(ex.type)
             if datasets and ex.dataset not in datasets:
@@ -101,6 +97,10 @@ def load_examples(path: Path, *, dataset: str | None = None, type_: str | None =
             if not ex.answers and need_answers:  # unanswerable (SQuAD 2.0): no EM/F1 possible
                 unanswered += 1
                 continue
+            if ex.id in ids:  # of the questions run: a resumed run scored the last one's result for each
+                raise UsageError(f"{path}:{lineno} repeats the id {ex.id!r} of line {ids[ex.id]}",
+                                 hint="give each question an id of its own: results are kept and resumed by id")
+            ids[ex.id] = lineno
             out.append(ex)
     _check_named(path, "data set", "--dataset", datasets, seen_datasets)
     _check_named(path, "type", "--type", types, seen_types)

@@ -555,7 +555,7 @@ class LlamaGenerator:
         np = self._np
         tokens = self.prompt_tokens(prompt)
         ids = self.tokenize(continuation, bos=False, special=False)
-        if len(tokens) + len(ids) >= self.n_ctx:  # a slot never grows past n_ctx: said as the prompt's overflow
+        if len(tokens) + len(ids) > self.n_ctx:  # a slot never grows past n_ctx: said as the prompt's overflow
             from ragcli.errors import ContextOverflowError
 
             raise ContextOverflowError(f"prompt and continuation of {len(tokens) + len(ids)} tokens do not fit the "

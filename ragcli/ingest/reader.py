@@ -492,12 +492,13 @@ def _sections(path: Path, suffix: str, notes: FileNotes) -> list[Section]:
 
 
 def _says_one_byte(codec: str) -> bool:
-    import codecs
-
+    """Whether ``codec`` writes each character in one byte (cp1252, iso-8859-2, koi8-r; not UTF-8,
+    Shift JIS, Big5): every byte alone is one character."""
     try:
-        return len("é€".encode(codecs.lookup(codec).name, errors="replace")) == 2
+        high = bytes(range(0x80, 0x100)).decode(codec, errors="replace")
     except LookupError:
         return False
+    return len(high) == 128 and high.count("\ufffd") < 16  # (cp1252 leaves 5 bytes undefined; UTF-8 all 128)
 
 
 def _is_utf8(raw: bytes) -> bool:
