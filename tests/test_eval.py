@@ -790,3 +790,20 @@ def test_a_dataset_repeating_an_id_is_refused_and_one_without_answers_is_said_as
     with pytest.raises(UsageError, match=r"match the filters \(2 without reference answers left out\)"):
         load_examples(bare, limit=1)
     assert [ex.id for ex in load_examples(bare, need_answers=False)] == ["q0", "q1"]
+
+
+def test_a_long_form_eval_of_a_dataset_without_answers_runs_on_its_own_paragraphs(tmp_path, monkeypatch, capsys):
+    """--long-form needs no reference answers; building the eval index from the dataset's paragraphs
+    refused the dataset for lacking them, with a hint to add the --long-form already given."""
+    from ragcli import cli
+
+    paragraphs = [{"pid": "p1", "title": "Neil Peart", "text": "Neil Peart was a drummer.", "is_supporting": True}]
+    bare = tmp_path / "bare.jsonl"
+    bare.write_text("".join(json.dumps({"id": f"q{i}", "question": "Who drummed?", "paragraphs": paragraphs}) + "\n"
+                            for i in range(2)))
+    monkeypatch.setattr(engine_mod, "make_generator", lambda s: FakeGenerator(
+        default=toks(" Neil Peart was a drummer.", 0.9) + toks("\n\nQuestion:", 0.9)))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    with pytest.raises(SystemExit) as exc:
+        cli.run(["eval", str(bare), "--strategy", "single", "--long-form"])
+    assert exc.value.code == 0, capsys.readouterr().err

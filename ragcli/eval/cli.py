@@ -306,7 +306,7 @@ def _eval_index_plan(dataset: Path, corpus: Path | None):
     source = corpus or dataset  # both checked by eval_run (and load_examples) before it comes here
     records = None
     if corpus is None:  # before anything is made: a data set without paragraphs has nothing to index
-        records = corpus_records(load_examples(dataset))
+        records = corpus_records(load_examples(dataset, need_answers=False))  # (--long-form needs none)
         if not records:
             raise UsageError(f"{dataset.name} has no \"paragraphs\" to index",
                              hint="give --corpus FILE or --index DIR to retrieve from, or run --strategy none "
