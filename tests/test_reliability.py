@@ -147,6 +147,13 @@ def test_corrupt_and_old_indexes_are_detected_with_the_fix(built_index, settings
     notes.unlink()
     again = build_index([small_corpus], Path(settings.index))
     assert again.removed == 1 and TantivyIndex.open(settings.index).stats()["files"] == 1
+    # valid JSON that lists too little ("{}" written over it): what the index holds is listed again too
+    (Path(settings.index) / "ragcli-files.json").write_text("{}")
+    last = next(p for p in small_corpus.iterdir() if p.is_file())
+    last.unlink()
+    warnings.clear()
+    again = build_index([small_corpus], Path(settings.index), on_warning=warnings.append)
+    assert again.removed == 1 and any("made again from the index" in w for w in warnings)
     assert all(d.location.split(":")[0] != notes.name for d in TantivyIndex.open(settings.index).search("Rhodotypos shrub", 5))
 
 

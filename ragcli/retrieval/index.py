@@ -261,21 +261,23 @@ class TantivyIndex:
     def load_manifest(self) -> dict[str, dict[str, Any]]:
         """The indexed files and what was read of them. Damaged or gone (a crash, an editor), it is
         made again from the files the index holds passages of (``manifest_recovered`` says so): an
-        empty list had their passages kept for good once those files were deleted (found by every search)."""
+        empty list had their passages kept for good once those files were deleted (found by every search).
+        A file a committed batch holds but the list does not (a crash before the list was written) is listed too."""
         path = self.directory / MANIFEST_FILE
         self.manifest_recovered = False
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (FileNotFoundError, ValueError):
             data = None
-        if not isinstance(data, dict):
-            manifest = self._recovered_manifest()
-            self.manifest_recovered = bool(manifest)
-            return manifest
-        return {k: v for k, v in data.items() if isinstance(v, dict)}
+        listed = {k: v for k, v in data.items() if isinstance(v, dict)} if isinstance(data, dict) else {}
+        # files the index holds passages of and the list lacks ("{}" written over it, an entry damaged, a
+        # crash between a commit and the list's write): listed again, with their count and no hash
+        missing = {path: entry for path, entry in self._files_held().items() if path not in listed}
+        self.manifest_recovered = bool(missing)
+        return {**listed, **missing}
 
-    def _recovered_manifest(self) -> dict[str, dict[str, Any]]:
-        """Each file the index holds live passages of, with their count and no hash: read again next run."""
+    def _files_held(self) -> dict[str, dict[str, Any]]:
+        """Each file the index holds live passages of, with their count."""
         import tantivy
 
         searcher = self._searcher_()
