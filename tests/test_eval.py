@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import sys
@@ -807,3 +808,24 @@ def test_a_long_form_eval_of_a_dataset_without_answers_runs_on_its_own_paragraph
     with pytest.raises(SystemExit) as exc:
         cli.run(["eval", str(bare), "--strategy", "single", "--long-form"])
     assert exc.value.code == 0, capsys.readouterr().err
+
+
+def test_grid_run_names_are_never_cut_at_any_width():
+    """At 98-100 columns "flare theta=0.3" and "flare theta=0.5" both read "theta=0…": Rich squeezes
+    the label columns in proportion, not each down to its longest word."""
+    from rich.console import Console
+
+    from ragcli.eval.report import COLUMNS, compare_pairs, compare_table, paired_table, summary_table
+
+    figures = {name: 60.6 if fmt == "{:.1f}" else 0.93 if fmt == "{:.2f}" else 389 for name, _, fmt in COLUMNS}
+    questions = lambda f1: {f"q{i}": {"dataset": "hotpotqa", "f1": f1 * (i % 2),  # noqa: E731
+                                      "answer_context_recall": 0.5} for i in range(10)}
+    runs = {key: {**figures, "n": 5, "questions": questions(f1)}
+            for key, f1 in (("single", 0.2), ("flare theta=0.3", 0.5), ("flare theta=0.5", 0.7))}
+    tables = (summary_table(runs, "5 questions"), compare_table({"runs": runs}, {"runs": runs}, "A.json", "B.json"),
+              paired_table(compare_pairs({"runs": runs}, None, "x", "", "single"), "against single"))
+    for width in range(60, 171):
+        for table in tables:
+            console = Console(width=width, record=True, file=io.StringIO())
+            console.print(table)
+            assert "…" not in console.export_text(), width

@@ -61,7 +61,9 @@ def _needs(table) -> int:
         else:
             width += max((cell_len(word) for line in lines for word in line.split()), default=0)
         width += 3  # padding and the border after it
-    return width
+    # Rich squeezes the columns that wrap in proportion to their width, not each down to its longest
+    # word: a margin per such column, or at 98-100 columns "flare theta=0.3" and "…0.5" both read "theta=0…"
+    return width + 4 * sum(not column.no_wrap for column in table.columns)
 
 
 def summary_table(runs: dict[str, dict[str, Any]], title: str = "") -> Fitted:
@@ -180,7 +182,7 @@ def paired_table(pairs: list[tuple[str, dict[str, Any], str, dict[str, Any]]], t
         from rich.table import Table
 
         t = Table(title=title, title_justify="left", caption=caption)
-        t.add_column("comparison")  # the labels wrap where the terminal is narrow ("flare (old/summary.json)")
+        t.add_column("comparison", overflow="fold")  # the labels wrap where the terminal is narrow
         t.add_column("data set", overflow="fold")
         t.add_column("n", no_wrap=True, justify="right")
         for _, label in metrics:
