@@ -398,3 +398,12 @@ def test_a_low_word_the_tokenizer_cut_into_pieces_shows_once_with_its_lowest_pro
     low = tuple(t for t in toks_ if t.prob < 0.4)
     r.handle(DraftSentence(Sentence("He joined Ostenfeld in 1966.", toks_), low, accepted=False))
     assert "✗ low: Ostenfeld=0.20, 1966=0.11, .=0.23" in err.export_text()
+
+
+def test_a_title_holding_a_newline_stays_on_one_line_in_the_sources_list():
+    """A text file's title is its name: "bad\nname.txt" split its sources line (its location was escaped)."""
+    from ragcli.render.text import source_lines
+
+    doc = Document("d1", "bad\nname\tthere", "text", 1.0, "index", "nl/bad\\nname.txt:1")
+    lines = source_lines((doc,), ((0, 4, (0,)),))
+    assert lines[1] == "  [1] bad name there — nl/bad\\nname.txt:1"

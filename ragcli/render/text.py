@@ -27,7 +27,12 @@ def is_tty(stream) -> bool:
 
 def source_line(d: Document) -> str:
     where = d.location or d.source
-    return f"{safe(d.title) or '(untitled)'} — {safe(where)}"
+    return f"{one_line(d.title) or '(untitled)'} — {safe(where)}"
+
+
+def one_line(text: str) -> str:
+    """A title on one line: a file named "bad\\nname.txt" is titled from its name, newline and all."""
+    return " ".join(safe(text).split())
 
 
 def source_lines(sources: Sequence[Document], citations: Sequence | None = None, *,
@@ -150,7 +155,7 @@ def search_table(docs: Sequence[Document], title: str, console):
         t.add_column("title / location", ratio=1, overflow="fold")  # "servers.md:1…" hid which lines
         t.add_column("text", ratio=2)
         for i, (d, where) in enumerate(zip(docs, locations), start=1):
-            t.add_row(str(i), f"{d.score:.2f}", f"{escape(safe(d.title))}\n[dim]{escape(where)}[/]",
+            t.add_row(str(i), f"{d.score:.2f}", f"{escape(one_line(d.title))}\n[dim]{escape(where)}[/]",
                       escape(safe(d.text[:300])) + ("…" if len(d.text) > 300 else ""))
         return t
 
