@@ -237,10 +237,14 @@ class TantivyIndex:
 
     @staticmethod
     def check_folder(directory: Path) -> None:
-        """Refuse a file given as an index folder."""
-        if directory.exists() and not directory.is_dir():
-            raise UsageError(f"{directory} is a file, not a folder for an index",
-                             hint="give --index a new or empty folder")
+        """Refuse a file given as an index folder, or a folder to be made inside a file
+        (`--index notes.txt/idx` failed as a write error, exit 9)."""
+        for folder in (directory, *directory.parents):
+            if folder.exists():
+                if not folder.is_dir():
+                    raise UsageError(f"{folder} is a file, not a folder for an index",
+                                     hint="give --index a new or empty folder")
+                return
 
     @staticmethod
     def remove(directory: str | Path) -> None:
