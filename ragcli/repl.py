@@ -25,7 +25,7 @@ from ragcli.engine import Engine
 from ragcli.errors import RagcliError
 from ragcli.events import AnswerFinished, Event
 from ragcli.render import safe
-from ragcli.render.text import hanging, marked_answer, shorten, source_lines, text_console
+from ragcli.render.text import fold_path, hanging, marked_answer, one_line, shorten, source_lines, text_console
 
 COMMANDS = {
     "/help": "show this help",
@@ -286,9 +286,9 @@ class Repl:
             if not found:
                 self.console.print("no documents found")
             for i, d in enumerate(found, start=1):  # each wrapping under itself in a narrow terminal
-                head = Text(f"{safe(d.title)} ({d.score:.2f}) ")
-                head.append(safe(d.location), style="dim")
-                self.out.print(hanging(f"[{i}] ", head))
+                self.out.print(hanging(f"[{i}] ", f"{one_line(d.title)} ({d.score:.2f})"))
+                where = fold_path(safe(d.location), max(self.out.width - 4, 10))  # never "#L25" over "8"
+                self.out.print(hanging("    ", Text(where, style="dim")))
                 self.out.print(hanging("    ", shorten(safe(d.text), 200)))
         elif cmd == "/index":
             if not args:

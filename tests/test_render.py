@@ -407,3 +407,16 @@ def test_a_title_holding_a_newline_stays_on_one_line_in_the_sources_list():
     doc = Document("d1", "bad\nname\tthere", "text", 1.0, "index", "nl/bad\\nname.txt:1")
     lines = source_lines((doc,), ((0, 4, (0,)),))
     assert lines[1] == "  [1] bad name there — nl/bad\\nname.txt:1"
+
+
+def test_a_sources_line_never_splits_a_line_number_at_any_width():
+    """`ask` at 50 columns showed "…wiki_paragraphs_copy.jsonl#L" over "258" (read as no line at all)."""
+    far = Document("d1", "Hassan Zee", "text", 9.0, "index", "examples/sample/wiki_paragraphs_copy.jsonl#L258")
+    stats = RunStats(steps=1, sentences=1, retrievals=1, retrieval_opportunities=1, seconds=1.0)
+    for width in range(40, 121):
+        out = Console(record=True, width=width, file=io.StringIO())
+        r = RichLiveRenderer(highlight=0.4, err=Console(file=io.StringIO()), out=out)
+        r.handle(AnswerFinished("Hassan Zee.", (far,), stats, citations=((0, 11, (0,)),)))
+        r.close()
+        text = out.export_text()
+        assert "#L258" in text and all(len(line) <= width for line in text.splitlines()), width

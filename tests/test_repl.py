@@ -201,6 +201,12 @@ def test_search_and_index_without_an_argument_print_their_usage(settings, built_
     lines = [line for line in out.splitlines() if line.strip()]
     assert lines[0].startswith("[1] ") and len(lines) > 2  # a hit and its text, wrapped
     assert all(line.startswith("    ") for line in lines[1:] if not line.startswith("[")), out  # never at column 0
+    location = next(d.location for d in engine.retriever.search("shrub", 1))
+    number = location.rsplit(":", 1)[-1]
+    for width in (30, 36, 44, 50, 60):  # the location's line number is never split ("notes.md:3-" over "5")
+        narrow = Console(file=io.StringIO(), width=width, record=True)
+        _, _, _, out = drive((engine, err_console, narrow, log), "/search shrub\r/exit\r")
+        assert any(line.strip().endswith(":" + number) or line.strip() == ":" + number for line in out.splitlines()), out
 
 
 def test_a_setting_the_model_is_made_with_makes_a_new_one_when_changed(settings, monkeypatch):

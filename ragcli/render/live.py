@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.live import Live
 from rich.text import Text
@@ -29,7 +30,7 @@ from ragcli.events import (
     TokenGenerated,
 )
 from ragcli.render.text import (already_read_line, calibration_line, cited_pieces, safe, shorten, shorten_left,
-                                hanging, source_rows, summary_line, text_console)
+                                fold_path, hanging, source_rows, summary_line, text_console)
 from ragcli.types import Sentence, Token
 
 DRAFT = "grey58 italic"
@@ -250,6 +251,7 @@ class RichLiveRenderer:
             rows = source_rows(event.sources, event.citations)
             for i, (lead, rest) in enumerate(rows):
                 style = "bold" if i == 0 else "dim" if lead.startswith("  also in the prompt") else ""
+                rest = fold_path(rest, max(self.out.width - cell_len(lead), 10)) if rest else rest
                 self.out.print(hanging(lead, rest, style) if rest else Text(lead, style=style))
 
     @staticmethod

@@ -166,12 +166,12 @@ def search_table(docs: Sequence[Document], title: str, console):
 
 
 def fold_path(location: str, width: int) -> str:
-    """``location`` on lines of at most ``width`` columns, broken after a "/" or "\\", or before its
-    line number, so that "…/wiki_paragraphs.jsonl#L17" is never cut inside "17" (it read as line 1)."""
+    """``location`` on lines of at most ``width`` columns, broken after a "/", "\\" or space, or before
+    its line number, so that "…/wiki_paragraphs.jsonl#L17" is never cut inside "17" (it read as line 1)."""
     from rich.cells import cell_len, set_cell_size
 
     lines, line = [], ""
-    for piece in re.split(r"(?<=[/\\])|(?=#L\d|:\d|\sp\.\s\d|\s§)", location):
+    for piece in re.split(r"(?<=[/\\])|(?<= )(?![\d§])|(?=#L\d|:\d|\sp\.\s\d|\s§)", location):
         if line and cell_len(line) + cell_len(piece) > width:
             lines.append(line)
             line = ""
