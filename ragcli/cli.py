@@ -346,7 +346,7 @@ def history_show(
     from ragcli.render.text import text_console
     from rich.markup import escape
 
-    from ragcli.render.text import marked_answer, source_lines, summary_line
+    from ragcli.render.text import folded_source_lines, marked_answer, source_lines, summary_line
     from ragcli.types import Document, RunStats
 
     c = text_console()
@@ -356,8 +356,9 @@ def history_show(
     c.print(escape(marked_answer(row["answer"], finished.get("citations") or ())))
     sources = [Document(d.get("id", ""), d.get("title", ""), d.get("text", ""), source=d.get("source", "index"),
                         location=d.get("location", "")) for d in row["sources"]]
-    for line in source_lines(sources, finished.get("citations")):  # entries logged before citations: all
-        c.print(escape(line))
+    citations = finished.get("citations")  # (entries logged before citations: all sources)
+    for line in (folded_source_lines(sources, citations, c.width) if c.is_terminal else source_lines(sources, citations)):
+        c.print(escape(line), soft_wrap=True)  # folded beneath itself on a terminal, never at column 0
     for e in row["events"]:
         if e["event"] == "retrieve":
             origin = escape(f"[{e['query']['origin']}]")  # "[question]" is not a markup tag

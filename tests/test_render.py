@@ -188,6 +188,31 @@ def test_plain_answer_is_wrapped_only_when_stdout_is_a_terminal(monkeypatch):
         assert " ".join(lines) == long
 
 
+def test_plain_sources_fold_beneath_their_text_on_a_terminal(monkeypatch):
+    """`ask … 2>/dev/null` on a terminal: the sources list was written raw and the terminal wrapped it
+    at column 0, mid-name; into a file it stays one line each."""
+    import os
+    import shutil
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(shutil, "get_terminal_size", lambda *a: os.terminal_size((50, 20)))
+    far = Document("d1", "Hassan Zee", "text", 9.0, "index", "examples/sample/wiki_paragraphs_copy.jsonl#L258")
+    final = AnswerFinished("Hassan Zee.", (far,), RunStats(), "end", (0,), ((0, 11, (0,)),))
+    for out, folded in ((Tty(), True), (io.StringIO(), False)):
+        PlainRenderer(out, io.StringIO()).handle(final)
+        lines = out.getvalue().splitlines()
+        at = lines.index("Sources:")
+        cited = [line for line in lines[at + 1:] if line.strip()]
+        if folded:
+            assert len(cited) > 1 and all(len(line) <= 50 for line in cited)
+            assert all(line.startswith(" " * 6) for line in cited[1:]) and cited[-1].endswith("#L258")
+        else:
+            assert cited == ["  [1] Hassan Zee — examples/sample/wiki_paragraphs_copy.jsonl#L258"]
+
+
 def test_plain_answer_carries_source_numbers_unless_quiet():
     answer = "Romulus and Remus are the twin brothers. Mars is red."
     per = ((0, 40, (0,)), (41, 53, ()))

@@ -14,7 +14,8 @@ from ragcli.events import (
     RetrievalTriggered,
     SentenceCommitted,
 )
-from ragcli.render.text import already_read_line, is_tty, safe, calibration_line, marked_answer, source_lines, summary_line
+from ragcli.render.text import (already_read_line, calibration_line, folded_source_lines, is_tty, marked_answer, safe,
+                                source_lines, summary_line)
 
 
 # How an answer can end short of what was asked: --quiet says so on stderr (a script got "Back" with exit 0)
@@ -33,12 +34,17 @@ class PlainRenderer:
         for a terminal too); one line per paragraph into files and pipes."""
         if not is_tty(self.out):
             return text
-        import shutil
         import textwrap
 
-        width = shutil.get_terminal_size().columns
+        width = self._width()
         return "\n".join(textwrap.fill(line, width, break_long_words=False, break_on_hyphens=False)
                          if line.strip() else line for line in text.split("\n"))
+
+    @staticmethod
+    def _width() -> int:
+        import shutil
+
+        return shutil.get_terminal_size().columns
 
     def _trace(self, line: str) -> None:
         if self.err is not None:
@@ -84,7 +90,9 @@ class PlainRenderer:
                 answer = marked_answer(event.answer, event.citations)
             self.out.write(self._wrapped(answer) + "\n")
             if event.sources and self.err is not None:
-                self.out.write("\n" + "\n".join(source_lines(event.sources, event.citations)) + "\n")
+                lines = (folded_source_lines(event.sources, event.citations, self._width()) if is_tty(self.out)
+                         else source_lines(event.sources, event.citations))  # a file or pipe: a line each
+                self.out.write("\n" + "\n".join(lines) + "\n")
             self.out.flush()
             self._trace(summary_line(event.stats, event.stop_reason))
             if self.err is None and event.stop_reason in CUT_SHORT:

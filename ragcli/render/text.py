@@ -44,6 +44,18 @@ def source_lines(sources: Sequence[Document], citations: Sequence | None = None,
     return [lead + rest for lead, rest in source_rows(sources, citations, title_width=title_width)]
 
 
+def folded_source_lines(sources: Sequence[Document], citations: Sequence | None, width: int) -> list[str]:
+    """``source_lines`` for a terminal ``width`` columns wide: each line's rest folded beneath itself
+    (``fold_path``: never inside a line number), not wrapped by the terminal at column 0 mid-name."""
+    from rich.cells import cell_len
+
+    out = []
+    for lead, rest in source_rows(sources, citations):
+        pieces = fold_path(rest, max(width - cell_len(lead), 10)).split("\n") if rest else [""]
+        out += [lead + pieces[0]] + [" " * cell_len(lead) + piece for piece in pieces[1:]]
+    return out
+
+
 def source_rows(sources: Sequence[Document], citations: Sequence | None = None, *,
                 title_width: int | None = 40) -> list[tuple[str, str]]:
     """``source_lines`` as (lead, rest): "  [3] " and "Ulf Merbold — notes.jsonl#L77", so that a
