@@ -134,13 +134,18 @@ def run_one(engine: Engine, spec: RunSpec, example: Example, base: Settings) -> 
     return row
 
 
-def _has_header(out: Path) -> bool:
+def _first_record(out: Path) -> dict | None:
+    """The first line of a results file, parsed (its header, where it has one): None for an empty
+    file, {} for a line that is no JSON object."""
     with out.open(encoding="utf-8") as fh:
         first = fh.readline()
+    if not first.strip():
+        return None
     try:
-        return json.loads(first).get("type") == "header"
-    except (ValueError, AttributeError):
-        return False
+        record = json.loads(first)
+    except ValueError:
+        return {}
+    return record if isinstance(record, dict) else {}
 
 
 def load_done(out: Path | None) -> dict[tuple[str, str], dict]:
@@ -169,12 +174,7 @@ def check_resumable(out: Path | None, meta: dict | None, *, model: bool = True) 
     hash) or another dataset than the ones its header records; one line names what differs."""
     if out is None or meta is None or not out.is_file():
         return
-    with out.open(encoding="utf-8") as fh:
-        first = fh.readline()
-    try:
-        header = json.loads(first) if first.strip() else None
-    except ValueError:
-        header = {}
+    header = _first_record(out)
     if header is None:
         return
     restart = "rerun with --restart to start it over, or use another --out"
@@ -234,7 +234,8 @@ def run_eval(engine: Engine, specs: list[RunSpec], examples: list[Example], base
         out.parent.mkdir(parents=True, exist_ok=True)
         _repair_tail(out)
         fh = out.open("a", encoding="utf-8")
-        if not done and meta is not None and not _has_header(out):  # (interrupted before its first result: it has one)
+        has_header = (_first_record(out) or {}).get("type") == "header"  # (interrupted before its first result)
+        if not done and meta is not None and not has_header:
             fh.write(json.dumps({"type": "header", **meta}, ensure_ascii=False) + "\n")
             fh.flush()
     try:
