@@ -43,8 +43,9 @@ class Fitted:
         yield from tables
 
 
-def _groups(columns: list, size: int) -> list[list]:
-    return [columns[i:i + size] for i in range(0, len(columns), size)]
+def _halves(columns: list) -> list[list]:
+    size = -(-len(columns) // 2)
+    return [columns[:size], columns[size:]]
 
 
 def _needs(table) -> int:
@@ -73,23 +74,30 @@ def summary_table(runs: dict[str, dict[str, Any]], title: str = "") -> Fitted:
         if len(entry.get("by_dataset", {})) > 1:
             for ds, sub in entry["by_dataset"].items():
                 rows.append((f"  {ds}", {name: _cell(fmt, sub.get(name)) for name, _, fmt in COLUMNS}, "dim"))
+    return _metric_tables(title, rows, COLUMNS)
+
+
+def _metric_tables(title: str, rows: list[tuple[str, dict[str, str], str | None]],
+                   columns: list[tuple[str, str, str]]) -> Fitted:
+    """A run per row (label, {metric: cell}, style), a metric per column: whole, then as what the
+    answers scored and what they cost, then each of those in halves."""
+    from rich.table import Table
 
     def table(title: str, columns: list[tuple[str, str, str]]):
-        from rich.table import Table
-
         t = Table(title=title or None, title_justify="left")
         t.add_column("run", overflow="fold")
         for _, label, _ in columns:
             t.add_column(label, justify="right", no_wrap=True)
         for label, cells, style in rows:
-            t.add_row(label, *(cells[name] for name, _, _ in columns), style=style)
+            t.add_row(label, *(cells.get(name, "") for name, _, _ in columns), style=style)
         return t
 
-    answers, cost = COLUMNS[:ANSWER_COLUMNS], COLUMNS[ANSWER_COLUMNS:]
-    return Fitted([table(title, COLUMNS)],
+    cost = COLUMNS[ANSWER_COLUMNS:]
+    answers = [c for c in columns if c not in cost]
+    return Fitted([table(title, columns)],
                   [table(_part(title, "answers"), answers), table(_part(title, "cost"), cost)],
-                  [table(_part(title, f"answers {i + 1}"), cols) for i, cols in enumerate(_groups(answers, 4))]
-                  + [table(_part(title, f"cost {i + 1}"), cols) for i, cols in enumerate(_groups(cost, 3))])
+                  [table(_part(title, f"{what} {i + 1}"), half)
+                   for what, cols in (("answers", answers), ("cost", cost)) for i, half in enumerate(_halves(cols))])
 
 
 def _part(title: str, what: str) -> str:
@@ -113,11 +121,11 @@ def load_summary(path: Path) -> dict[str, Any]:
 
 
 def compare_table(a: dict[str, Any], b: dict[str, Any], name_a: str, name_b: str) -> Fitted:
-    rows = []  # (label, {metric: cell})
+    rows = []  # (label, {metric: cell}, style)
     for key in list(dict.fromkeys([*a["runs"], *b["runs"]])):
         ra, rb = a["runs"].get(key), b["runs"].get(key)
         if ra is None or rb is None:
-            rows.append((f"{key}: only in {name_a if rb is None else name_b}", {}))
+            rows.append((f"{key}: only in {name_a if rb is None else name_b}", {}, None))
             continue
         cells = {}
         for name, _, fmt in COLUMNS[1:]:
@@ -127,25 +135,9 @@ def compare_table(a: dict[str, Any], b: dict[str, Any], name_a: str, name_b: str
                 continue
             d = vb - va
             cells[name] = fmt.format(vb) + f" ({'+' if d >= 0 else ''}{fmt.format(d)})"
-        rows.append((f"{key} (n {ra['n']}→{rb['n']})", cells))
+        rows.append((f"{key} (n {ra['n']}→{rb['n']})", cells, None))
 
-    def table(title: str, columns: list[tuple[str, str, str]]):
-        from rich.table import Table
-
-        t = Table(title=title, title_justify="left")
-        t.add_column("run", overflow="fold")
-        for _, label, _ in columns:
-            t.add_column(label, justify="right", no_wrap=True)
-        for label, cells in rows:
-            t.add_row(label, *(cells.get(name, "") for name, _, _ in columns))
-        return t
-
-    title = f"{name_b} minus {name_a}"
-    answers, cost = COLUMNS[1:ANSWER_COLUMNS], COLUMNS[ANSWER_COLUMNS:]
-    return Fitted([table(title, COLUMNS[1:])],
-                  [table(_part(title, "answers"), answers), table(_part(title, "cost"), cost)],
-                  [table(_part(title, f"answers {i + 1}"), cols) for i, cols in enumerate(_groups(answers, 3))]
-                  + [table(_part(title, f"cost {i + 1}"), cols) for i, cols in enumerate(_groups(cost, 3))])
+    return _metric_tables(f"{name_b} minus {name_a}", rows, COLUMNS[1:])
 
 
 PAIRED_METRICS = (("f1", "F1"), ("answer_context_recall", "ctx R"))
