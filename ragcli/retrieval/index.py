@@ -268,7 +268,6 @@ class TantivyIndex:
         empty list had their passages kept for good once those files were deleted (found by every search).
         A file a committed batch holds but the list does not (a crash before the list was written) is listed too."""
         path = self.directory / MANIFEST_FILE
-        self.manifest_recovered = False
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (FileNotFoundError, ValueError):
@@ -282,13 +281,18 @@ class TantivyIndex:
 
     def _files_held(self) -> dict[str, dict[str, Any]]:
         """Each file the index holds live passages of, with their count."""
+        return {path: {"passages": count} for path, count in self._live_terms("path")}
+
+    def _live_terms(self, field: str) -> list[tuple[str, int]]:
+        """The terms of ``field`` with the number of live passages holding each: a deleted passage's
+        terms stay until its segment is merged, counted 0 here."""
         import tantivy
 
         searcher = self._searcher_()
         if searcher.num_docs == 0:
-            return {}
-        live = searcher.terms_with_prefix("path", "", filter_query=tantivy.Query.all_query())
-        return {term: {"passages": count} for term, count in live if count > 0}
+            return []
+        live = searcher.terms_with_prefix(field, "", filter_query=tantivy.Query.all_query())
+        return [(term, count) for term, count in live if count > 0]
 
     def save_manifest(self, manifest: dict[str, dict[str, Any]]) -> None:
         _atomic_write(self.directory / MANIFEST_FILE, json.dumps(manifest, sort_keys=True))
@@ -351,14 +355,10 @@ class TantivyIndex:
         document order, which differs between two builds of the same files (indexing threads, files
         indexed one run at a time): ``--theta auto`` then calibrated on other passages. Reads every
         pid once: ~0.6 s and 40 MB on 300,000 passages, once per calibration (needs tantivy 0.27)."""
-        import tantivy
-
-        searcher = self._searcher_()
-        if searcher.num_docs == 0 or n <= 0:
+        if n <= 0:
             return []
-        # counted over the live passages: a deleted one's pid stays among the terms until a merge
-        live = searcher.terms_with_prefix("pid", "", filter_query=tantivy.Query.all_query())
-        pids = sorted(term for term, count in live if count > 0)
+        searcher = self._searcher_()
+        pids = sorted(term for term, _count in self._live_terms("pid"))
         out: list[Document] = []
         for k in range(min(n, len(pids))):
             doc = self._by_pid(searcher, pids[(2 * k + 1) * len(pids) // (2 * n)])
