@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from rich.cells import cell_len
 from rich.console import Console
 from rich.live import Live
 from rich.text import Text
@@ -30,7 +29,7 @@ from ragcli.events import (
     TokenGenerated,
 )
 from ragcli.render.text import (already_read_line, calibration_line, cited_pieces, safe, shorten, shorten_left,
-                                fold_path, hanging, source_rows, summary_line, text_console)
+                                folded_source_rows, summary_line, text_console)
 from ragcli.types import Sentence, Token
 
 DRAFT = "grey58 italic"
@@ -248,11 +247,10 @@ class RichLiveRenderer:
             self.out.print(self._answer_text(event))
             if event.sources:  # a blank line before them, as in plain output: stdout is the same either way
                 self.out.print()
-            rows = source_rows(event.sources, event.citations)
-            for i, (lead, rest) in enumerate(rows):
-                style = "bold" if i == 0 else "dim" if lead.startswith("  also in the prompt") else ""
-                rest = fold_path(rest, max(self.out.width - cell_len(lead), 10)) if rest else rest
-                self.out.print(hanging(lead, rest, style) if rest else Text(lead, style=style))
+            for i, lines in enumerate(folded_source_rows(event.sources, event.citations, self.out.width)):
+                style = "bold" if i == 0 else "dim" if lines[0].startswith("  also in the prompt") else ""
+                for line in lines:  # each folded beneath its text (never inside a line number), not at column 0
+                    self.out.print(Text(line, style=style))
 
     @staticmethod
     def _answer_text(event: AnswerFinished) -> Text:

@@ -47,12 +47,18 @@ def source_lines(sources: Sequence[Document], citations: Sequence | None = None,
 def folded_source_lines(sources: Sequence[Document], citations: Sequence | None, width: int) -> list[str]:
     """``source_lines`` for a terminal ``width`` columns wide: each line's rest folded beneath itself
     (``fold_path``: never inside a line number), not wrapped by the terminal at column 0 mid-name."""
+    return [line for row in folded_source_rows(sources, citations, width) for line in row]
+
+
+def folded_source_rows(sources: Sequence[Document], citations: Sequence | None, width: int) -> list[list[str]]:
+    """``source_rows`` folded for ``width`` columns: each row's lines, the first behind its lead, the
+    others indented under it."""
     from rich.cells import cell_len
 
     out = []
     for lead, rest in source_rows(sources, citations):
         pieces = fold_path(rest, max(width - cell_len(lead), 10)).split("\n") if rest else [""]
-        out += [lead + pieces[0]] + [" " * cell_len(lead) + piece for piece in pieces[1:]]
+        out.append([lead + pieces[0]] + [" " * cell_len(lead) + piece for piece in pieces[1:]])
     return out
 
 
@@ -90,8 +96,8 @@ def hanging(lead, rest, style: str = ""):
 
 
 def _title(doc: Document, width: int | None) -> str:
-    title = safe(doc.title) or "(untitled)"
-    return shorten(title, width) if width else " ".join(title.split())
+    title = one_line(doc.title) or "(untitled)"
+    return shorten(title, width) if width else title
 
 
 def cited_pieces(answer: str, citations) -> list[tuple[str, str]]:
