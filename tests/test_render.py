@@ -154,6 +154,10 @@ def test_answer_on_stdout_is_word_wrapped_only_on_a_terminal():
 
     piped = RichLiveRenderer(highlight=0.4, err=Console(file=io.StringIO()), stdout=io.StringIO())
     assert piped.out.soft_wrap  # `ragcli ask q > answer.txt`: one line per paragraph
+    far = Document("d1", "Hassan Zee", "text", 9.0, "index", "examples/sample/" + "long_folder_name/" * 6 + "x.jsonl#L258")
+    piped.handle(AnswerFinished("Hassan Zee.", (far,), RunStats(), "end", (0,), ((0, 11, (0,)),)))
+    piped.close()
+    assert f"  [1] Hassan Zee — {far.location}" in piped.out.file.getvalue().splitlines()  # the sources too
     tty = RichLiveRenderer(highlight=0.4, err=Console(file=io.StringIO()), stdout=Tty())
     assert tty.out.is_terminal and not tty.out.soft_wrap  # no words cut in half at the terminal's edge
 

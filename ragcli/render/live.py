@@ -29,7 +29,7 @@ from ragcli.events import (
     TokenGenerated,
 )
 from ragcli.render.text import (already_read_line, calibration_line, cited_pieces, safe, shorten, shorten_left,
-                                folded_source_rows, summary_line, text_console)
+                                folded_source_rows, source_lines, summary_line, text_console)
 from ragcli.types import Sentence, Token
 
 DRAFT = "grey58 italic"
@@ -247,7 +247,9 @@ class RichLiveRenderer:
             self.out.print(self._answer_text(event))
             if event.sources:  # a blank line before them, as in plain output: stdout is the same either way
                 self.out.print()
-            for i, lines in enumerate(folded_source_rows(event.sources, event.citations, self.out.width)):
+            rows = ([[line] for line in source_lines(event.sources, event.citations)] if self.out.soft_wrap  # a file
+                    else folded_source_rows(event.sources, event.citations, self.out.width))  # or pipe: a line each
+            for i, lines in enumerate(rows):
                 style = "bold" if i == 0 else "dim" if lines[0].startswith("  also in the prompt") else ""
                 for line in lines:  # each folded beneath its text (never inside a line number), not at column 0
                     self.out.print(Text(line, style=style))
