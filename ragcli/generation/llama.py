@@ -30,6 +30,7 @@ Why this module reaches past llama-cpp-python's public ``Llama`` API (each use i
 from __future__ import annotations
 
 import codecs
+import itertools
 import math
 import os
 import re
@@ -464,9 +465,7 @@ class LlamaGenerator:
         self.last_finish = "length"  # "stop" (stop string), "eog" (end of generation) or "length"
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         stops = StopFilter(stop)
-        i = -1
-        while True:
-            i += 1
+        for i in itertools.count():
             # the cap, unless it falls inside a character several tokens spell (𓇳 is four byte tokens):
             # up to CHARACTER_TOKENS more finish it, where cutting it gave no text at all
             if i >= max_tokens and not (decoder.getstate()[0] and i < max_tokens + CHARACTER_TOKENS):
