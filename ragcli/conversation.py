@@ -132,15 +132,8 @@ def named_in_answer(answer: str) -> str:
 
 
 def subject(*texts: str, n: int = SUBJECT_WORDS) -> str:
-    """The content words of ``texts``, in order, each once, at most ``n``."""
-    seen: dict[str, str] = {}
-    for text in texts:
-        for word in WORD.findall(text):
-            if len(seen) >= n:
-                return " ".join(seen.values())
-            if is_content_word(word):
-                seen.setdefault(word.lower(), word)
-    return " ".join(seen.values())
+    """The content words of ``texts``, in order, each once, at most ``n``, as first written."""
+    return " ".join(content_words(" ".join(texts), as_written=True)[:n])
 
 
 class Conversation:

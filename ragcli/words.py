@@ -64,25 +64,27 @@ def cjk_pairs(run: str) -> list[str]:
     return [run[i:i + 2] for i in range(len(run) - 1)] or [run]
 
 
-def content_words(text: str, *, any_language: bool = False) -> list[str]:
+def content_words(text: str, *, any_language: bool = False, as_written: bool = False) -> list[str]:
     """Lower-cased content words of ``text``, in order of first appearance, each once;
     ``any_language``: not the FOREIGN_FUNCTION_WORDS either, and a Chinese, Japanese or Korean run
     counts by its pairs of characters (``cjk_pairs``), so that a sentence shares words with the page
-    it was taken from even where the two cut their clauses differently."""
-    out: dict[str, None] = {}
-    for m in WORD.finditer(text.lower()):
-        w = m.group(0).strip("_")
+    it was taken from even where the two cut their clauses differently. ``as_written``: each word
+    as it was first written ("Neil Peart", for a query a user sees), still once whatever its case."""
+    out: dict[str, str] = {}
+    for m in WORD.finditer(text if as_written else text.lower()):
+        word = m.group(0).strip("_")
+        w = word.lower() if as_written else word
         if any_language and not w.isascii() and CJK_RUN.search(w):
             for part in CJK_RUN.splititer(w):  # what is not CJK ("2020" of "2020年")
                 if part and is_content_word(part):
-                    out.setdefault(part, None)
+                    out.setdefault(part, part)
             for run in CJK_RUN.findall(w):
                 for pair in cjk_pairs(run):
-                    out.setdefault(pair, None)
+                    out.setdefault(pair, pair)
             continue
         if w and is_content_word(w) and not (any_language and w in FOREIGN_FUNCTION_WORDS):
-            out.setdefault(w, None)
-    return list(out)
+            out.setdefault(w, word)
+    return list(out.values())
 
 
 def counted(n: int, noun: str) -> str:

@@ -49,3 +49,15 @@ def test_an_answers_names_join_the_subject_only_when_it_is_a_short_one():
     talk.remember(Exchange("What band was he in?", "Rush."), follow_up=True)  # a name for an answer: it joins
     _, search = talk.texts("When did it form?")
     assert search == "When did it form? Neil Peart Hamilton Ontario Rush"
+
+
+def test_a_subject_is_the_content_words_as_written_each_once():
+    """The subject is ``content_words`` (one tokenizer and stop-word list for every module) with each
+    word as first written: "Neil Peart" and "neil peart" are one subject, shown as the user wrote it."""
+    from ragcli.conversation import subject
+    from ragcli.words import content_words
+
+    texts = ("When was Neil Peart born?", "neil peart drummer_ of Rush", "Rush")
+    assert subject(*texts) == "Neil Peart born drummer Rush"
+    assert subject(*texts).lower().split() == content_words(" ".join(texts))
+    assert subject(*texts, n=2) == "Neil Peart"
