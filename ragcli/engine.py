@@ -113,7 +113,10 @@ class Engine:
         return self._retriever
 
     def close(self) -> None:
-        """End the generator's requests in flight (a server backend's); later questions raise Interrupted."""
+        """End the generator's requests in flight (a server backend's); later questions raise Interrupted.
+        Called from another thread while questions run (eval's Ctrl-C with --workers): that is why the
+        local model has no close(), since freeing it under a running decode would read freed memory; it
+        goes with its last reference (``_release_generator`` collects it)."""
         self._closed = True
         close = getattr(self._generator, "close", None)
         if close is not None:
