@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 from rich.console import Console
 from rich.text import Text
@@ -449,3 +450,22 @@ def test_a_sources_line_never_splits_a_line_number_at_any_width():
         r.close()
         text = out.export_text()
         assert "#L258" in text and all(len(line) <= width for line in text.splitlines()), width
+
+
+def test_the_other_sources_fold_with_each_number_beside_its_title():
+    """"also in the prompt: [2] Christer Fuglesang, [3] Sigmund Jähn" folded after "[3]": the number
+    ended a line and read as the number of the title above it; a name cut for a narrow column started
+    its next line with a space."""
+    from ragcli.render.text import fold_path, folded_source_lines
+
+    titles = ["Ulf Merbold", "Christer Fuglesang", "Sigmund Jähn"] + [f"Page {i}" for i in range(4, 16)]
+    docs = [Document(f"d{i}", t, "text", 1.0, "index", f"notes.jsonl#L{i}") for i, t in enumerate(titles)]
+    for width in range(32, 90):  # the lead (22 columns) and 10 more
+        lines = folded_source_lines(docs, ((0, 5, (0,)),), width)
+        at = next(i for i, line in enumerate(lines) if line.startswith("  also in the prompt: "))
+        rest = [line.strip() for line in lines[at:]]
+        assert all(not re.search(r"\[\d+\]$", line) for line in rest), (width, rest)
+        assert all(len(line) <= width for line in lines[at:]), width
+    for width in range(8, 40):
+        for line in fold_path("[2] Christer Fuglesang, [3] Sigmund Jähn, [14] Ulf Merbold", width).split("\n"):
+            assert line.strip() and not line.startswith(" ") and not line.rstrip().endswith("]"), (width, line)

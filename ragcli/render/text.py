@@ -185,18 +185,20 @@ def search_table(docs: Sequence[Document], title: str, console):
 
 def fold_path(location: str, width: int) -> str:
     """``location`` on lines of at most ``width`` columns, broken after a "/", "\\" or space, or before
-    its line number, so that "…/wiki_paragraphs.jsonl#L17" is never cut inside "17" (it read as line 1)."""
+    its line number, so that "…/wiki_paragraphs.jsonl#L17" is never cut inside "17" (it read as line 1);
+    never after a source's number ("[3] Sigmund Jähn" of "also in the prompt": "[3]" ended a line, and
+    read as the number of the title above it)."""
     from rich.cells import cell_len, set_cell_size
 
     lines, line = [], ""
-    for piece in re.split(r"(?<=[/\\])|(?<= )(?![\d§])|(?=#L\d|:\d|\sp\.\s\d|\s§)", location):
+    for piece in re.split(r"(?<=[/\\])|(?<= )(?<!\[\d\] )(?<!\[\d\d\] )(?<!\[\d\d\d\] )(?![\d§])|(?=#L\d|:\d|\sp\.\s\d|\s§)", location):
         if line and cell_len(line) + cell_len(piece) > width:
             lines.append(line)
             line = ""
         while cell_len(piece) > width:  # one name wider than the column: cut, as it would be anyway
             head = set_cell_size(piece, width).rstrip() or piece[:1]
             lines.append(head)
-            piece = piece[len(head):]
+            piece = piece[len(head):].lstrip(" ")  # the space at a cut starts no line
         line += piece
     return "\n".join(lines + [line])
 
