@@ -592,6 +592,87 @@ def test_parallel_parsing_gives_the_same_index_and_reports_skips(tmp_path):
     assert indexer._Parsers.start(files, manifest, 4).pool is None
 
 
+def test_a_file_saved_while_parser_processes_read_ahead_is_read_again_next_run(tmp_path, monkeypatch):
+    """With --jobs, a process parsed a file ahead of the indexing loop, which hashed it only later: a
+    file saved in between was listed with the new bytes' hash and indexed with the old text, and the
+    next run found it unchanged, for as long as it stayed so."""
+    from ragcli.ingest import indexer
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(3):
+        (docs / f"f{i}.txt").write_text(f"file {i} says apple")
+    start = indexer._Parsers.start.__func__
+
+    def start_then_save(cls, files, manifest, jobs, warn=None):
+        parsers = start(cls, files, manifest, jobs, warn)
+        for future in list(parsers.futures.values()):
+            future.result()  # the processes have read every file ...
+        (docs / "f1.txt").write_text("file 1 now says banana!!")  # ... and the user saves one
+        return parsers
+
+    monkeypatch.setattr(indexer._Parsers, "start", classmethod(start_then_save))
+    indexer.build_index([docs], tmp_path / "idx", jobs=2)
+    monkeypatch.setattr(indexer._Parsers, "start", classmethod(start))
+    report = indexer.build_index([docs], tmp_path / "idx", jobs=2)
+    assert report.updated == 1
+    idx = TantivyIndex.open(tmp_path / "idx")
+    assert [d.location for d in idx.search("banana")] == [f"{docs}/f1.txt:1"]
+    assert sorted(d.location for d in idx.search("apple")) == [f"{docs}/f0.txt:1", f"{docs}/f2.txt:1"]
+
+
+def test_a_file_skipped_after_a_commit_part_way_leaves_no_entry(tmp_path, monkeypatch):
+    """A corpus that failed to read after a batch commit lost its passages but kept the part-way
+    entry the commit wrote: the index listed a file it held nothing of (and "nothing to index" was
+    never said)."""
+    from ragcli.ingest import indexer, reader
+    from ragcli.ingest.reader import SkipFile
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "c.jsonl").write_text("".join(json.dumps({"text": f"record {i} apple"}) + "\n" for i in range(3000)))
+    records = reader._jsonl_records
+
+    def failing(batches, notes):  # an I/O error mid-way (what _jsonl_batches makes a SkipFile)
+        for n, (i, v) in enumerate(records(batches, notes)):
+            if n == 2500:
+                raise SkipFile("cannot read: Input/output error")
+            yield i, v
+
+    monkeypatch.setattr(reader, "_jsonl_records", failing)
+    with pytest.raises(EmptyCorpusError):
+        indexer.build_index([docs], tmp_path / "idx", commit_every=1000)
+    assert not TantivyIndex.exists(tmp_path / "idx")  # created by this run for nothing: gone again
+    (docs / "d.jsonl").write_text(json.dumps({"text": "another record"}) + "\n")
+    report = indexer.build_index([docs], tmp_path / "idx", commit_every=1000)
+    assert [why for _, why in report.skipped] == ["cannot read: Input/output error"]
+    assert list(TantivyIndex.open(tmp_path / "idx").load_manifest()) == [str(docs / "d.jsonl")]
+    assert TantivyIndex.open(tmp_path / "idx").num_passages() == 1
+
+
+def test_files_skipped_unparsed_hold_no_place_in_the_parser_pool(tmp_path, monkeypatch):
+    """Files over the size cap were sent to the parser processes and dropped without taking their
+    result: each held a place in the pool's window for good, and with enough of them every other
+    file was parsed in the indexing loop, one at a time."""
+    from ragcli.ingest import indexer
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(8):
+        with open(docs / f"a{i}.txt", "wb") as fh:
+            fh.truncate(indexer.reader.MAX_FILE_BYTES + 1)  # sparse: no disk used
+    for i in range(20):
+        (docs / f"b{i:02d}.txt").write_text(f"small file {i}")
+    in_loop, left = [], []
+    iter_passages = indexer.iter_passages
+    monkeypatch.setattr(indexer, "iter_passages", lambda p, *a, **k: (in_loop.append(p.name), iter_passages(p, *a, **k))[1])
+    leave = indexer._Parsers.__exit__
+    monkeypatch.setattr(indexer._Parsers, "__exit__", lambda self, *exc: (left.append(len(self.futures)), leave(self, *exc))[1])
+    report = indexer.build_index([docs], tmp_path / "idx", jobs=2)
+    assert (len(report.skipped), report.added) == (8, 20)
+    assert in_loop == [] and left == [0]
+
+
 def test_broken_parser_processes_fall_back_to_parsing_in_process(tmp_path):
     from concurrent.futures.process import BrokenProcessPool
 

@@ -187,8 +187,9 @@ def build_index(
                     raise _empty(paths, report, None if created else index_dir)
                 run.commit()
                 writer.finish()
-        except BaseException:  # nothing to index, Ctrl-C, a full disk: an index created for nothing goes again
-            if created and not (run and run.commits):
+        except BaseException as exc:  # nothing to index, Ctrl-C, a full disk: an index created for nothing goes again
+            # (one that committed part of a file before it was skipped too: kept, it held those passages)
+            if created and (not (run and run.commits) or isinstance(exc, EmptyCorpusError)):
                 TantivyIndex.remove(index_dir)  # its lock file and the folder go as the lock is let go
             raise
         _save_meta(index, report, rebuild)
@@ -426,12 +427,14 @@ class _Run:
                 return True
         return False
 
-    def drop(self, info: FileInfo, previous: dict | None, shown: str, why: str) -> None:
+    def drop(self, info: FileInfo, shown: str, why: str) -> None:
         """A file skipped: what was added of it goes (it is tried again next run), and so do the
-        passages an earlier run indexed of it."""
+        passages an earlier run indexed of it, and its entry (one committed part-way through this run
+        too: left, it listed a file the index held nothing of)."""
         key = str(info.path)
         self.writer.delete_path(key)
-        if previous:
+        self.parsers.discard(info)  # a parse ahead never taken held a place in the pool's window for good
+        if key in self.manifest:
             self.pending_removed.append(key)
         _skipped(self.report, self.warn, shown, why)
 
@@ -445,7 +448,7 @@ class _Run:
             return
         cap = reader.MAX_FILE_BYTES  # for whole-file formats (a corpus streams); checked before hashing:
         if info.size > cap and info.path.suffix.lower() not in JSONL_SUFFIXES:  # 2 GB read to be skipped took
-            self.drop(info, previous, shown, f"larger than {cap // (1024 * 1024)} MB")  # seconds every run
+            self.drop(info, shown, f"larger than {cap // (1024 * 1024)} MB")  # seconds every run
             return
         known = previous.get("sha1") if previous else None
         digest = None  # a corpus with no hash to compare is hashed as it streams in: read once, not twice
@@ -453,6 +456,7 @@ class _Run:
             try:
                 digest = file_hash(info.path)
             except OSError as exc:
+                self.parsers.discard(info)
                 _skipped(report, self.warn, shown,
                          "vanished while indexing" if isinstance(exc, FileNotFoundError) else exc.strerror or str(exc))
                 return
@@ -474,7 +478,7 @@ class _Run:
                     if count % 1000 == 0:
                         self.added(1000, key, count)
         except SkipFile as exc:
-            self.drop(info, previous, shown, str(exc))
+            self.drop(info, shown, str(exc))
             return
         if notes.bad_lines:
             report.bad_lines[shown] = notes.bad_lines
@@ -489,7 +493,8 @@ class _Run:
         setattr(report, action, getattr(report, action) + 1)
         report.files.append(FileResult(shown, action, count, notes.encoding, notes.replaced, notes.bad_lines))
         report.passages_added += count
-        self.pending[key] = _entry(info, digest or notes.sha1 or "", count, notes)  # "": read again once changed
+        # the hash of what was read where the reader knows it (a corpus streamed, a parser process)
+        self.pending[key] = _entry(info, notes.sha1 or digest or "", count, notes)  # "": read again once changed
         self.added(count % 1000)  # after `pending`: a commit now records this file as done
 
 
@@ -542,6 +547,12 @@ def _parse(path: str, shown: str) -> tuple[list | None, FileNotes, str | None]:
     """In a parser process: the passages of one file and what reading it found, or why it was skipped."""
     notes = FileNotes()
     try:
+        # hashed here, before it is read, not by the indexing loop later: a file saved in between was
+        # listed with the new hash and the old text, and never read again while it stayed so
+        notes.sha1 = file_hash(Path(path))
+    except OSError:
+        pass  # read_passages says why
+    try:
         return read_passages(Path(path), shown, notes), notes, None
     except SkipFile as exc:
         return None, notes, str(exc)
@@ -564,7 +575,8 @@ class _Parsers:
 
     @classmethod
     def start(cls, files: list[FileInfo], manifest: dict, jobs: int, warn: WarnFn | None = None) -> "_Parsers":
-        queue = [f for f in files if f.path.suffix.lower() not in JSONL_SUFFIXES and _changed(f, manifest.get(str(f.path)))]
+        queue = [f for f in files if f.path.suffix.lower() not in JSONL_SUFFIXES and f.size <= reader.MAX_FILE_BYTES
+                 and _changed(f, manifest.get(str(f.path)))]  # one over the cap is skipped unread
         jobs = min(jobs if jobs > 0 else available_cpus(), len(queue))
         if jobs <= 1:
             return cls()
