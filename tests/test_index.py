@@ -974,6 +974,18 @@ def test_the_calibration_sample_is_the_same_for_the_same_content_however_it_was_
     assert after == [d.id for d in TantivyIndex.open(tmp_path / "fresh").sample(6)] and len(after) == 6
 
 
+def test_a_sample_larger_than_the_index_takes_every_passage_once(tmp_path):
+    """Calibration asks for 24 passages: of an index of 10, the spacing by 24 took 4 of them two and
+    three times each and never the other 6 (of 4, the first one four times)."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for i in range(10):
+        (folder / f"topic{i}.txt").write_text(f"Topic number {i} is described here.")
+    build_index([folder], tmp_path / "idx")
+    sample = TantivyIndex.open(tmp_path / "idx").sample(24)
+    assert sorted(d.text for d in sample) == sorted(f"Topic number {i} is described here." for i in range(10))
+
+
 @pytest.mark.parametrize("how", ["deleted", "blanked", "excluded"])
 def test_a_folder_emptied_of_its_files_has_them_removed(tmp_path, how):
     """Deleting (blanking, excluding) every file of an indexed folder, then indexing it, said "nothing

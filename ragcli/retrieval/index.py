@@ -360,8 +360,9 @@ class TantivyIndex:
         searcher = self._searcher_()
         pids = sorted(term for term, _count in self._live_terms("pid"))
         out: list[Document] = []
-        for k in range(min(n, len(pids))):
-            doc = self._by_pid(searcher, pids[(2 * k + 1) * len(pids) // (2 * n)])
+        m = min(n, len(pids))  # spaced over what there is: with fewer than n, each once (the spacing
+        for k in range(m):      # by n took some two and three times and others never)
+            doc = self._by_pid(searcher, pids[(2 * k + 1) * len(pids) // (2 * m)])
             if doc is not None:
                 out.append(doc)
         return out
