@@ -829,3 +829,28 @@ def test_grid_run_names_are_never_cut_at_any_width():
             console = Console(width=width, record=True, file=io.StringIO())
             console.print(table)
             assert "…" not in console.export_text(), width
+
+
+def test_a_half_written_last_line_is_cut_off_in_place(tmp_path):
+    """The results file was read whole and written anew to drop a half-written line: a full disk or
+    a quota mid-write (here a 1 MB file-size limit) left a quarter of the finished rows."""
+    import subprocess
+
+    from ragcli.eval.runner import TAIL_BLOCK, _repair_tail, load_done
+
+    out = tmp_path / "results.jsonl"
+    rows = "".join(json.dumps({"run": "single", "id": f"q{i}", "answer": "x" * 1000}) + "\n" for i in range(4000))
+    out.write_text(rows + '{"run": "single", "id": "q4000", "tru')
+    script = ("import resource, signal, sys\n"
+              "from pathlib import Path\n"
+              "from ragcli.eval.runner import _repair_tail\n"
+              "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+              "resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, resource.RLIM_INFINITY))\n"
+              "_repair_tail(Path(sys.argv[1]))\n")
+    subprocess.run([sys.executable, "-c", script, str(out)], check=False, capture_output=True, timeout=60)
+    assert out.read_text() == rows and len(load_done(out)) == 4000
+    for text, cut in (("", ""), ("half", ""), ("a\n", "a\n"), ("a\nb", "a\n"),
+                      ("a\n" + "b" * (3 * TAIL_BLOCK), "a\n"), ("a\n" * TAIL_BLOCK + "b" * 10, "a\n" * TAIL_BLOCK)):
+        out.write_text(text)
+        _repair_tail(out)
+        assert out.read_text() == cut, text[:20]

@@ -9,6 +9,7 @@ file's first line holds the settings, model hash and dataset hash: a resumed run
 from __future__ import annotations
 
 import json
+import os
 import platform
 import subprocess
 import time
@@ -262,12 +263,26 @@ def run_eval(engine: Engine, specs: list[RunSpec], examples: list[Example], base
 
 
 def _repair_tail(out: Path) -> None:
-    """Drop a half-written last line left by an interruption."""
+    """Drop a half-written last line left by an interruption: the file is cut where its last whole
+    line ends, read from the end, never written anew (rewritten whole, a full disk or a quota mid-write
+    lost the finished results before it; and a long eval's file was read whole into memory)."""
     if not out.is_file():
         return
-    data = out.read_bytes()
-    if data and not data.endswith(b"\n"):
-        out.write_bytes(data[: data.rfind(b"\n") + 1])
+    with out.open("rb+") as fh:
+        size = end = fh.seek(0, os.SEEK_END)
+        while end > 0:
+            start = max(0, end - TAIL_BLOCK)
+            fh.seek(start)
+            cut = fh.read(end - start).rfind(b"\n")
+            if cut >= 0:
+                if start + cut + 1 < size:
+                    fh.truncate(start + cut + 1)
+                return
+            end = start
+        fh.truncate(0)  # no line ended: the one there was half-written
+
+
+TAIL_BLOCK = 1 << 16
 
 
 def summarize(rows: Iterable[dict]) -> dict[str, Any]:
