@@ -854,3 +854,27 @@ def test_a_half_written_last_line_is_cut_off_in_place(tmp_path):
         out.write_text(text)
         _repair_tail(out)
         assert out.read_text() == cut, text[:20]
+
+
+def test_a_parallel_run_taken_to_its_last_result_is_no_cancellation():
+    """run_eval takes exactly as many results as questions, then closes the results: ordered_map,
+    still at its last yield, took that for a cancellation and closed the caller's own engine."""
+    from ragcli.eval.parallel import PerThread, ordered_map
+
+    class Engine_:
+        closed = False
+
+        def close(self):
+            self.closed = True
+
+    first = Engine_()
+    engines = PerThread(first, Engine_)
+    results = ordered_map(lambda x: engines.get() and 2 * x, [1, 2, 3], 2, on_cancel=engines.close_all)
+    assert [next(results) for _ in range(3)] == [2, 4, 6]
+    results.close()
+    assert not first.closed
+    cancelled = []
+    results = ordered_map(lambda x: 2 * x, [1, 2, 3], 2, on_cancel=lambda: cancelled.append(True))
+    assert next(results) == 2
+    results.close()  # left before its end: a cancellation
+    assert cancelled == [True]

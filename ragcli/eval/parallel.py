@@ -59,8 +59,10 @@ def ordered_map(fn: Callable[[T], R], items: Iterable[T], workers: int, *,
                 if failure is not None:
                     raise failure  # type: ignore[misc]
                 value = done.pop(i)[1]
+            # the last result given is the end: a caller that takes exactly as many results as items
+            # and closes this generator (run_eval) did not cancel (its engine was closed for it)
+            finished = i == len(items) - 1
             yield value  # type: ignore[misc]
-        finished = True
     finally:
         if not finished:
             stop.set()
