@@ -878,3 +878,25 @@ def test_a_parallel_run_taken_to_its_last_result_is_no_cancellation():
     assert next(results) == 2
     results.close()  # left before its end: a cancellation
     assert cancelled == [True]
+
+
+def test_paragraphs_without_a_pid_get_the_one_the_index_gives_and_without_text_are_refused(tmp_path):
+    """A paragraph without "pid" or "text" crashed with "internal error: KeyError: 'pid'" (with
+    --corpus, after the model had answered). One without a pid gets the pid `ragcli index` gives such
+    a record, so recall finds it in a corpus built from the same records."""
+    from ragcli.errors import UsageError
+    from ragcli.retrieval.index import TantivyIndex
+
+    para = {"title": "Ulf Merbold", "text": "Ulf  Merbold is a German\\nphysicist.", "is_supporting": True}
+    data = tmp_path / "qs.jsonl"
+    data.write_text(json.dumps({"id": 1, "question": "Who?", "answers": ["x"], "paragraphs": [para]}) + "\n")
+    (example,) = load_examples(data)
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(json.dumps({"title": para["title"], "text": para["text"]}) + "\n")
+    build_index([corpus], tmp_path / "idx")
+    (hit,) = TantivyIndex.open(tmp_path / "idx").search("Merbold")
+    assert example.gold_pids == [hit.id] and example.gold_documents()[0].id == hit.id
+    for bad, why in (({"title": "T"}, 'paragraph 1 has no "text"'), ({"text": 3}, 'paragraph 1 has a "text" that is not text')):
+        data.write_text(json.dumps({"id": 1, "question": "Who?", "answers": ["x"], "paragraphs": [bad]}) + "\n")
+        with pytest.raises(UsageError, match=f"^{data}:1 is not a dataset record \\({why}\\)$"):
+            load_examples(data)

@@ -52,11 +52,27 @@ def _answers(value: object) -> tuple[str, ...]:
 
 
 def _paragraphs(value: object) -> tuple[dict, ...]:
+    """The paragraphs, each with a "text"; one without a "pid" gets the one ``ragcli index`` gives
+    such a record (its title and collapsed text hashed), so that recall finds it in a ``--corpus``."""
     if value is None:
         return ()
     if not isinstance(value, list) or not all(isinstance(p, dict) for p in value):
         raise TypeError('"paragraphs" is not a list of objects')
-    return tuple(value)
+    out = []
+    for i, p in enumerate(value, start=1):
+        text, title = p.get("text"), p.get("title") or ""
+        if not isinstance(text, str) or not isinstance(title, str):
+            raise TypeError(f'paragraph {i} has no "text"' if text is None else
+                            f'paragraph {i} has a "{"text" if not isinstance(text, str) else "title"}" that is not text')
+        pid = p.get("pid")
+        if pid is None or pid == "":
+            from ragcli.ingest.passages import normalise, passage_id
+
+            p = dict(p, pid=passage_id(title, normalise(text)))
+        elif not isinstance(pid, str):
+            p = dict(p, pid=str(pid))
+        out.append(p)
+    return tuple(out)
 
 
 def load_examples(path: Path, *, dataset: str | None = None, type_: str | None = None, limit: int | None = None,
