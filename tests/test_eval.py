@@ -900,3 +900,16 @@ def test_paragraphs_without_a_pid_get_the_one_the_index_gives_and_without_text_a
         data.write_text(json.dumps({"id": 1, "question": "Who?", "answers": ["x"], "paragraphs": [bad]}) + "\n")
         with pytest.raises(UsageError, match=f"^{data}:1 is not a dataset record \\({why}\\)$"):
             load_examples(data)
+
+
+def test_a_question_without_gold_paragraphs_has_no_recall_and_is_left_out_of_its_mean():
+    """Its recall was 0 and averaged in: one question without paragraphs and one perfect one read
+    "recall 50.0"."""
+    from ragcli.eval.runner import _means
+
+    assert m.recall(["p_a"], []) is None
+    rows = [{"f1": 1.0, "recall": m.recall(["p_a"], ["p_a"]), "recall_at_15": 1.0, "answer_context_recall": 1.0},
+            {"f1": 0.0, "recall": m.recall(["p_a"], []), "recall_at_15": m.recall(["p_a"], [], 15),
+             "answer_context_recall": m.recall([], [])}]
+    means = _means(rows)
+    assert (means["recall"], means["recall_at_15"], means["answer_context_recall"], means["f1"]) == (100, 100, 100, 50)

@@ -51,11 +51,12 @@ def extract_answer(text: str) -> str:
     return short_answer(text)
 
 
-def recall(retrieved: Iterable[str], gold: Iterable[str], budget: int | None = None) -> float:
-    """Share of gold passage ids among the retrieved ids (first ``budget`` unique ones if given)."""
+def recall(retrieved: Iterable[str], gold: Iterable[str], budget: int | None = None) -> float | None:
+    """Share of gold passage ids among the retrieved ids (first ``budget`` unique ones if given); None
+    for a question without gold passages, which has no recall (not 0, averaged in against the rest)."""
     gold_set = set(gold)
     if not gold_set:
-        return 0.0
+        return None
     unique: list[str] = []
     seen: set[str] = set()
     for pid in retrieved:

@@ -312,7 +312,8 @@ def _means(items: list[dict]) -> dict[str, float]:
     mean = lambda k: sum(float(r.get(k, 0.0)) for r in items) / n if n else 0.0  # noqa: E731
     def known(k: str) -> float | None:
         """Mean over the rows that have a value: rows from an older --out file have no "sourced",
-        a bare "Yes." has None for it, long-form requests have None for EM and F1."""
+        a bare "Yes." has None for it, long-form requests have None for EM and F1, a question without
+        gold paragraphs None for the recalls."""
         values = [float(r[k]) for r in items if r.get(k) is not None]
         return 100 * sum(values) / len(values) if values else None
 
@@ -320,8 +321,8 @@ def _means(items: list[dict]) -> dict[str, float]:
         "n": n,
         "em": known("em"),
         "f1": known("f1"),
-        "recall": 100 * mean("recall"),
-        "recall_at_15": 100 * mean("recall_at_15"),
+        "recall": known("recall"),
+        "recall_at_15": known("recall_at_15"),
         "answer_context_recall": known("answer_context_recall"),
         "sourced": known("sourced"),
         "retrieval_rate": 100 * mean("retrieval_rate"),
