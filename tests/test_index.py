@@ -273,6 +273,19 @@ def test_a_short_legacy_note_is_decoded_in_its_own_encoding(codec, text):
     assert decode(text.encode(codec)).text == text
 
 
+
+@pytest.mark.parametrize("lead", ["x" * 17000 + " ", "x\r" * 8500 + " ", "a,b,c;" * 3000])
+@pytest.mark.parametrize("codec,text", [("cp1251", "Москва является столицей России. "),
+                                        ("cp932", "会議は木曜日に延期されました。"), ("cp1252", "Grüße aus Köln, café. ")])
+def test_legacy_text_far_into_a_long_line_is_decoded_in_its_own_encoding(lead, codec, text):
+    """The sample of a big file took each line with bytes beyond ASCII from its start: in a file of one
+    line (or of old-Mac "\r" line ends) with 16 KB of ASCII first, the sample was all ASCII and
+    cp1251 Russian came back as cp1252 ("Ìîñêâà")."""
+    from ragcli.ingest.encoding import decode
+
+    raw = (lead + text * 20).encode(codec)
+    assert decode(raw).text == lead + text * 20
+
 def test_bytes_no_encoding_fits_are_skipped_with_the_reason(tmp_path):
     import random
 

@@ -62,6 +62,7 @@ CANDIDATES = {
 OTHER_PRIOR = -5.0  # an encoding the detector proposes that is not listed above
 DETECTED_BONUS = 0.75  # the detector's own choice: a tie-break between readings equally good here
 SAMPLE_BYTES = 16 * 1024  # enough for a verdict (a few pages of text); a big file is scored on a sample
+LEAD_BYTES = 256  # ASCII kept before a line's first byte beyond it
 _WORD = re.compile(r"[^\W\d_]+")
 _NON_ASCII = re.compile(rb"[\x80-\xff]")
 _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
@@ -81,7 +82,10 @@ def sample(raw: bytes) -> bytes:
         m = _NON_ASCII.search(raw, pos)
         if m is None:
             break
-        start = raw.rfind(b"\n", 0, m.start()) + 1
+        # from the line's start, or a little before its first such byte where that is far into a long
+        # line (a file of one line, old-Mac "\r" line ends): the ASCII before it, cut anywhere, is whole
+        # characters, and the sample held nothing but ASCII from the line's start
+        start = max(raw.rfind(b"\n", 0, m.start()) + 1, m.start() - LEAD_BYTES)
         end = raw.find(b"\n", m.start())
         end = len(raw) if end < 0 else end
         lines.append(raw[start:min(end, start + SAMPLE_BYTES - size)])
