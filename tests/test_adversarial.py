@@ -30,7 +30,7 @@ READABLE = {
     "page_1252.html": ("quince", "cp1252"),
     "page_declared.html": ("tamarind", "iso8859-15"),
     "setext.md": ("lemur", "utf-8"),
-    "corpus.jsonl": ("aardvark", "utf-8"),
+    "corpus.jsonl": ("aardvark", "cp1252"),  # ASCII lines, and one line in cp1252
     "big_one_line.txt": ("zyzzyva", "utf-8"),
     "crashed.log": ("wombat", "utf-8"),
     "nul_line.jsonl": ("dingo", "utf-8"),
@@ -115,11 +115,12 @@ def test_a_messy_folder_keeps_every_readable_byte_and_explains_every_skip(tmp_pa
         assert skipped[name].startswith(why), (name, skipped[name])
     # and the bad JSONL lines (two files), the replaced byte and the NULs read as spaces
     assert len(warnings) == len(SKIPPED) + 4
-    assert report.bad_lines == {str(root / "corpus.jsonl"): 4, str(root / "nul_line.jsonl"): 1}
+    assert report.bad_lines == {str(root / "corpus.jsonl"): 3, str(root / "nul_line.jsonl"): 1}
     assert any(w.endswith("crashed.log: 3000 NUL bytes read as spaces") for w in warnings)
     assert idx_location(tmp_path / "index", "wombat") == f"{root / 'crashed.log'}:1-3"  # lines as written
-    assert any(w.endswith("corpus.jsonl: skipped 4 bad lines: line 2 is not JSON; line 3 is not UTF-8 (byte 27); "
+    assert any(w.endswith("corpus.jsonl: skipped 3 bad lines: line 2 is not JSON; "
                           'line 4 has no "text" field; line 5 is not a JSON object') for w in warnings)
+    assert idx_location(tmp_path / "index", "latin") == f"{root / 'corpus.jsonl'}#L3"  # read in its code page
 
     idx = TantivyIndex.open(tmp_path / "index")
     for name, (word, _) in READABLE.items():

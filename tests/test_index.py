@@ -521,13 +521,14 @@ def test_bad_jsonl_lines_are_skipped_by_number_and_the_rest_indexed(tmp_path):
     warnings = []
     report = build_index([corpus], tmp_path / "idx", on_warning=warnings.append)
     shown = str(corpus / "bad.jsonl")
-    assert report.skipped == [] and report.bad_lines == {shown: 4}
-    assert report.passages_total == 1 + 1497
-    assert warnings == [f"{shown}: skipped 4 bad lines: line 4 is not JSON; line 701 has no \"text\" field; "
-                        "line 702 has a \"text\" that is not a string (int); line 1501 is not UTF-8 (byte 13)"]
+    assert report.skipped == [] and report.bad_lines == {shown: 3}
+    assert report.passages_total == 1 + 1497 + 1  # the line in Latin-1 is read as such, not skipped
+    assert warnings == [f"{shown}: skipped 3 bad lines: line 4 is not JSON; line 701 has no \"text\" field; "
+                        "line 702 has a \"text\" that is not a string (int)"]
     idx = TantivyIndex.open(tmp_path / "idx")
     assert idx.search("row 1499 numbats", 1)[0].location.endswith("bad.jsonl#L1500")
-    assert idx.load_manifest()[shown]["bad_lines"] == 4
+    assert idx.search("café", 1)[0].location.endswith("bad.jsonl#L1501")
+    assert idx.load_manifest()[shown]["bad_lines"] == 3
 
 
 def test_a_jsonl_file_without_one_good_line_is_skipped(tmp_path):
@@ -563,8 +564,8 @@ def test_jsonl_batches_name_the_bad_line_and_accept_what_json_accepts(tmp_path):
     latin = tmp_path / "latin.jsonl"
     latin.write_bytes(b'{"text": "ok"}\n{"text": "caf\xe9"}\n')
     notes = FileNotes()
-    assert [p.text for p in read_passages(latin, notes=notes)] == ["ok"]
-    assert notes.examples == ["line 2 is not UTF-8 (byte 13)"]
+    assert [p.text for p in read_passages(latin, notes=notes)] == ["ok", "café"]
+    assert notes.bad_lines == 0 and notes.encoding in ("cp1252", "latin_1", "iso8859_15", "cp1250")
 
     wide = tmp_path / "wide.jsonl"  # a UTF-16 export (PowerShell's default) is re-encoded line by line
     wide.write_bytes(codecs.BOM_UTF16_LE + '{"text": "Gr\u00fc\u00dfe"}\r\n{"text": "zwei"}\r\n'.encode("utf-16-le"))
@@ -572,6 +573,41 @@ def test_jsonl_batches_name_the_bad_line_and_accept_what_json_accepts(tmp_path):
     got = read_passages(wide, notes=notes)
     assert [(p.text, p.location) for p in got] == [("Gr\u00fc\u00dfe", f"{wide}#L1"), ("zwei", f"{wide}#L2")]
     assert notes.encoding == "utf-16-le" and notes.bad_lines == 0
+
+
+def test_a_corpus_in_a_legacy_code_page_keeps_every_line_and_older_runs_that_skipped_some_read_it_again(tmp_path):
+    """A JSONL corpus exported in cp1252 lost every line with an accent ("line 1 is not UTF-8"), and
+    one damaged byte in a UTF-8 corpus lost its whole record, where a .txt file with the same bytes
+    was read whole. A corpus an older ragcli read with such bad lines is read again; one it read
+    without any is not (a multi-GB corpus would be, for nothing)."""
+    from ragcli.ingest.reader import FileNotes, read_passages
+
+    recs = [{"title": "Paris", "text": "Le café était fermé."}, {"title": "Rome", "text": "Plain ascii record."},
+            {"title": "Zürich", "text": "Grüße aus Zürich."}]
+    body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in recs)
+    legacy = tmp_path / "docs" / "legacy.jsonl"
+    legacy.parent.mkdir()
+    legacy.write_bytes(body.encode("cp1252"))
+    notes = FileNotes()
+    assert [p.text for p in read_passages(legacy, notes=notes)] == [r["text"] for r in recs]
+    assert notes.bad_lines == 0 and notes.encoding != "utf-8"
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_bytes(body.encode().replace("Grüße".encode(), b"Gr\xfc\xc3\x9fe"))
+    notes = FileNotes()
+    assert [p.title for p in read_passages(damaged, notes=notes)] == ["Paris", "Rome", "Zürich"]
+    assert (notes.bad_lines, notes.replaced, notes.encoding) == (0, 1, "utf-8")
+
+    plain = tmp_path / "docs" / "plain.jsonl"
+    plain.write_text(json.dumps({"text": "ascii only"}) + "\n")
+    build_index([legacy.parent], tmp_path / "idx")
+    index = TantivyIndex.open(tmp_path / "idx")
+    manifest = index.load_manifest()
+    for entry in manifest.values():  # as ragcli 0.1's JSONL reader listed them
+        entry.pop("reader")
+    manifest[str(legacy)]["bad_lines"] = 2
+    index.save_manifest(manifest)
+    report = build_index([legacy.parent], tmp_path / "idx")
+    assert (report.updated, report.unchanged) == (1, 1) and report.files[0].path.endswith("legacy.jsonl")
 
 
 def test_parallel_parsing_gives_the_same_index_and_reports_skips(tmp_path):

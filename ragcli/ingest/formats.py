@@ -27,8 +27,10 @@ SUPPORTED_SUFFIXES = TEXT_SUFFIXES | MARKDOWN_SUFFIXES | HTML_SUFFIXES | PDF_SUF
 # version a file was read with, and its next run reads a file an older version read again (counted as
 # updated), so an upgrade needs no `--rebuild`. Bump a format's number when its passages change.
 # Markdown 2: a heading with nothing under it is a passage. HTML 2: a page declaring a one-byte
-# charset over UTF-8 bytes is read as UTF-8.
-_READER_VERSIONS = {**{suffix: 2 for suffix in MARKDOWN_SUFFIXES}, **{suffix: 2 for suffix in HTML_SUFFIXES}}
+# charset over UTF-8 bytes is read as UTF-8. JSONL 2: a line that is not UTF-8 is read in the file's
+# legacy encoding, not skipped as a bad line.
+_READER_VERSIONS = {**{suffix: 2 for suffix in MARKDOWN_SUFFIXES}, **{suffix: 2 for suffix in HTML_SUFFIXES},
+                    **{suffix: 2 for suffix in JSONL_SUFFIXES}}
 
 
 def reader_version(path: Path) -> int:

@@ -423,7 +423,7 @@ def _jsonl_records(batches: Iterable[tuple[int, list[bytes]]], notes: FileNotes)
             continue
         for n, raw in numbered:
             try:
-                value = _parse_line(n, raw)
+                value = _parse_line(n, raw, notes)
             except _BadLine as bad:
                 notes.bad_line(str(bad))
                 continue
@@ -454,15 +454,32 @@ class _BadLine(Exception):
     """A JSONL line that gives no record; the message names it ("line 7 is not JSON")."""
 
 
-def _parse_line(lineno: int, raw: bytes) -> object:
+def _parse_line(lineno: int, raw: bytes, notes: FileNotes) -> object:
     try:
         text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _BadLine(f"line {lineno} is not UTF-8 (byte {exc.start})") from None
+    except UnicodeDecodeError:
+        text = _legacy_line(lineno, raw, notes)
     try:
         return json.loads(text)
     except json.JSONDecodeError:
         raise _BadLine(f"line {lineno} is not JSON") from None
+
+
+def _legacy_line(lineno: int, raw: bytes, notes: FileNotes) -> str:
+    """A line that is not UTF-8, in the file's own encoding: the one its first such line is found in,
+    as a text file's would be (a corpus exported by a Windows tool in cp1252; every line with an accent
+    in it was skipped as a bad line), then noted as the file's; damaged UTF-8, with the bad bytes
+    replaced and counted."""
+    if notes.encoding == "utf-8":  # no such line yet (UTF-16 and UTF-32 corpora come re-encoded)
+        try:
+            found = decode(raw)
+        except SkipFile:
+            raise _BadLine(f"line {lineno} is not text") from None
+        if found.encoding != "utf-8":
+            notes.encoding = found.encoding
+    text = raw.decode(notes.encoding or "utf-8", errors="replace")
+    notes.replaced += text.count("\ufffd")
+    return text
 
 
 def _sections(path: Path, suffix: str, notes: FileNotes) -> list[Section]:
