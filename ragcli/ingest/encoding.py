@@ -33,7 +33,6 @@ class Decoded:
     text: str
     encoding: str  # Python's codec name, e.g. "utf-8", "utf-16-le", "cp1252"
     replaced: int = 0  # bytes that no character fitted, replaced by U+FFFD (damaged UTF-8)
-    confidence: float = 1.0  # < 1 only for a detector's guess
     nuls: int = 0  # stray NUL bytes, read as spaces
 
 
@@ -60,7 +59,7 @@ def decode(raw: bytes) -> Decoded:
             raise SkipFile("looks binary (NUL bytes)")
     if b"\x00" in raw:  # strays (further on, UTF-8 would keep them as U+0000): one space each, so lines stay
         found = decode(raw.replace(b"\x00", b" "))
-        return Decoded(found.text, found.encoding, found.replaced, found.confidence, raw.count(b"\x00"))
+        return Decoded(found.text, found.encoding, found.replaced, raw.count(b"\x00"))
     try:
         return Decoded(raw.decode("utf-8"), "utf-8")
     except UnicodeDecodeError:
@@ -193,4 +192,4 @@ def _detected(raw: bytes) -> Decoded:
         raise SkipFile("not text: not UTF-8, and no other encoding fits")
     name = found.encoding
     text, bad = _decode_counting(raw, name)
-    return Decoded(text, name, bad, confidence=round(1 - matches[0].chaos, 3) if matches else 0.0)
+    return Decoded(text, name, bad)

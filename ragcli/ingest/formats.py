@@ -47,7 +47,6 @@ class Section:
     text: str
     first_line: int | None = None  # 1-based line of text[0] in the file (text formats)
     page: int | None = None  # 1-based page (PDF)
-    anchor: str = ""  # e.g. "§2" for HTML sections
 
 
 # --------------------------------------------------------------------------- plain text and code
@@ -236,7 +235,7 @@ def html_sections(path: Path, markup: bytes | str) -> list[Section]:
         h1 = root.find("h1")
         title = h1.get_text(" ", strip=True) if h1 else path.stem
     blocks = _text_blocks(root)
-    return [Section(title, "\n\n".join(blocks), anchor="html")] if blocks else []
+    return [Section(title, "\n\n".join(blocks))] if blocks else []
 
 
 # Elements that start a block of text of their own (HTML's block-level and table elements): the text

@@ -505,9 +505,6 @@ class IndexWriter:
     def commit(self) -> None:
         self._w.commit()
 
-    def rollback(self) -> None:
-        self._w.rollback()
-
     def finish(self) -> None:
         self._w.wait_merging_threads()
         self._w = self._add = None
