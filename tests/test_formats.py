@@ -494,6 +494,9 @@ def test_a_pipe_or_an_unreadable_folder_is_reported_not_waited_on_or_passed_over
     assert [f.path.name for f in files] == ["real.txt"]
     assert skipped == {"locked": "cannot read folder: Permission denied",
                        "pipe.txt": "not a regular file (a pipe, socket or device)"}
+    skipped.clear()  # named on its own, it was said to be a folder that could not be read
+    assert list(iter_files([notes / "pipe.txt"], on_skip=lambda p, why: skipped.__setitem__(p.name, why))) == []
+    assert skipped == {"pipe.txt": "not a regular file (a pipe, socket or device)"}
 
 
 def test_a_file_read_with_nothing_in_it_to_search_says_so(tmp_path):

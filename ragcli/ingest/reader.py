@@ -119,7 +119,7 @@ def iter_files(paths: list[Path], *, include_hidden: bool = False, exclude: Iter
         def unlisted(path: Path) -> None:
             notes.unlisted.append(key_of(path))
 
-        candidates: Iterable[Path] = ([root] if root.is_file()
+        candidates: Iterable[Path] = ([root] if not root.is_dir()  # a file, or a pipe named: said as such below
                                       else _walk(root, include_hidden, excluded, on_skip, notes.other_types, unlisted))
         for path in candidates:
             try:
