@@ -1095,3 +1095,22 @@ def test_verbose_names_the_removed_files_and_a_newline_in_a_name_is_escaped(tmp_
     (docs / "gone.txt").unlink()
     r = build_index([docs], tmp_path / "idx")
     assert r.removed == 1 and [Path(p).name for p in r.removed_files] == ["gone.txt"]
+
+
+def test_removed_files_are_named_as_the_added_ones_are(tmp_path, monkeypatch):
+    """`ragcli index -v ../docs` said "updated ../docs/a.txt" but "removed /tmp/…/docs/b.txt"."""
+    docs, work = tmp_path / "docs", tmp_path / "work"
+    docs.mkdir()
+    work.mkdir()
+    monkeypatch.chdir(work)
+    for name in ("a.txt", "b.txt"):
+        (docs / name).write_text(f"Text of {name}.")
+    build_index([Path("../docs")], tmp_path / "idx")
+    (docs / "a.txt").write_text("Changed.")
+    (docs / "b.txt").unlink()
+    r = build_index([Path("../docs")], tmp_path / "idx")
+    assert [f.path for f in r.files] == ["../docs/a.txt"] and r.removed_files == ["../docs/b.txt"]
+    (docs / "b.txt").write_text("Back.")
+    build_index([docs], tmp_path / "idx")
+    (docs / "b.txt").unlink()
+    assert build_index([docs], tmp_path / "idx").removed_files == [str(docs / "b.txt")]  # named in full: so shown

@@ -406,7 +406,8 @@ class _Run:
         roots = [str(p.resolve()) for p in paths]  # as iter_files names the files under them
         current = {str(f.path) for f in files}
         for key in list(self.manifest):
-            if key not in current and any(within_folder(key, r) for r in roots):
+            under = [p for p, r in zip(paths, roots) if within_folder(key, r)]
+            if key not in current and under:
                 if self.report.walk.unseen(key):
                     self.report.kept += 1
                     continue
@@ -415,7 +416,9 @@ class _Run:
                 self.writer.delete_path(key)
                 self.pending_removed.append(key)
                 self.report.removed += 1
-                self.report.removed_files.append(display_path(Path(key)))
+                # named as the files added and updated are ("../docs/b.txt", not /home/me/docs/b.txt)
+                gone = FileInfo(Path(key), 0, 0, any(p.is_absolute() for p in under))
+                self.report.removed_files.append(shown_path(gone))
 
     def holds_passages(self, files: list[FileInfo]) -> bool:
         """Whether any of ``files`` has passages in the index once this run commits."""
