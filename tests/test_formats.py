@@ -280,6 +280,28 @@ def test_a_link_to_a_file_inside_the_folder_is_not_followed_the_file_is_read_und
     assert (r.added, r.removed, r.unchanged) == (0, 0, 2)  # sub/notes.md and drafts/z.md, under their names
 
 
+
+def test_a_link_to_a_folder_inside_the_walk_passes_over_is_read_under_its_name(tmp_path):
+    """A link to a hidden or ignored folder inside the root ("shown -> .hidden") went unread without
+    a word, while a link to a hidden file was read under its name; a link to a folder the walk reads
+    reads nothing twice."""
+    docs = tmp_path / "docs"
+    (docs / ".hidden").mkdir(parents=True)
+    (docs / ".hidden" / "a.txt").write_text("alpha")
+    os.symlink(".hidden", docs / "shown")
+    (docs / "drafts" / "deep").mkdir(parents=True)
+    (docs / "drafts" / "deep" / "z.md").write_text("A draft.")
+    os.symlink("drafts/deep", docs / "draft_link")
+    os.symlink("..", docs / ".hidden" / "up")  # inside what the link reads: a loop, said as one
+    (docs / "plain").mkdir()
+    (docs / "plain" / "p.txt").write_text("plain")
+    os.symlink("plain", docs / "again")  # the walk reads plain/ under its own name
+    (docs / ".ragcliignore").write_text("drafts/\n")
+    skipped = []
+    files = iter_files([docs], on_skip=lambda path, why: skipped.append((path.name, why.split(" (")[0])))
+    assert sorted(str(f.path.relative_to(docs)) for f in files) == ["draft_link/z.md", "plain/p.txt", "shown/a.txt"]
+    assert skipped == [("up", "symlink loop")]
+
 def test_a_linked_folder_outside_the_root_is_read_under_its_link(tmp_path):
     """A link to a folder elsewhere (notes/archive -> a drive) is read as part of the folder, its
     files named under the link, and they leave when the link does. A link back up (to the root or

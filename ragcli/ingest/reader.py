@@ -180,49 +180,63 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
     real_root = os.path.realpath(root)
     walked: set[str] = set()  # real paths of the folders read so far (and the links' targets about to be)
     linked: list[Path] = []  # links to files: yielded last, so the file itself wins where the walk reads it
+    inside: list[Path] = []  # links to folders inside the root: read after the walk, if it did not read them
+
     def unreadable(exc: OSError) -> None:  # os.walk skipped such a folder without a word
         if on_skip is not None:
             on_skip(Path(exc.filename), f"cannot read folder: {exc.strerror or exc}")
         if unlisted is not None:
             unlisted(Path(exc.filename))
 
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=True, onerror=unreadable):
-        here = Path(dirpath)
-        walked.add(os.path.realpath(here))
-        at = top / here.relative_to(root)
-        _read_ignore(at, specs)
-        active = [(base, spec) for base, spec in specs if at == base or base in at.parents]
+    def walk(start: Path) -> Iterator[Path]:
+        for dirpath, dirnames, filenames in os.walk(start, followlinks=True, onerror=unreadable):
+            here = Path(dirpath)
+            walked.add(os.path.realpath(here))
+            at = top / here.relative_to(root)
+            _read_ignore(at, specs)
+            active = [(base, spec) for base, spec in specs if at == base or base in at.parents]
 
-        def ignored(p: Path, is_dir: bool) -> bool:
-            """--exclude wins (as git's command-line patterns do); then the .ragcliignore files."""
-            full = top / p.relative_to(root)
-            if excluded is not None and excluded.match_file(full.relative_to(top).as_posix() + ("/" if is_dir else "")):
-                return True
-            return _ignored_by(active, full, is_dir) is not None
+            def ignored(p: Path, is_dir: bool) -> bool:
+                """--exclude wins (as git's command-line patterns do); then the .ragcliignore files."""
+                full = top / p.relative_to(root)
+                if excluded is not None and excluded.match_file(full.relative_to(top).as_posix() + ("/" if is_dir else "")):
+                    return True
+                return _ignored_by(active, full, is_dir) is not None
 
-        kept = []
-        for d in sorted(dirnames):
-            if (not include_hidden and d.startswith(".")) or d in NEVER_READ or ignored(here / d, True):
-                continue
-            if (here / d / META_FILE).is_file() and (here / d / MANIFEST_FILE).is_file():  # a ragcli index
-                continue  # (`ragcli index ~` with the index in ~/index_data: its own files were "not read")
-            if os.path.islink(here / d) and not _follow(here / d, real_root, walked, on_skip):
-                continue
-            kept.append(d)
-        dirnames[:] = kept
-        for name in sorted(filenames):
-            if not include_hidden and name.startswith("."):
-                continue
-            p = here / name
-            if ignored(p, False):
-                continue
-            if os.path.islink(p) and os.path.exists(p) and p.suffix.lower() in SUPPORTED_SUFFIXES:
-                linked.append(p)  # after the walk: a file it reads is read under its own name, not the link's
-                continue
-            if p.suffix.lower() in SUPPORTED_SUFFIXES or not p.suffix and os.path.islink(p) and not os.path.exists(p):
-                yield p  # (a broken link of no type is said to be one as it is looked at)
-            elif other_types is not None and name != IGNORE_FILE:  # (ragcli's own file: no text left unread)
-                other_types[p.suffix.lower()] += 1
+            kept = []
+            for d in sorted(dirnames):
+                if (not include_hidden and d.startswith(".")) or d in NEVER_READ or ignored(here / d, True):
+                    continue
+                if (here / d / META_FILE).is_file() and (here / d / MANIFEST_FILE).is_file():  # a ragcli index
+                    continue  # (`ragcli index ~` with the index in ~/index_data: its own files were "not read")
+                if os.path.islink(here / d):
+                    follow = _follow(here / d, real_root, walked, on_skip)
+                    if follow is None:
+                        inside.append(here / d)
+                    if not follow:
+                        continue
+                kept.append(d)
+            dirnames[:] = kept
+            for name in sorted(filenames):
+                if not include_hidden and name.startswith("."):
+                    continue
+                p = here / name
+                if ignored(p, False):
+                    continue
+                if os.path.islink(p) and os.path.exists(p) and p.suffix.lower() in SUPPORTED_SUFFIXES:
+                    linked.append(p)  # after the walk: a file it reads is read under its own name, not the link's
+                    continue
+                if p.suffix.lower() in SUPPORTED_SUFFIXES or not p.suffix and os.path.islink(p) and not os.path.exists(p):
+                    yield p  # (a broken link of no type is said to be one as it is looked at)
+                elif other_types is not None and name != IGNORE_FILE:  # (ragcli's own file: no text left unread)
+                    other_types[p.suffix.lower()] += 1
+
+    yield from walk(root)
+    # A link to a folder inside the root is read under the link's name only where the walk did not read
+    # that folder under its own (hidden, ignored): as a link to a file is (it went unread without a word).
+    for link in inside:  # (grows as those are read)
+        if os.path.realpath(link) not in walked:
+            yield from walk(link)
     # a link to a file the walk read (iter_files counts a file once) is passed over; one to a file it
     # did not read (elsewhere, hidden, ignored) is read under the link's name
     yield from linked
@@ -248,17 +262,19 @@ def _read_ignore(folder: Path, specs: list[tuple[Path, object]]) -> None:
         pass
 
 
-def _follow(link: Path, real_root: str, walked: set[str], on_skip: SkipFn | None) -> bool:
+def _follow(link: Path, real_root: str, walked: set[str], on_skip: SkipFn | None) -> bool | None:
     """Whether the walk goes into a link to a folder: only into a folder outside the root not read
-    yet (the root's own folders are read under their own names, and nothing is read twice, so a
-    link back up inside a linked folder ends there). A link to the root or a folder above it
-    would loop: reported, not followed."""
+    yet (nothing is read twice, so a link back up inside a linked folder ends there); None for one
+    inside the root, whose folders are read under their own names (unless the walk passes one over).
+    A link to the root or a folder above it would loop: reported, not followed."""
     target = os.path.realpath(link)
     if target == real_root or real_root.startswith(target.rstrip(os.sep) + os.sep):
         if on_skip is not None:
             on_skip(link, "symlink loop (a link to a folder that holds this one)")
         return False
-    if target.startswith(real_root.rstrip(os.sep) + os.sep) or target in walked:
+    if target.startswith(real_root.rstrip(os.sep) + os.sep):
+        return None
+    if target in walked:
         return False
     walked.add(target)
     return True
