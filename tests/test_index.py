@@ -372,6 +372,36 @@ def test_second_writer_gets_a_clear_lock_error(built_index):
                 pass
 
 
+
+def test_a_lock_file_removed_as_it_was_taken_is_taken_again(tmp_path, monkeypatch):
+    """A run that failed removes the lock file it made; one that had just opened that file locked it
+    after it was gone, and a third run took a new one beside it: two writers, each sure it held the
+    lock. Here the third run comes between the open and the lock."""
+    import fcntl
+
+    from ragcli.retrieval.index import LOCK_FILE, exclusive_lock
+
+    folder = tmp_path / "idx"
+    folder.mkdir()
+    flock, third = fcntl.flock, []
+
+    def flock_then_replaced(fd, op):
+        flock(fd, op)
+        if not third:
+            (folder / LOCK_FILE).unlink()
+            third.append(open(folder / LOCK_FILE, "a+", encoding="utf-8"))
+            flock(third[0].fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            third[0].write("4242")
+            third[0].flush()
+
+    monkeypatch.setattr(fcntl, "flock", flock_then_replaced)
+    with pytest.raises(IndexLockedError, match="locked by PID 4242"):
+        with exclusive_lock(folder):
+            pass
+    third[0].close()
+    with exclusive_lock(folder):  # let go: taken at once
+        assert (folder / LOCK_FILE).read_text() == str(os.getpid())
+
 def test_interrupted_indexing_keeps_the_last_commit(small_corpus, settings, tmp_path):
     build_index([small_corpus], Path(settings.index))
     before = TantivyIndex.open(settings.index).num_passages()

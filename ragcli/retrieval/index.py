@@ -520,24 +520,34 @@ class IndexWriter:
 
 @contextmanager
 def exclusive_lock(directory: Path) -> Iterator[None]:
-    """One writer per index. A second one fails at once with the holder's PID."""
+    """One writer per index. A second one fails at once with the holder's PID. A lock file removed
+    while this run opened it (a failed run cleaning up after itself) is opened again: a lock held on
+    a file no longer there locks nothing, and a third run would take the new one beside it."""
     import fcntl
 
     path = directory / LOCK_FILE
-    try:
-        fh = open(path, "a+", encoding="utf-8")
-    except OSError as exc:  # a read-only index, a folder of someone else's
-        raise unwritable_index(directory, exc.strerror or str(exc)) from None
-    try:
+    for _attempt in range(LOCK_ATTEMPTS):
+        try:
+            fh = open(path, "a+", encoding="utf-8")
+        except OSError as exc:  # a read-only index, a folder of someone else's
+            raise unwritable_index(directory, exc.strerror or str(exc)) from None
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             fh.seek(0)
             holder = fh.read().strip() or "?"
+            fh.close()
             raise IndexLockedError(
                 f"index at {directory} is locked by PID {holder} (another `ragcli index` is running)",
                 hint="wait for it to finish, then run again",
             ) from None
+        if _same_file(fh, path):
+            break
+        fh.close()
+    else:
+        raise IndexLockedError(f"index at {directory}: its lock file keeps being replaced",
+                               hint="another program is removing ragcli.lock; run again once it stops")
+    try:
         fh.seek(0)
         fh.truncate()
         fh.write(str(os.getpid()))
@@ -545,6 +555,17 @@ def exclusive_lock(directory: Path) -> Iterator[None]:
         yield
     finally:
         fh.close()
+
+
+LOCK_ATTEMPTS = 3
+
+
+def _same_file(fh: Any, path: Path) -> bool:
+    """Whether the open file ``fh`` is still the one at ``path`` (not removed or replaced since)."""
+    try:
+        return os.path.samestat(os.fstat(fh.fileno()), os.stat(path))
+    except FileNotFoundError:
+        return False
 
 
 def unwritable_index(directory: Path, why: str, *, kept: bool = False) -> IndexWriteError:
