@@ -913,3 +913,17 @@ def test_a_question_without_gold_paragraphs_has_no_recall_and_is_left_out_of_its
              "answer_context_recall": m.recall([], [])}]
     means = _means(rows)
     assert (means["recall"], means["recall_at_15"], means["answer_context_recall"], means["f1"]) == (100, 100, 100, 50)
+
+
+def test_a_results_file_with_a_line_that_is_no_result_is_refused_by_line(tmp_path):
+    """A hand-edited --out file with a line that is no result crashed the resumed run (KeyError)."""
+    from ragcli.errors import UsageError
+    from ragcli.eval.runner import load_done
+
+    out = tmp_path / "r.jsonl"
+    out.write_text('{"type": "header"}\n{"run": "none", "id": "q1", "f1": 1}\n{"run": "cut\n')
+    assert list(load_done(out)) == [("none", "q1")]
+    for bad in ('{"run": "none"}', '[1, 2]', '"text"'):
+        out.write_text('{"type": "header"}\n{"run": "none", "id": "q1"}\n' + bad + "\n")
+        with pytest.raises(UsageError, match=f"^{out}:3 is not a result of `ragcli eval run`$"):
+            load_done(out)

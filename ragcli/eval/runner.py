@@ -153,14 +153,17 @@ def load_done(out: Path | None) -> dict[tuple[str, str], dict]:
     done: dict[tuple[str, str], dict] = {}
     if out is None or not out.is_file():
         return done
-    with out.open(encoding="utf-8") as fh:
-        for line in fh:
+    with out.open(encoding="utf-8", errors="replace") as fh:
+        for lineno, line in enumerate(fh, start=1):
             try:
                 row = json.loads(line)
             except ValueError:  # a line cut by an interruption
                 continue
-            if row.get("type") == "header":
+            if isinstance(row, dict) and row.get("type") == "header":
                 continue
+            if not (isinstance(row, dict) and isinstance(row.get("run"), str) and isinstance(row.get("id"), str)):
+                raise UsageError(f"{out}:{lineno} is not a result of `ragcli eval run`",
+                                 hint="use another --out, or --restart to start it over")
             done[(row["run"], row["id"])] = row
     return done
 
