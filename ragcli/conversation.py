@@ -156,9 +156,10 @@ class Conversation:
         prev = self.thread[-1] if self.thread else None
         if not prev or not is_follow_up(question, f"{prev.question} {prev.answer}"):
             return question, None
-        earlier = " ".join(f"Earlier question: {e.question}" + (f" Earlier answer: {e.answer}" if e.answer else "")
-                           for e in self.thread)
-        return f"{question} ({earlier})", f"{question} {prev.subject}".strip()
+        from ragcli.prompts import follow_up_request
+
+        return (follow_up_request(question, [(e.question, e.answer) for e in self.thread]),
+                f"{question} {prev.subject}".strip())
 
     def remember(self, exchange: Exchange, follow_up: bool) -> None:
         """Keep ``exchange`` (answered, or cancelled with no answer) for the follow-ups to come. Its

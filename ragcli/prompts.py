@@ -166,6 +166,29 @@ def answer_style(question: str, setting: str = "auto") -> str:
     return "long" if _LONG_OPENING.match(_request(question)[1]) else "short"
 
 
+def follow_up_request(question: str, earlier: Sequence[tuple[str, str]]) -> str:
+    """A REPL follow-up as the engine gets it: the question, then its thread's exchanges in brackets
+    ("Where was he born? (Earlier question: … Earlier answer: …)"; a cancelled one has no answer). The
+    question comes first, so what reads a question's start (its answer style, yes or no) reads this
+    one's; ``split_follow_up`` takes it apart again (a chat model's earlier turns)."""
+    said = " ".join(f"{_EARLIER_Q}{q}" + (f"{_EARLIER_A}{a}" if a else "") for q, a in earlier)
+    return f"{question} ({said})"
+
+
+_EARLIER_Q, _EARLIER_A = "Earlier question: ", " Earlier answer: "
+_FOLLOW_UP = re.compile(rf"(.*?) \(({_EARLIER_Q}.*)\)", re.DOTALL)
+
+
+def split_follow_up(request: str) -> tuple[str, list[tuple[str, str]]]:
+    """(the question, its earlier (question, answer) exchanges) of a ``follow_up_request``; a request
+    that is none: itself and no exchanges."""
+    m = _FOLLOW_UP.fullmatch(request)
+    if m is None:
+        return request, []
+    exchanges = [part.partition(_EARLIER_A) for part in m.group(2).split(_EARLIER_Q)[1:]]
+    return m.group(1), [(q.strip(), a.strip()) for q, _, a in exchanges]
+
+
 def request_topic(question: str) -> str:
     """What a long-form request is about, for the search query: "Tell me about Christer Fuglesang."
     searches "Christer Fuglesang." ("tell me" is rare, so BM25 would rank song lyrics for it)."""

@@ -128,3 +128,23 @@ def test_the_exemplar_collector_finds_every_prompts_exemplars():
                  "Mount Everest is Earth's highest mountain above sea level, in the Himalayas."):
         assert copied_run(text, runs), text
     assert copied_run("Ulf Merbold was the first West German citizen to fly in space in 1983.", runs) is None
+
+
+def test_a_follow_ups_thread_is_the_earlier_turns_and_the_question_the_last():
+    """A REPL follow-up carried its thread in brackets after the question: SmolLM2 took "he" for the
+    exemplar turns' subject ("Where was he born?" → "William Shakespeare was born in Shoreditch")."""
+    thread = [("Who was Christer Fuglesang?", "A Swedish astronaut."), ("What did he study?", ""),
+              ("Where did he work?", "At CERN (in Geneva).")]
+    text = prompts.follow_up_request("Where was he born?", thread)
+    assert text.startswith("Where was he born? (Earlier question: Who was Christer Fuglesang?")
+    assert prompts.split_follow_up(text) == ("Where was he born?", thread)
+    assert prompts.split_follow_up("Is it (as said) true?") == ("Is it (as said) true?", [])
+    msgs = messages(prompts.answer_prompt(text, [DOC]))
+    turns = [(m["role"], m["content"]) for m in msgs[5:]]  # after the system turn and two exemplar exchanges
+    assert turns == [("user", "Question: Who was Christer Fuglesang?"), ("assistant", "A Swedish astronaut."),
+                     ("user", "Question: Where did he work?"), ("assistant", "At CERN (in Geneva)."),
+                     ("user", "Question: Where was he born?")]  # the cancelled exchange is left out
+    assert render(prompts.answer_prompt(text), GEMMA_LIKE).endswith(
+        "<start_of_turn>user\nQuestion: Where was he born?<end_of_turn>\n<start_of_turn>model\n")
+    # a completion prompt is as it was: the question, then its thread in brackets
+    assert str(prompts.answer_prompt(text)).endswith(f"Question: {text}\nAnswer:")

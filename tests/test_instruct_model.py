@@ -64,6 +64,21 @@ def test_who_is_ulf_merbold_is_answered_about_merbold(sample_engine, strategy):
         assert re.search(r"German|space|astronaut|1941|ESA|European Space Agency", answer), answer
 
 
+def test_a_follow_up_is_answered_about_the_thread_not_the_exemplars(sample_engine):
+    """With the thread in brackets after the question, "Where was he born?" after a question on
+    Christer Fuglesang was answered "William Shakespeare was born in Shoreditch, England": "he" was
+    the exemplar turns' subject. The thread is now the earlier turns."""
+    from ragcli.conversation import Conversation, Exchange
+
+    talk = Conversation()
+    talk.remember(Exchange("Who was Christer Fuglesang?", "Christer Fuglesang is a Swedish physicist and an ESA "
+                                                          "astronaut."), follow_up=False)
+    question, searched = talk.texts("Where was he born?")
+    settings = sample_engine.settings.copy(strategy="single", max_tokens=40)
+    answer = list(sample_engine.ask(question, settings, search=searched))[-1].answer
+    print(answer)
+    assert "Shakespeare" not in answer and re.search(r"Fuglesang|Stockholm|Sweden", answer), answer
+
 def test_the_chat_template_is_used_and_answers_end_at_its_end_of_turn_token(sample_engine):
     from ragcli import prompts
 

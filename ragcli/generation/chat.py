@@ -56,7 +56,7 @@ def _raise(message):  # templates call raise_exception("...") to reject a conver
 
 def messages(prompt, *, exemplars: bool = True) -> list[dict[str, str]]:
     """The chat messages of a ``Prompt`` (without the answer so far)."""
-    from ragcli.prompts import format_documents
+    from ragcli.prompts import format_documents, split_follow_up
 
     out: list[dict[str, str]] = []
     system = "\n\n".join(part for part in (prompt.instruction.strip(), format_documents(prompt.documents).strip())
@@ -67,7 +67,15 @@ def messages(prompt, *, exemplars: bool = True) -> list[dict[str, str]]:
         for request, response in prompt.exemplars:
             out.append({"role": "user", "content": request})
             out.append({"role": "assistant", "content": f"{prompt.cue} {response}" if prompt.cue_in_chat else response})
-    out.append({"role": "user", "content": prompt.request})
+    # a REPL follow-up's thread as the earlier turns it is (in brackets after the question, a small
+    # model took "he" for the exemplar turns' subject: "Where was he born?" → "William Shakespeare was
+    # born in …"); an exchange cancelled before its answer is left out (turns must alternate)
+    question, earlier = split_follow_up(prompt.request)
+    label = "Question: " if question.startswith("Question: ") else ""  # as the exemplars' turns ask
+    for request, response in earlier:
+        if response:
+            out += [{"role": "user", "content": label + request}, {"role": "assistant", "content": response}]
+    out.append({"role": "user", "content": question})
     return out
 
 
