@@ -84,3 +84,29 @@ def test_a_gguf_file_cut_short_is_found_by_ggmls_own_reader(tmp_path):
     assert gguf_data_end(path) is None
     with pytest.raises(ModelError, match="not a complete GGUF file"):
         check_gguf(path, complete=True)
+
+
+def test_the_trained_context_is_read_from_the_header_alone(tmp_path):
+    """`--ctx 999999999` made llama.cpp allocate until the kernel killed ragcli (17 GB in 30 s, Ctrl-C
+    unheard): the context is capped at what the model was trained for, read from the GGUF header."""
+    import struct
+
+    from ragcli.generation.llama import gguf_context_length
+
+    def s(text):
+        return struct.pack("<Q", len(text)) + text.encode()
+
+    def gguf(pairs):
+        head = b"GGUF" + struct.pack("<IQQ", 3, 0, len(pairs)) + b"".join(pairs)
+        path = tmp_path / "m.gguf"
+        path.write_bytes(head + b"\0" * (-len(head) % 32))
+        return path
+
+    arch = s("general.architecture") + struct.pack("<I", 8) + s("llama")
+    for kind, value in ((4, struct.pack("<I", 2048)), (10, struct.pack("<Q", 2048)), (5, struct.pack("<i", 2048))):
+        assert gguf_context_length(gguf([arch, s("llama.context_length") + struct.pack("<I", kind) + value])) == 2048
+    assert gguf_context_length(gguf([arch])) is None  # it does not say
+    assert gguf_context_length(gguf([s("llama.context_length") + struct.pack("<II", 4, 2048)])) is None  # no arch
+    assert gguf_context_length(_gguf(tmp_path, "bare.gguf")[0]) is None
+    (tmp_path / "cut.gguf").write_bytes(b"GGUF\3\0")
+    assert gguf_context_length(tmp_path / "cut.gguf") is None

@@ -240,3 +240,13 @@ def test_a_continuation_that_does_not_fit_the_context_is_a_context_overflow(engi
     gen = engine.generator
     with pytest.raises(ContextOverflowError, match="do not fit the 4096-token context"):
         gen.continuation_logprob("word " * 3000, " word" * 1500)
+
+
+def test_a_context_past_the_trained_one_is_capped_with_a_notice(engine):
+    """`--ctx 999999999` took the machine's memory until the kernel killed ragcli."""
+    from ragcli.generation.llama import LlamaGenerator
+
+    gen = LlamaGenerator(engine.generator.model_path, n_ctx=999_999_999)
+    assert gen.n_ctx == 32768
+    assert gen.notices == [f"--ctx 999999999 is more than {gen.model_path.name} was trained for: using 32768"]
+    assert LlamaGenerator(engine.generator.model_path, n_ctx=2048).notices == []

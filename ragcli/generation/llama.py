@@ -34,6 +34,7 @@ import itertools
 import math
 import os
 import re
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
@@ -126,9 +127,42 @@ def check_gguf(path: Path, *, complete: bool = False) -> None:
 
 def gguf_data_end(path: Path) -> int | None:
     """The size a GGUF file must have to hold all its tensors (the data section's start plus the end
-    of its last tensor), from ggml's own reader (``gguf_init_from_file`` with ``no_alloc``: metadata
-    only), through llama-cpp-python's handle on libggml (``llama_cpp._ggml``, an internal module: see
-    test_llama_internals); None when the metadata itself cannot be read."""
+    of its last tensor), from ggml's own reader; None when the metadata itself cannot be read."""
+    with _gguf_header(path) as (lib, ctx):
+        if not ctx:
+            return None
+        ends = [lib.gguf_get_tensor_offset(ctx, i) + lib.gguf_get_tensor_size(ctx, i)
+                for i in range(lib.gguf_get_n_tensors(ctx))]
+        return lib.gguf_get_data_offset(ctx) + max(ends, default=0)
+
+
+def gguf_context_length(path: Path) -> int | None:
+    """The context a GGUF model was trained for (``<architecture>.context_length``), read from its
+    header alone; None where it does not say (or no ggml is here to read it with)."""
+    try:
+        with _gguf_header(path) as (lib, ctx):
+            if not ctx:
+                return None
+            arch = lib.gguf_find_key(ctx, b"general.architecture")
+            if arch < 0 or lib.gguf_get_kv_type(ctx, arch) != _GGUF_STRING:
+                return None
+            key = lib.gguf_find_key(ctx, lib.gguf_get_val_str(ctx, arch) + b".context_length")
+            getter = _GGUF_INTS.get(lib.gguf_get_kv_type(ctx, key)) if key >= 0 else None
+            return int(getattr(lib, getter)(ctx, key)) if getter else None
+    except (ImportError, OSError, AttributeError):
+        return None
+
+
+_GGUF_STRING = 8  # enum gguf_type
+_GGUF_INTS = {4: "gguf_get_val_u32", 5: "gguf_get_val_i32", 10: "gguf_get_val_u64", 11: "gguf_get_val_i64"}
+
+
+@contextmanager
+def _gguf_header(path: Path):
+    """(libggml, its gguf context of ``path``'s header, or a null one when it cannot be read): ggml's
+    own GGUF reader (``gguf_init_from_file`` with ``no_alloc``: metadata only, a moment for a 70B
+    model's file), through llama-cpp-python's handle on libggml (``llama_cpp._ggml``, an internal
+    module: see test_llama_internals)."""
     import ctypes
 
     from llama_cpp._ggml import libggml
@@ -139,25 +173,27 @@ def gguf_data_end(path: Path) -> int | None:
     lib = libggml
     lib.gguf_init_from_file.argtypes = [ctypes.c_char_p, _Params]
     lib.gguf_init_from_file.restype = ctypes.c_void_p
-    lib.gguf_get_n_tensors.argtypes = [ctypes.c_void_p]
-    lib.gguf_get_n_tensors.restype = ctypes.c_int64
-    lib.gguf_get_data_offset.argtypes = [ctypes.c_void_p]
-    lib.gguf_get_data_offset.restype = ctypes.c_size_t
-    for name in ("gguf_get_tensor_offset", "gguf_get_tensor_size"):
-        getattr(lib, name).argtypes = [ctypes.c_void_p, ctypes.c_int64]
-        getattr(lib, name).restype = ctypes.c_size_t
+    for name, args, result in (("gguf_get_n_tensors", [], ctypes.c_int64), ("gguf_get_data_offset", [], ctypes.c_size_t),
+                               ("gguf_get_tensor_offset", [ctypes.c_int64], ctypes.c_size_t),
+                               ("gguf_get_tensor_size", [ctypes.c_int64], ctypes.c_size_t),
+                               ("gguf_find_key", [ctypes.c_char_p], ctypes.c_int64),
+                               ("gguf_get_kv_type", [ctypes.c_int64], ctypes.c_int),
+                               ("gguf_get_val_str", [ctypes.c_int64], ctypes.c_char_p),
+                               ("gguf_get_val_u32", [ctypes.c_int64], ctypes.c_uint32),
+                               ("gguf_get_val_i32", [ctypes.c_int64], ctypes.c_int32),
+                               ("gguf_get_val_u64", [ctypes.c_int64], ctypes.c_uint64),
+                               ("gguf_get_val_i64", [ctypes.c_int64], ctypes.c_int64)):
+        getattr(lib, name).argtypes = [ctypes.c_void_p, *args]
+        getattr(lib, name).restype = result
     lib.gguf_free.argtypes = [ctypes.c_void_p]
     lib.gguf_free.restype = None
     with _quiet_stderr():  # ggml prints why a header fails; the caller says it in one line
         ctx = lib.gguf_init_from_file(os.fsencode(path), _Params(True, None))
-    if not ctx:
-        return None
     try:
-        ends = [lib.gguf_get_tensor_offset(ctx, i) + lib.gguf_get_tensor_size(ctx, i)
-                for i in range(lib.gguf_get_n_tensors(ctx))]
-        return lib.gguf_get_data_offset(ctx) + max(ends, default=0)
+        yield lib, ctx
     finally:
-        lib.gguf_free(ctx)
+        if ctx:
+            lib.gguf_free(ctx)
 
 
 # Exactness of the KV cache. Reusing KV computed by a differently shaped batch (or by one-token
@@ -212,6 +248,13 @@ class LlamaGenerator:
             self.notices.append(f"--n-gpu-layers {n_gpu_layers} asked for, but this llama.cpp build has no GPU "
                                 "backend: running on the CPU")
             n_gpu_layers = 0
+        trained = gguf_context_length(model_path)
+        if trained and n_ctx > trained:
+            # llama.cpp allocates whatever it is asked for: `--ctx 999999999` took the machine's memory
+            # (17 GB in 30 s, Ctrl-C unheard) until the kernel killed it; and past the trained context
+            # the model writes nonsense
+            self.notices.append(f"--ctx {n_ctx} is more than {model_path.name} was trained for: using {trained}")
+            n_ctx = trained
         kwargs = dict(model_path=str(model_path), n_ctx=n_ctx, n_gpu_layers=n_gpu_layers, seed=seed,
                       logits_all=False, verbose=False, n_batch=CHUNK, n_ubatch=CHUNK)
         # llama-cpp-python generates on half the CPUs by default; measured here (2 cores) generation
