@@ -182,6 +182,16 @@ class Settings:
                 continue
             settings.set(key, value, label=flag_name(key))
             sources[key] = "flag"
+        server_flags = [k for k in ("base_url", "api_model") if sources.get(k) == "flag"]
+        if server_flags and settings.backend == "llama":  # a server named, and the local model answered
+            if sources["backend"] == "default" and "base_url" in server_flags:
+                settings.backend = "openai"
+                sources["backend"] = "implied by --base-url"
+            else:
+                flag = flag_name(server_flags[0])
+                said = {"default": "", "flag": ": --backend llama"}.get(sources["backend"], f": {sources['backend']}")
+                raise UsageError(f"{flag} is for --backend openai, not llama{said}",
+                                 hint=f"add --backend openai, or leave {flag} out")
         settings._sources = sources
         return settings
 

@@ -141,3 +141,21 @@ def test_an_unknown_setting_lists_the_known_ones_as_show_and_the_flags_spell_the
     with pytest.raises(UsageError) as exc:
         Settings().set("nosuch", "1")
     assert "n-gpu-layers" in exc.value.hint and "n_gpu_layers" not in exc.value.hint
+
+
+def test_a_server_named_on_the_command_line_is_the_backend_or_a_clear_error():
+    """`ask --base-url URL` without --backend openai answered with the local model, exit 0, no word."""
+    from ragcli.errors import UsageError
+
+    from pathlib import Path
+
+    none = Path("/nonexistent")
+    s = Settings.resolve({"base_url": "http://127.0.0.1:8080"}, env={}, config_path=none)
+    assert s.backend == "openai" and s.source("backend") == "implied by --base-url"
+    for flags, env, said in (({"api_model": "m"}, {}, "--api-model is for --backend openai, not llama$"),
+                             ({"base_url": "http://x", "backend": "llama"}, {}, "not llama: --backend llama$"),
+                             ({"base_url": "http://x"}, {"RAGCLI_BACKEND": "llama"}, "not llama: env RAGCLI_BACKEND$")):
+        with pytest.raises(UsageError, match=said):
+            Settings.resolve(flags, env=env, config_path=none)
+    # from the environment or a config file a server stays a setting for when the backend is openai
+    assert Settings.resolve({}, env={"RAGCLI_BASE_URL": "http://x"}, config_path=none).backend == "llama"
