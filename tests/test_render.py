@@ -469,3 +469,21 @@ def test_the_other_sources_fold_with_each_number_beside_its_title():
     for width in range(8, 40):
         for line in fold_path("[2] Christer Fuglesang, [3] Sigmund Jähn, [14] Ulf Merbold", width).split("\n"):
             assert line.strip() and not line.startswith(" ") and not line.rstrip().endswith("]"), (width, line)
+
+
+def test_a_query_of_a_question_typed_on_two_lines_stays_on_its_line():
+    """A question typed with Alt-Enter put its newline in the masked query: "Answer briefly. ▁▁▁ …"
+    started at column 0, outside the gutter, in the live view and in plain output."""
+    query = Query("Who is Jeff Porcaro?\nAnswer briefly. Porcaro is a", "masked",
+                  "Who is Jeff Porcaro?\nAnswer briefly. ▁▁▁ Porcaro is a ▁▁▁.")
+    event = RetrievalTriggered(query, "2 token(s) below θ=0.4")
+    err = Console(record=True, width=100, force_terminal=True)
+    r = RichLiveRenderer(highlight=0.4, err=err, out=Console(file=io.StringIO()))
+    r.handle(event)
+    r.close()
+    (line,) = [x for x in err.export_text().splitlines() if "search" in x]
+    assert line.endswith("[masked] Who is Jeff Porcaro? Answer briefly. ▁▁▁ Porcaro is a ▁▁▁.")
+    err = io.StringIO()
+    PlainRenderer(io.StringIO(), err).handle(event)
+    assert err.getvalue().splitlines()[0] == ("search [masked] Who is Jeff Porcaro? Answer briefly. ▁▁▁ Porcaro "
+                                              "is a ▁▁▁.  (2 token(s) below θ=0.4)")

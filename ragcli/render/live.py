@@ -28,7 +28,7 @@ from ragcli.events import (
     StepStarted,
     TokenGenerated,
 )
-from ragcli.render.text import (already_read_line, calibration_line, cited_pieces, safe, shorten, shorten_left,
+from ragcli.render.text import (already_read_line, calibration_line, cited_pieces, one_line, safe, shorten, shorten_left,
                                 folded_source_rows, source_lines, summary_line, text_console)
 from ragcli.types import Sentence, Token
 
@@ -190,8 +190,8 @@ class RichLiveRenderer:
             self._clear()
             line = Text(_label("search"), style="magenta")
             line.append(f"[{event.query.origin}] ", style="magenta")
-            shown = event.query.shown or event.query.text
-            for i, part in enumerate(safe(shown).split("▁▁▁")):
+            shown = one_line(event.query.shown or event.query.text)  # a question typed on two lines
+            for i, part in enumerate(shown.split("▁▁▁")):
                 if i:
                     line.append("▁▁▁", style="reverse magenta")
                 line.append(part, style="bold")

@@ -14,8 +14,8 @@ from ragcli.events import (
     RetrievalTriggered,
     SentenceCommitted,
 )
-from ragcli.render.text import (already_read_line, calibration_line, folded_source_lines, is_tty, marked_answer, safe,
-                                source_lines, summary_line)
+from ragcli.render.text import (already_read_line, calibration_line, folded_source_lines, is_tty, marked_answer, one_line,
+                                safe, source_lines, summary_line)
 
 
 # How an answer can end short of what was asked: --quiet says so on stderr (a script got "Back" with exit 0)
@@ -53,7 +53,7 @@ class PlainRenderer:
 
     def handle(self, event: Event) -> None:
         if isinstance(event, RetrievalTriggered):
-            self._trace(f"search [{event.query.origin}] {safe(event.query.shown or event.query.text)}  ({safe(event.reason)})")
+            self._trace(f"search [{event.query.origin}] {one_line(event.query.shown or event.query.text)}  ({safe(event.reason)})")
         elif isinstance(event, DocumentsRetrieved):
             for i, d in enumerate(event.documents, start=1):
                 self._trace(f"  {i}. {safe(d.title)} ({d.score:.2f}) {safe(d.location)}")
