@@ -353,7 +353,7 @@ def history_show(
     c.soft_wrap = not c.is_terminal  # `history show 15 > f.txt`: lines as they are (ask's answer is not cut at 80 either)
     c.print(f"[bold]{markup_safe(row['question'])}[/]  [dim]({row['strategy']})[/]")
     finished = next((e for e in row["events"] if e["event"] == "answer"), {})
-    c.print(escape(marked_answer(row["answer"], finished.get("citations") or ())))
+    c.print(escape(marked_answer(row["answer"], finished.get("citations") or (), finished.get("stop_reason", "end"))))
     sources = [Document(d.get("id", ""), d.get("title", ""), d.get("text", ""), source=d.get("source", "index"),
                         location=d.get("location", "")) for d in row["sources"]]
     citations = finished.get("citations")  # (entries logged before citations: all sources)

@@ -487,3 +487,23 @@ def test_a_query_of_a_question_typed_on_two_lines_stays_on_its_line():
     PlainRenderer(io.StringIO(), err).handle(event)
     assert err.getvalue().splitlines()[0] == ("search [masked] Who is Jeff Porcaro? Answer briefly. ▁▁▁ Porcaro "
                                               "is a ▁▁▁.  (2 token(s) below θ=0.4)")
+
+
+def test_an_answer_cut_mid_sentence_ends_in_an_ellipsis_before_its_marker():
+    """`ask --max-tokens 20` printed "Keith John Moon (23 August 1946 – 7 September 197[1]": read as
+    the year 1971 (he died in 1978)."""
+    from ragcli.render.text import marked_answer
+
+    cut = "Keith John Moon (23 August 1946 – 7 September 197"
+    final = AnswerFinished(cut, (DOC,), RunStats(), "max_tokens", (0,), ((0, len(cut), (0,)),))
+    out = io.StringIO()
+    PlainRenderer(out, io.StringIO()).handle(final)
+    assert out.getvalue().splitlines()[0] == cut + "…[1]"
+    live = Console(record=True, width=100)
+    r = RichLiveRenderer(highlight=0.4, err=Console(file=io.StringIO()), out=live)
+    r.handle(final)
+    r.close()
+    assert live.export_text().splitlines()[0] == cut + "…[1]"
+    assert marked_answer("He died in 1978.", ((0, 16, (0,)),), "max_tokens") == "He died in 1978.[1]"  # whole
+    assert marked_answer('He said "yes."', ((0, 14, ()),), "timeout") == 'He said "yes."'
+    assert marked_answer("He was noted for", ((0, 16, (0,)),)) == "He was noted for[1]"  # ended by the model

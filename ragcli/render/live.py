@@ -260,7 +260,7 @@ class RichLiveRenderer:
         if not event.answer:
             return Text("(no answer)", style=COMMITTED)
         text = Text(style=COMMITTED)
-        for piece, marker in cited_pieces(event.answer, event.citations):
+        for piece, marker in cited_pieces(event.answer, event.citations, event.stop_reason):
             text.append(piece)
             text.append(marker, style="cyan")
         return text

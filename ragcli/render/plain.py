@@ -14,13 +14,8 @@ from ragcli.events import (
     RetrievalTriggered,
     SentenceCommitted,
 )
-from ragcli.render.text import (already_read_line, calibration_line, folded_source_lines, is_tty, marked_answer, one_line,
-                                safe, source_lines, summary_line)
-
-
-# How an answer can end short of what was asked: --quiet says so on stderr (a script got "Back" with exit 0)
-CUT_SHORT = {"max_tokens": "--max-tokens reached", "timeout": "the time budget (--timeout) ran out",
-             "max_steps": "--max-steps reached"}
+from ragcli.render.text import (CUT_SHORT, already_read_line, calibration_line, folded_source_lines, is_tty, marked_answer,
+                                one_line, safe, source_lines, summary_line)
 
 
 class PlainRenderer:
@@ -87,7 +82,7 @@ class PlainRenderer:
             elif not event.answer:  # as the live view says it
                 answer = "(no answer)"
             else:  # with the sources list below it, each sentence carries its sources' numbers
-                answer = marked_answer(event.answer, event.citations)
+                answer = marked_answer(event.answer, event.citations, event.stop_reason)
             self.out.write(self._wrapped(answer) + "\n")
             if event.sources and self.err is not None:
                 lines = (folded_source_lines(event.sources, event.citations, self._width()) if is_tty(self.out)

@@ -6,6 +6,7 @@ import re
 from typing import Sequence
 
 from ragcli.attribution import cited as first_use
+from ragcli.sentences import CLOSERS, SENTENCE_ENDS
 from ragcli.types import Document, RunStats
 from ragcli.words import counted
 
@@ -100,21 +101,31 @@ def _title(doc: Document, width: int | None) -> str:
     return shorten(title, width) if width else title
 
 
-def cited_pieces(answer: str, citations) -> list[tuple[str, str]]:
+def cited_pieces(answer: str, citations, stop_reason: str = "end") -> list[tuple[str, str]]:
     """The answer as (text, marker) pieces: each sentence with the numbers of the sources it draws on
-    ("[1][3]", numbered as in the sources list), "" for a sentence found in none of them."""
+    ("[1][3]", numbered as in the sources list), "" for a sentence found in none of them. An answer
+    that ``stop_reason`` cut mid-sentence ends in "…", before its marker: "… 7 September 197[1]" read
+    as the year 1971."""
     pieces, done = [], 0
     for _a, b, docs in citations:
         pieces.append((safe(answer[done:b]), "".join(f"[{i + 1}]" for i in docs)))
         done = b
     if done < len(answer):
         pieces.append((safe(answer[done:]), ""))
+    if pieces and stop_reason in CUT_SHORT and pieces[-1][0].rstrip().rstrip(CLOSERS)[-1:] not in SENTENCE_ENDS:
+        text, marker = pieces[-1]
+        pieces[-1] = (text.rstrip() + "…", marker)
     return pieces
 
 
-def marked_answer(answer: str, citations) -> str:
+# How an answer can end short of what was asked (--quiet says so on stderr: a script got "Back", exit 0)
+CUT_SHORT = {"max_tokens": "--max-tokens reached", "timeout": "the time budget (--timeout) ran out",
+             "max_steps": "--max-steps reached"}
+
+
+def marked_answer(answer: str, citations, stop_reason: str = "end") -> str:
     """The answer as plain text with its sentences' source numbers ("…in space.[1] He …")."""
-    return "".join(piece + marker for piece, marker in cited_pieces(answer, citations))
+    return "".join(piece + marker for piece, marker in cited_pieces(answer, citations, stop_reason))
 
 
 def summary_line(stats: RunStats, stop_reason: str = "end") -> str:
