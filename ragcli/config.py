@@ -201,8 +201,12 @@ class Settings:
         name = name.replace("-", "_")
         label = label or f"setting {name!r}"
         if name not in self.names():
-            known = ", ".join(n.replace("_", "-") for n in self.names())  # as /show and the flags spell them
-            raise UsageError(f"unknown setting {name!r}", hint=f"known settings: {known}")
+            import difflib
+
+            spelled = [n.replace("_", "-") for n in self.names()]  # as /show and the flags spell them
+            near = difflib.get_close_matches(name.replace("_", "-"), spelled, n=1)
+            raise UsageError(f"unknown setting {name!r}", hint=f"did you mean {near[0]!r}?" if near
+                             else f"known settings: {', '.join(spelled)}")
         if name in AUTO and str(value).strip().lower() == AUTO_VALUE:
             setattr(self, name, AUTO_VALUE)
             self._sources[name] = self._sources.get(name, "set")

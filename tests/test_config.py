@@ -159,3 +159,20 @@ def test_a_server_named_on_the_command_line_is_the_backend_or_a_clear_error():
             Settings.resolve(flags, env=env, config_path=none)
     # from the environment or a config file a server stays a setting for when the backend is openai
     assert Settings.resolve({}, env={"RAGCLI_BASE_URL": "http://x"}, config_path=none).backend == "llama"
+
+
+def test_an_unknown_setting_names_the_one_it_was_likely_meant_to_be(tmp_path):
+    """`thetta = 0.3` in the config file listed all 47 settings; the one meant is named."""
+    from pathlib import Path
+
+    config = tmp_path / "config.toml"
+    config.write_text("thetta = 0.3\n")
+    with pytest.raises(UsageError, match=f"^unknown setting 'thetta' \\(from the config file {config}\\)$") as caught:
+        Settings.resolve({}, env={}, config_path=config)
+    assert caught.value.hint == "did you mean 'theta'?"
+    with pytest.raises(UsageError) as caught:
+        Settings().set("max_token", 3)
+    assert caught.value.hint == "did you mean 'max-tokens'?"
+    with pytest.raises(UsageError) as caught:
+        Settings.resolve({}, env={}, config_path=Path("/nonexistent")).set("zzqq", 1)
+    assert caught.value.hint.startswith("known settings: index, model,")
