@@ -93,6 +93,22 @@ def test_ircot_stops_on_answer_is_and_reads(settings):
     assert gen.calls[-1]["prompt"].startswith(prompts.INSTRUCTION)  # the reader writes a short answer
 
 
+
+def test_ircot_neither_searches_for_nor_keeps_a_sentence_without_a_word(settings):
+    """A reasoning "sentence" of a lone "." was searched for (`search [cot] .`, nothing found, counted
+    as a retrieval) and stood in the answer: "The Canadian rock band Rush .[3] So the answer is: …"."""
+    gen = FakeGenerator([
+        toks(" Romulus founded Rome.", 0.9) + [(" X", 0.9)],
+        toks(" .", 0.9) + toks(" Remus", 0.9),
+        toks(" Romulus.", 0.9) + END,
+        toks(" Romulus. He founded it.", 0.9) + END,
+    ])
+    events, r = run(IRCoT, gen, settings.copy(reader="direct"))
+    assert r.queries == ["Who founded Rome?", "Romulus founded Rome.", "Who founded Rome? Romulus."]
+    assert "." not in [q.query.text for q in of(events, RetrievalTriggered)]
+    fin = of(events, AnswerFinished)[0]
+    assert fin.answer == "Romulus founded Rome. So the answer is: Romulus." and fin.stop_reason == "end"
+
 def test_ircot_lists_every_page_its_reasoning_read_as_a_source(settings):
     """The pages behind a reasoning sentence are sources even when the final read (capped at one
     page here) reads another: "Inception was directed by Christopher Nolan." is cited to its page."""

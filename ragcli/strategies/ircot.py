@@ -61,8 +61,8 @@ class IRCoT(Strategy):
             sentence, _ = cut_sentence(chunk.tokens, first_sentence_end(chunk.text))
             if chunk.timed_out:  # a step cut short is neither kept nor searched with
                 break
-            if not sentence.text:
-                stop_reason = "end"
+            if not any(c.isalnum() for c in sentence.text):  # nothing, or a lone "." (it was searched for,
+                stop_reason = "end"                          # found nothing, and stood in the answer: "Rush .[3]")
                 break
             if (yield from self.repeated(sentence, reasoning)):  # searching with it would find the same pages
                 break
