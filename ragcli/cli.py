@@ -309,12 +309,12 @@ app.add_typer(history_app, name="history")
 @history_app.callback()
 def history_list(
     ctx: typer.Context,
-    limit: Annotated[int, typer.Option("-n", "--limit", min=1, max=2**63 - 1, help="How many recent answers.")] = 20,
+    limit: Annotated[int, typer.Option("-n", "--limit", min=1, help="How many recent answers.")] = 20,
 ) -> None:
     """List recent answers (`ragcli history show N` prints one with its trace)."""
     if ctx.invoked_subcommand is not None:
         return
-    from ragcli.render.text import text_console
+    from ragcli.render.text import shorten, text_console
     from rich.table import Table
 
     from ragcli.logs import AnswerLog
@@ -323,9 +323,10 @@ def history_list(
     table = Table("id", "when", "strategy", "question", "answer")
     import datetime
 
-    for row in log.recent(limit):
-        when = datetime.datetime.fromtimestamp(row["created"]).strftime("%Y-%m-%d %H:%M")
-        table.add_row(str(row["id"]), when, row["strategy"], markup_safe(row["question"][:60]), markup_safe(row["answer"][:80]))
+    for row in log.recent(min(limit, 2**63 - 1)):  # (SQLite's largest integer)
+        when = datetime.datetime.fromtimestamp(row["created"]).strftime("%Y-%m-%d %H:%M")  # cut after a word, with "…"
+        table.add_row(str(row["id"]), when, row["strategy"], markup_safe(shorten(row["question"], 60)),
+                      markup_safe(shorten(row["answer"], 80)))
     text_console().print(table)
 
 

@@ -201,12 +201,7 @@ class Settings:
         name = name.replace("-", "_")
         label = label or f"setting {name!r}"
         if name not in self.names():
-            import difflib
-
-            spelled = [n.replace("_", "-") for n in self.names()]  # as /show and the flags spell them
-            near = difflib.get_close_matches(name.replace("_", "-"), spelled, n=1)
-            raise UsageError(f"unknown setting {name!r}", hint=f"did you mean {near[0]!r}?" if near
-                             else f"known settings: {', '.join(spelled)}")
+            raise self.unknown(name)
         if name in AUTO and str(value).strip().lower() == AUTO_VALUE:
             setattr(self, name, AUTO_VALUE)
             self._sources[name] = self._sources.get(name, "set")
@@ -230,6 +225,16 @@ class Settings:
             self.set(name, value)
         except UsageError as exc:
             raise UsageError(f"{exc.message} (from the {origin})", hint=exc.hint) from None
+
+    @classmethod
+    def unknown(cls, name: str) -> UsageError:
+        """The error for a setting there is none of, naming the one likely meant."""
+        import difflib
+
+        spelled = [n.replace("_", "-") for n in cls.names()]  # as /show and the flags spell them
+        near = difflib.get_close_matches(name.replace("_", "-"), spelled, n=1)
+        return UsageError(f"unknown setting {name!r}", hint=f"did you mean {near[0]!r}?" if near
+                          else f"known settings: {', '.join(spelled)}")
 
     def source(self, name: str) -> str:
         return self._sources.get(name, "default")

@@ -31,7 +31,7 @@ COMMANDS = {
     "/help": "show this help",
     "/strategy": "/strategy NAME — switch strategy",
     "/set": "/set NAME VALUE — change any setting (e.g. /set theta 0.5)",
-    "/show": "/show settings — the settings in effect",
+    "/show": "/show [SETTING …] — the settings in effect (or those named)",
     "/sources": "full text of the last answer's documents (cited ones marked)",
     "/search": "/search QUERY — BM25 search of the index",
     "/index": "/index PATH — add files or folders to the index",
@@ -264,10 +264,15 @@ class Repl:
                 self.settings.set(args[0], args[1], label=args[0].replace("_", "-"))
                 self.settings._sources[args[0].replace("-", "_")] = "/set"
                 self.console.print(f"{args[0].replace('_', '-')} → {getattr(self.settings, args[0].replace('-', '_'))}")
-        elif cmd == "/show":
+        elif cmd == "/show":  # every setting, or those named ("/show foo" showed them all)
+            named = [a.replace("-", "_") for a in args if a != "settings"]
+            for name in named:
+                if name not in self.settings.names():
+                    raise self.settings.unknown(name)
             table = Table("setting", "value", "from")
             for name, value in self.settings.to_dict().items():
-                table.add_row(name.replace("_", "-"), escape(str(value)), self.settings.source(name))  # as `config show`
+                if not named or name in named:
+                    table.add_row(name.replace("_", "-"), escape(str(value)), self.settings.source(name))  # as `config show`
             self.console.print(table)
         elif cmd == "/sources":
             if not self.transcript:

@@ -927,3 +927,22 @@ def test_a_results_file_with_a_line_that_is_no_result_is_refused_by_line(tmp_pat
         out.write_text('{"type": "header"}\n{"run": "none", "id": "q1"}\n' + bad + "\n")
         with pytest.raises(UsageError, match=f"^{out}:3 is not a result of `ragcli eval run`$"):
             load_done(out)
+
+
+def test_an_interrupted_eval_says_where_its_results_are_and_that_they_resume(tmp_path, monkeypatch, capsys):
+    """Ctrl-C during `eval run --out F` printed only "interrupted": nothing said the results were kept."""
+    from ragcli.eval import cli as eval_cli
+    from ragcli.eval import runner
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "run_eval", interrupted)
+    out = tmp_path / "results.jsonl"
+    with pytest.raises(KeyboardInterrupt):
+        eval_cli._run_with_progress(None, [], [], None, out=out)
+    assert " ".join(capsys.readouterr().err.split()) == (
+        f"the results so far are in {out}: the same command resumes from them")
+    with pytest.raises(KeyboardInterrupt):
+        eval_cli._run_with_progress(None, [], [], None, out=None)
+    assert capsys.readouterr().err == ""  # no --out: nothing kept to resume from

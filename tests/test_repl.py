@@ -270,6 +270,14 @@ def test_settings_are_named_in_the_repl_as_config_show_names_them(settings, buil
     assert "max-tokens" in err and "page-order" in err
 
 
+def test_show_names_the_settings_asked_for_and_refuses_one_there_is_none_of(settings, built_index):
+    """`/show foo` showed every setting, as `/show settings` does."""
+    repl, code, err, out = drive(make_repl(settings.copy(strategy="none"), built_index),
+                                 "/show thetta\r/show max-tokens k\r/exit\r")
+    text = " ".join(err.split())
+    assert "error: unknown setting 'thetta' (did you mean 'theta'?)" in text
+    assert "max-tokens" in text and "page-order" not in text and "│ k " in err
+
 def test_questions_piped_in_are_read_as_lines_with_nothing_of_the_prompt_in_the_output(settings, built_index,
                                                                                        monkeypatch):
     """`ragcli chat < questions.txt` wrote prompt_toolkit's prompt and line edits ("›^M", echoed lines)

@@ -12,7 +12,7 @@ import typer
 
 from ragcli.cli_support import markup_safe, stderr_console, with_settings
 from ragcli.config import Settings, flag_name
-from ragcli.errors import InputPathError, UsageError
+from ragcli.errors import InputPathError, Interrupted, UsageError
 
 
 
@@ -219,7 +219,13 @@ def _run_with_progress(engine, specs: list, examples: list, base: Settings, **kw
             progress.update(task, advance=1, description=f"{row['run']} " + (
                 f"F1={100 * row['f1']:.0f}" if row.get("f1") is not None else f"sourced={100 * (row.get('sourced') or 0):.0f}"))
 
-        rows = runner.run_eval(engine, specs, examples, base, on_result=on_result, **kwargs)
+        try:
+            rows = runner.run_eval(engine, specs, examples, base, on_result=on_result, **kwargs)
+        except (KeyboardInterrupt, Interrupted):
+            if kwargs.get("out") is not None:  # where the results so far are, and that they are not lost
+                console.print(f"the results so far are in {escape(str(kwargs['out']))}: the same command "
+                              "resumes from them")
+            raise
     if reused:  # a re-run printed its table in a second, saying nothing of where the results came from
         out = kwargs.get("out")
         console.print(f"{counted(reused, 'result')} of {len(rows)} resumed from {escape(str(out))} "

@@ -227,7 +227,7 @@ class ServerClient:
                 self.check_open()
                 if got or attempt >= self.retries:
                     raise ServerError(f"the server at {self.base} cut the stream off mid-answer: {reason(exc)}",
-                                      hint="the answer is incomplete; ask again (eval: the same --out resumes)") from None
+                                      hint="the answer is incomplete: ask again; an eval resumes when run again with the same --out") from None
                 self._sleep(self.backoff * 2 ** attempt)
             finally:
                 resp.close()
