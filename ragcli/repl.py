@@ -261,6 +261,8 @@ class Repl:
             else:
                 if args[0].replace("-", "_") == "strategy":  # as /strategy checks it: eval-only ones are refused
                     self.engine.strategy_class(args[1])
+                if args[0] == "model" and args[1]:
+                    _check_model(args[1])  # now, not at the next question; the model in use stays
                 self.settings.set(args[0], args[1], label=args[0].replace("_", "-"))
                 self.settings._sources[args[0].replace("-", "_")] = "/set"
                 self.console.print(f"{args[0].replace('_', '-')} → {getattr(self.settings, args[0].replace('-', '_'))}")
@@ -353,3 +355,18 @@ class Repl:
                 lines += [f"- {line.strip()}" if i else line
                           for i, line in enumerate(source_lines(ex.sources, ex.citations, title_width=None))] + [""]
         return "\n".join(lines)
+
+
+def _check_model(path: str) -> None:
+    """A model file given to `/set model`, checked as it is set (accepted, it failed at the next
+    question, with no word of how to go back)."""
+    from ragcli.errors import ModelError
+    from ragcli.generation.llama import check_gguf
+    from ragcli.models import HF_PREFIX, resolve
+
+    if path.startswith(HF_PREFIX):  # downloaded (or found in the cache) as the model loads
+        return
+    try:
+        check_gguf(resolve(path))
+    except ModelError as exc:
+        raise ModelError(exc.message, hint="the model in use stays; /set model '' is the bundled one") from None

@@ -414,3 +414,14 @@ def test_a_saved_follow_up_says_it_is_one(settings, built_index, tmp_path, monke
     drive(args, "Who is Ulf Merbold?\rWhen was he born?\r/new\rWhen was he born?\r/save -f -f t.md\r/exit\r")
     text = (tmp_path / "t.md").read_text()
     assert text.count("a follow-up of the exchanges above") == 1 and text.count("*strategy: none*") == 2
+
+
+def test_set_model_checks_the_file_as_it_is_set_and_keeps_the_model_in_use(settings, built_index, tmp_path):
+    """`/set model /tmp/nosuch.gguf` was accepted; the next question failed, saying nothing of how to go back."""
+    (tmp_path / "notes.txt").write_text("not a model")
+    repl, code, err, out = drive(make_repl(settings.copy(strategy="none"), built_index),
+                                 f"/set model {tmp_path / 'nosuch.gguf'}\r/set model {tmp_path / 'notes.txt'}\r/exit\r")
+    text = " ".join(err.split())
+    assert f"error: model file not found: {tmp_path / 'nosuch.gguf'} (the model in use stays; /set model '' is the bundled one)" in text
+    assert f"{tmp_path / 'notes.txt'} is not a GGUF model file" in text
+    assert repl.settings.model == settings.model
