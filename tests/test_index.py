@@ -626,6 +626,25 @@ def test_a_corpus_in_a_legacy_code_page_keeps_every_line_and_older_runs_that_ski
     notes = FileNotes()
     assert [p.title for p in read_passages(damaged, notes=notes)] == ["Paris", "Rome", "Zürich"]
     assert (notes.bad_lines, notes.replaced, notes.encoding) == (0, 1, "utf-8")
+    # the encoding is the corpus's, not its first such line's alone: "Kraków" alone read as cp1252 made
+    # the next line "£ódŸ", and "Пётр" alone as GB18030 made every Russian line Chinese-looking garbage
+    for codec, records in (("cp1250", [("Kraków", "Kraków to miasto."), ("Łódź", "Łódź leży w centrum Polski, źródło.")]),
+                           ("cp1251", [("Peter", "Пётр"), ("Moscow", "Москва является столицей России, крупнейшим "
+                                                                   "городом страны.")])):
+        corpus = tmp_path / f"{codec}.jsonl"
+        corpus.write_bytes("".join(json.dumps({"title": t, "text": x}, ensure_ascii=False) + "\n"
+                                   for t, x in records).encode(codec))
+        notes = FileNotes()
+        assert [(p.title, p.text) for p in read_passages(corpus, notes=notes)] == records
+        assert (notes.encoding, notes.replaced) == (codec, 0)
+    # a damaged UTF-8 line is that, after a line in cp1252 as before it
+    mixed = [b'{"text": "caf\xe9 au lait"}', '{"text": "Zürich ist schön"}'.encode(), b'{"text": "Gr\xfc\xc3\x9fe"}']
+    for order in (mixed, mixed[::-1]):
+        damaged.write_bytes(b"\n".join(order) + b"\n")
+        notes = FileNotes()
+        assert sorted(p.text for p in read_passages(damaged, notes=notes)) == ["Gr\ufffdße", "Zürich ist schön",
+                                                                               "café au lait"]
+        assert notes.replaced == 1
 
     plain = tmp_path / "docs" / "plain.jsonl"
     plain.write_text(json.dumps({"text": "ascii only"}) + "\n")
@@ -712,8 +731,8 @@ def test_a_file_skipped_after_a_commit_part_way_leaves_no_entry(tmp_path, monkey
     (docs / "c.jsonl").write_text("".join(json.dumps({"text": f"record {i} apple"}) + "\n" for i in range(3000)))
     records = reader._jsonl_records
 
-    def failing(batches, notes):  # an I/O error mid-way (what _jsonl_batches makes a SkipFile)
-        for n, (i, v) in enumerate(records(batches, notes)):
+    def failing(batches, notes, path=None):  # an I/O error mid-way (what _jsonl_batches makes a SkipFile)
+        for n, (i, v) in enumerate(records(batches, notes, path)):
             if n == 2500:
                 raise SkipFile("cannot read: Input/output error")
             yield i, v

@@ -64,7 +64,7 @@ def decode(raw: bytes) -> Decoded:
         return Decoded(raw.decode("utf-8"), "utf-8")
     except UnicodeDecodeError:
         pass
-    damaged = _damaged_utf8(raw)
+    damaged = damaged_utf8(raw)
     if damaged is not None:
         return damaged
     return _detected(raw)
@@ -97,7 +97,7 @@ def typed_text(text: str) -> tuple[str, str | None]:
         raw = text.encode("utf-8", errors="surrogateescape")  # the bytes as they came
     except UnicodeEncodeError:  # a surrogate no byte became ("\\ud83d" pasted from JSON)
         return text.encode("utf-8", errors="replace").decode("utf-8"), "utf-8"
-    damaged = _damaged_utf8(raw)
+    damaged = damaged_utf8(raw)
     if damaged is not None:
         return damaged.text, "utf-8"
     try:
@@ -165,14 +165,15 @@ def _reads_as_text(raw: bytes, codec: str) -> bool:
     return printable >= 0.98 * len(text)
 
 
-def _damaged_utf8(raw: bytes) -> Decoded | None:
+def damaged_utf8(raw: bytes, *, line: bool = False) -> Decoded | None:
     """UTF-8 with a few bad bytes (a truncated copy, one stray Latin-1 character): its valid
-    multi-byte characters outnumber the bad bytes. An 8-bit legacy file has almost no valid
-    multi-byte sequences, so it goes to the detector instead."""
+    multi-byte characters outnumber the bad bytes (``line``: one line of a file, as many will do:
+    "Zürich" cut inside its last character). An 8-bit legacy file has almost no valid multi-byte
+    sequences, so it goes to the detector instead."""
     text = raw.decode("utf-8", errors="replace")
     bad = _replaced(raw, "utf-8", text)
     multibyte = len(text) - len(text.encode("ascii", errors="ignore")) - bad
-    if multibyte > bad:
+    if multibyte > bad or line and multibyte and multibyte == bad:
         return Decoded(text, "utf-8", bad)
     return None
 

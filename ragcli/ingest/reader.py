@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from ragcli.ingest import formats
-from ragcli.ingest.encoding import SNIFF_BYTES, bom, bomless_utf16, decode, stray_nuls
+from ragcli.ingest.encoding import SNIFF_BYTES, bom, bomless_utf16, damaged_utf8, decode, stray_nuls
 from ragcli.ingest.formats import SUPPORTED_SUFFIXES, Section, SkipFile, starts_of_lines
 from ragcli.ingest.passages import Passage, chunk_text, normalise, passage_id
 from ragcli.retrieval.index import MANIFEST_FILE, META_FILE
@@ -314,7 +314,7 @@ def iter_passages(path: Path, display: str | None = None, notes: FileNotes | Non
     key = str(path)
     suffix = path.suffix.lower()
     if suffix in formats.JSONL_SUFFIXES:
-        yield from _jsonl_passages(_jsonl_records(_jsonl_batches(path, notes), notes), shown, key, notes)
+        yield from _jsonl_passages(_jsonl_records(_jsonl_batches(path, notes), notes, path), shown, key, notes)
         return
     for section in _sections(path, suffix, notes):
         for p in _section_passages(section, shown):
@@ -409,7 +409,8 @@ def _numbered(batches: Iterable[list[bytes]]) -> Iterator[tuple[int, list[bytes]
         first += len(lines)
 
 
-def _jsonl_records(batches: Iterable[tuple[int, list[bytes]]], notes: FileNotes) -> Iterator[tuple[int, object]]:
+def _jsonl_records(batches: Iterable[tuple[int, list[bytes]]], notes: FileNotes,
+                   path: Path | None = None) -> Iterator[tuple[int, object]]:
     """(line number, parsed value) of each non-blank line. A batch is parsed as one JSON array;
     if that fails or does not give one value per line (blank lines, a bad line), its non-blank
     lines are tried as one array again, then one by one: a bad line is noted by number and skipped."""
@@ -425,6 +426,13 @@ def _jsonl_records(batches: Iterable[tuple[int, list[bytes]]], notes: FileNotes)
             return None
         return values if isinstance(values, list) and len(values) == len(lines) else None
 
+    legacy: list[str | None] = []  # the corpus's own encoding, found once a line is not UTF-8
+
+    def codec(line: bytes) -> str | None:
+        if not legacy:
+            legacy.append(_corpus_codec(path, line))
+        return legacy[0]
+
     for first, lines in batches:
         values = array(lines)
         if values is not None:
@@ -439,7 +447,7 @@ def _jsonl_records(batches: Iterable[tuple[int, list[bytes]]], notes: FileNotes)
             continue
         for n, raw in numbered:
             try:
-                value = _parse_line(n, raw, notes)
+                value = _parse_line(n, raw, notes, codec)
             except _BadLine as bad:
                 notes.bad_line(str(bad))
                 continue
@@ -470,32 +478,59 @@ class _BadLine(Exception):
     """A JSONL line that gives no record; the message names it ("line 7 is not JSON")."""
 
 
-def _parse_line(lineno: int, raw: bytes, notes: FileNotes) -> object:
+def _parse_line(lineno: int, raw: bytes, notes: FileNotes, codec: Callable[[bytes], str | None]) -> object:
+    """The value of one JSONL line. One that is not UTF-8 is damaged UTF-8 (its valid multi-byte
+    characters outnumber its bad bytes: those are replaced), or a line in the corpus's own legacy
+    encoding (``codec``: found once, from the corpus as a text file's would be, ``_corpus_codec``): a
+    corpus exported by a Windows tool lost every line with an accent as a bad line."""
     try:
         text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        text = _legacy_line(lineno, raw, notes)
+    except UnicodeDecodeError as exc:
+        damaged = damaged_utf8(raw, line=True)
+        name = None if damaged is not None else codec(raw)
+        if damaged is None and name is None:
+            raise _BadLine(f"line {lineno} is not text (byte {exc.start})") from None
+        if damaged is not None:
+            text, replaced = damaged.text, damaged.replaced
+        else:
+            text = raw.decode(name, errors="replace")
+            replaced = text.count("\ufffd")
+            notes.encoding = name
+        notes.replaced += replaced
     try:
         return json.loads(text)
     except json.JSONDecodeError:
         raise _BadLine(f"line {lineno} is not JSON") from None
 
 
-def _legacy_line(lineno: int, raw: bytes, notes: FileNotes) -> str:
-    """A line that is not UTF-8, in the file's own encoding: the one its first such line is found in,
-    as a text file's would be (a corpus exported by a Windows tool in cp1252; every line with an accent
-    in it was skipped as a bad line), then noted as the file's; damaged UTF-8, with the bad bytes
-    replaced and counted."""
-    if notes.encoding == "utf-8":  # no such line yet (UTF-16 and UTF-32 corpora come re-encoded)
+LEGACY_HEAD_BYTES = 4 << 20  # of a corpus, read for its encoding once a line is not UTF-8
+LEGACY_SAMPLE_BYTES = 64 * 1024  # of its lines that are not UTF-8, decoded as a text file's bytes
+
+
+def _corpus_codec(path: Path | None, line: bytes) -> str | None:
+    """The legacy encoding of a JSONL corpus that has lines not in UTF-8, decided as a text file's is
+    (``encoding.decode``) on those lines among its first few MB (one short line alone was too little
+    to tell the code pages apart: cp1250's "Łódź" came back as "£ódŸ"); ``line`` where there are none
+    (the corpus streams: it may be far in). None when no encoding reads them as text."""
+    lines: list[bytes] = []
+    if path is not None:
         try:
-            found = decode(raw)
-        except SkipFile:
-            raise _BadLine(f"line {lineno} is not text") from None
-        if found.encoding != "utf-8":
-            notes.encoding = found.encoding
-    text = raw.decode(notes.encoding or "utf-8", errors="replace")
-    notes.replaced += text.count("\ufffd")
-    return text
+            with open(path, "rb") as fh:
+                head = fh.read(LEGACY_HEAD_BYTES)
+        except OSError:
+            head = b""
+        size = 0
+        for raw in head.splitlines():
+            if size >= LEGACY_SAMPLE_BYTES:
+                break
+            if not raw.isascii() and not _is_utf8(raw) and damaged_utf8(raw, line=True) is None:
+                lines.append(raw)
+                size += len(raw)
+    try:
+        found = decode(b"\n".join(lines or [line]))
+    except SkipFile:
+        return None
+    return None if found.encoding == "utf-8" else found.encoding
 
 
 def _sections(path: Path, suffix: str, notes: FileNotes) -> list[Section]:
