@@ -142,8 +142,11 @@ def test_a_follow_ups_thread_is_the_earlier_turns_and_the_question_the_last():
     msgs = messages(prompts.answer_prompt(text, [DOC]))
     turns = [(m["role"], m["content"]) for m in msgs[5:]]  # after the system turn and two exemplar exchanges
     assert turns == [("user", "Question: Who was Christer Fuglesang?"), ("assistant", "A Swedish astronaut."),
-                     ("user", "Question: Where did he work?"), ("assistant", "At CERN (in Geneva)."),
-                     ("user", "Question: Where was he born?")]  # the cancelled exchange is left out
+                     ("user", "Question: What did he study? Question: Where did he work?"),  # one was cancelled
+                     ("assistant", "At CERN (in Geneva)."), ("user", "Question: Where was he born?")]
+    alone = prompts.follow_up_request("When was he born?", [("Who was Christer Fuglesang?", "")])
+    assert messages(prompts.answer_prompt(alone))[-1]["content"] == (
+        "Question: Who was Christer Fuglesang? Question: When was he born?")  # not the exemplars' "he"
     assert render(prompts.answer_prompt(text), GEMMA_LIKE).endswith(
         "<start_of_turn>user\nQuestion: Where was he born?<end_of_turn>\n<start_of_turn>model\n")
     # a completion prompt is as it was: the question, then its thread in brackets

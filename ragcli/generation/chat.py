@@ -69,13 +69,17 @@ def messages(prompt, *, exemplars: bool = True) -> list[dict[str, str]]:
             out.append({"role": "assistant", "content": f"{prompt.cue} {response}" if prompt.cue_in_chat else response})
     # a REPL follow-up's thread as the earlier turns it is (in brackets after the question, a small
     # model took "he" for the exemplar turns' subject: "Where was he born?" → "William Shakespeare was
-    # born in …"); an exchange cancelled before its answer is left out (turns must alternate)
+    # born in …"); the question of an exchange cancelled before its answer opens the next user turn
+    # (turns must alternate; left out, a thread of one such exchange was no thread at all)
     question, earlier = split_follow_up(prompt.request)
     label = "Question: " if question.startswith("Question: ") else ""  # as the exemplars' turns ask
+    unanswered: list[str] = []
     for request, response in earlier:
+        unanswered.append(label + request)
         if response:
-            out += [{"role": "user", "content": label + request}, {"role": "assistant", "content": response}]
-    out.append({"role": "user", "content": question})
+            out += [{"role": "user", "content": " ".join(unanswered)}, {"role": "assistant", "content": response}]
+            unanswered = []
+    out.append({"role": "user", "content": " ".join(unanswered + [question])})
     return out
 
 
