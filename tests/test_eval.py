@@ -883,23 +883,40 @@ def test_a_parallel_run_taken_to_its_last_result_is_no_cancellation():
 def test_paragraphs_without_a_pid_get_the_one_the_index_gives_and_without_text_are_refused(tmp_path):
     """A paragraph without "pid" or "text" crashed with "internal error: KeyError: 'pid'" (with
     --corpus, after the model had answered). One without a pid gets the pid `ragcli index` gives such
-    a record, so recall finds it in a corpus built from the same records."""
+    a record (its "id", or its title and collapsed text hashed; a long one's parts count as it), so
+    recall finds it in a corpus built from the same records; one with a pid needs no text but to be
+    indexed itself."""
     from ragcli.errors import UsageError
+    from ragcli.eval.dataset import corpus_records
+    from ragcli.eval.metrics import recall
     from ragcli.retrieval.index import TantivyIndex
 
-    para = {"title": "Ulf Merbold", "text": "Ulf  Merbold is a German\\nphysicist.", "is_supporting": True}
+    long_text = " ".join(f"Sentence {i} about the narwhal and its tusk." for i in range(120))
+    paras = [{"title": "Ulf Merbold", "text": "Ulf  Merbold is a German\nphysicist.", "is_supporting": True},
+             {"id": "doc7", "title": "Narwhal", "text": "The narwhal has a tusk.", "is_supporting": True},
+             {"title": "Long", "text": long_text, "is_supporting": True}]
     data = tmp_path / "qs.jsonl"
-    data.write_text(json.dumps({"id": 1, "question": "Who?", "answers": ["x"], "paragraphs": [para]}) + "\n")
+    data.write_text(json.dumps({"id": 1, "question": "Who?", "answers": ["x"], "paragraphs": paras}) + "\n")
     (example,) = load_examples(data)
     corpus = tmp_path / "corpus.jsonl"
-    corpus.write_text(json.dumps({"title": para["title"], "text": para["text"]}) + "\n")
+    corpus.write_text("".join(json.dumps({k: v for k, v in p.items() if k != "is_supporting"}) + "\n" for p in paras))
     build_index([corpus], tmp_path / "idx")
-    (hit,) = TantivyIndex.open(tmp_path / "idx").search("Merbold")
-    assert example.gold_pids == [hit.id] and example.gold_documents()[0].id == hit.id
-    for bad, why in (({"title": "T"}, 'paragraph 1 has no "text"'), ({"text": 3}, 'paragraph 1 has a "text" that is not text')):
+    hits = TantivyIndex.open(tmp_path / "idx").search("Merbold narwhal tusk sentence", 50)
+    assert len(hits) > 3  # the long record is cut into parts
+    assert recall([h.id.split("#", 1)[0] for h in hits], example.gold_pids) == 1.0
+    assert example.gold_pids[1] == "doc7" and example.gold_documents()[0].id == example.gold_pids[0]
+    for bad, why in (({"title": "T"}, 'paragraph 1 has neither a "pid" nor a "text"'),
+                     ({"text": 3}, 'paragraph 1 has a "text" that is not text')):
         data.write_text(json.dumps({"id": 1, "question": "Who?", "answers": ["x"], "paragraphs": [bad]}) + "\n")
         with pytest.raises(UsageError, match=f"^{data}:1 is not a dataset record \\({why}\\)$"):
             load_examples(data)
+    # a gold paragraph given by its pid alone is fine for recall against a --corpus, and a title may be a number
+    data.write_text(json.dumps({"id": 1, "question": "Who?", "answers": ["x"],
+                                "paragraphs": [{"pid": "p_abc", "title": 1912, "is_supporting": True}]}) + "\n")
+    (example,) = load_examples(data)
+    assert example.gold_pids == ["p_abc"] and example.paragraphs[0]["title"] == "1912"
+    with pytest.raises(UsageError, match="cannot be indexed"):
+        corpus_records([example])
 
 
 def test_a_question_without_gold_paragraphs_has_no_recall_and_is_left_out_of_its_mean():

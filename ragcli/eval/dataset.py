@@ -25,7 +25,7 @@ class Example:
         return [p["pid"] for p in self.paragraphs if p.get("is_supporting")]
 
     def gold_documents(self) -> list[Document]:
-        return [Document(p["pid"], p.get("title", ""), p["text"], 1.0, "gold", "gold paragraph")
+        return [Document(p["pid"], p.get("title", ""), p.get("text") or "", 1.0, "gold", "gold paragraph")
                 for p in self.paragraphs if p.get("is_supporting")]
 
 
@@ -52,25 +52,28 @@ def _answers(value: object) -> tuple[str, ...]:
 
 
 def _paragraphs(value: object) -> tuple[dict, ...]:
-    """The paragraphs, each with a "text"; one without a "pid" gets the one ``ragcli index`` gives
-    such a record (its title and collapsed text hashed), so that recall finds it in a ``--corpus``."""
+    """The paragraphs, each with a "pid": one without gets the pid ``ragcli index`` gives such a
+    record (its "id", or its title and collapsed text hashed: ``record_pid``), so that recall finds it
+    in a ``--corpus`` built from the same records. A "text" is needed only where one is read: to
+    index the paragraphs themselves, or as an oracle's documents."""
     if value is None:
         return ()
     if not isinstance(value, list) or not all(isinstance(p, dict) for p in value):
         raise TypeError('"paragraphs" is not a list of objects')
     out = []
     for i, p in enumerate(value, start=1):
-        text, title = p.get("text"), p.get("title") or ""
-        if not isinstance(text, str) or not isinstance(title, str):
-            raise TypeError(f'paragraph {i} has no "text"' if text is None else
-                            f'paragraph {i} has a "{"text" if not isinstance(text, str) else "title"}" that is not text')
+        text, title = p.get("text"), p.get("title")
+        if text is not None and not isinstance(text, str):
+            raise TypeError(f'paragraph {i} has a "text" that is not text')
+        if title is not None and not isinstance(title, str):
+            p = dict(p, title=json.dumps(title) if not isinstance(title, (int, float)) else str(title))
+        if not p.get("pid") and not p.get("id") and text is None:
+            raise TypeError(f'paragraph {i} has neither a "pid" nor a "text"')
         pid = p.get("pid")
-        if pid is None or pid == "":
-            from ragcli.ingest.passages import normalise, passage_id
+        if not isinstance(pid, str) or not pid:
+            from ragcli.ingest.passages import normalise, record_pid
 
-            p = dict(p, pid=passage_id(title, normalise(text)))
-        elif not isinstance(pid, str):
-            p = dict(p, pid=str(pid))
+            p = dict(p, pid=record_pid(p, p.get("title") or "", normalise(text or "")))
         out.append(p)
     return tuple(out)
 
@@ -174,5 +177,8 @@ def corpus_records(examples: list[Example]) -> list[dict]:
     seen: dict[str, dict] = {}
     for ex in examples:
         for p in ex.paragraphs:
+            if p.get("text") is None:
+                raise UsageError(f"question {ex.id!r} has a paragraph without \"text\" ({p['pid']}): the data "
+                                 "set's paragraphs cannot be indexed", hint="give --corpus FILE or --index DIR to retrieve from")
             seen.setdefault(p["pid"], {"pid": p["pid"], "title": p.get("title", ""), "text": p["text"]})
     return list(seen.values())

@@ -20,6 +20,16 @@ def passage_id(title: str, text: str) -> str:
     return "p_" + hashlib.sha1(f"{title}\n{text}".encode("utf-8")).hexdigest()[:16]
 
 
+def record_pid(record: dict, title: str, body: str) -> str:
+    """The pid of a JSONL record (or a QA paragraph): its "pid" or "id" as given, else ``passage_id``
+    of its title and collapsed text. A record cut into parts gives them this pid and "#1", "#2", …
+    (recall counts a part as its record), so the eval's gold pids and the index's agree."""
+    given = record.get("pid") or record.get("id")
+    if given:
+        return given if type(given) is str else str(given)
+    return passage_id(title, body)
+
+
 def chunk_text(text: str, target_words: int = TARGET_WORDS) -> list[tuple[int, int]]:
     """Character spans of passages: whole sentences packed up to about ``target_words`` words.
 

@@ -24,7 +24,7 @@ from typing import Callable, Iterable, Iterator
 from ragcli.ingest import formats
 from ragcli.ingest.encoding import SNIFF_BYTES, bom, bomless_utf16, damaged_utf8, decode, stray_nuls
 from ragcli.ingest.formats import SUPPORTED_SUFFIXES, Section, SkipFile, starts_of_lines
-from ragcli.ingest.passages import Passage, chunk_text, normalise, passage_id
+from ragcli.ingest.passages import Passage, chunk_text, normalise, passage_id, record_pid
 from ragcli.retrieval.index import MANIFEST_FILE, META_FILE
 
 MAX_FILE_BYTES = 200 * 1024 * 1024
@@ -614,24 +614,20 @@ def _jsonl_passages(records: Iterable[tuple[int, object]], shown: str, key: str,
         title = record.get("title") or ""
         if type(title) is not str:
             title = str(title)
-        given = record.get("pid") or record.get("id")
+        pid = record_pid(record, title, body)
         location = prefix + str(lineno)
         # A record is one passage unless it is long: 1,500+ characters (a cheap test that spares
         # counting the words of most records) and 300+ words. No sentence splitting for the rest.
         if len(body) < 1500 or body.count(" ") < 300:
-            pid = given if type(given) is str else str(given) if given else passage_id(title, body)
             yield Passage(pid, title, body, key, location)
             continue
         spans = chunk_text(body)
+        if len(spans) == 1:
+            yield Passage(pid, title, body[spans[0][0]:spans[0][1]], key, location)
+            continue
         for i, (a, b) in enumerate(spans):
-            piece = body[a:b]
-            if len(spans) == 1:
-                pid = str(given) if given else passage_id(title, piece)
-                yield Passage(pid, title, piece, key, location)
-                continue
-            pid = f"{given}#{i}" if given else passage_id(title, piece)
             # "#L1 §2": which part of the record (three parts all "#L1" read as one source listed thrice)
-            yield Passage(pid, title, piece, key, f"{location} §{i + 1}")
+            yield Passage(f"{pid}#{i}", title, body[a:b], key, f"{location} §{i + 1}")
     if notes.bad_lines and not good:
         raise SkipFile("no valid line: " + notes.bad_lines_text())
 
