@@ -12,7 +12,7 @@ import os
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ragcli.errors import UsageError
 
@@ -182,18 +182,25 @@ class Settings:
                 continue
             settings.set(key, value, label=flag_name(key))
             sources[key] = "flag"
-        server_flags = [k for k in ("base_url", "api_model") if sources.get(k) == "flag"]
-        if server_flags and settings.backend == "llama":  # a server named, and the local model answered
-            if sources["backend"] == "default" and "base_url" in server_flags:
-                settings.backend = "openai"
-                sources["backend"] = "implied by --base-url"
-            else:
-                flag = flag_name(server_flags[0])
-                said = {"default": "", "flag": ": --backend llama"}.get(sources["backend"], f": {sources['backend']}")
-                raise UsageError(f"{flag} is for --backend openai, not llama{said}",
-                                 hint=f"add --backend openai, or leave {flag} out")
         settings._sources = sources
+        settings.server_named([k for k, v in (flags or {}).items() if v is not None], flag_name)
         return settings
+
+    def server_named(self, names: list[str], spelled: Callable[[str], str]) -> None:
+        """Just set ``names`` (as ``spelled``: "--base-url", "/set base-url"): a server named while the
+        backend is llama (the local model answered, exit 0, no word of it) makes the backend openai
+        where the backend was left at its default, and is refused where it was set to llama. An empty
+        value names no server: it clears one set in the environment or the config file."""
+        named = [k for k in names if k in ("base_url", "api_model") and getattr(self, k)]
+        if not named or self.backend != "llama":
+            return
+        if self.source("backend") == "default" and "base_url" in named:
+            self.backend = "openai"
+            self._sources["backend"] = f"implied by {spelled('base_url')}"
+            return
+        said = {"default": "", "flag": ": --backend llama"}.get(self.source("backend"), f": {self.source('backend')}")
+        raise UsageError(f"{spelled(named[0])} is for --backend openai, not llama{said}",
+                         hint=f"set the backend to openai, or leave {spelled(named[0])} out")
 
     def set(self, name: str, value: Any, *, label: str | None = None) -> None:
         """Set one setting by name, coercing strings (from env, config or `/set`) to its type.

@@ -234,6 +234,23 @@ class Repl:
         return exchange
 
     # ---------------------------------------------------------------- slash commands
+    def _set(self, name: str, value: str) -> None:
+        """`/set NAME VALUE`: a base URL makes the backend openai, as `--base-url` does (the local model
+        answered); refused, the settings stay as they were."""
+        before = self.settings.copy()
+        self.settings.set(name, value, label=name.replace("_", "-"))
+        self.settings._sources[name] = "/set"
+        try:
+            self.settings.server_named([name], lambda n: "/set " + n.replace("_", "-"))
+        except RagcliError:  # (the engine holds this same Settings: put back in place)
+            for key in (name, "backend"):
+                setattr(self.settings, key, getattr(before, key))
+            self.settings._sources = before._sources
+            raise
+        self.console.print(f"{name.replace('_', '-')} → {getattr(self.settings, name)}")
+        if self.settings.source("backend") == "implied by /set base-url" and before.backend != "openai":
+            self.console.print("backend → openai (the server at base-url answers)")
+
     def command(self, text: str) -> str | None:
         try:
             parts = shlex.split(text)
@@ -263,9 +280,7 @@ class Repl:
                     self.engine.strategy_class(args[1])
                 if args[0] == "model" and args[1]:
                     _check_model(args[1])  # now, not at the next question; the model in use stays
-                self.settings.set(args[0], args[1], label=args[0].replace("_", "-"))
-                self.settings._sources[args[0].replace("-", "_")] = "/set"
-                self.console.print(f"{args[0].replace('_', '-')} → {getattr(self.settings, args[0].replace('-', '_'))}")
+                self._set(args[0].replace("-", "_"), args[1])
         elif cmd == "/show":  # every setting, or those named ("/show foo" showed them all)
             named = [a.replace("-", "_") for a in args if a != "settings"]
             for name in named:

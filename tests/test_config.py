@@ -176,3 +176,13 @@ def test_an_unknown_setting_names_the_one_it_was_likely_meant_to_be(tmp_path):
     with pytest.raises(UsageError) as caught:
         Settings.resolve({}, env={}, config_path=Path("/nonexistent")).set("zzqq", 1)
     assert caught.value.hint.startswith("known settings: index, model,")
+
+
+def test_an_empty_server_flag_clears_a_server_set_elsewhere():
+    """`--base-url ""` cleared a RAGCLI_BASE_URL to use the local model; it became "--backend openai
+    needs --base-url"."""
+    from pathlib import Path
+
+    s = Settings.resolve({"base_url": "", "api_model": ""}, env={"RAGCLI_BASE_URL": "http://x"},
+                         config_path=Path("/nonexistent"))
+    assert (s.backend, s.base_url, s.api_model) == ("llama", "", "")

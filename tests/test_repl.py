@@ -425,3 +425,15 @@ def test_set_model_checks_the_file_as_it_is_set_and_keeps_the_model_in_use(setti
     assert f"error: model file not found: {tmp_path / 'nosuch.gguf'} (the model in use stays; /set model '' is the bundled one)" in text
     assert f"{tmp_path / 'notes.txt'} is not a GGUF model file" in text
     assert repl.settings.model == settings.model
+
+
+def test_set_base_url_makes_the_backend_openai_as_the_flag_does(settings, built_index):
+    """`/set base-url URL` then a question: the local model answered, /show backend said llama."""
+    repl, code, err, out = drive(make_repl(settings.copy(strategy="none"), built_index),
+                                 "/set base-url http://127.0.0.1:9/v1\r/exit\r")
+    assert repl.settings.backend == "openai" and repl.settings.source("backend") == "implied by /set base-url"
+    assert "backend → openai" in err
+    repl, code, err, out = drive(make_repl(settings.copy(strategy="none", backend="llama"), built_index),
+                                 "/set backend llama\r/set api-model m\r/exit\r")
+    assert "error: /set api-model is for --backend openai, not llama: /set" in " ".join(err.split())
+    assert repl.settings.api_model == "" and repl.settings.backend == "llama"
