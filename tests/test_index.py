@@ -746,6 +746,19 @@ def test_a_file_skipped_after_a_commit_part_way_leaves_no_entry(tmp_path, monkey
     assert [why for _, why in report.skipped] == ["cannot read: Input/output error"]
     assert list(TantivyIndex.open(tmp_path / "idx").load_manifest()) == [str(docs / "d.jsonl")]
     assert TantivyIndex.open(tmp_path / "idx").num_passages() == 1
+    # an index there before: the file it held, changed and skipped part-way, goes whole, and the run
+    # says it skipped it (it said "nothing to index … the index was left as it was", holding 2,000
+    # passages of the half-read file and a part-way entry)
+    (docs / "d.jsonl").unlink()
+    (docs / "c.jsonl").write_text("".join(json.dumps({"text": f"record {i} pear"}) + "\n" for i in range(10)))
+    monkeypatch.setattr(reader, "_jsonl_records", records)
+    build_index([docs], tmp_path / "old", commit_every=1000)
+    (docs / "c.jsonl").write_text("".join(json.dumps({"text": f"record {i} apple"}) + "\n" for i in range(3000)))
+    monkeypatch.setattr(reader, "_jsonl_records", failing)
+    report = indexer.build_index([docs], tmp_path / "old", commit_every=1000)
+    assert [why for _, why in report.skipped] == ["cannot read: Input/output error"]
+    old = TantivyIndex.open(tmp_path / "old")
+    assert old.num_passages() == 0 and old.load_manifest() == {}
 
 
 def test_files_skipped_unparsed_hold_no_place_in_the_parser_pool(tmp_path, monkeypatch):

@@ -182,8 +182,10 @@ def build_index(
                     if on_progress:
                         on_progress(done, len(files), report.passages_added)
                 # nothing readable, and nothing indexed before to take out (a file blanked since: its
-                # passages go); uncommitted work is dropped as the writer closes
-                if files and not run.holds_passages(files) and not (report.updated or report.removed):
+                # passages go); uncommitted work is dropped as the writer closes. An index that
+                # committed part of a file since skipped is not as it was: the drop is committed
+                if (files and not run.holds_passages(files) and not (report.updated or report.removed)
+                        and (created or not run.commits)):
                     raise _empty(paths, report, None if created else index_dir)
                 run.commit()
                 writer.finish()
