@@ -104,7 +104,8 @@ def iter_files(paths: list[Path], *, include_hidden: bool = False, exclude: Iter
     link removes its passages; a root reached through a link names its files as its target does);
     a file reached twice (two links to one target) counts once. A link to a folder outside the root
     is followed, its files named under the link; one to a folder inside it is not (that folder is
-    read under its own name). A file that cannot be looked at (a symlink loop or a broken link, or one
+    read under its own name), unless the walk passes that folder over (hidden, ignored; never a
+    .git or an index). A file that cannot be looked at (a symlink loop or a broken link, or one
     that vanished) and a link to a folder holding the root go to ``on_skip`` with the reason;
     ``notes`` gets the files of other types and what could not be looked at."""
     seen: set[Path] = set()
@@ -235,11 +236,19 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
     # A link to a folder inside the root is read under the link's name only where the walk did not read
     # that folder under its own (hidden, ignored): as a link to a file is (it went unread without a word).
     for link in inside:  # (grows as those are read)
-        if os.path.realpath(link) not in walked:
+        target = os.path.realpath(link)
+        if target not in walked and not _never_read(Path(target), Path(real_root)):
             yield from walk(link)
     # a link to a file the walk read (iter_files counts a file once) is passed over; one to a file it
     # did not read (elsewhere, hidden, ignored) is read under the link's name
     yield from linked
+
+
+def _never_read(folder: Path, root: Path) -> bool:
+    """Whether ``folder`` (inside ``root``) is one no walk reads, hidden files or not: in a .git (or
+    the like), or a ragcli index."""
+    return (any(part in NEVER_READ for part in folder.relative_to(root).parts)
+            or (folder / META_FILE).is_file() and (folder / MANIFEST_FILE).is_file())
 
 
 def _ignored_by(specs: list[tuple[Path, object]], path: Path, is_dir: bool) -> Path | None:
