@@ -504,7 +504,7 @@ def _parse_line(lineno: int, raw: bytes, notes: FileNotes, codec: Callable[[byte
         else:
             text = raw.decode(name, errors="replace")
             replaced = text.count("\ufffd")
-            notes.encoding = name
+            notes.encoding = notes.encoding if name == "utf-8" else name
         notes.replaced += replaced
     try:
         return json.loads(text)
@@ -517,10 +517,11 @@ LEGACY_SAMPLE_BYTES = 64 * 1024  # of its lines that are not UTF-8, decoded as a
 
 
 def _corpus_codec(path: Path | None, line: bytes) -> str | None:
-    """The legacy encoding of a JSONL corpus that has lines not in UTF-8, decided as a text file's is
-    (``encoding.decode``) on those lines among its first few MB (one short line alone was too little
-    to tell the code pages apart: cp1250's "Łódź" came back as "£ódŸ"); ``line`` where there are none
-    (the corpus streams: it may be far in). None when no encoding reads them as text."""
+    """The encoding of a JSONL corpus that has lines not in UTF-8, decided as a text file's is
+    (``encoding.decode``) on its first few MB: UTF-8 with a few bad bytes (replaced) where its valid
+    multi-byte characters outnumber them, else a legacy encoding, by those lines (one short line alone
+    was too little to tell the code pages apart: cp1250's "Łódź" came back as "£ódŸ"); ``line`` where
+    there are none (the corpus streams: it may be far in). None when no encoding reads them as text."""
     lines: list[bytes] = []
     if path is not None:
         try:
@@ -528,6 +529,8 @@ def _corpus_codec(path: Path | None, line: bytes) -> str | None:
                 head = fh.read(LEGACY_HEAD_BYTES)
         except OSError:
             head = b""
+        if head and damaged_utf8(head) is not None:
+            return "utf-8"
         size = 0
         for raw in head.splitlines():
             if size >= LEGACY_SAMPLE_BYTES:
