@@ -382,6 +382,6 @@ def _check_model(path: str) -> None:
     if path.startswith(HF_PREFIX):  # downloaded (or found in the cache) as the model loads
         return
     try:
-        check_gguf(resolve(path))
+        check_gguf(resolve(path), complete=True)  # a copy cut short too (its header, a moment)
     except ModelError as exc:
         raise ModelError(exc.message, hint="the model in use stays; /set model '' is the bundled one") from None

@@ -419,9 +419,12 @@ def test_a_saved_follow_up_says_it_is_one(settings, built_index, tmp_path, monke
 def test_set_model_checks_the_file_as_it_is_set_and_keeps_the_model_in_use(settings, built_index, tmp_path):
     """`/set model /tmp/nosuch.gguf` was accepted; the next question failed, saying nothing of how to go back."""
     (tmp_path / "notes.txt").write_text("not a model")
+    (tmp_path / "cut.gguf").write_bytes(b"GGUF\3\0\0\0" + b"\1" * 20)  # a copy cut short
     repl, code, err, out = drive(make_repl(settings.copy(strategy="none"), built_index),
-                                 f"/set model {tmp_path / 'nosuch.gguf'}\r/set model {tmp_path / 'notes.txt'}\r/exit\r")
+                                 f"/set model {tmp_path / 'nosuch.gguf'}\r/set model {tmp_path / 'notes.txt'}\r"
+                                 f"/set model {tmp_path / 'cut.gguf'}\r/exit\r")
     text = " ".join(err.split())
+    assert f"{tmp_path / 'cut.gguf'} is not a complete GGUF file" in text
     assert f"error: model file not found: {tmp_path / 'nosuch.gguf'} (the model in use stays; /set model '' is the bundled one)" in text
     assert f"{tmp_path / 'notes.txt'} is not a GGUF model file" in text
     assert repl.settings.model == settings.model
