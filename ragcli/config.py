@@ -187,16 +187,19 @@ class Settings:
         return settings
 
     def server_named(self, names: list[str], spelled: Callable[[str], str]) -> None:
-        """Just set ``names`` (as ``spelled``: "--base-url", "/set base-url"): a server named while the
-        backend is llama (the local model answered, exit 0, no word of it) makes the backend openai
-        where the backend was left at its default, and is refused where it was set to llama. An empty
-        value names no server: it clears one set in the environment or the config file."""
+        """Just set ``names`` (as ``spelled``: "--base-url", "/set base-url"). A base URL, set anywhere,
+        makes the backend openai where it was left at its default (the local model answered, exit 0,
+        no word of the server); a server named by ``names`` is refused where the backend was set to
+        llama. An empty value names no server: it clears one set in the environment or the config."""
         named = [k for k in names if k in ("base_url", "api_model") and getattr(self, k)]
-        if not named or self.backend != "llama":
+        if self.backend != "llama":
             return
-        if self.source("backend") == "default" and "base_url" in named:
+        if self.source("backend") == "default" and self.base_url:
             self.backend = "openai"
-            self._sources["backend"] = f"implied by {spelled('base_url')}"
+            how = spelled("base_url") if "base_url" in named else f"base-url ({self.source('base_url')})"
+            self._sources["backend"] = f"implied by {how}"
+            return
+        if not named:
             return
         said = {"default": "", "flag": ": --backend llama"}.get(self.source("backend"), f": {self.source('backend')}")
         raise UsageError(f"{spelled(named[0])} is for --backend openai, not llama{said}",

@@ -157,8 +157,12 @@ def test_a_server_named_on_the_command_line_is_the_backend_or_a_clear_error():
                              ({"base_url": "http://x"}, {"RAGCLI_BACKEND": "llama"}, "not llama: env RAGCLI_BACKEND$")):
         with pytest.raises(UsageError, match=said):
             Settings.resolve(flags, env=env, config_path=none)
-    # from the environment or a config file a server stays a setting for when the backend is openai
-    assert Settings.resolve({}, env={"RAGCLI_BASE_URL": "http://x"}, config_path=none).backend == "llama"
+    # set in the environment or a config file, a base URL names the server too (it went unused)
+    s = Settings.resolve({}, env={"RAGCLI_BASE_URL": "http://x"}, config_path=none)
+    assert s.backend == "openai" and s.source("backend") == "implied by base-url (env RAGCLI_BASE_URL)"
+    s = Settings.resolve({}, env={"RAGCLI_BASE_URL": "http://x", "RAGCLI_BACKEND": "llama"}, config_path=none)
+    assert s.backend == "llama"  # chosen: the server stays a setting for when the backend is openai
+    assert Settings.resolve({}, env={"RAGCLI_API_MODEL": "m"}, config_path=none).backend == "llama"
 
 
 def test_an_unknown_setting_names_the_one_it_was_likely_meant_to_be(tmp_path):
