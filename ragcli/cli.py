@@ -347,7 +347,7 @@ def history_show(
     from ragcli.render.text import text_console
     from rich.markup import escape
 
-    from ragcli.render.text import folded_source_lines, marked_answer, source_lines, summary_line
+    from ragcli.render.text import folded_source_lines, marked_answer, read_line, source_lines, summary_line
     from ragcli.types import Document, RunStats
 
     c = text_console()
@@ -367,6 +367,8 @@ def history_show(
             c.print(f"[magenta]search[/] {origin} {markup_safe(shown)}")
         elif e["event"] == "sentence":
             c.print(f"[cyan]sentence[/] {markup_safe(e['sentence']['text'])}")
+        elif e["event"] == "read":  # the final read: what it wrote, or why the answer stood
+            c.print(f"[cyan]{markup_safe(read_line(e.get('answer', ''), len(e.get('documents') or ()), bool(e.get('changed')), e.get('kept') or ''))}[/]")
     stats = {k: v for k, v in row["stats"].items() if k in RunStats.__dataclass_fields__}
     c.print(f"[dim]{summary_line(RunStats(**stats), row['stop_reason'])}[/]")
 

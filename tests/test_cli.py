@@ -185,6 +185,10 @@ def test_history_lists_and_shows_logged_answers(small_corpus, tmp_path, capsys, 
     call(["ask", "Which band is it?", "--index", idx, "--strategy", "flare"], capsys)  # "Rush" drafted unsure
     code, out, _ = call(["history", "show", "2"], capsys)
     assert code == 0 and "search [masked]" in out and "▁▁▁" in out, out  # the masked words, as the live view shows
+    # the final read, which wrote the answer logged (left out, the trace ended before the answer was made)
+    _, logged, _ = call(["history", "show", "2", "--json"], capsys)
+    (read,) = [e for e in json.loads(logged)["events"] if e["event"] == "read"]
+    assert ("revised after reading" if read["changed"] else "read: the answer stands") in out
 
 
 def test_a_damaged_history_is_one_error_naming_the_file_and_ask_still_answers(small_corpus, tmp_path, capsys,

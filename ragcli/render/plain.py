@@ -15,7 +15,7 @@ from ragcli.events import (
     SentenceCommitted,
 )
 from ragcli.render.text import (CUT_SHORT, already_read_line, calibration_line, folded_source_lines, is_tty, marked_answer,
-                                one_line, safe, source_lines, summary_line)
+                                one_line, read_line, safe, source_lines, summary_line)
 
 
 class PlainRenderer:
@@ -64,12 +64,7 @@ class PlainRenderer:
         elif isinstance(event, SentenceCommitted):
             self._trace(f"{'regenerated' if event.regenerated else 'sentence'}: {safe(event.sentence.text)}")
         elif isinstance(event, AnswerRead):
-            if event.changed:
-                self._trace(f"revised after reading {len(event.documents)} documents: {safe(event.answer)}")
-            elif event.kept:
-                self._trace(f"read: the answer stands ({len(event.documents)} documents): {safe(event.kept)}")
-            else:
-                self._trace(f"read: the answer stands ({len(event.documents)} documents)")
+            self._trace(read_line(event.answer, len(event.documents), event.changed, event.kept))
         elif isinstance(event, Calibrated):
             self._trace(f"info: {calibration_line(event)}")
         elif isinstance(event, Notice):

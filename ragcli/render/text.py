@@ -221,6 +221,14 @@ def already_read_line(event) -> str:
     return f"{found}, left out" if event.documents else f"nothing new: {found}"
 
 
+def read_line(answer: str, documents: int, changed: bool, kept: str) -> str:
+    """One line for the final read (an ``AnswerRead``, or its logged form): the answer it wrote, or
+    that the answer stands, and why."""
+    if changed:
+        return f"revised after reading {documents} documents: {safe(answer)}"
+    return f"read: the answer stands ({documents} documents)" + (f": {safe(kept)}" if kept else "")
+
+
 def calibration_line(event) -> str:
     """One line for a ``Calibrated`` event: the automatic threshold in effect and where it comes from."""
     name, rel = ("θ", "below") if event.trigger == "prob" else ("τ", "above")
