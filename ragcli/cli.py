@@ -314,7 +314,7 @@ def history_list(
     """List recent answers (`ragcli history show N` prints one with its trace)."""
     if ctx.invoked_subcommand is not None:
         return
-    from ragcli.render.text import shorten, text_console
+    from ragcli.render.text import shorten, text_console, with_cut
     from rich.table import Table
 
     from ragcli.logs import AnswerLog
@@ -326,7 +326,7 @@ def history_list(
     for row in log.recent(min(limit, 2**63 - 1)):  # (SQLite's largest integer)
         when = datetime.datetime.fromtimestamp(row["created"]).strftime("%Y-%m-%d %H:%M")  # cut after a word, with "…"
         table.add_row(str(row["id"]), when, row["strategy"], markup_safe(shorten(row["question"], 60)),
-                      markup_safe(shorten(row["answer"], 80)))
+                      markup_safe(shorten(with_cut(row["answer"], row["stop_reason"]), 80)))
     text_console().print(table)
 
 

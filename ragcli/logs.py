@@ -80,9 +80,9 @@ class AnswerLog:
     def recent(self, limit: int = 20) -> list[dict[str, Any]]:
         with self._guarded():
             rows = self.db.execute(
-                "SELECT id, created, strategy, question, answer FROM answers ORDER BY id DESC LIMIT ?",
+                "SELECT id, created, strategy, question, answer, stop_reason FROM answers ORDER BY id DESC LIMIT ?",
                 (limit,)).fetchall()
-        return [dict(zip(("id", "created", "strategy", "question", "answer"), r)) for r in rows]
+        return [dict(zip(("id", "created", "strategy", "question", "answer", "stop_reason"), r)) for r in rows]
 
     def get(self, entry_id: int) -> dict[str, Any] | None:
         with self._guarded():

@@ -189,6 +189,11 @@ def test_history_lists_and_shows_logged_answers(small_corpus, tmp_path, capsys, 
     _, logged, _ = call(["history", "show", "2", "--json"], capsys)
     (read,) = [e for e in json.loads(logged)["events"] if e["event"] == "read"]
     assert ("revised after reading" if read["changed"] else "read: the answer stands") in out
+    call(["ask", "Which band, cut?", "--index", idx, "--strategy", "single", "--max-tokens", "2"], capsys)
+    _, out, _ = call(["history", "-n", "1"], capsys)
+    assert "Rush is…" in out  # cut by --max-tokens: marked as `ask` marks it, not read as a whole answer
+    _, shown, _ = call(["history", "show", "3"], capsys)
+    assert shown.splitlines()[1] == "Rush is…"
 
 
 def test_a_damaged_history_is_one_error_naming_the_file_and_ask_still_answers(small_corpus, tmp_path, capsys,

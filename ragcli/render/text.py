@@ -6,7 +6,7 @@ import re
 from typing import Sequence
 
 from ragcli.attribution import cited as first_use
-from ragcli.sentences import CLOSERS, SENTENCE_ENDS
+from ragcli.sentences import ends_with_stop
 from ragcli.types import Document, RunStats
 from ragcli.words import counted
 
@@ -112,10 +112,15 @@ def cited_pieces(answer: str, citations, stop_reason: str = "end") -> list[tuple
         done = b
     if done < len(answer):
         pieces.append((safe(answer[done:]), ""))
-    if pieces and stop_reason in CUT_SHORT and pieces[-1][0].rstrip().rstrip(CLOSERS)[-1:] not in SENTENCE_ENDS:
+    if pieces:
         text, marker = pieces[-1]
-        pieces[-1] = (text.rstrip() + "…", marker)
+        pieces[-1] = (with_cut(text, stop_reason), marker)
     return pieces
+
+
+def with_cut(answer: str, stop_reason: str) -> str:
+    """``answer``, ending in "…" where ``stop_reason`` cut it mid-sentence."""
+    return answer.rstrip() + "…" if stop_reason in CUT_SHORT and answer.strip() and not ends_with_stop(answer) else answer
 
 
 # How an answer can end short of what was asked (--quiet says so on stderr: a script got "Back", exit 0)
