@@ -1177,3 +1177,21 @@ def test_removed_files_are_named_as_the_added_ones_are(tmp_path, monkeypatch):
     build_index([docs], tmp_path / "idx")
     (docs / "b.txt").unlink()
     assert build_index([docs], tmp_path / "idx").removed_files == [str(docs / "b.txt")]  # named in full: so shown
+
+
+def test_warnings_name_a_folder_named_in_full_in_full(tmp_path, monkeypatch):
+    """`cd /; ragcli index -v /tmp/notes` warned of "tmp/notes/broken_link" (a path that opens from /
+    only) while its files were listed as /tmp/notes/…."""
+    docs = tmp_path / "notes"
+    docs.mkdir()
+    (docs / "a.txt").write_text("hi there")
+    os.symlink(tmp_path / "nonexistent", docs / "broken_link")
+    monkeypatch.chdir(tmp_path.parent)
+    warnings = []
+    report = build_index([docs], tmp_path / "idx", on_warning=warnings.append)
+    assert warnings == [f"{docs / 'broken_link'} not reachable: broken symlink"]
+    assert sorted(f.path for f in report.files) == [str(docs / "a.txt"), str(docs / "broken_link")]
+    warnings.clear()
+    monkeypatch.chdir(tmp_path)
+    build_index([Path("notes")], tmp_path / "idx2", on_warning=warnings.append)
+    assert warnings == ["notes/broken_link not reachable: broken symlink"]  # named relative: shown so

@@ -125,6 +125,12 @@ def shown_path(info: FileInfo) -> str:
     return shown
 
 
+def as_named(path: Path) -> str:
+    """A path found by the walk (or named), shown as ``shown_path`` shows files: in full when named by
+    an absolute path (`cd /; ragcli index /tmp/notes` warned of "tmp/notes/broken_link")."""
+    return shown_path(FileInfo(path, 0, 0, path.is_absolute()))
+
+
 def file_hash(path: Path, algorithm: str = "sha1") -> str:
     h = hashlib.new(algorithm)
     with path.open("rb") as fh:
@@ -242,7 +248,7 @@ def _gone(paths: list[Path], index_dir: Path | None, warn: WarnFn) -> list[Path]
             if p.is_symlink():  # "does not exist" of a link one can see with ls
                 raise InputPathError(f"broken symlink: {p} points to {os.readlink(p)}, which does not exist")
             raise InputPathError(f"path does not exist: {p}")
-        warn(f"{display_path(p)} is not there any more: {counted(held, 'file')} from it "
+        warn(f"{as_named(p)} is not there any more: {counted(held, 'file')} from it "
              f"{'leaves' if held == 1 else 'leave'} the index")
         gone.append(p)
     return gone
@@ -252,7 +258,7 @@ def _find_files(paths: list[Path], report: IndexReport, warn: WarnFn, *, include
                 exclude: list[str]) -> list[FileInfo]:
     def unreachable(path: Path, why: str) -> None:  # no file to read: "not reachable" in the summary, so here
         report.unreachable += 1
-        _skipped(report, warn, display_path(path), why, said="not reachable")
+        _skipped(report, warn, as_named(path), why, said="not reachable")
 
     files = list(iter_files(paths, include_hidden=include_hidden, exclude=exclude, on_skip=unreachable,
                             notes=report.walk))
