@@ -101,16 +101,16 @@ def display_path(path: Path) -> str:
         shown = str(path.relative_to(Path.cwd()))
     except ValueError:
         shown = str(path)
-    return printable_name(os.fsencode(shown).decode("utf-8", "backslashreplace"))
+    return printable_name(shown)
 
 
 _CONTROLS = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F]} | {0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}
 
 
 def printable_name(name: str) -> str:
-    """A file name with its control characters escaped: a newline in one split `index -v`'s line and
-    the location it is cited by."""
-    return name.translate(_CONTROLS)
+    """A file name with its control characters escaped (a newline in one split `index -v`'s line and
+    the location it is cited by), and its bytes that are not UTF-8 (\\xe9), which any terminal can print."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace").translate(_CONTROLS)
 
 
 def shown_path(info: FileInfo) -> str:
@@ -121,7 +121,7 @@ def shown_path(info: FileInfo) -> str:
         return printable_name(str(info.path))
     shown = display_path(info.path)
     if os.path.isabs(shown):  # named from beside the working directory (`ragcli index ../docs`): so kept
-        shown = printable_name(os.fsencode(os.path.relpath(info.path)).decode("utf-8", "backslashreplace"))
+        shown = printable_name(os.path.relpath(info.path))
     return shown
 
 
