@@ -41,6 +41,7 @@ class Exchange:
     citations: tuple = ()  # per sentence: start, end, indices into sources (ragcli.attribution)
     subject: str = ""  # what it was about, for a follow-up's searches (``Conversation.remember``)
     follow_up: bool = False  # asked with the exchanges of its thread
+    stop_reason: str = "end"  # why the answer ended ("max_tokens": cut, shown so by /save as on screen)
 
 
 def is_follow_up(question: str, earlier: str = "") -> bool:

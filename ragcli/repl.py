@@ -226,7 +226,7 @@ class Repl:
         if final is None:
             return None
         exchange = Exchange(question, final.answer, list(final.sources), self.settings.strategy, final.citations,
-                            follow_up=search is not None)
+                            follow_up=search is not None, stop_reason=final.stop_reason)
         self.transcript.append(exchange)
         self.conversation.remember(exchange, search is not None)
         if self.log is not None:  # what the engine was asked; the searches it made are among the events
@@ -365,7 +365,7 @@ class Repl:
             heading = " ".join(ex.question.split())  # a question typed on several lines: one heading
             # a follow-up says so: after /new, "When was he born?" read as one on the thread before
             how = f"*strategy: {ex.strategy}" + (", a follow-up of the exchanges above*" if ex.follow_up else "*")
-            lines += [f"## {heading}", "", how, "", marked_answer(ex.answer, ex.citations), ""]
+            lines += [f"## {heading}", "", how, "", marked_answer(ex.answer, ex.citations, ex.stop_reason), ""]
             if ex.sources:
                 lines += [f"- {line.strip()}" if i else line
                           for i, line in enumerate(source_lines(ex.sources, ex.citations, title_width=None))] + [""]

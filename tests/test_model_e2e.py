@@ -248,5 +248,6 @@ def test_a_context_past_the_trained_one_is_capped_with_a_notice(engine):
 
     gen = LlamaGenerator(engine.generator.model_path, n_ctx=999_999_999)
     assert gen.n_ctx == 32768
-    assert gen.notices == [f"--ctx 999999999 is more than {gen.model_path.name} was trained for: using 32768"]
+    assert gen.notices == [f"a context of 999999999 tokens (--ctx) is more than {gen.model_path.name} was trained "
+                           "for: using 32768"]
     assert LlamaGenerator(engine.generator.model_path, n_ctx=2048).notices == []

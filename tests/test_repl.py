@@ -440,3 +440,14 @@ def test_set_base_url_makes_the_backend_openai_as_the_flag_does(settings, built_
                                  "/set backend llama\r/set api-model m\r/exit\r")
     assert "error: /set api-model is for --backend openai, not llama: /set" in " ".join(err.split())
     assert repl.settings.api_model == "" and repl.settings.backend == "llama"
+
+
+def test_save_marks_an_answer_cut_by_max_tokens_as_the_screen_does(settings, built_index, tmp_path, monkeypatch):
+    """The screen showed "…was an…[1]", the saved transcript "…was an[1]"."""
+    monkeypatch.chdir(tmp_path)
+    args = make_repl(settings.copy(strategy="single", max_tokens=2), built_index)
+    repl, _code, err, out = drive(args, "Which shrub grows in Japan?\r/save t.md\r/exit\r")
+    assert repl.transcript[-1].stop_reason == "max_tokens"
+    shown = out.splitlines()[0].strip()
+    assert shown.endswith("…") or "…[" in shown
+    assert shown in (tmp_path / "t.md").read_text()

@@ -253,7 +253,8 @@ class LlamaGenerator:
             # llama.cpp allocates whatever it is asked for: `--ctx 999999999` took the machine's memory
             # (17 GB in 30 s, Ctrl-C unheard) until the kernel killed it; and past the trained context
             # the model writes nonsense
-            self.notices.append(f"--ctx {n_ctx} is more than {model_path.name} was trained for: using {trained}")
+            self.notices.append(f"a context of {n_ctx} tokens (--ctx) is more than {model_path.name} was trained for: "
+                                f"using {trained}")
             n_ctx = trained
         kwargs = dict(model_path=str(model_path), n_ctx=n_ctx, n_gpu_layers=n_gpu_layers, seed=seed,
                       logits_all=False, verbose=False, n_batch=CHUNK, n_ubatch=CHUNK)
