@@ -176,7 +176,7 @@ def info(
         if key in ("updated", "created") and value:
             value = datetime.datetime.fromtimestamp(value).isoformat(timespec="seconds")
         if key == "size_bytes":
-            key, value = "size on disk", f"{value / 1e6:.1f} MB"
+            key, value = "size on disk", f"{value / 1e6:.1f} MB" if value >= 1e5 else f"{value / 1e3:.0f} kB"  # not "0.0 MB"
         if key == "encodings":
             key, value = "encodings (files)", ", ".join(f"{name}: {count}" for name, count in value.items())
         table.add_row(key.replace("_", " "), str(value))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import os
 from pathlib import Path
 import subprocess
@@ -259,6 +260,8 @@ def test_info_shows_index_stats(built_index, settings, capsys):
     code, out, _ = call(["info", "--index", settings.index, "--json"], capsys)
     stats = json.loads(out)
     assert code == 0 and stats["passages"] == built_index.num_passages() and stats["files"] == 2
+    code, out, _ = call(["info", "--index", settings.index], capsys)
+    assert re.search(r"size on disk +│ \d+ kB", out), out  # a small index: "0.0 MB" said nothing
 
 
 def test_unexpected_errors_are_one_line_with_exit_1(monkeypatch, capsys, tmp_path):
