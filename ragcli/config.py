@@ -196,7 +196,7 @@ class Settings:
             return
         if self.source("backend") == "default" and self.base_url:
             self.backend = "openai"
-            how = spelled("base_url") if "base_url" in named else f"base-url ({self.source('base_url')})"
+            how = spelled("base_url") if "base_url" in named else f"base-url from {self.source('base_url')}"
             self._sources["backend"] = f"implied by {how}"
             return
         if not named:

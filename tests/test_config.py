@@ -159,7 +159,7 @@ def test_a_server_named_on_the_command_line_is_the_backend_or_a_clear_error():
             Settings.resolve(flags, env=env, config_path=none)
     # set in the environment or a config file, a base URL names the server too (it went unused)
     s = Settings.resolve({}, env={"RAGCLI_BASE_URL": "http://x"}, config_path=none)
-    assert s.backend == "openai" and s.source("backend") == "implied by base-url (env RAGCLI_BASE_URL)"
+    assert s.backend == "openai" and s.source("backend") == "implied by base-url from env RAGCLI_BASE_URL"
     s = Settings.resolve({}, env={"RAGCLI_BASE_URL": "http://x", "RAGCLI_BACKEND": "llama"}, config_path=none)
     assert s.backend == "llama"  # chosen: the server stays a setting for when the backend is openai
     assert Settings.resolve({}, env={"RAGCLI_API_MODEL": "m"}, config_path=none).backend == "llama"
