@@ -253,6 +253,28 @@ def test_the_final_searchs_pages_are_read_last_next_to_the_question(settings):
     assert final_read_documents() == ["rome", "romulus"]
 
 
+def test_a_final_search_whose_pages_do_not_fit_says_so(settings):
+    """With a context too small for them (`--ctx 256`), the final search's pages were dropped without
+    a word: `search [answer]` with three hits, then the answer, and no read."""
+    import math
+
+    from ragcli.events import Notice
+    from ragcli.generation.fake import FakeGenerator, toks
+    from ragcli.types import Sentence, Token
+
+    retriever = OverlapRetriever([BRIDGE, ANSWER_PAGE, *NOISE])
+    strategy = build(Flare, FakeGenerator(default=toks(" Mars.", 0.9)), retriever, settings.copy(k=1, theta=0.5))
+    strategy.question = QUESTION
+    strategy.stats.retrievals = 1
+    strategy.gather([BRIDGE])
+    strategy.commit(Sentence("Romulus.", (Token(" Romulus", math.log(0.1)), Token(".", 0.0))), docs=[BRIDGE])
+    strategy.prompt_documents = lambda docs, build, budget, last=(): [d for d in docs if d.id == "rome"]  # full
+    events = list(strategy.final_read(QUESTION, ["Romulus."]))
+    assert [e.query.origin for e in events if isinstance(e, RetrievalTriggered)] == ["answer"]
+    assert not [e for e in events if isinstance(e, AnswerRead)]
+    assert [e.message for e in events if isinstance(e, Notice)] == [
+        "no final read: the final search's 1 page did not fit the context beside the answer's own"]
+
 def test_the_final_read_starts_with_the_pages_already_in_the_main_prompt(settings):
     """The last main-slot prompt's pages come first, in its order, so the KV cache re-evaluates only
     what the final read adds; by fusion alone the page both searches found would lead and the

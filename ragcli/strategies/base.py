@@ -38,7 +38,7 @@ from ragcli.strategies.stream import (
 )
 from ragcli.strategies.trigger import Trigger, make_trigger
 from ragcli.types import Document, Query, RunStats, Sentence, Token
-from ragcli.words import WORD, content_words, is_content_word
+from ragcli.words import WORD, content_words, counted, is_content_word
 
 # A step run on every retrieval's documents (``--correct``: CRAG's grading and refinement). It gets
 # the strategy, the question and the documents, yields events and returns the documents to use.
@@ -503,7 +503,13 @@ class Strategy:
         cap = cap or self.read_limit()
         docs = self.prompt_documents(self.gathered()[:cap], build, budget, last={d.key for d in last})
         if {d.key for d in docs} <= {d.key for d in written_from}:
-            return before  # the answer was written from all these documents: nothing new to read
+            # the answer was written from all these documents: nothing new to read. The final search's
+            # new pages, left out of the prompt (the context is full), went without a word
+            unread = [d for d in last if d.key not in {w.key for w in written_from}]
+            if unread:
+                yield self.notice(f"no final read: the final search's {counted(len(unread), 'page')} did not fit "
+                                  "the context beside the answer's own")
+            return before
         yield self.step("read")
         chunk = yield from self.generate(build(docs), max_tokens=budget, slot="main")
         sentences, _ = sentences_of(chunk.tokens)
