@@ -1,10 +1,15 @@
 """Words that carry content: one stop-word list and one tokenizer for every module that compares
 texts by their words (attribution, CRAG's lexical evidence, the entropy trigger, masked queries);
-and counted nouns for messages."""
+the words that hold a draft's low tokens; and counted nouns for messages."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Sequence
+
 import regex
+
+if TYPE_CHECKING:
+    from ragcli.types import Sentence, Token
 
 # Letters, digits and the marks written on them: Python's \w alone cut "दिल्ली" into "दिल" and "ली"
 # (a vowel sign or virama is a mark, not a letter), and so did every word of Hindi, Tamil, Thai or
@@ -85,6 +90,27 @@ def content_words(text: str, *, any_language: bool = False, as_written: bool = F
         if w and is_content_word(w) and not (any_language and w in FOREIGN_FUNCTION_WORDS):
             out.setdefault(w, word)
     return list(out.values())
+
+
+def low_words(sentence: Sentence, low: Sequence[Token]) -> list[tuple[str, float]]:
+    """The words of ``sentence`` that hold a low token, each with its lowest probability, in the
+    sentence's order: a number or name the tokenizer cut into pieces ("1966" as 1, 9, 6, 6) shows
+    once ("1966=0.11"), not as "6=0.31, 6=0.11". Punctuation stands alone (".=0.23")."""
+    flagged = {id(t) for t in low}
+    words: list[list] = []  # [text, lowest probability of its flagged tokens, or None]
+    joins = False  # the last token ended in a letter or digit: a piece of the same word may follow
+    for t in sentence.tokens:
+        text = t.text.strip()
+        piece = text[:1].isalnum()
+        if not words or not text or t.text[:1].isspace() or not piece or not joins:
+            words.append([text, None])
+        else:
+            words[-1][0] += text
+        if id(t) in flagged:
+            words[-1][1] = t.prob if words[-1][1] is None else min(words[-1][1], t.prob)
+        joins = piece and text[-1:].isalnum()
+    found = [(w, p) for w, p in words if p is not None and w]
+    return found or [(t.text.strip(), t.prob) for t in low]  # tokens not from this sentence: as they are
 
 
 def counted(n: int, noun: str) -> str:

@@ -94,6 +94,19 @@ def test_low_probability_token_triggers_retrieval_with_exactly_that_token_masked
     assert prompt.endswith("Answer: Rome was founded by Romulus.")
 
 
+def test_the_reason_to_retrieve_names_the_words_that_hold_the_low_tokens(settings):
+    """"why: 3 token(s) below θ=0.5: '6' p=0.12, 'Beat' p=0.09" beside the draft line's "1966=0.12,
+    Beatles=0.06": the reason now names the words, as the draft line does."""
+    gen = FakeGenerator([
+        FIRST,
+        [(" He", 0.9), (" met", 0.9), (" the", 0.9), (" Beat", 0.09), ("les", 0.06), (" in", 0.9), (" 19", 0.3),
+         ("6", 0.12), ("6", 0.4), (".", 0.9), (" More", 0.9)],
+        toks(" He met the Beatles in 1966.", 0.9) + toks(END, 0.9),
+    ])
+    events, _ = run(Flare, gen, settings.copy(theta=0.5))
+    trig = of(events, RetrievalTriggered)[1]
+    assert trig.reason == "5 token(s) below θ=0.5: 'Beatles' p=0.06, '1966' p=0.12"
+
 def test_theta_zero_never_retrieves_and_theta_one_always_does(settings):
     script = lambda: [FIRST, toks(" He was the son of Mars.", 0.99) + [(" X", 0.9)],
                       toks(" He was strong.", 0.99) + toks(END, 0.9)]

@@ -8,7 +8,6 @@ actually issued (masked tokens as gaps) and the documents; committed sentences s
 
 from __future__ import annotations
 
-from typing import Sequence
 
 from rich.console import Console
 from rich.live import Live
@@ -31,6 +30,7 @@ from ragcli.events import (
 from ragcli.render.text import (already_read_line, calibration_line, cited_pieces, one_line, safe, shorten, shorten_left,
                                 folded_source_rows, source_lines, summary_line, text_console)
 from ragcli.types import Sentence, Token
+from ragcli.words import low_words
 
 DRAFT = "grey58 italic"
 LOW = "underline bold red"
@@ -40,27 +40,6 @@ COMMITTED = "bold"
 LABEL_WIDTH = 14  # "   sentence │ "
 CONTINUED = " " * (LABEL_WIDTH - 2) + "│ "
 LOW_SHOWN = 6  # low tokens listed by name on a draft line; the count of the rest follows
-
-
-def low_words(sentence: Sentence, low: Sequence[Token]) -> list[tuple[str, float]]:
-    """The words of ``sentence`` that hold a low token, each with its lowest probability, in the
-    sentence's order: a number or name the tokenizer cut into pieces ("1966" as 1, 9, 6, 6) shows
-    once ("1966=0.11"), not as "6=0.31, 6=0.11". Punctuation stands alone (".=0.23")."""
-    flagged = {id(t) for t in low}
-    words: list[list] = []  # [text, lowest probability of its flagged tokens, or None]
-    joins = False  # the last token ended in a letter or digit: a piece of the same word may follow
-    for t in sentence.tokens:
-        text = t.text.strip()
-        piece = text[:1].isalnum()
-        if not words or not text or t.text[:1].isspace() or not piece or not joins:
-            words.append([text, None])
-        else:
-            words[-1][0] += text
-        if id(t) in flagged:
-            words[-1][1] = t.prob if words[-1][1] is None else min(words[-1][1], t.prob)
-        joins = piece and text[-1:].isalnum()
-    found = [(w, p) for w, p in words if p is not None and w]
-    return found or [(t.text.strip(), t.prob) for t in low]  # tokens not from this sentence: as they are
 
 
 SHOWN_AS = {"intermediate": "sub-answer"}  # self-ask's step: 12 letters overran the label column

@@ -28,7 +28,7 @@ from ragcli.strategies.base import HOLD_BREAK, Strategy
 from ragcli.strategies.stream import cut_sentence, sentences_of
 from ragcli.strategies.trigger import Trigger
 from ragcli.types import Document, Query, Sentence, Token
-from ragcli.words import CJK_CHARS, CJK_RUN, WHOLE_WORD, content_words
+from ragcli.words import CJK_CHARS, CJK_RUN, WHOLE_WORD, content_words, low_words
 
 MASK = "▁▁▁"
 _AFTER_CONCLUSION = re.compile(r"^.*?\banswer is\b:?", re.IGNORECASE)
@@ -212,7 +212,9 @@ class Flare(Strategy):
             reason = (f"{len(low)} token(s) above τ={trigger.threshold:.3g} (weighted entropy): "
                       + ", ".join(f"{t.text.strip()!r} {w:.2f}" for w, t in top if w > trigger.threshold))
         else:
-            lowest = ", ".join(f"{t.text.strip()!r} p={t.prob:.2f}" for t in sorted(low, key=lambda t: t.prob)[:4])
+            # by the words that hold them, as the draft line shows them ("'1966' p=0.12", not "'6' p=0.12")
+            words = sorted(low_words(draft, low), key=lambda wp: wp[1])[:4]
+            lowest = ", ".join(f"{w!r} p={p:.2f}" for w, p in words)
             reason = f"{len(low)} token(s) below θ={trigger.threshold:.3g}: {lowest}"
         masked = trigger.masked(draft)
         if st.query_mode == "qgen":
