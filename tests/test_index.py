@@ -605,11 +605,10 @@ def test_jsonl_batches_name_the_bad_line_and_accept_what_json_accepts(tmp_path):
     assert notes.encoding == "utf-16-le" and notes.bad_lines == 0
 
 
-def test_a_corpus_in_a_legacy_code_page_keeps_every_line_and_older_runs_that_skipped_some_read_it_again(tmp_path):
+def test_a_corpus_in_a_legacy_code_page_keeps_every_line_and_older_indexes_read_it_again(tmp_path):
     """A JSONL corpus exported in cp1252 lost every line with an accent ("line 1 is not UTF-8"), and
     one damaged byte in a UTF-8 corpus lost its whole record, where a .txt file with the same bytes
-    was read whole. A corpus an older ragcli read with such bad lines is read again; one it read
-    without any is not (a multi-GB corpus would be, for nothing)."""
+    was read whole. A corpus an older ragcli read is read again (its lines, ids and parts' pids changed)."""
     from ragcli.ingest.reader import FileNotes, read_passages
 
     recs = [{"title": "Paris", "text": "Le café était fermé."}, {"title": "Rome", "text": "Plain ascii record."},
@@ -637,6 +636,25 @@ def test_a_corpus_in_a_legacy_code_page_keeps_every_line_and_older_runs_that_ski
         notes = FileNotes()
         assert [(p.title, p.text) for p in read_passages(corpus, notes=notes)] == records
         assert (notes.encoding, notes.replaced) == (codec, 0)
+    # a short line is read in the corpus's encoding, not taken for damaged UTF-8 ("Úžasný" in cp1250
+    # holds a valid UTF-8 pair); a line of binary junk is no evidence (it made a cp1252 corpus cp1256,
+    # or lost it whole); legacy lines far into a corpus whose start is UTF-8 are read as what they are
+    import random
+
+    junk = bytes(random.Random(1).choice(range(0x80, 0x100)) for _ in range(300))
+    cases = (("cp1250", [json.dumps({"title": "Łódź", "text": "Łódź leży w centrum Polski."}, ensure_ascii=False),
+                         json.dumps({"title": "Zprava", "text": "Úžasný den"}, ensure_ascii=False)], b""),
+             ("cp1252", [json.dumps({"text": f"Café {i} à São Paulo"}, ensure_ascii=False) for i in range(30)],
+              junk + b"\n"),
+             ("cp1252", [json.dumps({"text": f"Café {i} à São Paulo, Zürich"}, ensure_ascii=False) for i in range(500)],
+              "".join(json.dumps({"text": f"row {i}" + (" €" if i == 7 else "")}, ensure_ascii=False) + "\n"
+                      for i in range(40_000)).encode()))
+    for codec, lines, before in cases:
+        corpus = tmp_path / "far.jsonl"
+        corpus.write_bytes(before + "".join(line + "\n" for line in lines).encode(codec))
+        notes = FileNotes()
+        got = [p.text for p in read_passages(corpus, notes=notes)][-len(lines):]
+        assert got == [json.loads(line)["text"] for line in lines] and notes.encoding == codec, (codec, got[:2])
     # a corpus of UTF-8 with a few bad bytes is that, whatever line they are on (read as a text file
     # is: "Gr\xfcße" after a cp1252-looking line came back "GrÃ¼ÃŸe", and the file was called cp1252)
     mixed = [b'{"text": "caf\xe9 au lait"}', '{"text": "Zürich ist schön"}'.encode(), b'{"text": "Gr\xfc\xc3\x9fe"}']
@@ -654,10 +672,10 @@ def test_a_corpus_in_a_legacy_code_page_keeps_every_line_and_older_runs_that_ski
     manifest = index.load_manifest()
     for entry in manifest.values():  # as ragcli 0.1's JSONL reader listed them
         entry.pop("reader")
-    manifest[str(legacy)]["bad_lines"] = 2
     index.save_manifest(manifest)
-    report = build_index([legacy.parent], tmp_path / "idx")
-    assert (report.updated, report.unchanged) == (1, 1) and report.files[0].path.endswith("legacy.jsonl")
+    report = build_index([legacy.parent], tmp_path / "idx")  # read again: what it gives has changed
+    assert (report.updated, report.unchanged) == (2, 0)
+    assert build_index([legacy.parent], tmp_path / "idx").unchanged == 2
 
 
 def test_parallel_parsing_gives_the_same_index_and_reports_skips(tmp_path):
@@ -732,8 +750,8 @@ def test_a_file_skipped_after_a_commit_part_way_leaves_no_entry(tmp_path, monkey
     (docs / "c.jsonl").write_text("".join(json.dumps({"text": f"record {i} apple"}) + "\n" for i in range(3000)))
     records = reader._jsonl_records
 
-    def failing(batches, notes, path=None):  # an I/O error mid-way (what _jsonl_batches makes a SkipFile)
-        for n, (i, v) in enumerate(records(batches, notes, path)):
+    def failing(batches, notes):  # an I/O error mid-way (what _jsonl_batches makes a SkipFile)
+        for n, (i, v) in enumerate(records(batches, notes)):
             if n == 2500:
                 raise SkipFile("cannot read: Input/output error")
             yield i, v
@@ -1195,3 +1213,22 @@ def test_warnings_name_a_folder_named_in_full_in_full(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     build_index([Path("notes")], tmp_path / "idx2", on_warning=warnings.append)
     assert warnings == ["notes/broken_link not reachable: broken symlink"]  # named relative: shown so
+
+
+def test_a_records_id_0_is_its_id_and_a_title_that_is_no_text_is_written_out(tmp_path):
+    """{"id": 0} was taken for no id (hashed) while {"id": 1} was "1"; a title 0 or false became ""
+    in the index and something else in an eval's gold paragraphs: their pids differed."""
+    from ragcli.eval.dataset import _paragraphs
+    from ragcli.ingest.passages import normalise
+    from ragcli.ingest.reader import read_passages
+
+    records = [{"id": 0, "title": 0, "text": "zero"}, {"id": 1, "title": False, "text": "one"},
+               {"title": ["Paris", "France"], "text": "two"}, {"title": {"a": 1}, "text": "three"}]
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in records))
+    got = read_passages(corpus)
+    assert [(p.pid, p.title) for p in got[:2]] == [("0", "0"), ("1", "false")]
+    assert [p.title for p in got[2:]] == ['["Paris", "France"]', '{"a": 1}']
+    gold = _paragraphs([{k: v for k, v in r.items() if k != "id"} for r in records[2:]])
+    assert [p["pid"] for p in gold] == [p.pid for p in got[2:]]  # the same pid for the same record
+    assert normalise("two") == got[2].text

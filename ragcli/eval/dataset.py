@@ -52,29 +52,27 @@ def _answers(value: object) -> tuple[str, ...]:
 
 
 def _paragraphs(value: object) -> tuple[dict, ...]:
-    """The paragraphs, each with a "pid": one without gets the pid ``ragcli index`` gives such a
-    record (its "id", or its title and collapsed text hashed: ``record_pid``), so that recall finds it
-    in a ``--corpus`` built from the same records. A "text" is needed only where one is read: to
-    index the paragraphs themselves, or as an oracle's documents."""
+    """The paragraphs, each with a "pid" and a text "title": one without a pid gets the one
+    ``ragcli index`` gives a record without an id (its title and collapsed text hashed: a paragraph's
+    "id" numbers it within its question only), so that recall finds it in a ``--corpus`` built from
+    the same records. A "text" is needed only where one is read: to index the paragraphs themselves,
+    or as an oracle's documents."""
     if value is None:
         return ()
     if not isinstance(value, list) or not all(isinstance(p, dict) for p in value):
         raise TypeError('"paragraphs" is not a list of objects')
     out = []
+    from ragcli.ingest.passages import normalise, record_pid, record_title
+
+    out = []
     for i, p in enumerate(value, start=1):
-        text, title = p.get("text"), p.get("title")
+        text = p.get("text")
         if text is not None and not isinstance(text, str):
             raise TypeError(f'paragraph {i} has a "text" that is not text')
-        if title is not None and not isinstance(title, str):
-            p = dict(p, title=json.dumps(title) if not isinstance(title, (int, float)) else str(title))
-        if not p.get("pid") and not p.get("id") and text is None:
+        if p.get("pid") in (None, "") and text is None:
             raise TypeError(f'paragraph {i} has neither a "pid" nor a "text"')
-        pid = p.get("pid")
-        if not isinstance(pid, str) or not pid:
-            from ragcli.ingest.passages import normalise, record_pid
-
-            p = dict(p, pid=record_pid(p, p.get("title") or "", normalise(text or "")))
-        out.append(p)
+        title = record_title(p)
+        out.append(dict(p, title=title, pid=record_pid(p, title, normalise(text or ""), ids=False)))
     return tuple(out)
 
 

@@ -165,15 +165,14 @@ def _reads_as_text(raw: bytes, codec: str) -> bool:
     return printable >= 0.98 * len(text)
 
 
-def damaged_utf8(raw: bytes, *, line: bool = False) -> Decoded | None:
+def damaged_utf8(raw: bytes) -> Decoded | None:
     """UTF-8 with a few bad bytes (a truncated copy, one stray Latin-1 character): its valid
-    multi-byte characters outnumber the bad bytes (``line``: one line of a file, as many will do:
-    "Zürich" cut inside its last character). An 8-bit legacy file has almost no valid multi-byte
-    sequences, so it goes to the detector instead."""
+    multi-byte characters outnumber the bad bytes. An 8-bit legacy file has almost no valid
+    multi-byte sequences, so it goes to the detector instead."""
     text = raw.decode("utf-8", errors="replace")
     bad = _replaced(raw, "utf-8", text)
     multibyte = len(text) - len(text.encode("ascii", errors="ignore")) - bad
-    if multibyte > bad or line and multibyte and multibyte == bad:
+    if multibyte > bad:
         return Decoded(text, "utf-8", bad)
     return None
 

@@ -28,7 +28,8 @@ SUPPORTED_SUFFIXES = TEXT_SUFFIXES | MARKDOWN_SUFFIXES | HTML_SUFFIXES | PDF_SUF
 # updated), so an upgrade needs no `--rebuild`. Bump a format's number when its passages change.
 # Markdown 2: a heading with nothing under it is a passage. HTML 2: a page declaring a one-byte
 # charset over UTF-8 bytes is read as UTF-8. JSONL 2: a line that is not UTF-8 is read in the file's
-# legacy encoding, not skipped as a bad line.
+# encoding, not skipped as a bad line; a record's "id" 0 is its id, a title that is no text is
+# written out, and the parts of a long record without an id are its hash's "#0", "#1", ….
 _READER_VERSIONS = {**{suffix: 2 for suffix in MARKDOWN_SUFFIXES}, **{suffix: 2 for suffix in HTML_SUFFIXES},
                     **{suffix: 2 for suffix in JSONL_SUFFIXES}}
 

@@ -550,13 +550,8 @@ def _changed(info: FileInfo, previous: dict | None) -> bool:
 
 
 def _read_as_now(info: FileInfo, previous: dict) -> bool:
-    """Whether the file's passages in the index are those today's reader gives (see reader_version).
-    JSONL 2 reads the lines that are not UTF-8 that JSONL 1 skipped as bad, and nothing else
-    differently: a corpus without bad lines is not read again for it (a multi-GB one would be)."""
-    version = previous.get("reader", 1)
-    if version == 1 and info.path.suffix.lower() in JSONL_SUFFIXES and not previous.get("bad_lines"):
-        return True
-    return version == reader_version(info.path)
+    """Whether the file's passages in the index are those today's reader gives (see reader_version)."""
+    return previous.get("reader", 1) == reader_version(info.path)
 
 
 def _parse(path: str, shown: str) -> tuple[list | None, FileNotes, str | None]:

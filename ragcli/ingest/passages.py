@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from typing import Iterator
 
@@ -20,14 +21,25 @@ def passage_id(title: str, text: str) -> str:
     return "p_" + hashlib.sha1(f"{title}\n{text}".encode("utf-8")).hexdigest()[:16]
 
 
-def record_pid(record: dict, title: str, body: str) -> str:
-    """The pid of a JSONL record (or a QA paragraph): its "pid" or "id" as given, else ``passage_id``
-    of its title and collapsed text. A record cut into parts gives them this pid and "#1", "#2", …
-    (recall counts a part as its record), so the eval's gold pids and the index's agree."""
-    given = record.get("pid") or record.get("id")
-    if given:
-        return given if type(given) is str else str(given)
-    return passage_id(title, body)
+def record_pid(record: dict, title: str, body: str, *, ids: bool = True) -> str:
+    """The pid of a JSONL record: its "pid", or (``ids``) its "id", as given (0 too), else
+    ``passage_id`` of its title and collapsed text. A record cut into parts gives them this pid and
+    "#0", "#1", … (recall counts a part as its record), so an eval's gold pids and the index's agree
+    (a QA paragraph's "id" numbers it within its question only: ``ids=False``)."""
+    given = record.get("pid")
+    if (given is None or given == "") and ids:
+        given = record.get("id")
+    if given is None or given == "":
+        return passage_id(title, body)
+    return given if type(given) is str else json.dumps(given, ensure_ascii=False)
+
+
+def record_title(record: dict) -> str:
+    """A JSONL record's (or QA paragraph's) title as text: a number or a list as JSON writes it."""
+    title = record.get("title")
+    if title is None:
+        return ""
+    return title if type(title) is str else json.dumps(title, ensure_ascii=False)
 
 
 def chunk_text(text: str, target_words: int = TARGET_WORDS) -> list[tuple[int, int]]:

@@ -24,7 +24,7 @@ from typing import Callable, Iterable, Iterator
 from ragcli.ingest import formats
 from ragcli.ingest.encoding import SNIFF_BYTES, bom, bomless_utf16, damaged_utf8, decode, stray_nuls
 from ragcli.ingest.formats import SUPPORTED_SUFFIXES, Section, SkipFile, starts_of_lines
-from ragcli.ingest.passages import Passage, chunk_text, normalise, passage_id, record_pid
+from ragcli.ingest.passages import Passage, chunk_text, normalise, passage_id, record_pid, record_title
 from ragcli.retrieval.index import MANIFEST_FILE, META_FILE
 
 MAX_FILE_BYTES = 200 * 1024 * 1024
@@ -323,7 +323,7 @@ def iter_passages(path: Path, display: str | None = None, notes: FileNotes | Non
     key = str(path)
     suffix = path.suffix.lower()
     if suffix in formats.JSONL_SUFFIXES:
-        yield from _jsonl_passages(_jsonl_records(_jsonl_batches(path, notes), notes, path), shown, key, notes)
+        yield from _jsonl_passages(_jsonl_records(_jsonl_batches(path, notes), notes), shown, key, notes)
         return
     for section in _sections(path, suffix, notes):
         for p in _section_passages(section, shown):
@@ -418,8 +418,7 @@ def _numbered(batches: Iterable[list[bytes]]) -> Iterator[tuple[int, list[bytes]
         first += len(lines)
 
 
-def _jsonl_records(batches: Iterable[tuple[int, list[bytes]]], notes: FileNotes,
-                   path: Path | None = None) -> Iterator[tuple[int, object]]:
+def _jsonl_records(batches: Iterable[tuple[int, list[bytes]]], notes: FileNotes) -> Iterator[tuple[int, object]]:
     """(line number, parsed value) of each non-blank line. A batch is parsed as one JSON array;
     if that fails or does not give one value per line (blank lines, a bad line), its non-blank
     lines are tried as one array again, then one by one: a bad line is noted by number and skipped."""
@@ -435,14 +434,20 @@ def _jsonl_records(batches: Iterable[tuple[int, list[bytes]]], notes: FileNotes,
             return None
         return values if isinstance(values, list) and len(values) == len(lines) else None
 
-    legacy: list[str | None] = []  # the corpus's own encoding, found once a line is not UTF-8
+    batches = iter(batches)
+    ahead: list[tuple[int, list[bytes]]] = []  # batches read ahead to decide the corpus's encoding by
+    found: list[str | None] = []  # that encoding, once a line is not UTF-8 ("utf-8": damaged UTF-8)
 
-    def codec(line: bytes) -> str | None:
-        if not legacy:
-            legacy.append(_corpus_codec(path, line))
-        return legacy[0]
+    def codec(lines: list[bytes]) -> str | None:
+        if not found:
+            found.append(_corpus_codec(lines, batches, ahead))
+        return found[0]
 
-    for first, lines in batches:
+    while True:
+        batch = ahead.pop(0) if ahead else next(batches, None)
+        if batch is None:
+            return
+        first, lines = batch
         values = array(lines)
         if values is not None:
             yield from enumerate(values, start=first)
@@ -456,7 +461,7 @@ def _jsonl_records(batches: Iterable[tuple[int, list[bytes]]], notes: FileNotes,
             continue
         for n, raw in numbered:
             try:
-                value = _parse_line(n, raw, notes, codec)
+                value = _parse_line(n, raw, notes, lambda: codec(lines))
             except _BadLine as bad:
                 notes.bad_line(str(bad))
                 continue
@@ -487,62 +492,69 @@ class _BadLine(Exception):
     """A JSONL line that gives no record; the message names it ("line 7 is not JSON")."""
 
 
-def _parse_line(lineno: int, raw: bytes, notes: FileNotes, codec: Callable[[bytes], str | None]) -> object:
-    """The value of one JSONL line. One that is not UTF-8 is damaged UTF-8 (its valid multi-byte
-    characters outnumber its bad bytes: those are replaced), or a line in the corpus's own legacy
-    encoding (``codec``: found once, from the corpus as a text file's would be, ``_corpus_codec``): a
-    corpus exported by a Windows tool lost every line with an accent as a bad line."""
+def _parse_line(lineno: int, raw: bytes, notes: FileNotes, codec: Callable[[], str | None]) -> object:
+    """The value of one JSONL line. One that is not UTF-8 is read in the corpus's encoding (``codec``,
+    decided once, as a text file's is: ``_corpus_codec``), its bytes that encoding has no character
+    for replaced: a corpus exported by a Windows tool lost every line with an accent as a bad line."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        damaged = damaged_utf8(raw, line=True)
-        name = None if damaged is not None else codec(raw)
-        if damaged is None and name is None:
+        name = codec()
+        if name is None:
             raise _BadLine(f"line {lineno} is not text (byte {exc.start})") from None
-        if damaged is not None:
-            text, replaced = damaged.text, damaged.replaced
-        else:
-            text = raw.decode(name, errors="replace")
-            replaced = text.count("\ufffd")
-            notes.encoding = notes.encoding if name == "utf-8" else name
-        notes.replaced += replaced
+        text = raw.decode(name, errors="replace")
+        notes.replaced += text.count("\ufffd")
+        if name != "utf-8":
+            notes.encoding = name
     try:
         return json.loads(text)
     except json.JSONDecodeError:
         raise _BadLine(f"line {lineno} is not JSON") from None
 
 
-LEGACY_HEAD_BYTES = 4 << 20  # of a corpus, read for its encoding once a line is not UTF-8
-LEGACY_SAMPLE_BYTES = 64 * 1024  # of its lines that are not UTF-8, decoded as a text file's bytes
+CODEC_EVIDENCE_BYTES = 64 * 1024  # of lines that are not UTF-8, to decide a corpus's encoding by
+CODEC_LOOKAHEAD_BYTES = 8 << 20  # read ahead at most to find them
 
 
-def _corpus_codec(path: Path | None, line: bytes) -> str | None:
-    """The encoding of a JSONL corpus that has lines not in UTF-8, decided as a text file's is
-    (``encoding.decode``) on its first few MB: UTF-8 with a few bad bytes (replaced) where its valid
-    multi-byte characters outnumber them, else a legacy encoding, by those lines (one short line alone
-    was too little to tell the code pages apart: cp1250's "Łódź" came back as "£ódŸ"); ``line`` where
-    there are none (the corpus streams: it may be far in). None when no encoding reads them as text."""
-    lines: list[bytes] = []
-    if path is not None:
-        try:
-            with open(path, "rb") as fh:
-                head = fh.read(LEGACY_HEAD_BYTES)
-        except OSError:
-            head = b""
-        if head and damaged_utf8(head) is not None:
-            return "utf-8"
-        size = 0
-        for raw in head.splitlines():
-            if size >= LEGACY_SAMPLE_BYTES:
-                break
-            if not raw.isascii() and not _is_utf8(raw) and damaged_utf8(raw, line=True) is None:
-                lines.append(raw)
-                size += len(raw)
+def _corpus_codec(lines: list[bytes], batches: Iterator[tuple[int, list[bytes]]],
+                  ahead: list[tuple[int, list[bytes]]]) -> str | None:
+    """The encoding of a JSONL corpus whose line in ``lines`` (a batch) is not UTF-8, decided as a text
+    file's is (``encoding.decode``), on that batch and the ones after it (read ahead from ``batches``
+    into ``ahead`` until 64 KB of such lines, or 8 MB, are in hand; it may be far into a corpus that
+    streams): UTF-8 with a few bad bytes where its valid multi-byte characters outnumber them, else a
+    legacy encoding read from those lines (one short line alone was too little to tell the code pages
+    apart: cp1250's "Łódź" came back as "£ódŸ"). A line that is no JSON record in any one-byte reading
+    (binary junk) is no evidence. None when no encoding reads them as text."""
+    seen = list(lines)
+    size = sum(map(len, seen))
+    while size < CODEC_LOOKAHEAD_BYTES and _evidence_bytes(seen) < CODEC_EVIDENCE_BYTES:
+        batch = next(batches, None)
+        if batch is None:
+            break
+        ahead.append(batch)
+        seen += batch[1]
+        size += sum(map(len, batch[1]))
+    if damaged_utf8(b"\n".join(seen)) is not None:
+        return "utf-8"
+    evidence = [raw for raw in seen if not _is_utf8(raw) and _json_record(raw)]
     try:
-        found = decode(b"\n".join(lines or [line]))
+        name = decode(b"\n".join(evidence)[:CODEC_EVIDENCE_BYTES * 2]).encoding if evidence else None
     except SkipFile:
         return None
-    return None if found.encoding == "utf-8" else found.encoding
+    return name
+
+
+def _evidence_bytes(lines: list[bytes]) -> int:
+    return sum(len(raw) for raw in lines if not raw.isascii() and not _is_utf8(raw))
+
+
+def _json_record(raw: bytes) -> bool:
+    """Whether a line is a JSON object read byte for byte as Latin-1 (any one-byte encoding's record
+    is; binary junk is not)."""
+    try:
+        return isinstance(json.loads(raw.decode("latin-1")), dict)
+    except ValueError:
+        return False
 
 
 def _sections(path: Path, suffix: str, notes: FileNotes) -> list[Section]:
@@ -623,9 +635,7 @@ def _jsonl_passages(records: Iterable[tuple[int, object]], shown: str, key: str,
         body = normalise(text)
         if not body:
             continue
-        title = record.get("title") or ""
-        if type(title) is not str:
-            title = str(title)
+        title = record_title(record)
         pid = record_pid(record, title, body)
         location = prefix + str(lineno)
         # A record is one passage unless it is long: 1,500+ characters (a cheap test that spares
