@@ -192,6 +192,9 @@ class Settings:
         no word of the server); a server named by ``names`` is refused where the backend was set to
         llama. An empty value names no server: it clears one set in the environment or the config."""
         named = [k for k in names if k in ("base_url", "api_model") and getattr(self, k)]
+        if self.source("backend").startswith("implied by") and not self.base_url:  # that URL taken back
+            self.backend = "llama"
+            self._sources["backend"] = "default"
         if self.backend != "llama":
             return
         if self.source("backend") == "default" and self.base_url:
@@ -201,9 +204,11 @@ class Settings:
             return
         if not named:
             return
-        said = {"default": "", "flag": ": --backend llama"}.get(self.source("backend"), f": {self.source('backend')}")
+        said = {"default": "", "flag": ": --backend llama", "/set": ": /set backend llama"}.get(
+            self.source("backend"), f": {self.source('backend')}")
+        server = "give the server's base URL too" if named[0] == "api_model" else "set the backend to openai"
         raise UsageError(f"{spelled(named[0])} is for --backend openai, not llama{said}",
-                         hint=f"set the backend to openai, or leave {spelled(named[0])} out")
+                         hint=f"{server}, or leave {spelled(named[0])} out")
 
     def set(self, name: str, value: Any, *, label: str | None = None) -> None:
         """Set one setting by name, coercing strings (from env, config or `/set`) to its type.

@@ -438,7 +438,7 @@ def test_set_base_url_makes_the_backend_openai_as_the_flag_does(settings, built_
     assert "backend → openai" in err
     repl, code, err, out = drive(make_repl(settings.copy(strategy="none", backend="llama"), built_index),
                                  "/set backend llama\r/set api-model m\r/exit\r")
-    assert "error: /set api-model is for --backend openai, not llama: /set" in " ".join(err.split())
+    assert "error: /set api-model is for --backend openai, not llama: /set backend llama" in " ".join(err.split())
     assert repl.settings.api_model == "" and repl.settings.backend == "llama"
 
 
@@ -451,3 +451,10 @@ def test_save_marks_an_answer_cut_by_max_tokens_as_the_screen_does(settings, bui
     shown = out.splitlines()[0].strip()
     assert shown.endswith("…") or "…[" in shown
     assert shown in (tmp_path / "t.md").read_text()
+
+
+def test_a_base_url_taken_back_takes_back_the_backend_it_implied(settings, built_index):
+    """`/set base-url URL` then `/set base-url ''`: the backend stayed openai, with no server to ask."""
+    repl, code, err, out = drive(make_repl(settings.copy(strategy="none"), built_index),
+                                 "/set base-url http://127.0.0.1:9/v1\r/set base-url ''\r/exit\r")
+    assert (repl.settings.backend, repl.settings.source("backend"), repl.settings.base_url) == ("llama", "default", "")
