@@ -268,12 +268,24 @@ def test_a_final_search_whose_pages_do_not_fit_says_so(settings):
     strategy.stats.retrievals = 1
     strategy.gather([BRIDGE])
     strategy.commit(Sentence("Romulus.", (Token(" Romulus", math.log(0.1)), Token(".", 0.0))), docs=[BRIDGE])
+    fit = strategy.prompt_documents
     strategy.prompt_documents = lambda docs, build, budget, last=(): [d for d in docs if d.id == "rome"]  # full
     events = list(strategy.final_read(QUESTION, ["Romulus."]))
     assert [e.query.origin for e in events if isinstance(e, RetrievalTriggered)] == ["answer"]
     assert not [e for e in events if isinstance(e, AnswerRead)]
     assert [e.message for e in events if isinstance(e, Notice)] == [
         "no final read: the final search's 1 page did not fit the context beside the answer's own"]
+    # the read's cap, not the context, leaves it out: said so (the context was blamed)
+    strategy = build(Flare, FakeGenerator(default=toks(" Mars.", 0.9)), OverlapRetriever([BRIDGE, ANSWER_PAGE, *NOISE]),
+                     settings.copy(k=1, theta=0.5, read_cap=1))
+    strategy.question = QUESTION
+    strategy.stats.retrievals = 1
+    strategy.gather([BRIDGE])
+    strategy.commit(Sentence("Romulus.", (Token(" Romulus", math.log(0.1)), Token(".", 0.0))), docs=[BRIDGE])
+    assert strategy.prompt_documents.__func__ is fit.__func__
+    events = list(strategy.final_read(QUESTION, ["Romulus."]))
+    assert [e.message for e in events if isinstance(e, Notice)] == [
+        "no final read: the final search's 1 page ranks past --read-cap 1"]
 
 def test_the_final_read_starts_with_the_pages_already_in_the_main_prompt(settings):
     """The last main-slot prompt's pages come first, in its order, so the KV cache re-evaluates only

@@ -501,14 +501,17 @@ class Strategy:
         # (the final read then evaluates only what is new), and the final search's pages last, next
         # to the question: what the answer pointed to is read where a small model reads best.
         cap = cap or self.read_limit()
-        docs = self.prompt_documents(self.gathered()[:cap], build, budget, last={d.key for d in last})
+        candidates = self.gathered()[:cap]
+        docs = self.prompt_documents(candidates, build, budget, last={d.key for d in last})
         if {d.key for d in docs} <= {d.key for d in written_from}:
             # the answer was written from all these documents: nothing new to read. The final search's
-            # new pages, left out of the prompt (the context is full), went without a word
+            # new pages, left out, went without a word
             unread = [d for d in last if d.key not in {w.key for w in written_from}]
+            capped = [d for d in unread if d.key not in {c.key for c in candidates}]
             if unread:
-                yield self.notice(f"no final read: the final search's {counted(len(unread), 'page')} did not fit "
-                                  "the context beside the answer's own")
+                why = (f"{'ranks' if len(unread) == 1 else 'rank'} past --read-cap {cap}" if len(capped) == len(unread)
+                       else "did not fit the context beside the answer's own")
+                yield self.notice(f"no final read: the final search's {counted(len(unread), 'page')} {why}")
             return before
         yield self.step("read")
         chunk = yield from self.generate(build(docs), max_tokens=budget, slot="main")
