@@ -778,6 +778,16 @@ def test_a_file_skipped_after_a_commit_part_way_leaves_no_entry(tmp_path, monkey
     assert [why for _, why in report.skipped] == ["cannot read: Input/output error"]
     old = TantivyIndex.open(tmp_path / "old")
     assert old.num_passages() == 0 and old.load_manifest() == {}
+    # the same when it fails before any commit (it said "nothing to index", keeping the old passages)
+    monkeypatch.setattr(reader, "_jsonl_records", records)
+    (docs / "c.jsonl").write_text("".join(json.dumps({"text": f"record {i} pear"}) + "\n" for i in range(10)))
+    build_index([docs], tmp_path / "old", commit_every=1000)
+    monkeypatch.setattr(reader, "_jsonl_records", failing)
+    (docs / "c.jsonl").write_text("".join(json.dumps({"text": f"record {i} plum"}) + "\n" for i in range(3000)))
+    report = indexer.build_index([docs], tmp_path / "old", commit_every=5000)
+    assert [why for _, why in report.skipped] == ["cannot read: Input/output error"]
+    old = TantivyIndex.open(tmp_path / "old")
+    assert old.num_passages() == 0 and old.load_manifest() == {}
 
 
 def test_files_skipped_unparsed_hold_no_place_in_the_parser_pool(tmp_path, monkeypatch):

@@ -188,10 +188,10 @@ def build_index(
                     if on_progress:
                         on_progress(done, len(files), report.passages_added)
                 # nothing readable, and nothing indexed before to take out (a file blanked since: its
-                # passages go); uncommitted work is dropped as the writer closes. An index that
-                # committed part of a file since skipped is not as it was: the drop is committed
+                # passages go; one skipped now, read before: its passages go too, whether or not part
+                # of it was committed before it failed); uncommitted work is dropped as the writer closes
                 if (files and not run.holds_passages(files) and not (report.updated or report.removed)
-                        and (created or not run.commits)):
+                        and (created or not (run.commits or run.pending_removed))):
                     raise _empty(paths, report, None if created else index_dir)
                 run.commit()
                 writer.finish()
