@@ -706,6 +706,12 @@ def test_a_closed_book_eval_needs_no_paragraphs_and_a_retrieving_one_says_what_i
     with pytest.raises(SystemExit) as exc:  # the oracle ran closed-book and said it retrieved, 100 %
         cli.run(["eval", str(data), "--strategy", "oracle"])
     assert exc.value.code == 2 and "oracle reads each question's gold paragraphs" in capsys.readouterr().err
+    pid_only = tmp_path / "pidonly.jsonl"  # gold paragraphs by pid alone: the oracle would read empty pages
+    pid_only.write_text(json.dumps({"id": "q1", "question": "Q?", "answers": ["x"],
+                                    "paragraphs": [{"pid": "p_1", "is_supporting": True}]}) + "\n")
+    with pytest.raises(SystemExit) as exc:
+        cli.run(["eval", str(pid_only), "--strategy", "oracle"])
+    assert exc.value.code == 2 and "question 'q1' has one without \"text\"" in " ".join(capsys.readouterr().err.split())
     with pytest.raises(SystemExit) as exc:  # an --index given is checked, used or not
         cli.run(["eval", str(data), "--strategy", "none", "--index", str(tmp_path / "no-index")])
     assert exc.value.code == 3, capsys.readouterr().err

@@ -90,9 +90,14 @@ def eval_run(
     engine = Engine(base)
     for spec in specs:
         engine.strategy_class(spec.strategy, allow_eval=True)
-    if any(spec.strategy == "oracle" for spec in specs) and not any(ex.paragraphs for ex in examples):
-        raise UsageError(f"--strategy oracle reads each question's gold paragraphs: {dataset.name} has none",
-                         hint="oracle needs \"paragraphs\" with is_supporting marks; run --strategy none (closed-book)")
+    if any(spec.strategy == "oracle" for spec in specs):
+        if not any(ex.paragraphs for ex in examples):
+            raise UsageError(f"--strategy oracle reads each question's gold paragraphs: {dataset.name} has none",
+                             hint="oracle needs \"paragraphs\" with is_supporting marks; run --strategy none (closed-book)")
+        textless = next((ex for ex in examples for p in ex.paragraphs if p.get("is_supporting") and p.get("text") is None), None)
+        if textless is not None:  # it read an empty page and answered closed-book, under oracle's name
+            raise UsageError(f"--strategy oracle reads each question's gold paragraphs: question {textless.id!r} has "
+                             "one without \"text\"", hint="give the gold paragraphs their text, or leave oracle out")
     build = None
     if not all(spec.strategy in WITHOUT_INDEX for spec in specs):
         build = _open_index(base, dataset, corpus)
