@@ -301,6 +301,7 @@ def test_a_link_to_a_folder_inside_the_walk_passes_over_is_read_under_its_name(t
     (docs / ".git" / "info" / "notes.md").write_text("git's own")
     os.symlink(".git", docs / "gitdir")
     os.symlink(".git/info", docs / "gitinfo")
+    os.symlink(".git/info/notes.md", docs / "gitnotes.md")
     skipped = []
     files = iter_files([docs], on_skip=lambda path, why: skipped.append((path.name, why.split(" (")[0])))
     assert sorted(str(f.path.relative_to(docs)) for f in files) == ["draft_link/z.md", "plain/p.txt", "shown/a.txt"]

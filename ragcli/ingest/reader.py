@@ -240,8 +240,11 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
         if target not in walked and not _never_read(Path(target), Path(real_root)):
             yield from walk(link)
     # a link to a file the walk read (iter_files counts a file once) is passed over; one to a file it
-    # did not read (elsewhere, hidden, ignored) is read under the link's name
-    yield from linked
+    # did not read (elsewhere, hidden, ignored) is read under the link's name, unless it is in a .git
+    for link in linked:
+        target = Path(os.path.realpath(link))
+        if not (target.is_relative_to(real_root) and _never_read(target.parent, Path(real_root))):
+            yield link
 
 
 def _never_read(folder: Path, root: Path) -> bool:
