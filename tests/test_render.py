@@ -428,6 +428,12 @@ def test_a_low_word_the_tokenizer_cut_into_pieces_shows_once_with_its_lowest_pro
     low = tuple(t for t in toks_ if t.prob < 0.4)
     r.handle(DraftSentence(Sentence("He joined Ostenfeld in 1966.", toks_), low, accepted=False))
     assert "✗ low: Ostenfeld=0.20, 1966=0.11, .=0.23" in err.export_text()
+    from ragcli.words import low_words
+
+    cjk = tuple(Token(t, math.log(p)) for t, p in (("他", .9), ("出生", .9), ("于", .9), ("19", .3), ("66", .12),
+                                                    ("年", .2), ("。", .9)))
+    words = low_words(Sentence("他出生于1966年。", cjk), [t for t in cjk if t.prob < 0.4])
+    assert [(w, round(p, 2)) for w, p in words] == [("1966", 0.12), ("年", 0.2)]  # not "他出生于1966年" whole
 
 
 def test_a_title_holding_a_newline_stays_on_one_line_in_the_sources_list():
