@@ -206,7 +206,8 @@ class Settings:
             return
         said = {"default": "", "flag": ": --backend llama", "/set": ": /set backend llama"}.get(
             self.source("backend"), f": {self.source('backend')}")
-        server = "give the server's base URL too" if named[0] == "api_model" else "set the backend to openai"
+        server = ("give the server's base URL too" if named[0] == "api_model" and self.source("backend") == "default"
+                  else "set the backend to openai")
         raise UsageError(f"{spelled(named[0])} is for --backend openai, not llama{said}",
                          hint=f"{server}, or leave {spelled(named[0])} out")
 

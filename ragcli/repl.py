@@ -248,8 +248,8 @@ class Repl:
             self.settings._sources = before._sources
             raise
         self.console.print(f"{name.replace('_', '-')} → {getattr(self.settings, name)}")
-        if self.settings.source("backend") == "implied by /set base-url" and before.backend != "openai":
-            self.console.print("backend → openai (the server at base-url answers)")
+        if self.settings.backend != before.backend:  # implied by a base URL, or taken back with it
+            self.console.print(f"backend → {self.settings.backend}")
 
     def command(self, text: str) -> str | None:
         try:

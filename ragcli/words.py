@@ -92,24 +92,28 @@ def content_words(text: str, *, any_language: bool = False, as_written: bool = F
     return list(out.values())
 
 
+_HAN_KANA = regex.compile(f"[{HAN_KANA_CHARS}]")
+
+
 def low_words(sentence: Sentence, low: Sequence[Token]) -> list[tuple[str, float]]:
     """The words of ``sentence`` that hold a low token, each with its lowest probability, in the
     sentence's order: a number or name the tokenizer cut into pieces ("1966" as 1, 9, 6, 6) shows
     once ("1966=0.11"), not as "6=0.31, 6=0.11". Punctuation stands alone (".=0.23"), and so does a
-    token of Chinese, Japanese or Korean, written without spaces (a whole clause was one "word")."""
+    token of Chinese or Japanese, written without spaces (a whole clause was one "word"; Korean spaces
+    its words)."""
     flagged = {id(t) for t in low}
     words: list[list] = []  # [text, lowest probability of its flagged tokens, or None]
     joins = False  # the last token ended in a letter or digit: a piece of the same word may follow
     for t in sentence.tokens:
         text = t.text.strip()
-        piece = text[:1].isalnum() and not CJK_RUN.match(text[:1])
+        piece = text[:1].isalnum() and not _HAN_KANA.match(text[:1])
         if not words or not text or t.text[:1].isspace() or not piece or not joins:
             words.append([text, None])
         else:
             words[-1][0] += text
         if id(t) in flagged:
             words[-1][1] = t.prob if words[-1][1] is None else min(words[-1][1], t.prob)
-        joins = piece and text[-1:].isalnum() and not CJK_RUN.match(text[-1:])
+        joins = piece and text[-1:].isalnum() and not _HAN_KANA.match(text[-1:])
     found = [(w, p) for w, p in words if p is not None and w]
     return found or [(t.text.strip(), t.prob) for t in low]  # tokens not from this sentence: as they are
 

@@ -899,7 +899,7 @@ def test_paragraphs_without_a_pid_get_the_one_the_index_gives_and_without_text_a
 
     long_text = " ".join(f"Sentence {i} about the narwhal and its tusk." for i in range(120))
     paras = [{"title": "Ulf Merbold", "text": "Ulf  Merbold is a German\nphysicist.", "is_supporting": True},
-             {"title": 1912, "text": "The narwhal has a tusk.", "is_supporting": True},
+             {"id": "doc7", "title": 1912, "text": "The narwhal has a tusk.", "is_supporting": True},
              {"title": "Long", "text": long_text, "is_supporting": True}]
     data = tmp_path / "qs.jsonl"
     data.write_text(json.dumps({"id": 1, "question": "Who?", "answers": ["x"], "paragraphs": paras}) + "\n")
@@ -911,6 +911,7 @@ def test_paragraphs_without_a_pid_get_the_one_the_index_gives_and_without_text_a
     assert len(hits) > 3  # the long record is cut into parts
     assert recall([h.id.split("#", 1)[0] for h in hits], example.gold_pids) == 1.0
     assert example.gold_documents()[0].id == example.gold_pids[0] and example.paragraphs[1]["title"] == "1912"
+    assert example.gold_pids[1] == "doc7"  # a corpus-wide id, as the index keeps it
     # a paragraph's "id" numbers it within its question: two questions' paragraphs 0 and 1 are four
     data.write_text("".join(json.dumps({"id": q, "question": "Who?", "answers": ["x"], "paragraphs": [
         {"id": i, "title": f"T{q}{i}", "text": f"Text {q} {i}."} for i in range(2)]}) + "\n" for q in range(2)))

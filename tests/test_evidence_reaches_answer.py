@@ -285,7 +285,7 @@ def test_a_final_search_whose_pages_do_not_fit_says_so(settings):
     assert strategy.prompt_documents.__func__ is fit.__func__
     events = list(strategy.final_read(QUESTION, ["Romulus."]))
     assert [e.message for e in events if isinstance(e, Notice)] == [
-        "no final read: the final search's 1 page ranks past --read-cap 1"]
+        "no final read: the final search's 1 page ranks past the 1 pages the read takes (--read-cap)"]
 
 def test_the_final_read_starts_with_the_pages_already_in_the_main_prompt(settings):
     """The last main-slot prompt's pages come first, in its order, so the KV cache re-evaluates only

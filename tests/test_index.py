@@ -649,14 +649,23 @@ def test_a_corpus_in_a_legacy_code_page_keeps_every_line_and_older_indexes_read_
              ("cp1252", [json.dumps({"text": f"Café {i} à São Paulo, Zürich"}, ensure_ascii=False) for i in range(500)],
               "".join(json.dumps({"text": f"row {i}" + (" €" if i == 7 else "")}, ensure_ascii=False) + "\n"
                       for i in range(40_000)).encode()))
+    cases += (("cp932", [json.dumps({"text": t}, ensure_ascii=False) for t in  # second bytes 0x5C ("\\")
+                         ("東京都の代表的な観光地を表示します。", "彼の能力は十分に高い。", "申請書を提出してください。")], b""),
+              ("cp1252", [json.dumps({"text": "x" * 170_000 + " The café was closed."}),  # its first accent far in
+                          json.dumps({"text": "Le café était fermé."}, ensure_ascii=False)], junk + b"\n" + junk + b"\n"))
     for codec, lines, before in cases:
         corpus = tmp_path / "far.jsonl"
         corpus.write_bytes(before + "".join(line + "\n" for line in lines).encode(codec))
         notes = FileNotes()
-        got = [p.text for p in read_passages(corpus, notes=notes)][-len(lines):]
-        assert got == [json.loads(line)["text"] for line in lines] and notes.encoding == codec, (codec, got[:2])
+        got = [p.text for p in read_passages(corpus, notes=notes) if not p.text.startswith("x" * 100)][-2:]
+        assert got == [json.loads(line)["text"] for line in lines if not line.startswith('{"text": "xxx')][-2:]
+        assert notes.encoding == codec, (codec, got[:2])
     # a corpus of UTF-8 with a few bad bytes is that, whatever line they are on (read as a text file
     # is: "Gr\xfcße" after a cp1252-looking line came back "GrÃ¼ÃŸe", and the file was called cp1252)
+    # and a line plainly UTF-8 but for one byte is that, in a corpus decided legacy on its other lines
+    damaged.write_bytes(b'{"text": "caf\xe9 au lait \xe0 Paris"}\n{"text": "Gr\xfc\xc3\x9fe aus Z\xc3\xbcrich"}\n')
+    notes = FileNotes()
+    assert [p.text for p in read_passages(damaged, notes=notes)] == ["café au lait à Paris", "Gr\ufffdße aus Zürich"]
     mixed = [b'{"text": "caf\xe9 au lait"}', '{"text": "Zürich ist schön"}'.encode(), b'{"text": "Gr\xfc\xc3\x9fe"}']
     for order in (mixed, mixed[::-1]):
         damaged.write_bytes(b"\n".join(order) + b"\n")

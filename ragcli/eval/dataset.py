@@ -53,15 +53,14 @@ def _answers(value: object) -> tuple[str, ...]:
 
 def _paragraphs(value: object) -> tuple[dict, ...]:
     """The paragraphs, each with a "pid" and a text "title": one without a pid gets the one
-    ``ragcli index`` gives a record without an id (its title and collapsed text hashed: a paragraph's
-    "id" numbers it within its question only), so that recall finds it in a ``--corpus`` built from
-    the same records. A "text" is needed only where one is read: to index the paragraphs themselves,
+    ``ragcli index`` gives such a record (its "id" as text, else its title and collapsed text hashed;
+    an "id" that is a number numbers it within its question only), so that recall finds it in a
+    ``--corpus`` built from the same records. A "text" is needed only where one is read: to index the paragraphs themselves,
     or as an oracle's documents."""
     if value is None:
         return ()
     if not isinstance(value, list) or not all(isinstance(p, dict) for p in value):
         raise TypeError('"paragraphs" is not a list of objects')
-    out = []
     from ragcli.ingest.passages import normalise, record_pid, record_title
 
     out = []
@@ -72,7 +71,7 @@ def _paragraphs(value: object) -> tuple[dict, ...]:
         if p.get("pid") in (None, "") and text is None:
             raise TypeError(f'paragraph {i} has neither a "pid" nor a "text"')
         title = record_title(p)
-        out.append(dict(p, title=title, pid=record_pid(p, title, normalise(text or ""), ids=False)))
+        out.append(dict(p, title=title, pid=record_pid(p, title, normalise(text or ""), number_ids=False)))
     return tuple(out)
 
 

@@ -165,14 +165,14 @@ def _reads_as_text(raw: bytes, codec: str) -> bool:
     return printable >= 0.98 * len(text)
 
 
-def damaged_utf8(raw: bytes) -> Decoded | None:
+def damaged_utf8(raw: bytes, *, margin: int = 1) -> Decoded | None:
     """UTF-8 with a few bad bytes (a truncated copy, one stray Latin-1 character): its valid
-    multi-byte characters outnumber the bad bytes. An 8-bit legacy file has almost no valid
-    multi-byte sequences, so it goes to the detector instead."""
+    multi-byte characters outnumber the bad bytes (``margin`` times over). An 8-bit legacy file has
+    almost no valid multi-byte sequences, so it goes to the detector instead."""
     text = raw.decode("utf-8", errors="replace")
     bad = _replaced(raw, "utf-8", text)
     multibyte = len(text) - len(text.encode("ascii", errors="ignore")) - bad
-    if multibyte > bad:
+    if multibyte > bad and multibyte >= bad * margin:
         return Decoded(text, "utf-8", bad)
     return None
 

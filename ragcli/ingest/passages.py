@@ -21,14 +21,17 @@ def passage_id(title: str, text: str) -> str:
     return "p_" + hashlib.sha1(f"{title}\n{text}".encode("utf-8")).hexdigest()[:16]
 
 
-def record_pid(record: dict, title: str, body: str, *, ids: bool = True) -> str:
-    """The pid of a JSONL record: its "pid", or (``ids``) its "id", as given (0 too), else
-    ``passage_id`` of its title and collapsed text. A record cut into parts gives them this pid and
-    "#0", "#1", … (recall counts a part as its record), so an eval's gold pids and the index's agree
-    (a QA paragraph's "id" numbers it within its question only: ``ids=False``)."""
+def record_pid(record: dict, title: str, body: str, *, number_ids: bool = True) -> str:
+    """The pid of a JSONL record: its "pid", or its "id", as given (0 too), else ``passage_id`` of its
+    title and collapsed text. A record cut into parts gives them this pid and "#0", "#1", … (recall
+    counts a part as its record), so an eval's gold pids and the index's agree. Without
+    ``number_ids``, an "id" that is a number is none (a QA paragraph's numbers it within its
+    question: two questions' paragraphs 0 and 1 were one)."""
     given = record.get("pid")
-    if (given is None or given == "") and ids:
+    if given is None or given == "":
         given = record.get("id")
+        if not number_ids and type(given) is not str:
+            given = None
     if given is None or given == "":
         return passage_id(title, body)
     return given if type(given) is str else json.dumps(given, ensure_ascii=False)

@@ -441,8 +441,10 @@ def _jsonl_records(batches: Iterable[tuple[int, list[bytes]]], notes: FileNotes)
     ahead: list[tuple[int, list[bytes]]] = []  # batches read ahead to decide the corpus's encoding by
     found: list[str | None] = []  # that encoding, once a line is not UTF-8 ("utf-8": damaged UTF-8)
 
-    def codec(lines: list[bytes]) -> str | None:
+    def codec(lines: list[bytes], raw: bytes) -> str | None:
         if not found:
+            if not _record_like(raw):  # binary junk: not text, and no ground to decide the corpus's encoding on
+                return None
             found.append(_corpus_codec(lines, batches, ahead))
         return found[0]
 
@@ -464,7 +466,7 @@ def _jsonl_records(batches: Iterable[tuple[int, list[bytes]]], notes: FileNotes)
             continue
         for n, raw in numbered:
             try:
-                value = _parse_line(n, raw, notes, lambda: codec(lines))
+                value = _parse_line(n, raw, notes, lambda: codec(lines, raw))
             except _BadLine as bad:
                 notes.bad_line(str(bad))
                 continue
@@ -505,6 +507,8 @@ def _parse_line(lineno: int, raw: bytes, notes: FileNotes, codec: Callable[[], s
         name = codec()
         if name is None:
             raise _BadLine(f"line {lineno} is not text (byte {exc.start})") from None
+        if name != "utf-8" and damaged_utf8(raw, margin=2) is not None:
+            name = "utf-8"  # plainly UTF-8 with a bad byte, in a corpus decided legacy on other lines
         text = raw.decode(name, errors="replace")
         notes.replaced += text.count("\ufffd")
         if name != "utf-8":
@@ -526,38 +530,47 @@ def _corpus_codec(lines: list[bytes], batches: Iterator[tuple[int, list[bytes]]]
     into ``ahead`` until 64 KB of such lines, or 8 MB, are in hand; it may be far into a corpus that
     streams): UTF-8 with a few bad bytes where its valid multi-byte characters outnumber them, else a
     legacy encoding read from those lines (one short line alone was too little to tell the code pages
-    apart: cp1250's "Łódź" came back as "£ódŸ"). A line that is no JSON record in any one-byte reading
-    (binary junk) is no evidence. None when no encoding reads them as text."""
+    apart: cp1250's "Łódź" came back as "£ódŸ"). A line that is no record (binary junk) is no
+    evidence. None when no encoding reads them as text."""
     seen = list(lines)
     size = sum(map(len, seen))
-    while size < CODEC_LOOKAHEAD_BYTES and _evidence_bytes(seen) < CODEC_EVIDENCE_BYTES:
+    evidence = [raw for raw in seen if _evidence(raw)]
+    while size < CODEC_LOOKAHEAD_BYTES and sum(map(len, evidence)) < CODEC_EVIDENCE_BYTES:
         batch = next(batches, None)
         if batch is None:
             break
         ahead.append(batch)
         seen += batch[1]
         size += sum(map(len, batch[1]))
+        evidence += [raw for raw in batch[1] if _evidence(raw)]
     if damaged_utf8(b"\n".join(seen)) is not None:
         return "utf-8"
-    evidence = [raw for raw in seen if not _is_utf8(raw) and _json_record(raw)]
+    sample, taken = [], 0
+    for raw in evidence:  # whole lines (a cut one could end before its first byte beyond ASCII)
+        if taken >= CODEC_EVIDENCE_BYTES:
+            break
+        sample.append(raw)
+        taken += len(raw)
     try:
-        name = decode(b"\n".join(evidence)[:CODEC_EVIDENCE_BYTES * 2]).encoding if evidence else None
+        return decode(b"\n".join(sample)).encoding if sample else None
     except SkipFile:
         return None
-    return name
 
 
-def _evidence_bytes(lines: list[bytes]) -> int:
-    return sum(len(raw) for raw in lines if not raw.isascii() and not _is_utf8(raw))
+def _evidence(raw: bytes) -> bool:
+    """A line that is not UTF-8 and looks like a record: evidence of the corpus's encoding."""
+    return not raw.isascii() and not _is_utf8(raw) and _record_like(raw)
 
 
-def _json_record(raw: bytes) -> bool:
-    """Whether a line is a JSON object read byte for byte as Latin-1 (any one-byte encoding's record
-    is; binary junk is not)."""
-    try:
-        return isinstance(json.loads(raw.decode("latin-1")), dict)
-    except ValueError:
-        return False
+def _record_like(raw: bytes) -> bool:
+    """Whether a line looks like a JSON object, as any encoding's record does and binary junk does
+    not: braces at both ends, no control bytes (a Latin-1 reading of Shift JIS or Big5 is no JSON:
+    their second bytes include a backslash)."""
+    line = raw.strip()
+    return line[:1] == b"{" and line[-1:] == b"}" and not _CONTROL_BYTES.search(line)
+
+
+_CONTROL_BYTES = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def _sections(path: Path, suffix: str, notes: FileNotes) -> list[Section]:

@@ -509,8 +509,8 @@ class Strategy:
             unread = [d for d in last if d.key not in {w.key for w in written_from}]
             capped = [d for d in unread if d.key not in {c.key for c in candidates}]
             if unread:
-                why = (f"{'ranks' if len(unread) == 1 else 'rank'} past --read-cap {cap}" if len(capped) == len(unread)
-                       else "did not fit the context beside the answer's own")
+                why = (f"{'ranks' if len(unread) == 1 else 'rank'} past the {cap} pages the read takes (--read-cap)"
+                       if len(capped) == len(unread) else "did not fit the context beside the answer's own")
                 yield self.notice(f"no final read: the final search's {counted(len(unread), 'page')} {why}")
             return before
         yield self.step("read")
