@@ -368,7 +368,8 @@ def history_show(
         elif e["event"] == "sentence":
             c.print(f"[cyan]sentence[/] {markup_safe(e['sentence']['text'])}")
         elif e["event"] == "read":  # the final read: what it wrote, or why the answer stood
-            c.print(f"[cyan]{markup_safe(read_line(e.get('answer', ''), len(e.get('documents') or ()), bool(e.get('changed')), e.get('kept') or ''))}[/]")
+            line = read_line(e.get("answer", ""), len(e.get("documents") or ()), bool(e.get("changed")), e.get("kept") or "")
+            c.print(f"[cyan]{markup_safe(line)}[/]")
     stats = {k: v for k, v in row["stats"].items() if k in RunStats.__dataclass_fields__}
     c.print(f"[dim]{summary_line(RunStats(**stats), row['stop_reason'])}[/]")
 

@@ -55,8 +55,8 @@ def _paragraphs(value: object) -> tuple[dict, ...]:
     """The paragraphs, each with a "pid" and a text "title": one without a pid gets the one
     ``ragcli index`` gives such a record (its "id" as text, else its title and collapsed text hashed;
     an "id" that is a number numbers it within its question only), so that recall finds it in a
-    ``--corpus`` built from the same records. A "text" is needed only where one is read: to index the paragraphs themselves,
-    or as an oracle's documents."""
+    ``--corpus`` built from the same records. A "text" is needed only where one is read: to index
+    the paragraphs themselves, or as an oracle's documents."""
     if value is None:
         return ()
     if not isinstance(value, list) or not all(isinstance(p, dict) for p in value):
