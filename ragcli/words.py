@@ -92,7 +92,7 @@ def content_words(text: str, *, any_language: bool = False, as_written: bool = F
     return list(out.values())
 
 
-_HAN_KANA = regex.compile(f"[{HAN_KANA_CHARS}]")
+HAN_KANA = regex.compile(f"[{HAN_KANA_CHARS}]")  # Chinese and Japanese: written without spaces
 
 
 def low_words(sentence: Sentence, low: Sequence[Token]) -> list[tuple[str, float]]:
@@ -106,14 +106,14 @@ def low_words(sentence: Sentence, low: Sequence[Token]) -> list[tuple[str, float
     joins = False  # the last token ended in a letter or digit: a piece of the same word may follow
     for t in sentence.tokens:
         text = t.text.strip()
-        piece = text[:1].isalnum() and not _HAN_KANA.match(text[:1])
+        piece = text[:1].isalnum() and not HAN_KANA.match(text[:1])
         if not words or not text or t.text[:1].isspace() or not piece or not joins:
             words.append([text, None])
         else:
             words[-1][0] += text
         if id(t) in flagged:
             words[-1][1] = t.prob if words[-1][1] is None else min(words[-1][1], t.prob)
-        joins = piece and text[-1:].isalnum() and not _HAN_KANA.match(text[-1:])
+        joins = piece and text[-1:].isalnum() and not HAN_KANA.match(text[-1:])
     found = [(w, p) for w, p in words if p is not None and w]
     return found or [(t.text.strip(), t.prob) for t in low]  # tokens not from this sentence: as they are
 

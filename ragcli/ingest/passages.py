@@ -9,7 +9,7 @@ from typing import Iterator
 
 from ragcli.retrieval.index import Passage
 from ragcli.sentences import CJK_STOPS, CLOSERS, SENTENCE_ENDS, plain_sentence_end, split_spans
-from ragcli.words import HAN_KANA_CHARS
+from ragcli.words import HAN_KANA, HAN_KANA_CHARS
 
 __all__ = ["Passage", "TARGET_WORDS", "chunk_text", "normalise", "passage_id"]
 
@@ -60,7 +60,7 @@ def chunk_text(text: str, target_words: int = TARGET_WORDS) -> list[tuple[int, i
     spans: list[tuple[int, int]] = []
     cur: list[int] | None = None  # [start, end, words] of the passage being filled
     half = target_words // 2
-    unit = _WORD if text.isascii() or not _HAN_KANA.search(text) else _UNIT
+    unit = _WORD if text.isascii() or not HAN_KANA.search(text) else _UNIT
     for a, b in _paragraphs(text):
         words = _Words(text, a, b, unit)
         if cur is not None and cur[2] >= half:
@@ -156,7 +156,6 @@ _WORD = re.compile(r"\S+")
 # one passage (a 7,200-character page: one passage, its prompt cut to its start). There a unit is two
 # characters of Han or kana (~1.4 Gemma tokens, as an English word is ~1.1), or a run of anything else,
 # with the stops and closing brackets that follow it (a sentence end is a unit's last character).
-_HAN_KANA = re.compile(f"[{HAN_KANA_CHARS}]")
 _UNIT = re.compile(f"(?:[{HAN_KANA_CHARS}]{{1,2}}|[^\\s{HAN_KANA_CHARS}{CJK_STOPS}]+|(?=[{CJK_STOPS}]))"
                    f"[{CJK_STOPS}]*[{re.escape(CLOSERS)}]*")
 _PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n\s*")
