@@ -208,8 +208,8 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
             for d in sorted(dirnames):
                 if (not include_hidden and d.startswith(".")) or d in NEVER_READ or ignored(here / d, True):
                     continue
-                if (here / d / META_FILE).is_file() and (here / d / MANIFEST_FILE).is_file():  # a ragcli index
-                    continue  # (`ragcli index ~` with the index in ~/index_data: its own files were "not read")
+                if _is_index(here / d):  # (`ragcli index ~` with the index in ~/index_data: its own files were "not read")
+                    continue
                 if os.path.islink(here / d):
                     follow = _follow(here / d, real_root, walked, on_skip)
                     if follow is None:
@@ -250,8 +250,11 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
 def _never_read(folder: Path, root: Path) -> bool:
     """Whether ``folder`` (inside ``root``) is one no walk reads, hidden files or not: in a .git (or
     the like), or a ragcli index."""
-    return (any(part in NEVER_READ for part in folder.relative_to(root).parts)
-            or (folder / META_FILE).is_file() and (folder / MANIFEST_FILE).is_file())
+    return any(part in NEVER_READ for part in folder.relative_to(root).parts) or _is_index(folder)
+
+
+def _is_index(folder: Path) -> bool:
+    return (folder / META_FILE).is_file() and (folder / MANIFEST_FILE).is_file()
 
 
 def _ignored_by(specs: list[tuple[Path, object]], path: Path, is_dir: bool) -> Path | None:
