@@ -414,8 +414,10 @@ class _Run:
         roots = [str(p.resolve()) for p in paths]  # as iter_files names the files under them
         current = {str(f.path) for f in files}
         for key in list(self.manifest):
+            if key in current:
+                continue
             under = [p for p, r in zip(paths, roots) if within_folder(key, r)]
-            if key not in current and under:
+            if under:
                 if self.report.walk.unseen(key):
                     self.report.kept += 1
                     continue
