@@ -117,6 +117,22 @@ def test_recall_by_pid_with_duplicate_titles():
     assert m.recall(["p_x", "p_b", "p_a"], gold, budget=3) == 1.0
 
 
+def test_recall_counts_a_records_parts_and_a_pid_with_a_hash():
+    from ragcli.eval.dataset import Example
+    from ragcli.eval.runner import score
+
+    def example(*pids):
+        return Example("q", "Who?", ("x",), paragraphs=tuple({"pid": p, "is_supporting": True} for p in pids))
+
+    # a long record is indexed as parts "#0", "#1", …: a part found is its record found
+    assert score(example("doc"), "x", ["doc#1", "doc#0"], ["doc#2"])["recall"] == 1.0
+    # a record's own pid may hold "#": found whole, or as one of its parts
+    both = example("notes.md#L3", "a#b#7")
+    got = score(both, "x", ["notes.md#L3", "a#b#7#2"], ["a#b#7"])
+    assert got["recall"] == 1.0 and got["answer_context_recall"] == 0.5
+    assert score(example("a#b"), "x", ["a"])["recall"] == 0.0  # "#b" is no part number
+
+
 def _dataset(tmp_path: Path) -> tuple[Path, Path]:
     """20 paragraphs, 2 questions whose gold paragraphs are among them."""
     paras = [{"pid": f"p_{i:02d}", "title": f"Topic {i}", "text": f"Topic {i} is about the word zeta{i} and more."}
@@ -895,6 +911,7 @@ def test_paragraphs_without_a_pid_get_the_one_the_index_gives_and_without_text_a
     from ragcli.errors import UsageError
     from ragcli.eval.dataset import corpus_records
     from ragcli.eval.metrics import recall
+    from ragcli.ingest.passages import record_of
     from ragcli.retrieval.index import TantivyIndex
 
     long_text = " ".join(f"Sentence {i} about the narwhal and its tusk." for i in range(120))
@@ -909,7 +926,7 @@ def test_paragraphs_without_a_pid_get_the_one_the_index_gives_and_without_text_a
     build_index([corpus], tmp_path / "idx")
     hits = TantivyIndex.open(tmp_path / "idx").search("Merbold narwhal tusk sentence", 50)
     assert len(hits) > 3  # the long record is cut into parts
-    assert recall([h.id.split("#", 1)[0] for h in hits], example.gold_pids) == 1.0
+    assert recall([record_of(h.id) for h in hits], example.gold_pids) == 1.0
     assert example.gold_documents()[0].id == example.gold_pids[0] and example.paragraphs[1]["title"] == "1912"
     assert example.gold_pids[1] == "doc7"  # a corpus-wide id, as the index keeps it
     # a paragraph's "id" numbers it within its question: two questions' paragraphs 0 and 1 are four

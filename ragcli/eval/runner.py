@@ -23,6 +23,7 @@ from ragcli.errors import UsageError
 from ragcli.eval.dataset import Example
 from ragcli.eval.metrics import exact_match, extract_answer, f1_score, is_yes_no, recall, yes_no_accuracy
 from ragcli.events import AnswerFinished, Calibrated, DocumentsRetrieved, event_to_dict
+from ragcli.ingest.passages import record_of
 from ragcli.retrieval import StaticRetriever
 
 RECALL_BUDGET = 15
@@ -78,13 +79,14 @@ def score(example: Example, answer: str, retrieved: list[str], context: list[str
     else:
         em, f1 = exact_match(short, example.answers), f1_score(short, example.answers)
     gold = example.gold_pids
-    base_ids = [pid.split("#", 1)[0] for pid in retrieved]
+    held = set(gold)
+    base_ids = [record_of(pid, held) for pid in retrieved]
     return {
         "em": em,
         "f1": f1,
         "recall": recall(base_ids, gold),
         "recall_at_15": recall(base_ids, gold, RECALL_BUDGET),
-        "answer_context_recall": recall([pid.split("#", 1)[0] for pid in context], gold),
+        "answer_context_recall": recall([record_of(pid, held) for pid in context], gold),
     }
 
 

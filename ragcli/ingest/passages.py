@@ -11,7 +11,7 @@ from ragcli.retrieval.index import Passage
 from ragcli.sentences import CJK_STOPS, CLOSERS, SENTENCE_ENDS, plain_sentence_end, split_spans
 from ragcli.words import HAN_KANA, HAN_KANA_CHARS
 
-__all__ = ["Passage", "TARGET_WORDS", "chunk_text", "normalise", "passage_id"]
+__all__ = ["Passage", "TARGET_WORDS", "chunk_text", "normalise", "passage_id", "record_of"]
 
 TARGET_WORDS = 100  # Chinese and Japanese, written without spaces: a "word" is two characters (``_UNIT``)
 
@@ -35,6 +35,15 @@ def record_pid(record: dict, title: str, body: str, *, number_ids: bool = True) 
     if given is None or given == "":
         return passage_id(title, body)
     return given if type(given) is str else json.dumps(given, ensure_ascii=False)
+
+
+_PART = re.compile(r"#\d+\Z")
+
+
+def record_of(pid: str, gold: set[str] | frozenset[str] = frozenset()) -> str:
+    """The record a passage's pid belongs to: a part's "#0", "#1", … taken off (see ``record_pid``).
+    A pid that is in ``gold`` as it is stays whole: a record's own pid may end in "#3"."""
+    return pid if pid in gold else _PART.sub("", pid)
 
 
 def record_title(record: dict) -> str:
