@@ -70,6 +70,10 @@ def test_the_index_summary_adds_up(tmp_path, capsys):
     assert code == 0, err
     assert "indexed 3 files (2 added, 0 updated, 0 removed, 0 unchanged, 1 skipped, 1 not reachable)" in err
     assert "gone.txt not reachable: broken symlink" in " ".join(err.split())  # as the summary counts it
+    code, out, err = call(["index", str(notes), "--index", str(tmp_path / "idx2"), "-v"], capsys)
+    listed = [line.split()[:2] for line in err.splitlines() if not line.startswith(("warning", "indexed"))]
+    assert sorted(listed) == [["added", str(notes / "a.txt")], ["added", str(notes / "b.txt")],
+                              ["not", "reachable"], ["skipped", f"{notes / 'blob.txt'}:"]]  # -v says what the summary counts
 
 
 def test_ask_json_emits_one_event_per_line(small_corpus, tmp_path, capsys, fake_model):

@@ -38,7 +38,7 @@ class FileResult:
     """One file this run read (or tried to): a line of `ragcli index --verbose`."""
 
     path: str  # as shown to the user
-    action: str  # "added" | "updated" | "skipped"
+    action: str  # "added" | "updated" | "skipped" | "not reachable" (a broken link, an unreadable folder)
     passages: int = 0
     encoding: str | None = None
     replaced: int = 0  # bytes that were not text in its encoding, replaced
@@ -47,8 +47,8 @@ class FileResult:
 
     def describe(self) -> str:
         """e.g. "added    notes/old.txt (3 passages, cp1252)"."""
-        if self.action == "skipped":
-            return f"skipped  {self.path}: {self.reason}"
+        if self.action not in ("added", "updated"):
+            return f"{self.action:<8} {self.path}: {self.reason}"
         found = [counted(self.passages, "passage")] + ([self.encoding] if self.encoding else [])
         found += [f"{counted(self.replaced, 'bad byte')} replaced"] if self.replaced else []
         found += [f"{counted(self.bad_lines, 'bad line')} skipped"] if self.bad_lines else []
@@ -362,7 +362,7 @@ def _save_meta(index: TantivyIndex, report: IndexReport, rebuild: bool) -> None:
 
 def _skipped(report: IndexReport, warn: WarnFn, shown: str, why: str, said: str = "skipped") -> None:
     report.skipped.append((shown, why))
-    report.files.append(FileResult(shown, "skipped", reason=why))
+    report.files.append(FileResult(shown, said, reason=why))
     warn(f"{said} {shown}: {why}" if said == "skipped" else f"{shown} {said}: {why}")
 
 
