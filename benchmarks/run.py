@@ -267,15 +267,15 @@ def bench_index_ceiling(results: dict, rounds: int = 11) -> None:
 
     import tantivy
 
-    from ragcli.ingest import indexer, reader
+    from ragcli.ingest import indexer, jsonl, reader
     from ragcli.ingest.indexer import build_index
     from ragcli.retrieval.index import _schema
 
     corpus = corpus_path()
     passages = reader.read_passages(corpus.resolve())
     ratios = []
-    with mock.patch.object(reader, "chunk_text", lambda text, target=100: [(0, len(text))]), \
-            mock.patch.object(reader, "normalise", lambda text: text), \
+    with mock.patch.object(jsonl, "chunk_text", lambda text, target=100: [(0, len(text))]), \
+            mock.patch.object(jsonl, "normalise", lambda text: text), \
             mock.patch.object(indexer, "file_hash", lambda path, algorithm="sha1": "0"):
         for _ in range(rounds):
             with tempfile.TemporaryDirectory() as tmp:

@@ -9,7 +9,8 @@ import pytest
 
 from ragcli.ingest.formats import SkipFile, html_sections
 from ragcli.ingest.indexer import build_index
-from ragcli.ingest.reader import iter_files, read_passages
+from ragcli.ingest.reader import read_passages
+from ragcli.ingest.walk import iter_files
 from ragcli.retrieval.index import TantivyIndex
 from tests.conftest import unlistable
 

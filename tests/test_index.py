@@ -751,13 +751,13 @@ def test_a_file_skipped_after_a_commit_part_way_leaves_no_entry(tmp_path, monkey
     """A corpus that failed to read after a batch commit lost its passages but kept the part-way
     entry the commit wrote: the index listed a file it held nothing of (and "nothing to index" was
     never said)."""
-    from ragcli.ingest import indexer, reader
+    from ragcli.ingest import indexer, jsonl
     from ragcli.ingest.reader import SkipFile
 
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "c.jsonl").write_text("".join(json.dumps({"text": f"record {i} apple"}) + "\n" for i in range(3000)))
-    records = reader._jsonl_records
+    records = jsonl._jsonl_records
 
     def failing(batches, notes):  # an I/O error mid-way (what _jsonl_batches makes a SkipFile)
         for n, (i, v) in enumerate(records(batches, notes)):
@@ -765,7 +765,7 @@ def test_a_file_skipped_after_a_commit_part_way_leaves_no_entry(tmp_path, monkey
                 raise SkipFile("cannot read: Input/output error")
             yield i, v
 
-    monkeypatch.setattr(reader, "_jsonl_records", failing)
+    monkeypatch.setattr(jsonl, "_jsonl_records", failing)
     with pytest.raises(EmptyCorpusError):
         indexer.build_index([docs], tmp_path / "idx", commit_every=1000)
     assert not TantivyIndex.exists(tmp_path / "idx")  # created by this run for nothing: gone again
@@ -779,19 +779,19 @@ def test_a_file_skipped_after_a_commit_part_way_leaves_no_entry(tmp_path, monkey
     # passages of the half-read file and a part-way entry)
     (docs / "d.jsonl").unlink()
     (docs / "c.jsonl").write_text("".join(json.dumps({"text": f"record {i} pear"}) + "\n" for i in range(10)))
-    monkeypatch.setattr(reader, "_jsonl_records", records)
+    monkeypatch.setattr(jsonl, "_jsonl_records", records)
     build_index([docs], tmp_path / "old", commit_every=1000)
     (docs / "c.jsonl").write_text("".join(json.dumps({"text": f"record {i} apple"}) + "\n" for i in range(3000)))
-    monkeypatch.setattr(reader, "_jsonl_records", failing)
+    monkeypatch.setattr(jsonl, "_jsonl_records", failing)
     report = indexer.build_index([docs], tmp_path / "old", commit_every=1000)
     assert [why for _, why in report.skipped] == ["cannot read: Input/output error"]
     old = TantivyIndex.open(tmp_path / "old")
     assert old.num_passages() == 0 and old.load_manifest() == {}
     # the same when it fails before any commit (it said "nothing to index", keeping the old passages)
-    monkeypatch.setattr(reader, "_jsonl_records", records)
+    monkeypatch.setattr(jsonl, "_jsonl_records", records)
     (docs / "c.jsonl").write_text("".join(json.dumps({"text": f"record {i} pear"}) + "\n" for i in range(10)))
     build_index([docs], tmp_path / "old", commit_every=1000)
-    monkeypatch.setattr(reader, "_jsonl_records", failing)
+    monkeypatch.setattr(jsonl, "_jsonl_records", failing)
     (docs / "c.jsonl").write_text("".join(json.dumps({"text": f"record {i} plum"}) + "\n" for i in range(3000)))
     report = indexer.build_index([docs], tmp_path / "old", commit_every=5000)
     assert [why for _, why in report.skipped] == ["cannot read: Input/output error"]

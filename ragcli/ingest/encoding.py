@@ -193,3 +193,12 @@ def _detected(raw: bytes) -> Decoded:
     name = found.encoding
     text, bad = _decode_counting(raw, name)
     return Decoded(text, name, bad)
+
+
+def is_utf8(raw: bytes) -> bool:
+    """Whether ``raw`` is valid UTF-8 (ASCII too)."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True

@@ -8,7 +8,7 @@ parsing (markdown-it-py, pypdf, BeautifulSoup); nothing here is a hand-written p
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 TEXT_SUFFIXES = {".txt", ".text", ".rst", ".org", ".tex", ".csv", ".log"}
@@ -40,6 +40,33 @@ def reader_version(path: Path) -> int:
 
 class SkipFile(Exception):
     """A file that cannot be indexed; the message says why (shown as a warning)."""
+
+
+BAD_LINES_SHOWN = 5  # bad JSONL lines named in a warning (all are counted)
+
+
+@dataclass
+class FileNotes:
+    """What reading one file found besides its passages: shown by ``index --verbose``, kept in the
+    manifest."""
+
+    encoding: str | None = None  # None: not a text format (PDF)
+    replaced: int = 0  # bytes no character fitted, replaced by U+FFFD
+    nuls: int = 0  # stray NUL bytes in text, read as spaces
+    bad_lines: int = 0  # JSONL lines skipped
+    examples: list[str] = field(default_factory=list)  # the first few, e.g. "line 7 is not JSON"
+    sha1: str | None = None  # of the bytes read, where the reader hashes as it reads (a JSONL corpus, read whole)
+
+    def bad_line(self, why: str) -> None:
+        self.bad_lines += 1
+        if len(self.examples) < BAD_LINES_SHOWN:
+            self.examples.append(why)
+
+    def bad_lines_text(self) -> str:
+        """e.g. "skipped 2 bad lines: line 2 is not JSON; line 5 has no "text" field"."""
+        more = "; …" if self.bad_lines > len(self.examples) else ""
+        return (f"skipped {self.bad_lines} bad line{'s' if self.bad_lines != 1 else ''}: "
+                + "; ".join(self.examples) + more)
 
 
 @dataclass(frozen=True)

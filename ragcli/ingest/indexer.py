@@ -24,8 +24,8 @@ from ragcli.errors import EmptyCorpusError, IndexCorruptError, IndexMissingError
 from ragcli.ingest import reader
 from ragcli.ingest.formats import JSONL_SUFFIXES, reader_version
 from ragcli.ingest.passages import TARGET_WORDS
-from ragcli.ingest.reader import (FileInfo, FileNotes, SkipFile, WalkNotes, iter_files, iter_passages, read_passages,
-                                  within_folder)
+from ragcli.ingest.reader import FileNotes, SkipFile, iter_passages, read_passages
+from ragcli.ingest.walk import FileInfo, WalkNotes, iter_files, within_folder
 from ragcli.retrieval.index import LOCK_FILE, SCHEMA_VERSION, TantivyIndex, exclusive_lock, unwritable_index
 from ragcli.words import counted
 

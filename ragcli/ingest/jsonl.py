@@ -1,0 +1,298 @@
+"""Stream a JSONL corpus (one {"title", "text"} record a line) into passages: about 1 MB of lines
+parsed at a time, hashed as it is read, a multi-GB corpus never in memory. A bad line is noted by
+number and skipped; lines that are not UTF-8 are read in the corpus's encoding, decided once."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from ragcli.ingest.encoding import SNIFF_BYTES, bom, bomless_utf16, damaged_utf8, decode, is_utf8, stray_nuls
+from ragcli.ingest.formats import FileNotes, SkipFile
+from ragcli.ingest.passages import Passage, chunk_text, normalise, record_pid, record_title
+
+__all__ = ["jsonl_passages"]
+
+
+def jsonl_passages(path: Path, shown: str, key: str, notes: FileNotes) -> Iterator[Passage]:
+    """The passages of a JSONL corpus, streamed: ``SkipFile`` can come mid-way. ``notes`` receives the
+    encoding, the bad lines and the hash of the bytes read."""
+    return _jsonl_passages(_jsonl_records(_jsonl_batches(path, notes), notes), shown, key, notes)
+
+
+JSONL_BATCH_BYTES = 1 << 20  # lines read, decoded and parsed per call (per-line json.loads was a third of the parse)
+
+
+def _jsonl_batches(path: Path, notes: FileNotes) -> Iterator[tuple[int, list[bytes]]]:
+    """(number of the first line, about 1 MB of raw UTF-8 lines), streamed: a multi-GB corpus never
+    sits in memory. A UTF-16 or UTF-32 corpus (a byte-order mark, or NULs in every other byte) is
+    re-encoded to UTF-8 line by line on the way."""
+    try:
+        hashed = _Hashed(io.FileIO(path, "rb"))
+        with io.BufferedReader(hashed, HASHED_BUFFER_BYTES) as fh:
+            head = fh.read(SNIFF_BYTES)
+            marked = bom(head)
+            codec = marked[1] if marked else bomless_utf16(head) if b"\x00" in head else "utf-8"
+            if codec is None and stray_nuls(head):  # a line with a NUL in it is a bad line, as any
+                codec = "utf-8"
+            if codec is None:
+                raise SkipFile("looks binary (NUL bytes)")
+            notes.encoding = codec
+            fh.seek(len(marked[0]) if marked else 0)
+            if codec == "utf-8":
+                yield from _numbered(iter(lambda: fh.readlines(JSONL_BATCH_BYTES), []))
+            else:
+                text = io.TextIOWrapper(fh, encoding=codec, errors="replace", newline="\n")
+                batches = iter(lambda: text.readlines(JSONL_BATCH_BYTES), [])
+                yield from _numbered([line.encode("utf-8") for line in lines] for lines in batches)
+            notes.sha1 = hashed.hexdigest()  # read to its end
+    except FileNotFoundError:
+        raise SkipFile("vanished while indexing") from None
+    except OSError as exc:
+        raise SkipFile(f"cannot read: {exc.strerror or exc}") from None
+
+
+HASHED_BUFFER_BYTES = 1 << 18
+
+
+class _Hashed(io.RawIOBase):
+    """A file that hashes its bytes as they are read (read again after a seek back: hashed once), so
+    that a new corpus is read once while it is indexed, not once more first for its manifest hash
+    (a second pass over GBs, from disk where they are not cached)."""
+
+    def __init__(self, raw: io.FileIO) -> None:
+        self._raw = raw
+        self._sha1 = hashlib.sha1()
+        self._pos = 0  # where the next read starts
+        self._done = 0  # bytes hashed, from the start
+        self._gap = False  # a seek forward skipped bytes: no hash of the whole file
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        n = self._raw.readinto(buffer)
+        if n:
+            end = self._pos + n
+            if self._pos > self._done:
+                self._gap = True
+            elif end > self._done:
+                self._sha1.update(memoryview(buffer)[self._done - self._pos:n])
+                self._done = end
+            self._pos = end
+        return n
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        self._pos = self._raw.seek(offset, whence)
+        return self._pos
+
+    def tell(self) -> int:
+        return self._pos
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+    def hexdigest(self) -> str | None:
+        """The SHA-1 of the bytes read from the start (as ``file_hash`` gives once all are read)."""
+        return None if self._gap else self._sha1.hexdigest()
+
+
+def _numbered(batches: Iterable[list[bytes]]) -> Iterator[tuple[int, list[bytes]]]:
+    first = 1
+    for lines in batches:
+        yield first, lines
+        first += len(lines)
+
+
+def _jsonl_records(batches: Iterable[tuple[int, list[bytes]]], notes: FileNotes) -> Iterator[tuple[int, object]]:
+    """(line number, parsed value) of each non-blank line. A batch is parsed as one JSON array;
+    if that fails or does not give one value per line (blank lines, a bad line), its non-blank
+    lines are tried as one array again, then one by one: a bad line is noted by number and skipped."""
+    try:
+        from orjson import loads  # ~2.5x faster than json on corpora; errors fall back to json below
+    except ImportError:
+        loads = json.loads
+
+    def array(lines: list[bytes]) -> list | None:
+        try:
+            values = loads(b"[" + b",".join(lines) + b"]")
+        except (ValueError, UnicodeDecodeError):
+            return None
+        return values if isinstance(values, list) and len(values) == len(lines) else None
+
+    batches = iter(batches)
+    ahead: list[tuple[int, list[bytes]]] = []  # batches read ahead to decide the corpus's encoding by
+    found: list[str | None] = []  # that encoding, once a line is not UTF-8 ("utf-8": damaged UTF-8)
+
+    def codec(lines: list[bytes], raw: bytes) -> str | None:
+        if not found:
+            if not _record_like(raw):  # binary junk: not text, and no ground to decide the corpus's encoding on
+                return None
+            found.append(_corpus_codec(lines, batches, ahead))
+        return found[0]
+
+    while True:
+        batch = ahead.pop(0) if ahead else next(batches, None)
+        if batch is None:
+            return
+        first, lines = batch
+        values = array(lines)
+        if values is not None:
+            yield from enumerate(values, start=first)
+            continue
+        numbered = [(first + i, raw) for i, raw in enumerate(lines) if raw.strip()]
+        if not numbered:
+            continue
+        values = array([raw for _, raw in numbered])
+        if values is not None:
+            yield from zip((n for n, _ in numbered), values)
+            continue
+        for n, raw in numbered:
+            try:
+                value = _parse_line(n, raw, notes, lambda: codec(lines, raw))
+            except _BadLine as bad:
+                notes.bad_line(str(bad))
+                continue
+            if b"\\u" in raw:  # an escaped lone surrogate ("\ud83d" of a cut emoji) is no text: replaced
+                value, fixed = _without_surrogates(value)
+                notes.replaced += fixed
+            yield n, value
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _without_surrogates(value: object) -> tuple[object, int]:
+    """``value`` (a parsed JSON line) with lone surrogates in its strings replaced by U+FFFD (orjson
+    refuses them; json accepts them and they cannot be stored), and how many there were."""
+    if isinstance(value, str):
+        return _SURROGATE.subn("\ufffd", value)
+    if isinstance(value, dict):
+        items = [(k, _without_surrogates(v)) for k, v in value.items()]
+        return {k: v for k, (v, _) in items}, sum(n for _, (_, n) in items)
+    if isinstance(value, list):
+        items = [_without_surrogates(v) for v in value]
+        return [v for v, _ in items], sum(n for _, n in items)
+    return value, 0
+
+
+class _BadLine(Exception):
+    """A JSONL line that gives no record; the message names it ("line 7 is not JSON")."""
+
+
+def _parse_line(lineno: int, raw: bytes, notes: FileNotes, codec: Callable[[], str | None]) -> object:
+    """The value of one JSONL line. One that is not UTF-8 is read in the corpus's encoding (``codec``,
+    decided once, as a text file's is: ``_corpus_codec``), its bytes that encoding has no character
+    for replaced: a corpus exported by a Windows tool lost every line with an accent as a bad line."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        name = codec()
+        if name is None:
+            raise _BadLine(f"line {lineno} is not text (byte {exc.start})") from None
+        if name != "utf-8" and damaged_utf8(raw, margin=2) is not None:
+            name = "utf-8"  # plainly UTF-8 with a bad byte, in a corpus decided legacy on other lines
+        text = raw.decode(name, errors="replace")
+        notes.replaced += text.count("\ufffd")
+        if name != "utf-8":
+            notes.encoding = name
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise _BadLine(f"line {lineno} is not JSON") from None
+
+
+CODEC_EVIDENCE_BYTES = 64 * 1024  # of lines that are not UTF-8, to decide a corpus's encoding by
+CODEC_LOOKAHEAD_BYTES = 8 << 20  # read ahead at most to find them
+
+
+def _corpus_codec(lines: list[bytes], batches: Iterator[tuple[int, list[bytes]]],
+                  ahead: list[tuple[int, list[bytes]]]) -> str | None:
+    """The encoding of a JSONL corpus whose line in ``lines`` (a batch) is not UTF-8, decided as a text
+    file's is (``encoding.decode``), on that batch and the ones after it (read ahead from ``batches``
+    into ``ahead`` until 64 KB of such lines, or 8 MB, are in hand; it may be far into a corpus that
+    streams): UTF-8 with a few bad bytes where its valid multi-byte characters outnumber them, else a
+    legacy encoding read from those lines (one short line alone was too little to tell the code pages
+    apart: cp1250's "Łódź" came back as "£ódŸ"). A line that is no record (binary junk) is no
+    evidence. None when no encoding reads them as text."""
+    seen = list(lines)
+    size = sum(map(len, seen))
+    evidence = [raw for raw in seen if _evidence(raw)]
+    while size < CODEC_LOOKAHEAD_BYTES and sum(map(len, evidence)) < CODEC_EVIDENCE_BYTES:
+        batch = next(batches, None)
+        if batch is None:
+            break
+        ahead.append(batch)
+        seen += batch[1]
+        size += sum(map(len, batch[1]))
+        evidence += [raw for raw in batch[1] if _evidence(raw)]
+    if damaged_utf8(b"\n".join(seen)) is not None:
+        return "utf-8"
+    sample, taken = [], 0
+    for raw in evidence:  # whole lines (a cut one could end before its first byte beyond ASCII)
+        if taken >= CODEC_EVIDENCE_BYTES:
+            break
+        sample.append(raw)
+        taken += len(raw)
+    try:
+        return decode(b"\n".join(sample)).encoding if sample else None
+    except SkipFile:
+        return None
+
+
+def _evidence(raw: bytes) -> bool:
+    """A line that is not UTF-8 and looks like a record: evidence of the corpus's encoding."""
+    return not raw.isascii() and not is_utf8(raw) and _record_like(raw)
+
+
+def _record_like(raw: bytes) -> bool:
+    """Whether a line looks like a JSON object, as any encoding's record does and binary junk does
+    not: braces at both ends, no control bytes (a Latin-1 reading of Shift JIS or Big5 is no JSON:
+    their second bytes include a backslash)."""
+    line = raw.strip()
+    return line[:1] == b"{" and line[-1:] == b"}" and not _CONTROL_BYTES.search(line)
+
+
+_CONTROL_BYTES = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _jsonl_passages(records: Iterable[tuple[int, object]], shown: str, key: str,
+                    notes: FileNotes) -> Iterator[Passage]:
+    prefix = f"{shown}#L"
+    good = 0
+    for lineno, record in records:  # the hot loop of indexing a corpus: kept lean
+        text = record.get("text") if type(record) is dict else None
+        if type(text) is not str:
+            notes.bad_line(f"line {lineno} is not a JSON object" if type(record) is not dict
+                           else f"line {lineno} has no \"text\" field" if text is None
+                           else f"line {lineno} has a \"text\" that is not a string ({type(text).__name__})")
+            continue
+        good += 1
+        body = normalise(text)
+        if not body:
+            continue
+        title = record_title(record)
+        pid = record_pid(record, title, body)
+        location = prefix + str(lineno)
+        # A record is one passage unless it is long: 1,500+ characters (a cheap test that spares
+        # counting the words of most records) and 300+ words. No sentence splitting for the rest.
+        if len(body) < 1500 or body.count(" ") < 300:
+            yield Passage(pid, title, body, key, location)
+            continue
+        spans = chunk_text(body)
+        if len(spans) == 1:
+            yield Passage(pid, title, body[spans[0][0]:spans[0][1]], key, location)
+            continue
+        for i, (a, b) in enumerate(spans):
+            # "#L1 §2": which part of the record (three parts all "#L1" read as one source listed thrice)
+            yield Passage(f"{pid}#{i}", title, body[a:b], key, f"{location} §{i + 1}")
+    if notes.bad_lines and not good:
+        raise SkipFile("no valid line: " + notes.bad_lines_text())

@@ -1,0 +1,257 @@
+"""Find the files to index under the paths given: hidden files and folders are skipped unless asked
+for; a ``.ragcliignore`` in a folder (gitignore syntax, via pathspec) and ``--exclude`` patterns remove
+more; a version-control folder or a ragcli index is never read. What the walk could not look at goes to
+``on_skip`` with the reason."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from ragcli.ingest.formats import SUPPORTED_SUFFIXES
+from ragcli.retrieval.index import MANIFEST_FILE, META_FILE
+
+IGNORE_FILE = ".ragcliignore"
+NEVER_READ = frozenset({".git", ".hg", ".svn"})  # version control's own folders, --hidden or not
+
+__all__ = ["FileInfo", "IGNORE_FILE", "WalkNotes", "iter_files", "within_folder"]
+
+
+@dataclass(frozen=True, slots=True)
+class FileInfo:
+    path: Path
+    size: int
+    mtime_ns: int
+    absolute: bool = False  # named by an absolute path on the command line: shown so, wherever ragcli runs
+    named: bool = False  # the file itself was named (not found in a folder): it stays when a folder walk skips it
+
+
+@dataclass
+class WalkNotes:
+    """What finding the files saw besides them: files of types that are not read (by suffix, ""
+    for none), and what could not be looked at this run (a folder that could not be listed, a
+    file that could not be stat'ed), named as the index names files: their passages are kept."""
+
+    other_types: Counter = field(default_factory=Counter)
+    unlisted: list[str] = field(default_factory=list)
+
+    def unseen(self, key: str) -> bool:
+        """Whether the file indexed as ``key`` lies in something this run could not look at."""
+        return any(within_folder(key, u) for u in self.unlisted)
+
+
+def within_folder(key: str, folder: str) -> bool:
+    """Whether the file indexed as ``key`` is ``folder`` or lies under it (both named as the index names files)."""
+    return key == folder or key.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+SkipFn = Callable[[Path, str], None]
+
+
+def _spec(patterns: Iterable[str]):
+    import pathspec
+
+    return pathspec.GitIgnoreSpec.from_lines([p for p in patterns if p.strip()])
+
+
+def iter_files(paths: list[Path], *, include_hidden: bool = False, exclude: Iterable[str] = (),
+               on_skip: SkipFn | None = None, notes: WalkNotes | None = None) -> Iterator[FileInfo]:
+    """Every supported file under ``paths`` (files given directly are taken as they are), named by
+    its path under the resolved root (a symlink inside a folder by its own name, so deleting the
+    link removes its passages; a root reached through a link names its files as its target does);
+    a file reached twice (two links to one target) counts once. A link to a folder outside the root
+    is followed, its files named under the link; one to a folder inside it is not (that folder is
+    read under its own name), unless the walk passes that folder over (hidden, ignored; never a
+    .git or an index). A file that cannot be looked at (a symlink loop or a broken link, or one
+    that vanished) and a link to a folder holding the root go to ``on_skip`` with the reason;
+    ``notes`` gets the files of other types and what could not be looked at."""
+    seen: set[Path] = set()
+    excluded = list(exclude)
+    notes = WalkNotes() if notes is None else notes
+    for root in paths:
+        base = root.resolve()
+
+        def key_of(path: Path) -> str:
+            return str(base if path == root else base / path.relative_to(root))
+
+        def unlisted(path: Path) -> None:
+            notes.unlisted.append(key_of(path))
+
+        candidates: Iterable[Path] = ([root] if not root.is_dir()  # a file, or a pipe named: said as such below
+                                      else _walk(root, include_hidden, excluded, on_skip, notes.other_types, unlisted))
+        for path in candidates:
+            try:
+                resolved = path.resolve()
+                if resolved in seen:
+                    continue
+                seen.add(resolved)
+                st = path.stat()
+                if not stat.S_ISREG(st.st_mode):  # a named pipe would block the read forever
+                    if on_skip is not None:
+                        on_skip(path, "not a regular file (a pipe, socket or device)")
+                    continue
+                key = key_of(path)
+                key.encode("utf-8")  # the index stores names as UTF-8 text
+            except (OSError, RuntimeError) as exc:
+                if on_skip is not None:
+                    on_skip(path, _unreachable(path, exc))
+                if _maybe_there(exc):
+                    unlisted(path)
+                continue
+            except UnicodeEncodeError:  # bytes that are no UTF-8 (a name from an old zip): this file only
+                if on_skip is not None:
+                    on_skip(path, "its name is not valid UTF-8 (rename it to index it)")
+                continue
+            yield FileInfo(Path(key), st.st_size, st.st_mtime_ns, root.is_absolute(), named=path is root)
+
+
+def _unreachable(path: Path, exc: BaseException) -> str:
+    if isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == errno.ELOOP:
+        return "symlink loop"
+    if isinstance(exc, FileNotFoundError):
+        return "broken symlink" if path.is_symlink() else "vanished while indexing"
+    return f"cannot read: {getattr(exc, 'strerror', None) or exc}"
+
+
+def _maybe_there(exc: BaseException) -> bool:
+    """Whether a file that could not be looked at may still exist as it was (permission denied, an
+    I/O error), rather than be gone (vanished, a broken link or a loop)."""
+    return (isinstance(exc, OSError) and not isinstance(exc, FileNotFoundError)
+            and getattr(exc, "errno", None) != errno.ELOOP)
+
+
+def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn | None = None,
+          other_types: Counter | None = None, unlisted: Callable[[Path], None] | None = None) -> Iterator[Path]:
+    excluded = _spec(exclude) if exclude else None
+    # the .ragcliignore files that apply, each folder's before those inside it (absolute folders): those
+    # of the folders above the root too, as git reads a repository's from its top (`ragcli index ign/logs`
+    # indexed the *.log files ign/.ragcliignore leaves out, and the next `ragcli index ign` removed them)
+    specs: list[tuple[Path, object]] = []
+    top = Path(os.path.abspath(root))
+    for folder in reversed(top.parents):
+        _read_ignore(folder, specs)
+    left_out = _ignored_by(specs, top, True)
+    if left_out is not None:  # the folder itself, from above: said, not silently empty
+        if on_skip is not None:
+            on_skip(root, f"left out by {left_out / IGNORE_FILE}")
+        return
+    real_root = os.path.realpath(root)
+    walked: set[str] = set()  # real paths of the folders read so far (and the links' targets about to be)
+    linked: list[Path] = []  # links to files: yielded last, so the file itself wins where the walk reads it
+    inside: list[Path] = []  # links to folders inside the root: read after the walk, if it did not read them
+
+    def unreadable(exc: OSError) -> None:  # os.walk skipped such a folder without a word
+        if on_skip is not None:
+            on_skip(Path(exc.filename), f"cannot read folder: {exc.strerror or exc}")
+        if unlisted is not None:
+            unlisted(Path(exc.filename))
+
+    def walk(start: Path) -> Iterator[Path]:
+        for dirpath, dirnames, filenames in os.walk(start, followlinks=True, onerror=unreadable):
+            here = Path(dirpath)
+            walked.add(os.path.realpath(here))
+            at = top / here.relative_to(root)
+            _read_ignore(at, specs)
+            active = [(base, spec) for base, spec in specs if at == base or base in at.parents]
+
+            def ignored(p: Path, is_dir: bool) -> bool:
+                """--exclude wins (as git's command-line patterns do); then the .ragcliignore files."""
+                full = top / p.relative_to(root)
+                if excluded is not None and excluded.match_file(full.relative_to(top).as_posix() + ("/" if is_dir else "")):
+                    return True
+                return _ignored_by(active, full, is_dir) is not None
+
+            kept = []
+            for d in sorted(dirnames):
+                if (not include_hidden and d.startswith(".")) or d in NEVER_READ or ignored(here / d, True):
+                    continue
+                if _is_index(here / d):  # (`ragcli index ~` with the index in ~/index_data: its own files were "not read")
+                    continue
+                if os.path.islink(here / d):
+                    follow = _follow(here / d, real_root, walked, on_skip)
+                    if follow is None:
+                        inside.append(here / d)
+                    if not follow:
+                        continue
+                kept.append(d)
+            dirnames[:] = kept
+            for name in sorted(filenames):
+                if not include_hidden and name.startswith("."):
+                    continue
+                p = here / name
+                if ignored(p, False):
+                    continue
+                if os.path.islink(p) and os.path.exists(p) and p.suffix.lower() in SUPPORTED_SUFFIXES:
+                    linked.append(p)  # after the walk: a file it reads is read under its own name, not the link's
+                    continue
+                if p.suffix.lower() in SUPPORTED_SUFFIXES or not p.suffix and os.path.islink(p) and not os.path.exists(p):
+                    yield p  # (a broken link of no type is said to be one as it is looked at)
+                elif other_types is not None and name != IGNORE_FILE:  # (ragcli's own file: no text left unread)
+                    other_types[p.suffix.lower()] += 1
+
+    yield from walk(root)
+    # A link to a folder inside the root is read under the link's name only where the walk did not read
+    # that folder under its own (hidden, ignored): as a link to a file is (it went unread without a word).
+    for link in inside:  # (grows as those are read)
+        target = os.path.realpath(link)
+        if target not in walked and not _never_read(Path(target), Path(real_root)):
+            yield from walk(link)
+    # a link to a file the walk read (iter_files counts a file once) is passed over; one to a file it
+    # did not read (elsewhere, hidden, ignored) is read under the link's name, unless it is in a .git
+    for link in linked:
+        target = Path(os.path.realpath(link))
+        if not (target.is_relative_to(real_root) and _never_read(target.parent, Path(real_root))):
+            yield link
+
+
+def _never_read(folder: Path, root: Path) -> bool:
+    """Whether ``folder`` (inside ``root``) is one no walk reads, hidden files or not: in a .git (or
+    the like), or a ragcli index."""
+    return any(part in NEVER_READ for part in folder.relative_to(root).parts) or _is_index(folder)
+
+
+def _is_index(folder: Path) -> bool:
+    return (folder / META_FILE).is_file() and (folder / MANIFEST_FILE).is_file()
+
+
+def _ignored_by(specs: list[tuple[Path, object]], path: Path, is_dir: bool) -> Path | None:
+    """The folder whose .ragcliignore leaves ``path`` out (absolute; ``specs`` outermost first, all
+    holding it), or None. As in git, the deepest file with a say decides: a `!name` in a subfolder's
+    file takes back what its parent's ignores."""
+    for base, spec in reversed(specs):
+        verdict = spec.check_file(path.relative_to(base).as_posix() + ("/" if is_dir else "")).include
+        if verdict is not None:
+            return base if verdict else None
+    return None
+
+
+def _read_ignore(folder: Path, specs: list[tuple[Path, object]]) -> None:
+    ignore = folder / IGNORE_FILE
+    try:
+        if ignore.is_file():
+            specs.append((folder, _spec(ignore.read_text(encoding="utf-8", errors="replace").splitlines())))
+    except OSError:
+        pass
+
+
+def _follow(link: Path, real_root: str, walked: set[str], on_skip: SkipFn | None) -> bool | None:
+    """Whether the walk goes into a link to a folder: only into a folder outside the root not read
+    yet (nothing is read twice, so a link back up inside a linked folder ends there); None for one
+    inside the root, whose folders are read under their own names (unless the walk passes one over).
+    A link to the root or a folder above it would loop: reported, not followed."""
+    target = os.path.realpath(link)
+    if target == real_root or real_root.startswith(target.rstrip(os.sep) + os.sep):
+        if on_skip is not None:
+            on_skip(link, "symlink loop (a link to a folder that holds this one)")
+        return False
+    if target.startswith(real_root.rstrip(os.sep) + os.sep):
+        return None
+    if target in walked:
+        return False
+    walked.add(target)
+    return True
