@@ -479,7 +479,7 @@ def test_a_file_interrupted_after_a_commit_leaves_the_index_with_its_passages(tm
 def test_a_new_corpus_is_read_once_and_hashed_as_it_is_read(tmp_path, monkeypatch, encoding, bom):
     """A corpus not indexed before is hashed while it streams in: no pass over its GBs first. The
     manifest's hash is the file's, and a touched but unchanged corpus is still not read again."""
-    from ragcli.ingest import indexer
+    from ragcli.ingest import indexer, parsers
 
     corpus = tmp_path / "corpus.jsonl"
     lines = "".join(json.dumps({"title": f"T{i}", "text": f"Record {i} about zanzibarquill and Ærø."},
@@ -497,7 +497,7 @@ def test_a_new_corpus_is_read_once_and_hashed_as_it_is_read(tmp_path, monkeypatc
     monkeypatch.setattr(indexer, "file_hash", real_hash)
     os.utime(corpus, ns=(1, 1))
     read = []
-    monkeypatch.setattr(indexer, "iter_passages", lambda *a, **k: read.append(a) or iter(()))
+    monkeypatch.setattr(parsers, "iter_passages", lambda *a, **k: read.append(a) or iter(()))
     report = build_index([corpus], tmp_path / "index")
     assert (report.unchanged, read) == (1, [])
 
@@ -713,9 +713,10 @@ def test_parallel_parsing_gives_the_same_index_and_reports_skips(tmp_path):
     assert [p for p, _ in r2.skipped] == [p for p, _ in r1.skipped] and len(r2.skipped) == 1 and w2
     # no processes for one job, nor for files the manifest says are unchanged
     files = list(indexer.iter_files([docs]))
-    assert indexer._Parsers.start(files, {}, 1).pool is None
+    assert indexer.Parsers.start(indexer._to_parse(files, {}), 1).pool is None
     manifest = TantivyIndex.open(tmp_path / "serial").load_manifest()
-    assert indexer._Parsers.start(files, manifest, 4).pool is None
+    assert [f.path.name for f in indexer._to_parse(files, manifest)] == ["broken.pdf"]  # (tried again each run)
+    assert indexer.Parsers.start(indexer._to_parse(files, manifest), 4).pool is None
 
 
 def test_a_file_saved_while_parser_processes_read_ahead_is_read_again_next_run(tmp_path, monkeypatch):
@@ -728,18 +729,18 @@ def test_a_file_saved_while_parser_processes_read_ahead_is_read_again_next_run(t
     docs.mkdir()
     for i in range(3):
         (docs / f"f{i}.txt").write_text(f"file {i} says apple")
-    start = indexer._Parsers.start.__func__
+    start = indexer.Parsers.start.__func__
 
-    def start_then_save(cls, files, manifest, jobs, warn=None):
-        parsers = start(cls, files, manifest, jobs, warn)
+    def start_then_save(cls, queue, jobs, warn=None):
+        parsers = start(cls, queue, jobs, warn)
         for future in list(parsers.futures.values()):
             future.result()  # the processes have read every file ...
         (docs / "f1.txt").write_text("file 1 now says banana!!")  # ... and the user saves one
         return parsers
 
-    monkeypatch.setattr(indexer._Parsers, "start", classmethod(start_then_save))
+    monkeypatch.setattr(indexer.Parsers, "start", classmethod(start_then_save))
     indexer.build_index([docs], tmp_path / "idx", jobs=2)
-    monkeypatch.setattr(indexer._Parsers, "start", classmethod(start))
+    monkeypatch.setattr(indexer.Parsers, "start", classmethod(start))
     report = indexer.build_index([docs], tmp_path / "idx", jobs=2)
     assert report.updated == 1
     idx = TantivyIndex.open(tmp_path / "idx")
@@ -803,7 +804,7 @@ def test_files_skipped_unparsed_hold_no_place_in_the_parser_pool(tmp_path, monke
     """Files over the size cap were sent to the parser processes and dropped without taking their
     result: each held a place in the pool's window for good, and with enough of them every other
     file was parsed in the indexing loop, one at a time."""
-    from ragcli.ingest import indexer
+    from ragcli.ingest import indexer, parsers
 
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -813,10 +814,10 @@ def test_files_skipped_unparsed_hold_no_place_in_the_parser_pool(tmp_path, monke
     for i in range(20):
         (docs / f"b{i:02d}.txt").write_text(f"small file {i}")
     in_loop, left = [], []
-    iter_passages = indexer.iter_passages
-    monkeypatch.setattr(indexer, "iter_passages", lambda p, *a, **k: (in_loop.append(p.name), iter_passages(p, *a, **k))[1])
-    leave = indexer._Parsers.__exit__
-    monkeypatch.setattr(indexer._Parsers, "__exit__", lambda self, *exc: (left.append(len(self.futures)), leave(self, *exc))[1])
+    iter_passages = parsers.iter_passages
+    monkeypatch.setattr(parsers, "iter_passages", lambda p, *a, **k: (in_loop.append(p.name), iter_passages(p, *a, **k))[1])
+    leave = indexer.Parsers.__exit__
+    monkeypatch.setattr(indexer.Parsers, "__exit__", lambda self, *exc: (left.append(len(self.futures)), leave(self, *exc))[1])
     report = indexer.build_index([docs], tmp_path / "idx", jobs=2)
     assert (len(report.skipped), report.added) == (8, 20)
     assert in_loop == [] and left == [0]
@@ -839,7 +840,7 @@ def test_broken_parser_processes_fall_back_to_parsing_in_process(tmp_path):
             pass
 
     warnings = []
-    parsers = indexer._Parsers(Broken(), list(files), ahead=4, warn=warnings.append)
+    parsers = indexer.Parsers(Broken(), list(files), ahead=4, warn=warnings.append)
     parsers._fill()
     got = [list(parsers.passages(f, f.path.name)) for f in files]
     assert [len(g) for g in got] == [1, 1, 1] and parsers.pool is None

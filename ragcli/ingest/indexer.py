@@ -11,7 +11,6 @@ that leaves the index empty.
 from __future__ import annotations
 
 import gc
-import hashlib
 import os
 import time
 from contextlib import contextmanager
@@ -19,13 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from ragcli.config import available_cpus
 from ragcli.errors import EmptyCorpusError, IndexCorruptError, IndexMissingError, InputPathError, RagcliError
 from ragcli.ingest import reader
 from ragcli.ingest.formats import JSONL_SUFFIXES, reader_version
 from ragcli.ingest.passages import TARGET_WORDS
-from ragcli.ingest.reader import FileNotes, SkipFile, iter_passages, read_passages
-from ragcli.ingest.walk import FileInfo, WalkNotes, iter_files, within_folder
+from ragcli.ingest.parsers import Parsers
+from ragcli.ingest.reader import FileNotes, SkipFile, file_hash
+from ragcli.ingest.walk import FileInfo, WalkNotes, as_named, display_path, iter_files, shown_path, within_folder
 from ragcli.retrieval.index import LOCK_FILE, SCHEMA_VERSION, TantivyIndex, exclusive_lock, unwritable_index
 from ragcli.words import counted
 
@@ -94,51 +93,6 @@ ProgressFn = Callable[[int, int, int], None]  # files done, files total, passage
 WarnFn = Callable[[str], None]
 
 
-def display_path(path: Path) -> str:
-    """The path as shown to the user: relative to the working directory when under it; bytes of a
-    name that are not UTF-8 shown as escapes (\\xe9), which any terminal can print."""
-    try:
-        shown = str(path.relative_to(Path.cwd()))
-    except ValueError:
-        shown = str(path)
-    return printable_name(shown)
-
-
-_CONTROLS = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F]} | {0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}
-
-
-def printable_name(name: str) -> str:
-    """A file name with its control characters escaped (a newline in one split `index -v`'s line and
-    the location it is cited by), and its bytes that are not UTF-8 (\\xe9), which any terminal can print."""
-    return os.fsencode(name).decode("utf-8", "backslashreplace").translate(_CONTROLS)
-
-
-def shown_path(info: FileInfo) -> str:
-    """How a file's passages name it: as ``display_path`` does, but in full when the user named its
-    file or folder by an absolute path (`cd /tmp; ragcli index /home/me/notes` gave "home/me/notes/…",
-    a path that opens from /tmp only)."""
-    if info.absolute:
-        return printable_name(str(info.path))
-    shown = display_path(info.path)
-    if os.path.isabs(shown):  # named from beside the working directory (`ragcli index ../docs`): so kept
-        shown = printable_name(os.path.relpath(info.path))
-    return shown
-
-
-def as_named(path: Path) -> str:
-    """A path found by the walk (or named), shown as ``shown_path`` shows files: in full when named by
-    an absolute path (`cd /; ragcli index /tmp/notes` warned of "tmp/notes/broken_link")."""
-    return shown_path(FileInfo(path, 0, 0, path.is_absolute()))
-
-
-def file_hash(path: Path, algorithm: str = "sha1") -> str:
-    h = hashlib.new(algorithm)
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def build_index(
     paths: list[Path],
     index_dir: Path,
@@ -177,7 +131,7 @@ def build_index(
                 warn(f"the index's list of files was damaged or missing: made again from the index "
                      f"({counted(len(manifest), 'file')}); those still there are read again")
             # start parser processes before the index writer's threads exist
-            with (_Parsers.start(files, manifest, jobs, warn) as parsers,
+            with (Parsers.start(_to_parse(files, manifest), jobs, warn) as parsers,
                   index.writer(locked=True, threads=writer_threads) as writer):
                 run = _Run(index, writer, manifest, report, warn, parsers, commit_every)
                 if rebuild:
@@ -370,7 +324,7 @@ class _Run:
     """One indexing run's state: the writer, the manifest as committed and what is pending."""
 
     def __init__(self, index: TantivyIndex, writer, manifest: dict[str, dict], report: IndexReport,
-                 warn: WarnFn, parsers: "_Parsers", commit_every: int) -> None:
+                 warn: WarnFn, parsers: Parsers, commit_every: int) -> None:
         self.index, self.writer, self.manifest, self.report = index, writer, manifest, report
         self.warn, self.parsers, self.commit_every = warn, parsers, commit_every
         self.pending: dict[str, dict] = {}
@@ -551,110 +505,13 @@ def _changed(info: FileInfo, previous: dict | None) -> bool:
                 and _read_as_now(info, previous))
 
 
+def _to_parse(files: list[FileInfo], manifest: dict[str, dict]) -> list[FileInfo]:
+    """The files parser processes may read ahead: changed ones but JSONL corpora (which stream) and
+    those over the size cap (skipped unread)."""
+    return [f for f in files if f.path.suffix.lower() not in JSONL_SUFFIXES and f.size <= reader.MAX_FILE_BYTES
+            and _changed(f, manifest.get(str(f.path)))]
+
+
 def _read_as_now(info: FileInfo, previous: dict) -> bool:
     """Whether the file's passages in the index are those today's reader gives (see reader_version)."""
     return previous.get("reader", 1) == reader_version(info.path)
-
-
-def _parse(path: str, shown: str) -> tuple[list | None, FileNotes, str | None]:
-    """In a parser process: the passages of one file and what reading it found, or why it was skipped."""
-    notes = FileNotes()
-    try:
-        # hashed here, before it is read, not by the indexing loop later: a file saved in between was
-        # listed with the new hash and the old text, and never read again while it stayed so
-        notes.sha1 = file_hash(Path(path))
-    except OSError:
-        pass  # read_passages says why
-    try:
-        return read_passages(Path(path), shown, notes), notes, None
-    except SkipFile as exc:
-        return None, notes, str(exc)
-
-
-class _Parsers:
-    """Parse changed files (all but JSONL corpora, which stream) in a pool of processes, a few files
-    ahead of the indexing loop, which takes their passages in order; without a pool, files are read
-    in the loop. Opt-in (``--jobs``): measured here on 2 CPUs, 2,500 HTML files indexed 1.04x faster
-    with two processes and 400 files 0.53x (starting the processes costs ~0.3 s, and tantivy already
-    indexes on every core). It pays for PDF-heavy corpora and machines with more cores."""
-
-    def __init__(self, pool=None, queue: list[FileInfo] | None = None, ahead: int = 0,
-                 warn: WarnFn | None = None) -> None:
-        self.pool = pool
-        self.queue = queue or []
-        self.ahead = ahead
-        self.warn = warn or (lambda msg: None)
-        self.futures: dict[Path, object] = {}
-
-    @classmethod
-    def start(cls, files: list[FileInfo], manifest: dict, jobs: int, warn: WarnFn | None = None) -> "_Parsers":
-        queue = [f for f in files if f.path.suffix.lower() not in JSONL_SUFFIXES and f.size <= reader.MAX_FILE_BYTES
-                 and _changed(f, manifest.get(str(f.path)))]  # one over the cap is skipped unread
-        jobs = min(jobs if jobs > 0 else available_cpus(), len(queue))
-        if jobs <= 1:
-            return cls()
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method),
-                                   initializer=_ignore_ctrl_c)
-        parsers = cls(pool, queue, ahead=4 * jobs, warn=warn)
-        parsers._fill()
-        return parsers
-
-    def _fill(self) -> None:
-        from concurrent.futures.process import BrokenProcessPool
-
-        while self.pool is not None and self.queue and len(self.futures) < self.ahead:
-            info = self.queue.pop(0)
-            try:
-                self.futures[info.path] = self.pool.submit(_parse, str(info.path), shown_path(info))
-            except BrokenProcessPool:
-                self._broken()
-
-    def _broken(self) -> None:
-        self.warn("the parser processes stopped; parsing the remaining files here")
-        self.pool.shutdown(wait=False, cancel_futures=True)
-        self.pool, self.futures, self.queue = None, {}, []
-
-    def discard(self, info: FileInfo) -> None:
-        future = self.futures.pop(info.path, None)
-        if future is not None:
-            future.cancel()
-            self._fill()
-
-    def passages(self, info: FileInfo, shown: str, notes: FileNotes | None = None):
-        """The passages of one file; ``notes`` receives what reading it found."""
-        from concurrent.futures.process import BrokenProcessPool
-
-        notes = FileNotes() if notes is None else notes
-        future = self.futures.pop(info.path, None)
-        if future is None:
-            return iter_passages(info.path, shown, notes)
-        try:
-            passages, found, skipped = future.result()
-        except BrokenProcessPool:
-            self._broken()
-            return iter_passages(info.path, shown, notes)
-        self._fill()
-        notes.__dict__.update(found.__dict__)
-        if skipped is not None:
-            raise SkipFile(skipped)
-        return passages
-
-    def __enter__(self) -> "_Parsers":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _ignore_ctrl_c() -> None:
-    """In a parser process: Ctrl-C is the indexing loop's to handle (it stops the pool); workers
-    printing their own KeyboardInterrupt tracebacks would bury the one-line message."""
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-

@@ -4,6 +4,7 @@ file raises ``SkipFile`` with the reason; what reading found besides passages go
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Iterator
 
@@ -15,7 +16,7 @@ from ragcli.ingest.passages import Passage, chunk_text, normalise, passage_id
 
 MAX_FILE_BYTES = 200 * 1024 * 1024
 
-__all__ = ["FileNotes", "MAX_FILE_BYTES", "SkipFile", "iter_passages", "read_passages", "read_text"]
+__all__ = ["FileNotes", "MAX_FILE_BYTES", "SkipFile", "file_hash", "iter_passages", "read_passages", "read_text"]
 
 
 def read_bytes(path: Path) -> bytes:
@@ -28,6 +29,15 @@ def read_bytes(path: Path) -> bytes:
         raise SkipFile("vanished while indexing") from None
     except OSError as exc:
         raise SkipFile(f"cannot read: {exc.strerror or exc}") from None
+
+
+def file_hash(path: Path, algorithm: str = "sha1") -> str:
+    """The hex digest of a file's bytes, read 1 MB at a time."""
+    h = hashlib.new(algorithm)
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def read_text(path: Path, raw: bytes | None = None, notes: FileNotes | None = None) -> str:

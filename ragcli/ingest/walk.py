@@ -19,7 +19,8 @@ from ragcli.retrieval.index import MANIFEST_FILE, META_FILE
 IGNORE_FILE = ".ragcliignore"
 NEVER_READ = frozenset({".git", ".hg", ".svn"})  # version control's own folders, --hidden or not
 
-__all__ = ["FileInfo", "IGNORE_FILE", "WalkNotes", "iter_files", "within_folder"]
+__all__ = ["FileInfo", "IGNORE_FILE", "WalkNotes", "as_named", "display_path", "iter_files", "printable_name",
+           "shown_path", "within_folder"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,3 +256,41 @@ def _follow(link: Path, real_root: str, walked: set[str], on_skip: SkipFn | None
         return False
     walked.add(target)
     return True
+
+
+# ---------------------------------------------------------------- names as shown to the user
+def display_path(path: Path) -> str:
+    """The path as shown to the user: relative to the working directory when under it; bytes of a
+    name that are not UTF-8 shown as escapes (\\xe9), which any terminal can print."""
+    try:
+        shown = str(path.relative_to(Path.cwd()))
+    except ValueError:
+        shown = str(path)
+    return printable_name(shown)
+
+
+_CONTROLS = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F]} | {0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}
+
+
+def printable_name(name: str) -> str:
+    """A file name with its control characters escaped (a newline in one split `index -v`'s line and
+    the location it is cited by), and its bytes that are not UTF-8 (\\xe9), which any terminal can print."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace").translate(_CONTROLS)
+
+
+def shown_path(info: FileInfo) -> str:
+    """How a file's passages name it: as ``display_path`` does, but in full when the user named its
+    file or folder by an absolute path (`cd /tmp; ragcli index /home/me/notes` gave "home/me/notes/…",
+    a path that opens from /tmp only)."""
+    if info.absolute:
+        return printable_name(str(info.path))
+    shown = display_path(info.path)
+    if os.path.isabs(shown):  # named from beside the working directory (`ragcli index ../docs`): so kept
+        shown = printable_name(os.path.relpath(info.path))
+    return shown
+
+
+def as_named(path: Path) -> str:
+    """A path found by the walk (or named), shown as ``shown_path`` shows files: in full when named by
+    an absolute path (`cd /; ragcli index /tmp/notes` warned of "tmp/notes/broken_link")."""
+    return shown_path(FileInfo(path, 0, 0, path.is_absolute()))
