@@ -95,6 +95,25 @@ def test_templates_that_write_the_models_bos_and_eos_get_them_between_turns():
     assert render(prompt, CHATML, eos="</s>", bos="<s>") == render(prompt, CHATML)  # ChatML writes neither
 
 
+def test_templates_of_hugging_face_models_render_generation_blocks_loop_controls_and_dates():
+    """Templates trained for assistant-only loss wrap the reply in {% generation %}; others call
+    strftime_now or {% break %}: llama.cpp and transformers render them, ragcli crashed (exit 1)."""
+    from ragcli.generation.chat import template_problem
+
+    tmpl = ("{{ 'Today: ' + strftime_now('%Y') + '\n' }}{% for m in messages %}{% if loop.index > 9 %}{% break %}"
+            "{% endif %}{% if m['role'] == 'assistant' %}{% generation %}<|a|>{{ m['content'] }}{% endgeneration %}"
+            "{% else %}<|{{ m['role'] }}|>{{ m['content'] }}{% endif %}<|end|>\n{% endfor %}"
+            "{% if add_generation_prompt %}<|a|>{% endif %}")
+    assert template_problem(tmpl) is None
+    text = render("Hi", tmpl)
+    assert text.startswith("Today: 20") and text.endswith("<|user|>Hi<|end|>\n<|a|>")
+    assert end_of_turn(tmpl) == "<|end|>"
+    assert template_problem(CHATML) is None and template_problem(GEMMA_LIKE) is None
+    assert template_problem("{% nosuchtag %}").startswith("TemplateSyntaxError")
+    assert template_problem("{{ undefined_function() }}").startswith("UndefinedError")
+    assert template_problem("{{ raise_exception('only user and assistant') }}").startswith("ValueError")
+
+
 def test_auto_style_uses_chat_only_for_instruct_models_with_a_template():
     assert use_chat("auto", GEMMA_LIKE, "gemma-3-1b-it-Q4_K_M.gguf")
     assert use_chat("auto", GEMMA_LIKE, "Qwen2.5-1.5B-Instruct")

@@ -238,6 +238,19 @@ def test_an_instruct_model_on_llama_server_gets_its_chat_template_in_completions
         assert g.count_tokens("plain") > 1  # counted as the model sees it, template included
 
 
+def test_a_chat_template_ragcli_cannot_render_falls_back_to_completion_prompts_with_a_notice():
+    """A template with a tag no Jinja environment has (llama-server renders its own way) was an
+    internal error (exit 1) in the middle of the first answer: now a notice, and completion prompts."""
+    broken = CHATML.replace("{% endfor %}", "{% endfor %}{% unknowntag %}")
+    script = Script(chat_template=broken, model_path="/models/SmolLM2-135M-Instruct.Q4_1.gguf")
+    with StubServer(script) as stub:
+        g = gen(stub)
+        assert g.endpoint == "completions" and g.chat_template is None
+        assert any("chat template cannot be rendered here (TemplateSyntaxError" in n for n in g.notices)
+        assert list(g.stream("Who wrote Hamlet?", max_tokens=2))
+        assert "<|im_start|>" not in stub.completions()[-1]["body"]["prompt"]
+
+
 def test_a_base_model_on_llama_server_is_not_taken_for_a_chat_model_by_its_folder_or_the_servers_chatml():
     """llama-server's model id is the file's whole path, and its /props report a ChatML stand-in for a
     GGUF without a template: a base model in a folder named "models-for-chat" was sent ChatML prompts

@@ -44,10 +44,42 @@ def use_chat(style: str, template: str | None, model_name: str) -> bool:
 
 @lru_cache(maxsize=8)
 def _compiled(template: str):
+    """The template compiled as Hugging Face's ``apply_chat_template`` compiles it (and llama.cpp's
+    template engine reads it): ``{% break %}``/``{% continue %}``, the ``{% generation %}`` block of
+    templates trained for assistant-only loss (rendered as its body), and ``strftime_now``."""
+    from datetime import datetime
+
+    from jinja2 import nodes
+    from jinja2.ext import Extension, loopcontrols
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    class Generation(Extension):
+        tags = {"generation"}
+
+        def parse(self, parser):
+            lineno = next(parser.stream).lineno
+            body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+            return nodes.CallBlock(self.call_method("_body"), [], [], body).set_lineno(lineno)
+
+        def _body(self, caller):
+            return caller()
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[Generation, loopcontrols])
+    env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
     return env.from_string(template)
+
+
+def template_problem(template: str) -> str | None:
+    """Why the model's chat template cannot render a conversation here (a tag or function no Jinja
+    environment has), or None: its prompts then go the completion way, said in a notice, not an
+    internal error in the middle of the first answer."""
+    from jinja2 import TemplateError
+
+    try:
+        _render(template, [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}])
+    except (TemplateError, ValueError, TypeError) as exc:  # ValueError: its raise_exception refused a plain exchange
+        return f"{type(exc).__name__}: {exc}"
+    return None
 
 
 def _raise(message):  # templates call raise_exception("...") to reject a conversation

@@ -285,12 +285,16 @@ class LlamaGenerator:
         self._control_texts = None  # a pattern of the control tokens' texts (chat style), once needed
         self._slots: dict[str, _Slot] = {"main": _Slot(self.llm._ctx, self.llm._batch, self.n_ctx)}
         self.chat_template = self.llm.metadata.get("tokenizer.chat_template")
-        from ragcli.generation.chat import use_chat
+        from ragcli.generation.chat import template_problem, use_chat
 
         name = f"{model_path.name} {self.llm.metadata.get('general.name', '')} {self.llm.metadata.get('general.finetune', '')}"
         self.chat = use_chat(prompt_style, self.chat_template, name)
         if prompt_style == "chat" and not self.chat_template:
             self.notices.append("--prompt-style chat: the model has no chat template; using completion prompts")
+        problem = template_problem(self.chat_template) if self.chat else None
+        if problem:
+            self.chat = False
+            self.notices.append(f"the model's chat template cannot be rendered here ({problem}); using completion prompts")
         self._end_of_turn = self._end_of_turn_ids() if self.chat else frozenset()
 
     @classmethod

@@ -153,7 +153,7 @@ class OpenAIGenerator:
         self.endpoint = "chat" if prompt_style == "chat" else "completions"
         self.chat_template = None
         if self.kind == "llama.cpp":
-            from ragcli.generation.chat import use_chat
+            from ragcli.generation.chat import template_problem, use_chat
 
             template = self.props.get("chat_template") or None
             if template == LLAMA_SERVER_FALLBACK_TEMPLATE:
@@ -165,6 +165,11 @@ class OpenAIGenerator:
             name = f"{os.path.basename(model)} {os.path.basename(str(self.props.get('model_path') or ''))}"
             if self.endpoint == "completions":
                 self.chat_template = template if use_chat(prompt_style, template, name) else None
+            problem = template_problem(self.chat_template) if self.chat_template else None
+            if problem:  # (the server's own /v1/chat/completions renders it, but gives no prompt to continue)
+                self.chat_template = None
+                self.notices.append(f"the model's chat template cannot be rendered here ({problem}); "
+                                    "using completion prompts")
         self.logprobs, self.has_top = True, False
         first = self._probe_logprobs()
         if first is None and self.endpoint == "completions":  # no /v1/completions: a chat-only server
