@@ -195,12 +195,12 @@ class Settings:
         if self.source("backend").startswith("implied by") and not self.base_url:  # that URL taken back
             self.backend = "llama"
             self._sources["backend"] = "default"
-        if self.backend != "llama":
-            return
-        if self.source("backend") == "default" and self.base_url:
+        if self.backend == "llama" and self.source("backend") == "default" and self.base_url:
             self.backend = "openai"
             how = spelled("base_url") if "base_url" in named else f"base-url from {self.source('base_url')}"
             self._sources["backend"] = f"implied by {how}"
+        if self.backend != "llama":
+            self._local_only_refused(names, spelled)
             return
         if not named:
             return
@@ -210,6 +210,20 @@ class Settings:
                   else "set the backend to openai")
         raise UsageError(f"{spelled(named[0])} is for --backend openai, not llama{said}",
                          hint=f"{server}, or leave {spelled(named[0])} out")
+
+    def _local_only_refused(self, names: list[str], spelled: Callable[[str], str]) -> None:
+        """A setting of the in-process model named with the server backend: the server's model answered
+        as if ``--model big.gguf --require-gpu`` had not been given (exit 0, no word)."""
+        defaults = type(self)()
+        local = [k for k in names if k in LOCAL_ONLY and getattr(self, k) != getattr(defaults, k)]
+        if not local:
+            return
+        how = self.source("backend")
+        said = {"flag": "--backend openai", "/set": "/set backend openai"}.get(how, how)
+        raise UsageError(f"{spelled(local[0])} is for --backend llama (the model run in-process), but the backend "
+                         f"is openai ({said}): the server's own model answers",
+                         hint=f"leave {spelled(local[0])} out, or pass --backend llama"
+                              + ("; RAGCLI_BASE_URL= clears the URL" if "env" in how else ""))
 
     def set(self, name: str, value: Any, *, label: str | None = None) -> None:
         """Set one setting by name, coercing strings (from env, config or `/set`) to its type.
@@ -321,6 +335,7 @@ UNLISTED_CHOICES: dict[str, tuple[str, ...]] = {"strategy": EVAL_ONLY_STRATEGIES
 
 # Settings that name a file or folder: a leading ~ is the user's home, wherever the value came from.
 PATHS = frozenset({"index", "model"})
+LOCAL_ONLY = frozenset({"model", "n_gpu_layers", "threads", "require_gpu"})  # the in-process model's settings
 
 # Numeric settings outside these (inclusive) bounds are refused: --theta 7 meant 0.7, and would
 # otherwise silently retrieve at every sentence.

@@ -165,6 +165,31 @@ def test_a_server_named_on_the_command_line_is_the_backend_or_a_clear_error():
     assert Settings.resolve({}, env={"RAGCLI_API_MODEL": "m"}, config_path=none).backend == "llama"
 
 
+def test_the_in_process_models_settings_are_refused_with_the_server_backend():
+    """`--model big.gguf --require-gpu` with a base URL from the environment answered from the server's
+    model, exit 0, no word; the same settings from the environment or a config file stay quiet."""
+    from pathlib import Path
+
+    none = Path("/nonexistent")
+    env = {"RAGCLI_BASE_URL": "http://x"}
+    for flags, said in (({"model": "/m/big.gguf"}, "^--model is for --backend llama .* \\(implied by base-url from env"),
+                        ({"require_gpu": True}, "^--require-gpu is for --backend llama"),
+                        ({"n_gpu_layers": 99}, "^--n-gpu-layers is for"), ({"threads": 3}, "^--threads is for")):
+        with pytest.raises(UsageError, match=said) as caught:
+            Settings.resolve(flags, env=env, config_path=none)
+        assert "RAGCLI_BASE_URL= clears the URL" in caught.value.hint
+    with pytest.raises(UsageError, match="but the backend is openai \\(--backend openai\\)"):
+        Settings.resolve({"backend": "openai", "base_url": "http://x", "model": "/m/a.gguf"}, env={}, config_path=none)
+    # the defaults, a backend of llama, or the settings from the environment: nothing to refuse
+    assert Settings.resolve({"require_gpu": False, "ctx": 4096}, env=env, config_path=none).backend == "openai"
+    assert Settings.resolve({"model": "/m/a.gguf"}, env={**env, "RAGCLI_BACKEND": "llama"}, config_path=none).model
+    assert Settings.resolve({}, env={**env, "RAGCLI_THREADS": "3"}, config_path=none).threads == 3
+    s = Settings.resolve({}, env=env, config_path=none)  # the REPL's /set: refused as the flag is
+    s.set("model", "/m/b.gguf")
+    with pytest.raises(UsageError, match="^/set model is for --backend llama"):
+        s.server_named(["model"], lambda n: "/set " + n)
+
+
 def test_an_unknown_setting_names_the_one_it_was_likely_meant_to_be(tmp_path):
     """`thetta = 0.3` in the config file listed all 47 settings; the one meant is named."""
     from pathlib import Path
