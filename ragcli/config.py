@@ -343,10 +343,10 @@ RANGES: dict[str, tuple[float, float]] = {
     **{name: (0.0, 1.0) for name in ("theta", "beta", "top_p", "upper", "lower", "retrieval_target")},
     "tau": (0.0, math.inf),
     "highlight": (-1.0, 1.0),  # -1: the same as theta
-    "temperature": (0.0, math.inf),
+    "temperature": (0.0, 10.0),  # "inf": uniform noise in-process, a JSON error (internal) on a server
     "timeout": (0.0, math.inf),
     "web_timeout": (0.1, 3600.0),  # an "inf" overflowed the thread wait (internal error)
-    "api_timeout": (0.1, math.inf),
+    "api_timeout": (0.1, 86400.0),  # "inf" or 1e12 overflowed httpx's clock (internal error)
     "threads": (0, math.inf),
     "read_cap": (0, math.inf),
     "n_gpu_layers": (-1, math.inf),

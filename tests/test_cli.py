@@ -322,6 +322,10 @@ def test_out_of_range_flag_is_a_one_line_error_with_exit_2(capsys):
     assert (code, err.strip()) == (2, "error: --page-order must be one of rank, near, got 'bogus'")
     code, out, err = call(["ask", "q", "--web-timeout", "inf"], capsys)  # overflowed the thread wait: exit 1
     assert (code, err.strip()) == (2, "error: --web-timeout must be between 0.1 and 3600, got inf")
+    code, out, err = call(["ask", "q", "--api-timeout", "1e12"], capsys)  # overflowed httpx's clock: exit 1
+    assert (code, err.strip()) == (2, "error: --api-timeout must be between 0.1 and 86400, got 1000000000000.0")
+    code, out, err = call(["ask", "q", "--temperature", "inf"], capsys)  # noise in-process, a JSON error on a server
+    assert (code, err.strip()) == (2, "error: --temperature must be between 0 and 10, got inf")
     code, out, err = call(["ask", "q", "--seed", "-1"], capsys)  # llama.cpp's seed is unsigned: was exit 1
     assert (code, err.strip()) == (2, "error: --seed must be between 0 and 4294967295, got -1")
 

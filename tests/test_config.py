@@ -36,7 +36,7 @@ def test_bool_coercion():
 
 @pytest.mark.parametrize("name, value, says", [
     ("theta", 7, "between 0 and 1"), ("beta", -0.1, "between 0 and 1"), ("theta", "nan", "between 0 and 1"),
-    ("k", 0, "at least 1"), ("temperature", -1, "at least 0"), ("ctx", 16, "at least 256"),
+    ("k", 0, "at least 1"), ("temperature", -1, "between 0 and 10"), ("ctx", 16, "at least 256"),
 ])
 def test_numbers_out_of_range_are_refused_with_the_range(name, value, says):
     with pytest.raises(UsageError, match=says):
