@@ -513,6 +513,106 @@ def test_a_connection_that_times_out_is_said_as_such_and_a_silent_first_token_as
         list(client.events("completions", {"prompt": "q"}, on_prompt=lambda n, c: None))
 
 
+def _client_of(handler, **kw):
+    import httpx
+
+    from ragcli.generation.openai_http import ServerClient
+
+    return ServerClient("http://127.0.0.1:9/v1", transport=httpx.MockTransport(handler), **{"retries": 3, "backoff": 0.01, **kw})
+
+
+def _chunk(text: str, finish=None) -> bytes:
+    return b"data: " + json.dumps({"choices": [{"text": text, "finish_reason": finish}]}).encode() + b"\n\n"
+
+
+def test_a_server_that_only_pings_times_out_as_one_that_says_nothing():
+    """Keep-alive comments reset httpx's read timeout: a server that pinged and never answered held
+    `ask` forever, --api-timeout or not."""
+    import httpx
+
+    class Pings(httpx.SyncByteStream):
+        def __iter__(self):
+            for _ in range(400):  # 8 s of pings at most
+                time.sleep(0.02)
+                yield b": ping\n\n"
+
+    def pings(request):
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=Pings())
+
+    started = time.perf_counter()
+    with pytest.raises(ServerError, match=r"did not answer for 0.3s"):
+        list(_client_of(pings, timeout=0.3).events("completions", {}, on_prompt=lambda n, c: None))
+    assert time.perf_counter() - started < 3
+
+
+def test_a_stream_that_ends_with_done_but_no_finish_reason_keeps_its_answer():
+    """`data: [DONE]` after the tokens, with no finish_reason on any chunk: the answer was thrown away
+    as "cut the stream off mid-answer" (exit 10), after four requests."""
+    import httpx
+
+    sent = []
+
+    def done(request):
+        sent.append(request)
+        return httpx.Response(200, headers={"content-type": "text/event-stream"},
+                              content=_chunk("Paris") + _chunk(" is") + b"data: [DONE]\n\n")
+
+    chunks = list(_client_of(done).events("completions", {}, on_prompt=lambda n, c: None))
+    assert "".join(c.text for c in chunks) == "Paris is" and len(sent) == 1
+
+    def cut(request):  # no [DONE], no finish: cut off (retried while no token came; here one did)
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=_chunk("Paris"))
+
+    with pytest.raises(ServerError, match="cut the stream off mid-answer"):
+        list(_client_of(cut).events("completions", {}, on_prompt=lambda n, c: None))
+
+
+def test_an_answer_that_is_no_event_stream_is_read_whole_or_refused_at_once():
+    """A server ignoring "stream" (one JSON answer), an HTML page and a redirect were each sent four
+    times and reported as a stream "cut off mid-answer"."""
+    import httpx
+
+    sent = []
+
+    def whole(request):
+        sent.append(request)
+        return httpx.Response(200, json={"choices": [{"text": "Paris.", "finish_reason": "stop"}]})
+
+    chunks = list(_client_of(whole).events("completions", {}, on_prompt=lambda n, c: None))
+    assert [(c.text, c.finish) for c in chunks] == [("Paris.", "stop")] and len(sent) == 1
+
+    def html(request):
+        sent.append(request)
+        return httpx.Response(200, headers={"content-type": "text/html; charset=utf-8"}, content=b"<html>Login</html>")
+
+    with pytest.raises(ServerError, match=r"answered with text/html, not an event stream: '<html>Login</html>'"):
+        list(_client_of(html).events("completions", {}, on_prompt=lambda n, c: None))
+    assert len(sent) == 2
+
+    def moved(request):
+        sent.append(request)
+        return httpx.Response(308, headers={"location": "https://127.0.0.1:9/v1/completions"})
+
+    with pytest.raises(ServerError, match=r"redirects \(HTTP 308\) to https://127.0.0.1:9/v1/completions") as caught:
+        list(_client_of(moved).events("completions", {}, on_prompt=lambda n, c: None))
+    assert len(sent) == 3 and "--base-url" in caught.value.hint
+
+
+def test_text_sent_without_its_logprobs_is_kept_not_dropped():
+    """A chunk with text and `logprobs: null` from a server sending logprobs for the rest: "Paris big."
+    for "Paris is big.", exit 0."""
+    import codecs
+
+    from ragcli.generation.openai import OpenAIGenerator
+    from ragcli.generation.openai_wire import parse_chunk
+
+    g = OpenAIGenerator.__new__(OpenAIGenerator)
+    g.logprobs = True
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    chunk = parse_chunk({"choices": [{"text": " is", "logprobs": None, "finish_reason": None}]})
+    assert [(t.text, t.prob) for t in g._tokens(chunk, decoder)] == [(" is", 1.0)]
+
+
 def test_429_and_503_are_retried_honouring_retry_after():
     with StubServer() as stub:
         g = gen(stub)

@@ -266,8 +266,8 @@ class OpenAIGenerator:
         server without logprobs, its text as one token. ``held`` collects the text of the tokens the
         server holds back and has not released yet (llama-server sends it with the next token, or
         never: when they made a stop string)."""
-        if not chunk.has_logprobs:
-            if chunk.text and not self.logprobs:
+        if not chunk.has_logprobs:  # (text without its log-probabilities, from a server that sends
+            if chunk.text:          # them for the rest: kept, as sure as can be, not dropped)
                 yield Token(chunk.text, 0.0)
             return
         for p in chunk.pieces:
@@ -332,6 +332,8 @@ class OpenAIGenerator:
                 self.stats.tokens_generated += counted - got
                 got = counted
             count += got
+            if finish is None and got >= n:  # a stream that ended with [DONE] and no finish_reason
+                finish = "length"
             if finish != "length":
                 # the model ended: on a stop string the server found in tokens whose text it never sent
                 # (what says whether an empty answer was a line break, asked again: Strategy.generate):

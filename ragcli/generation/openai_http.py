@@ -10,13 +10,15 @@ timeout (``--api-timeout`` already waited), and a stream cut off mid-answer (its
 
 from __future__ import annotations
 
+import json
 import re
 import threading
+import time
 from typing import Any, Callable, Iterator
 from urllib.parse import urlsplit
 
 from ragcli.errors import ContextOverflowError, Interrupted, ServerError, UsageError
-from ragcli.generation.openai_wire import Chunk, error_text, parse_chunk, retry_after, sse_data
+from ragcli.generation.openai_wire import DONE, TICK, Chunk, error_text, parse_chunk, retry_after, sse_data
 
 RETRIES = 3
 BACKOFF = 0.5  # seconds before the first retry; doubles
@@ -114,8 +116,13 @@ class ServerClient:
                     self._sleep(self.backoff * 2 ** attempt)
                     continue
                 raise ServerError(f"the connection to the server at {self.base} failed: {reason(exc)}") from None
-            if resp.status_code < 400:
+            if resp.status_code < 300:
                 return resp
+            if resp.status_code < 400:  # redirects are not followed: a POST would come back a GET
+                where = resp.headers.get("location", "")
+                resp.close()
+                raise ServerError(f"the server at {self.base} redirects (HTTP {resp.status_code}) to {where or 'elsewhere'}",
+                                  hint="use the address it redirects to as --base-url")
             if missing_ok and resp.status_code in (404, 405) and not self._names_a_model(resp):
                 resp.close()
                 return None
@@ -200,8 +207,17 @@ class ServerClient:
             resp = resp or self.send("POST", path, body, stream=True)
             got = counted = finished = False
             try:
-                for obj in sse_data(resp.iter_lines()):
+                last = time.monotonic()
+                for obj in self._payloads(resp):
                     self.check_open()
+                    if obj is TICK:  # a ping resets httpx's read timeout, not this one: a server that
+                        if time.monotonic() - last > self.timeout:  # pings and never answers is none
+                            raise self.timeout_error(mid=got)
+                        continue
+                    if obj is DONE:
+                        finished = True
+                        break
+                    last = time.monotonic()
                     chunk = parse_chunk(obj)
                     if chunk.error is not None:
                         raise self._chunk_error(chunk)
@@ -233,6 +249,30 @@ class ServerClient:
                 resp.close()
             resp = None
         raise AssertionError("unreachable")
+
+
+    def _payloads(self, resp) -> Iterator[Any]:
+        """The payloads of a streamed answer (``sse_data``). A server that answered in one piece (it
+        ignores "stream") gives that piece; one that answered with no event stream at all (an HTML
+        page, a proxy's login) fails at once, not retried four times and called a stream cut off."""
+        kind = resp.headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind in ("", "text/event-stream"):
+            yield from sse_data(resp.iter_lines())
+            return
+        try:
+            data = resp.read()
+        except self._httpx.HTTPError:
+            data = b""
+        if kind == "application/json":
+            try:
+                yield json.loads(data)
+                yield DONE
+                return
+            except ValueError:
+                pass
+        raise ServerError(f"the server at {self.base} answered with {kind}, not an event stream: "
+                          f"{data[:120].decode('utf-8', 'replace')!r}",
+                          hint="check --base-url: it should be the OpenAI-compatible API (e.g. http://127.0.0.1:8080)")
 
 
 class _Cut(Exception):

@@ -54,16 +54,21 @@ class Chunk:
 
 
 # ----------------------------------------------------------------------------- server-sent events
+DONE = object()  # ``sse_data``: the stream said ``data: [DONE]``, an orderly end
+TICK = object()  # ``sse_data``: a line without data (a comment, a keep-alive ping, a blank line)
+
+
 def sse_data(lines: Iterable[str]) -> Iterator[Any]:
-    """The JSON payloads of ``data:`` lines, up to ``[DONE]`` (comments, pings and ``event:`` lines
-    skipped). A payload that is not JSON is returned as a string (the caller reports it)."""
+    """The JSON payloads of ``data:`` lines, then ``DONE`` at ``[DONE]``; ``TICK`` for every other line
+    (comments, pings, ``event:`` lines), so a reader can tell a server that pings from one that
+    answers. A payload that is not JSON is returned as a string (the caller reports it)."""
     for line in lines:
-        if not line.startswith("data:"):
-            continue
-        payload = line[5:].strip()
+        payload = line[5:].strip() if line.startswith("data:") else ""
         if payload == "[DONE]":
+            yield DONE
             return
         if not payload:
+            yield TICK
             continue
         try:
             yield json.loads(payload)
