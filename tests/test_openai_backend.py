@@ -104,6 +104,13 @@ def test_base_url_forms_and_estimates():
         with pytest.raises(UsageError, match="--base-url") as err:
             api_base(bad)
         assert err.value.exit_code == 2 and repr(bad) in err.value.message
+    # a query went before each path (".../v1?x=1/models", blamed on the server); credentials would be
+    # kept with the settings in the history
+    for bad, said in (("http://127.0.0.1:8080/v1?api-version=1", "without a query"), ("http://h/v1#x", "or fragment"),
+                      ("http://me:secret@127.0.0.1:8080", "must not hold credentials")):
+        with pytest.raises(UsageError, match=said) as err:
+            api_base(bad)
+        assert "secret" not in err.value.message
     text = "Sigmund Jähn (born 13 February 1937) is a German cosmonaut.\n"
     assert estimate_tokens(text) >= 20  # a tokenizer gives 17 here: the estimate errs on the large side
 

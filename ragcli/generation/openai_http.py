@@ -40,6 +40,12 @@ def api_base(url: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError(f"--base-url must be an http(s) URL with a host, got {given!r}",
                          hint="e.g. http://127.0.0.1:8080")
+    if parts.query or parts.fragment or "?" in url or "#" in url:  # each path went after them: ".../v1?x=1/models"
+        raise UsageError(f"--base-url must be the API's address without a query or fragment, got {given!r}",
+                         hint="e.g. http://127.0.0.1:8080 or https://host/v1")
+    if parts.username is not None or parts.password is not None:  # it would be kept in the history's settings
+        raise UsageError(f"--base-url must not hold credentials, got {parts.scheme}://…@{parts.hostname}",
+                         hint="put the key in RAGCLI_API_KEY (sent as a Bearer token)")
     return url if parts.path else url + "/v1"
 
 
