@@ -383,7 +383,7 @@ def clean_env() -> dict[str, str]:
     """The environment for a `ragcli` the benchmarks start: without the user's RAGCLI_* settings and
     config file, which would change the model, strategy or backend measured."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGCLI_")}
-    return {**env, "RAGCLI_CONFIG": "/nonexistent/ragcli.toml", "NO_COLOR": "1"}
+    return {**env, "RAGCLI_CONFIG": os.devnull, "NO_COLOR": "1"}  # no config file
 
 
 def bench_help(results: dict) -> None:

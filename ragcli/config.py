@@ -159,6 +159,10 @@ class Settings:
         settings = cls()
         sources = {name: "default" for name in cls.names()}
         path = config_path or config_file_path()
+        if (config_path is None and os.environ.get("RAGCLI_CONFIG") and not path.is_file()  # a typo went unsaid
+                and str(path) != os.devnull):  # (RAGCLI_CONFIG=/dev/null: no config file at all)
+            raise UsageError(f"RAGCLI_CONFIG names {path}, which is {'a folder' if path.is_dir() else 'not there'}",
+                             hint="point it at a TOML file, or unset it for the default config file")
         if path.is_file():
             try:
                 data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -167,8 +171,13 @@ class Settings:
             except OSError as exc:
                 raise UsageError(f"cannot read the config file {path}: {exc.strerror or exc}",
                                  hint="fix its permissions, or point RAGCLI_CONFIG at another file") from None
-            data = data.get("settings", data)
-            for key, value in data.items():
+            table = data.pop("settings", {})  # settings at the top, or in a [settings] table: both are read
+            if not isinstance(table, dict):
+                raise UsageError(f"config file {path}: \"settings\" must be a table ([settings]), got {table!r}")
+            twice = sorted(set(table) & set(data))
+            if twice:
+                raise UsageError(f"config file {path} sets {twice[0]!r} both at the top and in [settings]")
+            for key, value in {**data, **table}.items():
                 key = key.replace("-", "_")
                 settings._set_from(key, value, f"config file {path}")
                 sources[key] = f"config ({path})"

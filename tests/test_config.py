@@ -1,3 +1,5 @@
+import os
+
 import pytest
 
 from ragcli.config import Settings
@@ -124,6 +126,26 @@ def test_a_config_file_that_cannot_be_read_is_a_usage_error(tmp_path, monkeypatc
     monkeypatch.setattr(Path, "read_text", denied)
     with pytest.raises(UsageError, match=f"cannot read the config file {cfg}: Permission denied"):
         Settings.resolve({}, env={}, config_path=cfg)
+
+
+def test_a_config_files_settings_at_the_top_and_in_a_settings_table_are_all_read(tmp_path, monkeypatch):
+    """With a [settings] table, the keys at the top were dropped without a word; `settings = "fast"`
+    was an internal error; RAGCLI_CONFIG naming a missing file or a folder was ignored."""
+    cfg = tmp_path / "config.toml"
+    cfg.write_text("k = 7\ntheta = 0.2\n\n[settings]\nmax_tokens = 50\n")
+    s = Settings.resolve({}, env={}, config_path=cfg)
+    assert (s.k, s.theta, s.max_tokens) == (7, 0.2, 50)
+    for text, said in (('settings = "fast"\n', '"settings" must be a table'),
+                       ("k = 7\n[settings]\nk = 8\n", "sets 'k' both at the top and in \\[settings\\]")):
+        cfg.write_text(text)
+        with pytest.raises(UsageError, match=said):
+            Settings.resolve({}, env={}, config_path=cfg)
+    for where, said in ((tmp_path / "no-such.toml", "which is not there"), (tmp_path, "which is a folder")):
+        monkeypatch.setenv("RAGCLI_CONFIG", str(where))
+        with pytest.raises(UsageError, match=f"^RAGCLI_CONFIG names {where}, {said}$"):
+            Settings.resolve({}, env={})
+    monkeypatch.setenv("RAGCLI_CONFIG", os.devnull)  # no config file at all (the benchmarks' own runs)
+    assert Settings.resolve({}, env={}).source("k") == "default"
 
 
 @pytest.mark.parametrize("line", ["k = true", "k = 2.9", "theta = false"])
