@@ -345,12 +345,23 @@ def history_show(
         typer.echo(json.dumps(row, indent=2, ensure_ascii=False))
         return
     from ragcli.render.text import text_console
+
+    c = text_console()
+    try:
+        with c.capture() as shown:  # all or nothing: not half an entry, then an error
+            _show_entry(c, row)
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:  # a row edited or written by hand
+        raise HistoryError(f"history entry {entry} is damaged ({type(exc).__name__}: {exc})",
+                           hint=f"`ragcli history show {entry} --json` prints what was logged") from None
+    c.file.write(shown.get())
+
+
+def _show_entry(c, row: dict) -> None:
     from rich.markup import escape
 
     from ragcli.render.text import folded_source_lines, marked_answer, read_line, source_lines, summary_line
     from ragcli.types import Document, RunStats
 
-    c = text_console()
     c.soft_wrap = not c.is_terminal  # `history show 15 > f.txt`: lines as they are (ask's answer is not cut at 80 either)
     c.print(f"[bold]{markup_safe(row['question'])}[/]  [dim]({row['strategy']})[/]")
     finished = next((e for e in row["events"] if e["event"] == "answer"), {})

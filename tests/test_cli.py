@@ -233,10 +233,17 @@ def test_a_damaged_entry_or_a_history_that_cannot_be_opened_is_exit_11_and_bound
     db.execute("UPDATE answers SET events = '{not json' WHERE id = 1")
     db.execute("UPDATE answers SET stats = 'null' WHERE id = 2")
     db.commit()
+    call(["ask", "Which band now?", "--index", idx, "--strategy", "single"], capsys)
+    call(["ask", "Which band last?", "--index", idx, "--strategy", "single"], capsys)
+    # JSON of the right shape, with fields missing or of the wrong type inside: internal errors (exit 1)
+    db.execute("""UPDATE answers SET events = '[{"event": "retrieve"}]' WHERE id = 3""")
+    db.execute("""UPDATE answers SET stats = '{"seconds": "x"}' WHERE id = 4""")
+    db.commit()
     db.close()
-    for entry in ("1", "2"):
-        code, _, err = call(["history", "show", entry], capsys)
+    for entry in ("1", "2", "3", "4"):
+        code, out, err = call(["history", "show", entry], capsys)
         assert code == 11 and f"history entry {entry} is damaged" in err and "internal error" not in err
+        assert out == ""  # not half of it, then the error
     code, out, _ = call(["history"], capsys)
     assert code == 0 and "Which band again?" in out  # the list still shows them
     for argv in (["history", "show", "99999999999999999999"], ["history", "-n", "0"], ["history", "-n", "-1"]):
