@@ -66,6 +66,7 @@ class Engine:
         self._model_key: tuple | None = None if generator is None else ("injected",)
         self._sampling: tuple | None = None  # the SAMPLING_KEYS values the generator has (None: injected, untouched)
         self._closed = False
+        self._said: tuple[object, int] = (None, 0)  # the generator whose notices were yielded, and how many
 
     # ---------------------------------------------------------------- parts, built lazily
     @property
@@ -168,7 +169,12 @@ class Engine:
         generator = self.generator
         self._set_sampling(generator, settings)
         check_backend(generator, cls, settings)
-        for message in getattr(generator, "notices", ()):
+        # what the model's loading found ("no GPU", "no log-probabilities") is said once per model loaded,
+        # not before every answer of a REPL session or an eval; a notice it adds later, once too
+        notices = list(getattr(generator, "notices", ()))
+        said = self._said[1] if self._said[0] is generator else 0
+        self._said = (generator, len(notices))
+        for message in notices[said:]:
             yield Notice(message, "warning")
         threshold = None
         if cls.uses_trigger:  # a strategy with a retrieval trigger: an "auto" threshold is calibrated

@@ -47,3 +47,25 @@ def test_control_texts_are_broken_wherever_they_stand_and_nothing_else_is():
     assert server.defuse("[<eos>] [1] <b> <eos>") == "[<\u2060eos>] [1] <b> <\u2060eos>"
     assert server.defuse("<b> again <eos>") == "<b> again <\u2060eos>"
     assert asked == [["<b>", "<eos>"]]  # once, all together; "[1]" never
+
+
+def test_what_loading_the_model_found_is_said_once_per_model_not_before_every_answer(settings):
+    """"--n-gpu-layers … no GPU" came before every answer of a REPL session and every eval question."""
+    from ragcli.engine import Engine
+    from ragcli.events import Notice
+    from ragcli.generation.fake import FakeGenerator, toks
+    from ragcli.retrieval import StaticRetriever
+    from ragcli.types import Document
+
+    gen = FakeGenerator([toks(" Rome.")] * 3)
+    gen.notices = ["no GPU in this build"]
+    engine = Engine(settings.copy(strategy="single"), generator=gen,
+                    retriever=StaticRetriever([Document("d", "Rome", "Rome is a city.")]))
+
+    def said():
+        return [e.message for e in engine.ask("Which city?") if isinstance(e, Notice) and "GPU" in e.message + "later"]
+
+    assert said() == ["no GPU in this build"]
+    assert said() == []
+    gen.notices.append("found later: no GPU either")  # (a server's missing /tokenize is found on first use)
+    assert said() == ["found later: no GPU either"]
