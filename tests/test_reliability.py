@@ -481,3 +481,12 @@ def test_a_sentence_the_time_budget_cut_mid_way_is_not_cited(settings):
     from ragcli.render.text import source_lines
 
     assert source_lines([page], fin.citations)[0] == "Sources:"
+    # a fragment with no content word ("He was") has no entry of its own: the sentence before keeps its own
+    from ragcli.strategies.base import Strategy
+
+    run = SingleRetrieval(FakeGenerator([]), StaticRetriever([page]), settings)
+    run.sources, run.question = [page], "Tell me about Neil Peart."
+    whole = "Neil Peart was the drummer of Rush. "
+    for answer, cited in ((whole + "He was", (0,)), (whole + "He was in Ru", (0,)), ("Neil Pe", ())):
+        fin = Strategy.finish(run, answer, "timeout")
+        assert fin.cited == cited and [c[:2] for c in fin.citations] == ([(0, len(whole) - 1)] if cited else []), answer

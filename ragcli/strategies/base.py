@@ -649,9 +649,11 @@ class Strategy:
         self.stats.prompt_tokens_reused = s.prompt_tokens_reused - self._gen0[2]
         answer = answer.strip()
         cited, per_sentence = attribution.attribute(answer, self.sources, self.question)
-        if stop_reason == "timeout" and per_sentence and not ends_with_stop(answer):
+        if (stop_reason == "timeout" and per_sentence and not ends_with_stop(answer)
+                and per_sentence[-1][1] >= len(answer)):
             # --timeout cut the last sentence mid-way ("Neil"): a fragment claims nothing, so it is left
-            # out as a sentence without a content word is (not cited, and not "in none of the documents")
+            # out as a sentence without a content word is (not cited, and not "in none of the documents");
+            # a fragment without one ("He was") has no entry: the whole sentence before it keeps its own
             per_sentence = per_sentence[:-1]
             cited = attribution.cited(per_sentence)
         self.stats.seconds = time.perf_counter() - self._t0
