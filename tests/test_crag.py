@@ -318,3 +318,23 @@ def test_grading_keeps_within_the_question_time_budget(settings):
     assert time.perf_counter() - t < 1.0
     assert of(events, AnswerFinished)[0].stop_reason == "timeout"
     assert [n.message for n in of(events, Notice)] == ["time budget of 0.35s reached; stopped"]
+
+
+def test_the_questions_pages_are_numbered_retrieval_0_when_a_web_search_follows_them(settings):
+    """CRAG's web search counted itself before the question's pages were gathered: they were recorded
+    as retrieval 1, so `--final-search bridge` (which reads the question's pages) found none."""
+    from ragcli.strategies import build
+    from ragcli.strategies.flare import Flare
+
+    class Web:
+        def search(self, q, k, timeout=None):
+            return [Document("w0", "Web", "Web page about Rome founded by Romulus.", 1.0, source="web",
+                             location="https://x")]
+
+    docs = [Document(f"d{i}", f"T{i}", f"Paragraph {i} about Rome.", 1.0, location=f"x#L{i}") for i in range(3)]
+    st = settings.copy(strategy="flare", correct=True, web=True, final_read="no", upper=0.9, lower=0.3)
+    gen = FakeGenerator(default=toks(" Romulus.", 0.9) + [("\n\n", 0.9)], yes_prob=lambda p: 0.5)
+    s = build(Flare, gen, StaticRetriever(docs), st, web=Web(), threshold=0.4)
+    list(s.run("Who founded Rome?"))
+    assert s.stats.extra.get("web") == "used" and s.stats.retrievals == 2
+    assert {key[0]: e.first for key, e in s.evidence.items()} == {"d0": 0, "d1": 0, "d2": 0, "w0": 0}

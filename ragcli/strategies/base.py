@@ -198,15 +198,17 @@ class Strategy:
                 else:
                     docs.append(d)
         self.stats.retrievals += 1
+        number = self.stats.retrievals - 1  # before a post-retrieval step's own searches (CRAG's web) count
         yield DocumentsRetrieved(query, tuple(docs), time.perf_counter() - t, already_read)
         if self.post_retrieval is not None and docs:
             docs = yield from self.post_retrieval(self, self.question, docs)
-        self.gather(docs)
+        self.gather(docs, number)
         return docs
 
-    def gather(self, docs: Sequence[Document]) -> None:
-        """Remember a retrieval's documents as evidence for the final read."""
-        number = self.stats.retrievals - 1
+    def gather(self, docs: Sequence[Document], number: int | None = None) -> None:
+        """Remember a retrieval's documents as evidence for the final read (``number``: which retrieval
+        found them, 0 for the question's; the latest by default)."""
+        number = self.stats.retrievals - 1 if number is None else number
         for rank, d in enumerate(docs):
             e = self.evidence.get(d.key)
             if e is None:
