@@ -545,3 +545,16 @@ def test_debug_is_taken_after_the_command_too(capsys, tmp_path):
     assert code == 0 and "flare" in out and "No such option" not in err
     code, out, err = call(["search", "--index", str(tmp_path / "none"), "--", "--debug"], capsys)  # a query, kept
     assert code == 3 and "No such option" not in err
+
+
+def test_an_index_locked_by_another_run_is_exit_4(tmp_path, capsys):
+    from ragcli.retrieval.index import exclusive_lock
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.txt").write_text("Quokkas live on Rottnest.")
+    ix = tmp_path / "ix"
+    ix.mkdir()
+    with exclusive_lock(ix):
+        code, _, err = call(["index", str(src), "--index", str(ix)], capsys)
+    assert code == 4 and "locked by PID" in err

@@ -42,6 +42,7 @@ def test_yes_no():
     assert m.yes_no_accuracy("Both are located in Canada, so yes", ["yes"]) == 0.0
     assert m.yes_no_accuracy("Yes, both are Canadian.", ["yes"]) == 1.0
     assert m.f1_score("no", ["yes"]) == 0.0
+    assert m.f1_score("yes it is", ["yes"]) == 0.0  # HotpotQA's rule: a yes/no gold scores its exact word only
 
 
 def test_answers_are_read_as_texts_and_a_record_that_is_not_one_is_refused_by_line(tmp_path):
@@ -115,6 +116,14 @@ def test_recall_by_pid_with_duplicate_titles():
     assert m.recall(["p_x"] * 3 + ["p_b", "p_a"], gold, budget=2) == 0.5  # budget counts unique passages
     assert m.recall(["p_x", "p_y", "p_b"], gold, budget=2) == 0.0
     assert m.recall(["p_x", "p_b", "p_a"], gold, budget=3) == 1.0
+
+
+def test_pairs_of_one_data_set_leave_the_others_out():
+    from ragcli.eval.stats import pair
+
+    a = {"q1": {"dataset": "x", "f1": 0.0}, "q2": {"dataset": "y", "f1": 1.0}}
+    b = {"q1": {"dataset": "x", "f1": 1.0}, "q2": {"dataset": "y", "f1": 0.0}}
+    assert pair(a, b, "f1", "x") == ([0.0], [1.0]) and pair(a, b, "f1") == ([0.0, 1.0], [1.0, 0.0])
 
 
 def test_recall_counts_a_records_parts_and_a_pid_with_a_hash():

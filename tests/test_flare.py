@@ -50,6 +50,14 @@ FIRST = toks(" Rome was founded by Romulus.", 0.9) + [(" Next", 0.9)]
 END = "\n\nQuestion:"
 
 
+def test_a_token_exactly_at_theta_is_not_below_it():
+    import math
+
+    at = Token(" Paris", math.log(0.5))
+    assert ProbTrigger(0.5, 0.0).fired(Sentence(" Paris", (at,))) == []
+    assert ProbTrigger(0.5001, 0.0).fired(Sentence(" Paris", (at,))) == [at]
+
+
 def test_confident_draft_is_accepted_without_retrieval(settings):
     s = settings.copy(theta=0.5)
     gen = FakeGenerator([

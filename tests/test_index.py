@@ -513,6 +513,35 @@ def test_chunking_is_sentence_aligned_and_about_100_words():
         assert 40 <= len(piece.split()) <= 104
 
 
+def test_chunking_keeps_the_sizes_and_breaks_it_says():
+    """Exact sizes, where the bounds of the test above let an off-by-one pass."""
+    words = " ".join(f"w{i}" for i in range(500))  # no sentence end: cut every 100 words
+    assert [len(words[a:b].split()) for a, b in chunk_text(words)] == [100] * 5
+    ten = " ".join(["alpha"] * 9) + " omega."  # a sentence ending exactly at the target is taken
+    text = " ".join([ten] * 10) + " tail words here."
+    (a, b), *_ = chunk_text(text)
+    assert len(text[a:b].split()) == 100
+    # a blank line ends a passage that holds half the target, though the next paragraph would fit beside it
+    text = " ".join(["word"] * 49) + " end.\n\n" + " ".join(["more"] * 29) + " end."
+    assert len(chunk_text(text)) == 2
+    blob = "x" * 50_000  # one giant word, cut into pieces: not a character lost between them
+    assert "".join(blob[a:b] for a, b in chunk_text(blob)) == blob
+
+
+def test_a_file_rewritten_at_the_same_size_is_read_again(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    f = src / "a.txt"
+    f.write_text("The quokka lives on Rottnest island.", encoding="utf-8")
+    build_index([src], tmp_path / "ix")
+    before = f.stat()
+    f.write_text("The wombat lives on Rottnest island.", encoding="utf-8")  # the same size
+    os.utime(f, ns=(before.st_atime_ns, before.st_mtime_ns + 2_000_000_000))
+    assert build_index([src], tmp_path / "ix").updated == 1
+    ix = TantivyIndex.open(tmp_path / "ix")
+    assert ix.search("wombat", 3) and not ix.search("quokka", 3)
+
+
 def test_long_text_file_locations(tmp_path, settings):
     doc = tmp_path / "d"
     doc.mkdir()

@@ -84,8 +84,9 @@ def test_low_tokens_are_styled():
     err = Console(record=True, width=100, force_terminal=True, color_system="truecolor")
     r = RichLiveRenderer(highlight=0.4, err=err, out=Console(file=io.StringIO()))
     r.handle(DraftSentence(DRAFT, (LOW,), accepted=False))
-    html = err.export_html()
-    assert "underline" in html  # the low-probability token is underlined
+    underlined = re.findall(r"\x1b\[[0-9;]*\b4\b[0-9;]*m([^\x1b]*)", err.export_text(styles=True))
+    assert "".join(underlined).strip() == "Mars."  # the low-probability token alone ("underline" in the
+    # HTML held whichever tokens were underlined)
 
 
 def test_a_draft_with_many_low_tokens_says_how_many_are_not_listed():
@@ -107,6 +108,22 @@ def test_plain_renderer_has_no_escape_codes():
     assert "\x1b" not in out.getvalue() + err.getvalue()
     assert out.getvalue().startswith("Rome was founded by Romulus.")
     assert "search [masked] He was the son of ▁▁▁" in err.getvalue()
+    assert "draft rejected: He was the son of Mars." in err.getvalue()
+    assert "regenerated: He was the son of Jupiter." in err.getvalue()
+
+
+def test_jsonl_renderer_flushes_every_event():
+    """A live `--json` pipe (`ragcli ask --json | jq`) sees each event as it happens, not all at the end."""
+    class Out(io.StringIO):
+        flushes = 0
+
+        def flush(self):
+            Out.flushes += 1
+
+    r = JsonlRenderer(Out())
+    for n, e in enumerate(events(), start=1):
+        r.handle(e)
+        assert Out.flushes >= n
 
 
 def test_jsonl_is_one_object_per_line():
