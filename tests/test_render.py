@@ -89,6 +89,23 @@ def test_low_tokens_are_styled():
     # HTML held whichever tokens were underlined)
 
 
+def test_the_live_view_underlines_by_the_calibrated_theta_and_says_why_an_answer_stood():
+    """`--theta auto`: the tokens the calibrated θ flags are underlined, not those below --highlight; the
+    evidence gate's reason for keeping the answer is shown, as the plain trace shows it."""
+    from ragcli.events import AnswerRead, Calibrated
+
+    err = Console(record=True, width=120, force_terminal=True, color_system="truecolor")
+    r = RichLiveRenderer(highlight=0.5, err=err, out=Console(file=io.StringIO()))
+    r.handle(Calibrated(trigger="prob", threshold=0.2, target=0.5, drafts=20))
+    unsure, sure = Token(" Mars.", math.log(0.1)), Token(" was", math.log(0.3))
+    r.handle(DraftSentence(Sentence("He was Mars.", (Token(" He", 0.0), sure, unsure)), (unsure,), accepted=False))
+    underlined = re.findall(r"\x1b\[[0-9;]*\b4\b[0-9;]*m([^\x1b]*)", err.export_text(styles=True))
+    assert "".join(underlined).strip() == "Mars."
+    r.handle(AnswerRead("Romulus.", "Romulus.", (DOC,), changed=False, proposed="Remus.",
+                     kept="'Romulus' is in 'Romulus and Remus'"))
+    assert "the answer stands: 'Romulus' is in 'Romulus and Remus'" in err.export_text()
+
+
 def test_a_draft_with_many_low_tokens_says_how_many_are_not_listed():
     """The draft line listed 6 low tokens and dropped the rest without a mark, while the search's
     reason counted 8."""
