@@ -324,3 +324,19 @@ def test_page_order_puts_the_best_page_first_or_next_to_the_question(settings, o
     gen = FakeGenerator(default=toks(" Romulus.", 0.9) + toks("\n\nQuestion:", 0.9))
     run(SingleRetrieval, gen, settings.copy(k=3, page_order=order), retriever=RecordingRetriever(docs))
     assert re.findall(r"Page([ABC])", gen.calls[0]["prompt"]) == expected
+
+
+def test_ircot_says_when_its_reasonings_conclusion_gives_way_to_the_question_paragraphs_answer(settings):
+    """The reasoning committed "So the answer is: Romulus.", found no page beyond the question's, and
+    the answer ended "So the answer is: Remus." with no read and no word of why."""
+    from ragcli.retrieval import StaticRetriever
+
+    docs = [Document(f"d{i}", f"T{i}", f"Paragraph {i}: Rome was founded by Romulus and Remus.", 1.0) for i in range(3)]
+    gen = FakeGenerator([toks(" Rome was founded by Romulus.", 0.9) + [(" Next", 0.9)],
+                         toks(" So the answer is: Romulus.", 0.9) + [("\n\n", 0.9)],
+                         toks(" Remus.", 0.9) + [(" He", 0.9)]])
+    events = list(IRCoT(gen, StaticRetriever(docs), settings.copy(strategy="ircot")).run("Who founded Rome?"))
+    assert of(events, AnswerFinished)[0].answer.endswith("So the answer is: Remus.")
+    said = [n.message for n in of(events, Notice) if "reasoning concluded" in n.message]
+    assert said == ["the reasoning concluded 'Romulus', but it found no page beyond the question's: the answer "
+                    "from the question's paragraphs stands ('Remus')"]

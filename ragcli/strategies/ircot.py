@@ -126,7 +126,15 @@ class IRCoT(Strategy):
         if st.reader == "cot":
             return (yield from self.read_gathered(question, before, written_from, style="cot",
                                                   budget=st.max_tokens, cap=cap))
+        steps_before = self.stats.steps
         read = yield from self.read_gathered(question, before, written_from, style="short", cap=cap)
         phrase = answers.short_answer(read) if read else ""
+        concluded = next((answers.short_answer(s) for s in reversed(reasoning) if prompts.concludes(s)), "")
+        if first is not None and self.stats.steps == steps_before and concluded and phrase \
+                and answers.normalize_answer(concluded) != answers.normalize_answer(phrase):
+            # no page beyond the question's to read: the answer from them stands, and the reasoning's
+            # own conclusion, committed above, is replaced in the answer: said, not done silently
+            yield self.notice(f"the reasoning concluded {concluded!r}, but it found no page beyond the question's: "
+                              f"the answer from the question's paragraphs stands ({phrase!r})")
         # the reasoning, without a conclusion of its own, then the reader's short answer
         return f"{steps} {prompts.CONCLUSION} {phrase}.".strip() if phrase else steps
