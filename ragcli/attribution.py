@@ -7,7 +7,9 @@ whose words appear in no document is not attributed to any (a hint that the mode
 
 Per sentence, a greedy cover: take the document holding most of the sentence's content words not yet
 covered, while it adds at least ``MIN_GAIN`` of them (all of them for a one-word sentence), so a
-sentence joining facts from two documents cites both. The documents picked are cited only if they hold
+sentence joining facts from two documents cites both; a document after the first must add words other
+than the question's common ones ("born" and "later" copied from the question, found in an unrelated
+page, made it a second source and carried an invented date past ``SUPPORT``); its names count. The documents picked are cited only if they hold
 at least half (``SUPPORT``) of the sentence's content words: "born" and "England" in some biography do
 not make it the source of an invented birthplace.
 
@@ -18,6 +20,7 @@ pages that say what "Yes." agrees with). Any other sentence without content word
 
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 from ragcli.answers import YES_NO_WORDS, replies_yes_or_no
@@ -44,17 +47,23 @@ def citations(answer: str, docs: Sequence[Document], question: str = "") -> tupl
 
     doc_words = [set(content_words(f"{d.title} {d.text}", any_language=True)) for d in docs]
     asked = set(content_words(question, any_language=True))
+    # the question's common words, which any answer repeats ("born", "later"): no sign of a second
+    # source; its names and numbers are (a page about the other person it names)
+    named = " ".join(w for w in re.findall(r"\w+", question) if w[:1].isupper() or w[:1].isdigit())
+    common = asked - set(content_words(named, any_language=True))
     out = []
     for a, b in split_spans(answer) or [(0, len(answer))]:
         words = set(content_words(answer[a:b], any_language=True))
+        echoed = common
         if asked and not words - _REPLY_WORDS and replies_yes_or_no(answer[a:b]):
-            words = asked
+            words, echoed = asked, set()
         if not words:
             continue
         uncovered, picked = set(words), []
         need = min(MIN_GAIN, len(words))
         while uncovered and docs:
-            gains = [len(uncovered & d) for d in doc_words]
+            counted_now = uncovered - echoed if picked else uncovered
+            gains = [len(counted_now & d) for d in doc_words]
             best = max(range(len(docs)), key=lambda i: (gains[i], -i))  # ties: the higher-ranked document
             if gains[best] < need:
                 break

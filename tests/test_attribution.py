@@ -36,6 +36,21 @@ def test_a_sentence_joining_two_pages_cites_both_in_order_of_use():
     assert cited(both, DOCS) == (2, 1)  # within a sentence, the page covering most words first
 
 
+def test_a_second_page_holding_only_the_questions_words_is_no_second_source():
+    """"Jeff Porcaro was born on 23 June 1912.[1][5]": the date is invented; the Porcaro page holds "Jeff
+    Porcaro", a page about someone else "born" and "June", and the two together passed SUPPORT."""
+    porcaro = Document("a", "Jeff Porcaro", "Jeffrey Thomas Porcaro was an American drummer with Toto.", 1.0)
+    worley = Document("b", "Len Worley", "Len Worley was born in June in Leeds and played cricket.", 0.5)
+    question = "Who was born first, Jeff Porcaro or Steve Smith?"
+    (cited,) = attribution.citations("Jeff Porcaro was born on 23 June 1912.", [porcaro, worley], question)
+    assert cited[2] == ()  # in none of them: a hint that it is made up, as it is
+    # words the question does not hold still make a second source (the sentence joins two pages)
+    toto = Document("c", "Toto", "Toto is an American rock band formed in 1977 in Los Angeles.", 0.5)
+    (cited,) = attribution.citations("Jeff Porcaro drummed for Toto, formed in 1977 in Los Angeles.",
+                                     [porcaro, toto], question)
+    assert cited[2] == (1, 0)  # the page covering most words first
+
+
 def test_words_found_nowhere_cite_nothing_and_a_shared_topic_word_alone_is_not_enough():
     assert cited("The French Revolution began in 1789.", DOCS) == ()
     assert cited("Space is big.", DOCS) == ()  # one shared word of two: below the minimum gain
