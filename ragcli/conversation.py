@@ -22,9 +22,14 @@ SHORT_ANSWER_WORDS = 12  # an answer of one sentence this short names the subjec
 # Words that point back at the previous exchange: personal pronouns (not "that" or "there", mostly
 # relative or existential: "the first person that walked on the Moon", "how many moons are there")
 REFERRING = frozenset("he him his she her hers it its they them their theirs former latter".split())
-# "And Christer Fuglesang?", "What about 1990?", "Which one is older?", "The second one?"
-_ELLIPTICAL = re.compile(r"^\s*(and|but|also|what about|how about)\b|\b(which|that|this|the other|the \w+) ones?\b"
-                         r"|\bthe same\b", re.IGNORECASE)
+# "And Christer Fuglesang?", "What about 1990?"
+_ELLIPTICAL_START = re.compile(r"^\s*(and|but|also|what about|how about)\b", re.IGNORECASE)
+# "Which one is older?", "The second one?", "Is it the same band?": when the question names nothing of
+# its own ("the number one single in the UK in 1985", "at the same elevation" of two lakes it names)
+_ELLIPTICAL_REF = re.compile(r"\b(which|that|this|the other|the \w+) ones?\b|\bthe same\b", re.IGNORECASE)
+# "it" that stands for nothing earlier: "Is it true that Rush…", "How long does it take to…"
+_DUMMY_IT = re.compile(r"\bit\s+(?:is\s+|was\s+)?(?:true|the case|possible|likely|correct|right|known|said|"
+                       r"takes?|took)\b", re.IGNORECASE)
 _DETERMINERS = frozenset("the this these those".split())  # not "that": mostly relative ("the film that won")
 _CLAUSE_BREAK = re.compile(r"[,;:]|\b(?:and|but|so|then)\b", re.IGNORECASE)
 # capitalised, and no name: a date's month or day ("born on 8 March 1957")
@@ -48,13 +53,19 @@ def is_follow_up(question: str, earlier: str = "") -> bool:
     """Whether ``question`` leans on the previous exchange (``earlier``: its question and answer): a
     personal pronoun ("When was he born?"), unless a name of the question's own stands before it in an
     earlier clause ("What instrument did Keith Moon play, and when was he born?"); an elliptical
-    start or reference ("And Christer Fuglesang?", "Which one is older?"); no content word at all
+    start ("And Christer Fuglesang?") or reference in a question that names nothing of its own ("Which
+    one is older?"; not "Which Beatles album is the best one?"); no content word at all
     ("Why?", "And then?"); or a definite reference to something the exchange named ("Did the album
     win a Grammy?" after a question on an album), unless the question says which ("the capital of
     France", "the book Dune")."""
     words = list(WORD.finditer(question))
-    pronoun = next((i for i, m in enumerate(words) if m.group(0).lower() in REFERRING), None)
-    if pronoun is not None and not _named_before(question, words, pronoun) or _ELLIPTICAL.search(question):
+    own = bool(names(question)) or any(c.isdigit() for c in question)  # it names what it asks about
+    dummy = {m.start() for m in _DUMMY_IT.finditer(question)} if own else set()  # ("Is it true?" alone: the answer)
+    pronoun = next((i for i, m in enumerate(words) if m.group(0).lower() in REFERRING and m.start() not in dummy),
+                   None)
+    if pronoun is not None and not _named_before(question, words, pronoun) or _ELLIPTICAL_START.search(question):
+        return True
+    if _ELLIPTICAL_REF.search(question) and not own:
         return True
     if not content_words(question):
         return True

@@ -18,6 +18,19 @@ def test_a_name_refers_a_pronoun_to_itself_only_from_an_earlier_clause_of_the_qu
         assert not is_follow_up(q), q
 
 
+def test_a_question_that_names_its_own_subject_is_no_follow_up_for_the_same_or_a_dummy_it():
+    """After "Tell me about Ulf Merbold.", each of these carried the earlier exchange into its prompt and
+    "Ulf Merbold German Spacelab" into its search, which then ranked Merbold's page first."""
+    for q in ("What was the number one single in the UK in 1985?", "Which Beatles album is the best one?",
+              "Are Lake Huron and Lake Michigan at the same elevation?", "How long does it take to fly from Paris to Rome?",
+              "Were Jeff Porcaro and Steve Smith born in the same year?",
+              "Is it true that Rush released Hemispheres in 1978?"):
+        assert not is_follow_up(q), q
+    for q in ("Is it the same band?", "Which one is older?", "The second one?", "Is it true?",
+              "Is it the same as Hemispheres?", "What did Einstein think of it?"):
+        assert is_follow_up(q), q  # nothing of its own to be about, or a pronoun that is the earlier subject's
+
+
 def test_names_are_no_sentence_starters_months_or_days():
     assert names("Christer Fuglesang.") == "Christer Fuglesang"
     assert names("He was born on 8 March 1957 in Stockholm. However, NASA chose him on Monday.") == "Stockholm NASA"
