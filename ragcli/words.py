@@ -118,6 +118,12 @@ def low_words(sentence: Sentence, low: Sequence[Token]) -> list[tuple[str, float
     return found or [(t.text.strip(), t.prob) for t in low]  # tokens not from this sentence: as they are
 
 
+def same_words_key(text: str) -> str:
+    """``text`` as compared with another for being the same words, case and punctuation aside (a
+    search or a follow-up question a small model writes again)."""
+    return " ".join(WORD.findall(text.lower()))
+
+
 def counted(n: int, noun: str) -> str:
     """"1 file", "2 files": a count and its noun for a message."""
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

@@ -279,6 +279,20 @@ def test_instruct_runs_the_query_and_strips_the_marker(settings):
     assert fin.context and set(fin.context) <= {d.id for d in DOCS}
 
 
+def test_instruct_does_not_run_a_search_it_already_ran(settings):
+    """`[Search(Neil Peart birth date)]` twice: the same pages fetched again, a step and a generation each."""
+    gen = FakeGenerator([
+        toks(" Rome was founded by Romulus. [Search(Romulus father)]", 0.9),
+        toks(" His father [Search(romulus FATHER?)]", 0.9),
+        toks(" was Mars.", 0.9) + toks(END, 0.9),
+    ])
+    events, r = run(FlareInstruct, gen, settings)
+    assert r.queries == ["Who founded Rome?", "Romulus father"]
+    assert of(events, AnswerFinished)[0].answer == "Rome was founded by Romulus. His father was Mars."
+    assert [n.message for n in of(events, Notice)] == [
+        "the model asked again for a search already made ([Search(romulus FATHER?)]): going on with the pages in hand"]
+
+
 def test_flare_instructs_context_is_the_prompt_that_wrote_its_conclusion(settings):
     gen = FakeGenerator([
         toks(" Rome was founded by Romulus. [Search(Romulus father)]", 0.9),

@@ -28,7 +28,7 @@ from ragcli.strategies.base import HOLD_BREAK, Strategy
 from ragcli.strategies.stream import cut_sentence, sentences_of
 from ragcli.strategies.trigger import Trigger
 from ragcli.types import Document, Query, Sentence, Token
-from ragcli.words import CJK_CHARS, CJK_RUN, WHOLE_WORD, content_words, low_words
+from ragcli.words import CJK_CHARS, CJK_RUN, WHOLE_WORD, content_words, low_words, same_words_key
 
 MASK = "▁▁▁"
 _AFTER_CONCLUSION = re.compile(r"^.*?\banswer is\b:?", re.IGNORECASE)
@@ -278,6 +278,7 @@ class FlareInstruct(Strategy):
         suppress = None
         stop_reason = "max_steps"
         unfinished: list[Token] = []  # a sentence a search marker interrupted: committed once it ends
+        asked: set[str] = {same_words_key(question)}  # searched so far (a small model asks one again and again)
         while self.stats.steps < st.max_steps:
             if used >= st.max_tokens:
                 stop_reason = "max_tokens"
@@ -310,8 +311,13 @@ class FlareInstruct(Strategy):
                 break
             self.stats.retrieval_opportunities += 1
             query = Query(self.trim_query(m.group(1).strip().strip('"')), "instruct")
-            docs = yield from self.retrieve(query, "the model asked: " + m.group(0))
             suppress = {"[": self.SUPPRESS_AFTER_SEARCH}
+            if same_words_key(query.text) in asked:  # the same pages again: not searched, the answer goes on
+                yield self.notice(f"the model asked again for a search already made ({m.group(0)}): "
+                                  "going on with the pages in hand")
+                continue
+            asked.add(same_words_key(query.text))
+            docs = yield from self.retrieve(query, "the model asked: " + m.group(0))
         if unfinished:  # out of steps or tokens just after a search: the sentence it interrupted ends here
             for sentence in sentences_of(unfinished, final=True)[0]:
                 yield self.commit(sentence, docs=written_from)

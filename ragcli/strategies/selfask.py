@@ -11,6 +11,7 @@ from ragcli import prompts
 from ragcli.events import Event
 from ragcli.strategies.base import Strategy
 from ragcli.types import Query, Sentence
+from ragcli.words import same_words_key
 
 FOLLOW_UP = re.compile(r"Follow up:\s*(.+)")
 FINAL = re.compile(r"So the final answer is:?\s*(.*)", re.S)
@@ -57,7 +58,7 @@ class SelfAsk(Strategy):
                 scratch += text[: done.start()]
                 stop_reason = "end"
                 break
-            repeat = follow is not None and _key(follow.group(1)) in asked
+            repeat = follow is not None and same_words_key(follow.group(1)) in asked
             if not follow or repeat:
                 # the model wrote neither, or a follow-up it already asked: ask for the final answer
                 said = (text[: follow.start()] if repeat else text).strip()
@@ -65,7 +66,7 @@ class SelfAsk(Strategy):
                 stop_reason = "end"
                 break
             sub = follow.group(1).strip()
-            asked.add(_key(sub))
+            asked.add(same_words_key(sub))
             scratch += text[: follow.end()].rstrip() + "\n"
             self.stats.retrieval_opportunities += 1
             docs = yield from self.retrieve(Query(sub, "follow-up"), "follow-up question")
@@ -110,7 +111,3 @@ class SelfAsk(Strategy):
             yield self.commit(Sentence(answer), docs=self._prompt_docs)
         yield self.finish(answer, stop_reason)
 
-
-def _key(question: str) -> str:
-    """A follow-up question as compared with earlier ones: its words, case and punctuation aside."""
-    return " ".join(re.findall(r"\w+", question.lower()))
