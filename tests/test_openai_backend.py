@@ -605,6 +605,24 @@ def test_an_answer_that_is_no_event_stream_is_read_whole_or_refused_at_once():
     assert len(sent) == 3 and "--base-url" in caught.value.hint
 
 
+def test_a_request_is_sent_at_most_once_plus_its_retries_whatever_fails():
+    """503s and streams cut before their first token, in turn: each retry of a cut stream retried its
+    503s afresh, up to 16 requests for one generation where the README says 3 retries."""
+    import httpx
+
+    sent = []
+
+    def failing(request):
+        sent.append(request)
+        if len(sent) % 2:
+            return httpx.Response(503, json={"error": {"message": "busy"}})
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=b": nothing\n\n")
+
+    with pytest.raises(ServerError):
+        list(_client_of(failing).events("completions", {}, on_prompt=lambda n, c: None))
+    assert len(sent) == 4
+
+
 def test_text_sent_without_its_logprobs_is_kept_not_dropped():
     """A chunk with text and `logprobs: null` from a server sending logprobs for the rest: "Paris big."
     for "Paris is big.", exit 0."""

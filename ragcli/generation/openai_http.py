@@ -99,10 +99,16 @@ class ServerClient:
         return path if path.startswith("http") else f"{self.base}/{path}"
 
     # ---------------------------------------------------------------- requests
-    def send(self, method: str, path: str, body: Any = None, *, stream: bool = False, missing_ok: bool = False):
-        """A response with a 2xx status (None for 404/405 when ``missing_ok``)."""
+    def send(self, method: str, path: str, body: Any = None, *, stream: bool = False, missing_ok: bool = False,
+             tries: list[int] | None = None):
+        """A response with a 2xx status (None for 404/405 when ``missing_ok``). ``tries`` counts the
+        attempts of one request across calls (``events`` sends again a stream that broke early): 1 +
+        ``retries`` in all, not that many for each of its own tries."""
         httpx = self._httpx
-        for attempt in range(self.retries + 1):
+        tries = [0] if tries is None else tries
+        while True:
+            attempt = tries[0]
+            tries[0] += 1
             self.check_open()
             try:
                 resp = self._client.send(self._client.build_request(method, self._url(path), json=body), stream=stream)
@@ -141,7 +147,6 @@ class ServerClient:
                 self._sleep(wait)
                 continue
             raise self.status_error(resp, f" ({self.retries} retries)" if resp.status_code in RETRY_STATUS else "")
-        raise AssertionError("unreachable")
 
     def get_json(self, path: str, *, missing_ok: bool = False) -> Any:
         resp = self.send("GET", path, missing_ok=missing_ok)
@@ -209,8 +214,10 @@ class ServerClient:
         ``on_prompt(prompt_tokens, cached)`` once, with None when the server never said (the stream
         was left early, or it sends no usage)."""
         httpx = self._httpx
-        for attempt in range(self.retries + 1):
-            resp = resp or self.send("POST", path, body, stream=True)
+        tries = [1 if resp is not None else 0]  # all of this request's attempts, sent here or by send()
+        while True:
+            resp = resp or self.send("POST", path, body, stream=True, tries=tries)
+            attempt = tries[0] - 1
             got = counted = finished = False
             try:
                 last = time.monotonic()
@@ -254,7 +261,6 @@ class ServerClient:
             finally:
                 resp.close()
             resp = None
-        raise AssertionError("unreachable")
 
 
     def _payloads(self, resp) -> Iterator[Any]:
