@@ -24,12 +24,15 @@ SHORT_ANSWER_WORDS = 12  # an answer of one sentence this short names the subjec
 REFERRING = frozenset("he him his she her hers it its they them their theirs former latter".split())
 # "And Christer Fuglesang?", "What about 1990?"
 _ELLIPTICAL_START = re.compile(r"^\s*(and|but|also|what about|how about)\b", re.IGNORECASE)
-# "Which one is older?", "The second one?", "Is it the same band?": when the question names nothing of
-# its own ("the number one single in the UK in 1985", "at the same elevation" of two lakes it names)
-_ELLIPTICAL_REF = re.compile(r"\b(which|that|this|the other|the \w+) ones?\b|\bthe same\b", re.IGNORECASE)
-# "it" that stands for nothing earlier: "Is it true that Rush…", "How long does it take to…"
-_DUMMY_IT = re.compile(r"\bit\s+(?:is\s+|was\s+)?(?:true|the case|possible|likely|correct|right|known|said|"
-                       r"takes?|took)\b", re.IGNORECASE)
+# "Which one was born in 1952?", "The second one?": a "one" with no noun after it ("the number one
+# single") and none before it in the question ("Which Beatles album is the best one?")
+_ONE = re.compile(r"\b(?:which|that|this|the other|the \w+) ones?\b", re.IGNORECASE)
+# "Is the same true for Sweden?", "Did the same happen in 1990?": unless the question names the two
+# things it compares ("Are Lake Huron and Lake Michigan at the same elevation?")
+_SAME = re.compile(r"\bthe same\b", re.IGNORECASE)
+# "it" that stands for nothing earlier: "Is it true that Rush…", "How long does it take to fly…"
+_DUMMY_IT = re.compile(r"\bit\s+(?:is\s+|was\s+)?(?:true|the case|possible|likely)\s+(?:that|to)\b"
+                       r"|\bit\s+(?:takes?|took)\b(?=.*\bto\b)", re.IGNORECASE)
 _DETERMINERS = frozenset("the this these those".split())  # not "that": mostly relative ("the film that won")
 _CLAUSE_BREAK = re.compile(r"[,;:]|\b(?:and|but|so|then)\b", re.IGNORECASE)
 # capitalised, and no name: a date's month or day ("born on 8 March 1957")
@@ -53,23 +56,47 @@ def is_follow_up(question: str, earlier: str = "") -> bool:
     """Whether ``question`` leans on the previous exchange (``earlier``: its question and answer): a
     personal pronoun ("When was he born?"), unless a name of the question's own stands before it in an
     earlier clause ("What instrument did Keith Moon play, and when was he born?"); an elliptical
-    start ("And Christer Fuglesang?") or reference in a question that names nothing of its own ("Which
-    one is older?"; not "Which Beatles album is the best one?"); no content word at all
+    start ("And Christer Fuglesang?") or reference ("Which one is older?", "Is the same true for
+    Sweden?"; not "Which Beatles album is the best one?" nor "Are Lake Huron and Lake Michigan at the
+    same elevation?"); no content word at all
     ("Why?", "And then?"); or a definite reference to something the exchange named ("Did the album
     win a Grammy?" after a question on an album), unless the question says which ("the capital of
     France", "the book Dune")."""
     words = list(WORD.finditer(question))
-    own = bool(names(question)) or any(c.isdigit() for c in question)  # it names what it asks about
-    dummy = {m.start() for m in _DUMMY_IT.finditer(question)} if own else set()  # ("Is it true?" alone: the answer)
+    dummy = {m.start() for m in _DUMMY_IT.finditer(question)}  # ("Is it true?" alone: the earlier answer)
     pronoun = next((i for i, m in enumerate(words) if m.group(0).lower() in REFERRING and m.start() not in dummy),
                    None)
     if pronoun is not None and not _named_before(question, words, pronoun) or _ELLIPTICAL_START.search(question):
         return True
-    if _ELLIPTICAL_REF.search(question) and not own:
+    if _elliptical_one(question) or _SAME.search(question) and _name_groups(question) < 2:
         return True
     if not content_words(question):
         return True
     return bool(earlier) and _refers_back(question, set(content_words(earlier)))
+
+
+def _elliptical_one(question: str) -> bool:
+    for m in _ONE.finditer(question):
+        after = WORD.match(question, m.end() + 1) if question[m.end():m.end() + 1] == " " else None
+        if after and is_content_word(after.group(0)) and not after.group(0).lower().endswith(("er", "est")):
+            continue  # "the number one single" ("the red one bigger?": a comparison, still elliptical)
+        if any(is_content_word(w) for w in WORD.findall(question[:m.start()])):
+            continue  # "Which Beatles album is the best one?"
+        return True
+    return False
+
+
+def _name_groups(question: str) -> int:
+    """How many names the question gives ("Lake Huron and Lake Michigan": two)."""
+    named = set(names(question).split())
+    groups, inside = 0, False
+    for m in WORD.finditer(question):
+        if m.group(0) in named:
+            groups += not inside
+            inside = True
+        else:
+            inside = False
+    return groups
 
 
 def _named_before(question: str, words: list[re.Match], i: int) -> bool:

@@ -27,7 +27,10 @@ def test_a_question_that_names_its_own_subject_is_no_follow_up_for_the_same_or_a
               "Is it true that Rush released Hemispheres in 1978?"):
         assert not is_follow_up(q), q
     for q in ("Is it the same band?", "Which one is older?", "The second one?", "Is it true?",
-              "Is it the same as Hemispheres?", "What did Einstein think of it?"):
+              "Is it the same as Hemispheres?", "What did Einstein think of it?",
+              # a year or a name in it says nothing of whether it refers back (a first fix took it so)
+              "Which one was born in 1952?", "Is the same true for Sweden?", "Did the same happen in 1990?",
+              "Was it known as New Amsterdam?", "Was it said to be Spielberg's best film?", "How long does it take?"):
         assert is_follow_up(q), q  # nothing of its own to be about, or a pronoun that is the earlier subject's
 
 
