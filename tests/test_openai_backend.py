@@ -567,6 +567,14 @@ def test_a_stream_that_ends_with_done_but_no_finish_reason_keeps_its_answer():
     chunks = list(_client_of(done).events("completions", {}, on_prompt=lambda n, c: None))
     assert "".join(c.text for c in chunks) == "Paris is" and len(sent) == 1
 
+    def only_done(request):  # what a gateway sends when its upstream failed: nothing, then [DONE]
+        sent.append(request)
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=b"data: [DONE]\n\n")
+
+    with pytest.raises(ServerError, match="cut the stream off"):  # not an empty answer, exit 0
+        list(_client_of(only_done).events("completions", {}, on_prompt=lambda n, c: None))
+    assert len(sent) == 1 + 4
+
     def cut(request):  # no [DONE], no finish: cut off (retried while no token came; here one did)
         return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=_chunk("Paris"))
 
@@ -603,6 +611,8 @@ def test_an_answer_that_is_no_event_stream_is_read_whole_or_refused_at_once():
     with pytest.raises(ServerError, match=r"redirects \(HTTP 308\) to https://127.0.0.1:9/v1/completions") as caught:
         list(_client_of(moved).events("completions", {}, on_prompt=lambda n, c: None))
     assert len(sent) == 3 and "--base-url" in caught.value.hint
+    # an optional path a proxy sends to its login page is not there: the API behind it still works
+    assert _client_of(moved).get_json("../props", missing_ok=True) is None
 
 
 def test_a_request_is_sent_at_most_once_plus_its_retries_whatever_fails():

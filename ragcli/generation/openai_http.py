@@ -133,6 +133,8 @@ class ServerClient:
             if resp.status_code < 400:  # redirects are not followed: a POST would come back a GET
                 where = resp.headers.get("location", "")
                 resp.close()
+                if missing_ok:  # an optional path (/props) a proxy sends to its login page: not there
+                    return None
                 raise ServerError(f"the server at {self.base} redirects (HTTP {resp.status_code}) to {where or 'elsewhere'}",
                                   hint="use the address it redirects to as --base-url")
             if missing_ok and resp.status_code in (404, 405) and not self._names_a_model(resp):
@@ -218,7 +220,7 @@ class ServerClient:
         while True:
             resp = resp or self.send("POST", path, body, stream=True, tries=tries)
             attempt = tries[0] - 1
-            got = counted = finished = False
+            got = counted = finished = seen = False
             try:
                 last = time.monotonic()
                 for obj in self._payloads(resp):
@@ -227,9 +229,10 @@ class ServerClient:
                         if time.monotonic() - last > self.timeout:  # pings and never answers is none
                             raise self.timeout_error(mid=got)
                         continue
-                    if obj is DONE:
-                        finished = True
+                    if obj is DONE:  # an orderly end, after something (alone: a gateway whose upstream failed)
+                        finished = finished or seen
                         break
+                    seen = True
                     last = time.monotonic()
                     chunk = parse_chunk(obj)
                     if chunk.error is not None:
