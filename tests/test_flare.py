@@ -283,14 +283,24 @@ def test_instruct_does_not_run_a_search_it_already_ran(settings):
     """`[Search(Neil Peart birth date)]` twice: the same pages fetched again, a step and a generation each."""
     gen = FakeGenerator([
         toks(" Rome was founded by Romulus. [Search(Romulus father)]", 0.9),
-        toks(" His father [Search(romulus FATHER?)]", 0.9),
-        toks(" was Mars.", 0.9) + toks(END, 0.9),
+        toks(" His father [Search(Romulus twin)]", 0.9),
+        toks(" was [Search(romulus FATHER?)]", 0.9),
+        toks(" Mars.", 0.9) + toks(END, 0.9),
     ])
-    events, r = run(FlareInstruct, gen, settings)
-    assert r.queries == ["Who founded Rome?", "Romulus father"]
+    pages = {"Romulus father": [Document("f", "Mars", "Mars was the father of Romulus.", 1.0)],
+             "Romulus twin": [Document("t", "Remus", "Remus was the twin of Romulus.", 1.0)]}
+
+    class ByQuery(RecordingRetriever):
+        def search(self, query, k):
+            self.queries.append(query)
+            return pages.get(query, DOCS[:1])
+
+    events, r = run(FlareInstruct, gen, settings, retriever=ByQuery())
+    assert r.queries == ["Who founded Rome?", "Romulus father", "Romulus twin"]
     assert of(events, AnswerFinished)[0].answer == "Rome was founded by Romulus. His father was Mars."
     assert [n.message for n in of(events, Notice)] == [
-        "the model asked again for a search already made ([Search(romulus FATHER?)]): going on with the pages in hand"]
+        "the model asked again for a search already made ([Search(romulus FATHER?)]): going on with the pages it found"]
+    assert "Mars was the father" in gen.calls[-1]["prompt"] and "Remus was the twin" not in gen.calls[-1]["prompt"]
 
 
 def test_flare_instructs_context_is_the_prompt_that_wrote_its_conclusion(settings):

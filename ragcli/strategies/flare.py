@@ -278,7 +278,8 @@ class FlareInstruct(Strategy):
         suppress = None
         stop_reason = "max_steps"
         unfinished: list[Token] = []  # a sentence a search marker interrupted: committed once it ends
-        asked: set[str] = {same_words_key(question)}  # searched so far (a small model asks one again and again)
+        asked = {same_words_key(question): docs}  # each search so far and its pages (a small model asks one
+        # again and again: the pages it found then, not fetched again)
         while self.stats.steps < st.max_steps:
             if used >= st.max_tokens:
                 stop_reason = "max_tokens"
@@ -309,15 +310,16 @@ class FlareInstruct(Strategy):
             if not m:
                 stop_reason = "repetition" if run else "end" if chunk.ended else "max_tokens"
                 break
-            self.stats.retrieval_opportunities += 1
             query = Query(self.trim_query(m.group(1).strip().strip('"')), "instruct")
             suppress = {"[": self.SUPPRESS_AFTER_SEARCH}
-            if same_words_key(query.text) in asked:  # the same pages again: not searched, the answer goes on
+            key = same_words_key(query.text)
+            if key in asked:  # the same pages again: not searched, the answer goes on from them
                 yield self.notice(f"the model asked again for a search already made ({m.group(0)}): "
-                                  "going on with the pages in hand")
+                                  "going on with the pages it found")
+                docs = asked[key]
                 continue
-            asked.add(same_words_key(query.text))
-            docs = yield from self.retrieve(query, "the model asked: " + m.group(0))
+            self.stats.retrieval_opportunities += 1
+            docs = asked[key] = (yield from self.retrieve(query, "the model asked: " + m.group(0)))
         if unfinished:  # out of steps or tokens just after a search: the sentence it interrupted ends here
             for sentence in sentences_of(unfinished, final=True)[0]:
                 yield self.commit(sentence, docs=written_from)
