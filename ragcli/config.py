@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -279,7 +280,11 @@ class Settings:
         return self._sources.get(name, "default")
 
     def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.names()}
+        """The settings as recorded (history, eval headers) and shown: a base URL without its password."""
+        out = {name: getattr(self, name) for name in self.names()}
+        if "@" in out["base_url"]:
+            out["base_url"] = re.sub(r"(//[^/@:]*):[^/@]*@", r"\1:***@", out["base_url"])
+        return out
 
     def copy(self, **changes: Any) -> "Settings":
         new = dataclasses.replace(self)

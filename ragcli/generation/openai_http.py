@@ -15,7 +15,7 @@ import re
 import threading
 import time
 from typing import Any, Callable, Iterator
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ragcli.errors import ContextOverflowError, Interrupted, ServerError, UsageError
 from ragcli.generation.openai_wire import DONE, TICK, Chunk, error_text, parse_chunk, retry_after, sse_data
@@ -43,10 +43,16 @@ def api_base(url: str) -> str:
     if parts.query or parts.fragment or "?" in url or "#" in url:  # each path went after them: ".../v1?x=1/models"
         raise UsageError(f"--base-url must be the API's address without a query or fragment, got {given!r}",
                          hint="e.g. http://127.0.0.1:8080 or https://host/v1")
-    if parts.username is not None or parts.password is not None:  # it would be kept in the history's settings
-        raise UsageError(f"--base-url must not hold credentials, got {parts.scheme}://…@{parts.hostname}",
-                         hint="put the key in RAGCLI_API_KEY (sent as a Bearer token)")
+    url = without_credentials(url)  # (sent as Basic auth: ``ServerClient``; never in a message or a record)
     return url if parts.path else url + "/v1"
+
+
+def without_credentials(url: str) -> str:
+    """``url`` without the ``user:password@`` of a proxy's Basic auth."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
 def _loopback(url: str) -> bool:
@@ -64,6 +70,9 @@ class ServerClient:
 
         self._httpx = httpx
         self.base = api_base(base_url)
+        given = urlsplit(base_url.strip())
+        auth = (httpx.BasicAuth(unquote(given.username or ""), unquote(given.password or ""))
+                if given.username is not None or given.password is not None else None)
         self.root = self.base[: -len("/v1")] if self.base.endswith("/v1") else self.base
         self.timeout, self.retries, self.backoff = timeout, retries, backoff
         self.model = ""  # named in a 404's message
@@ -73,7 +82,8 @@ class ServerClient:
         # a server on this machine never needs the proxy of the environment
         self.connect_timeout = min(timeout, CONNECT_TIMEOUT)
         self._client = httpx.Client(timeout=httpx.Timeout(timeout, connect=self.connect_timeout), headers=headers,
-                                    transport=transport, trust_env=not _loopback(self.base), follow_redirects=False)
+                                    auth=auth, transport=transport, trust_env=not _loopback(self.base),
+                                    follow_redirects=False)
 
     def close(self) -> None:
         """Stop, from any thread: the next step of the thread using this client (a chunk read, a
