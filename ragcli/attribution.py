@@ -48,9 +48,11 @@ def citations(answer: str, docs: Sequence[Document], question: str = "") -> tupl
     doc_words = [set(content_words(f"{d.title} {d.text}", any_language=True)) for d in docs]
     asked = set(content_words(question, any_language=True))
     # the question's common words, which any answer repeats ("born", "later"): no sign of a second
-    # source; its names and numbers are (a page about the other person it names)
+    # source; its names and numbers are (a page about the other person it names), capitalised in the
+    # question or the title of one of the pages ("when was the director of jaws born?")
     named = " ".join(w for w in re.findall(r"\w+", question) if w[:1].isupper() or w[:1].isdigit())
-    common = asked - set(content_words(named, any_language=True))
+    titled = set(content_words(" ".join(d.title for d in docs), any_language=True))
+    common = asked - set(content_words(named, any_language=True)) - titled
     out = []
     for a, b in split_spans(answer) or [(0, len(answer))]:
         words = set(content_words(answer[a:b], any_language=True))

@@ -49,6 +49,12 @@ def test_a_second_page_holding_only_the_questions_words_is_no_second_source():
     (cited,) = attribution.citations("Jeff Porcaro drummed for Toto, formed in 1977 in Los Angeles.",
                                      [porcaro, toto], question)
     assert cited[2] == (1, 0)  # the page covering most words first
+    # a question typed in lower case: the page's title says which of its words are names
+    spielberg = Document("s", "Steven Spielberg", "Steven Spielberg (born 1946) is an American film director.", 1.0)
+    jaws = Document("j", "Jaws (film)", "Jaws is a 1975 American thriller film directed by Steven Spielberg.", 0.5)
+    for q in ("When was the director of Jaws born?", "when was the director of jaws born?"):
+        (cited,) = attribution.citations("Steven Spielberg, who directed Jaws, was born in 1946.", [spielberg, jaws], q)
+        assert cited[2] == (0, 1), q
 
 
 def test_words_found_nowhere_cite_nothing_and_a_shared_topic_word_alone_is_not_enough():
