@@ -54,7 +54,7 @@ def default_index_dir() -> str:
 
 def config_file_path() -> Path:
     env = os.environ.get("RAGCLI_CONFIG")
-    return Path(env) if env else user_config_dir() / "config.toml"
+    return Path(env).expanduser() if env else user_config_dir() / "config.toml"  # ("~/x.toml" from a .env file)
 
 
 @dataclass
@@ -175,7 +175,7 @@ class Settings:
             table = data.pop("settings", {})  # settings at the top, or in a [settings] table: both are read
             if not isinstance(table, dict):
                 raise UsageError(f"config file {path}: \"settings\" must be a table ([settings]), got {table!r}")
-            twice = sorted(set(table) & set(data))
+            twice = sorted({k.replace("-", "_") for k in table} & {k.replace("-", "_") for k in data})
             if twice:
                 raise UsageError(f"config file {path} sets {twice[0]!r} both at the top and in [settings]")
             for key, value in {**data, **table}.items():

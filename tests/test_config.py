@@ -144,6 +144,13 @@ def test_a_config_files_settings_at_the_top_and_in_a_settings_table_are_all_read
         monkeypatch.setenv("RAGCLI_CONFIG", str(where))
         with pytest.raises(UsageError, match=f"^RAGCLI_CONFIG names {where}, {said}$"):
             Settings.resolve({}, env={})
+    cfg.write_text("top-p = 0.5\n[settings]\ntop_p = 0.9\n")  # one setting, spelled two ways
+    with pytest.raises(UsageError, match="sets 'top_p' both"):
+        Settings.resolve({}, env={}, config_path=cfg)
+    monkeypatch.setenv("HOME", str(tmp_path))  # "~/config.toml" from a .env file or a systemd unit
+    cfg.write_text("k = 9\n")
+    monkeypatch.setenv("RAGCLI_CONFIG", "~/config.toml")
+    assert Settings.resolve({}, env={}).k == 9
     monkeypatch.setenv("RAGCLI_CONFIG", os.devnull)  # no config file at all (the benchmarks' own runs)
     assert Settings.resolve({}, env={}).source("k") == "default"
 
