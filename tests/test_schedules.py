@@ -338,5 +338,5 @@ def test_ircot_says_when_its_reasonings_conclusion_gives_way_to_the_question_par
     events = list(IRCoT(gen, StaticRetriever(docs), settings.copy(strategy="ircot")).run("Who founded Rome?"))
     assert of(events, AnswerFinished)[0].answer.endswith("So the answer is: Remus.")
     said = [n.message for n in of(events, Notice) if "reasoning concluded" in n.message]
-    assert said == ["the reasoning concluded 'Romulus', but it found no page beyond the question's: the answer "
+    assert said == ["the reasoning concluded 'Romulus', but no page beyond the question's was read: the answer "
                     "from the question's paragraphs stands ('Remus')"]

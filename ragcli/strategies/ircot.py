@@ -132,9 +132,10 @@ class IRCoT(Strategy):
         concluded = next((answers.short_answer(s) for s in reversed(reasoning) if prompts.concludes(s)), "")
         if first is not None and self.stats.steps == steps_before and concluded and phrase \
                 and answers.normalize_answer(concluded) != answers.normalize_answer(phrase):
-            # no page beyond the question's to read: the answer from them stands, and the reasoning's
+            # no page beyond the question's read (none found, or none within --read-cap or the context):
+            # the answer from them stands, and the reasoning's
             # own conclusion, committed above, is replaced in the answer: said, not done silently
-            yield self.notice(f"the reasoning concluded {concluded!r}, but it found no page beyond the question's: "
+            yield self.notice(f"the reasoning concluded {concluded!r}, but no page beyond the question's was read: "
                               f"the answer from the question's paragraphs stands ({phrase!r})")
         # the reasoning, without a conclusion of its own, then the reader's short answer
         return f"{steps} {prompts.CONCLUSION} {phrase}.".strip() if phrase else steps
