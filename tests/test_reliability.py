@@ -490,3 +490,25 @@ def test_a_sentence_the_time_budget_cut_mid_way_is_not_cited(settings):
     for answer, cited in ((whole + "He was", (0,)), (whole + "He was in Ru", (0,)), ("Neil Pe", ())):
         fin = Strategy.finish(run, answer, "timeout")
         assert fin.cited == cited and [c[:2] for c in fin.citations] == ([(0, len(whole) - 1)] if cited else []), answer
+
+
+def test_an_index_tantivy_cannot_lock_for_reading_is_not_called_damaged(tmp_path, monkeypatch, small_corpus):
+    """A shared or read-only index: tantivy writes .tantivy-meta.lock even to search, and the error said
+    the index "cannot be opened" with "rebuild it: ragcli index --rebuild", which would destroy a sound one."""
+    import tantivy
+
+    from ragcli.errors import IndexLockedError
+    from ragcli.ingest.indexer import build_index
+    from ragcli.retrieval.index import TantivyIndex
+
+    build_index([small_corpus], tmp_path / "idx")
+
+    def denied(path):  # what tantivy says, run as a user who cannot write the lock file
+        raise ValueError('Failed to acquire Lockfile: IoError(Os { code: 13, kind: PermissionDenied, '
+                         'message: "Permission denied" }). None')
+
+    monkeypatch.setattr(tantivy.Index, "open", staticmethod(denied))
+    with pytest.raises(IndexLockedError) as caught:
+        TantivyIndex.open(tmp_path / "idx")
+    assert "needs to write its lock file" in caught.value.message and "(permission denied)" in caught.value.message
+    assert "--rebuild" not in caught.value.hint

@@ -136,6 +136,11 @@ def _foreign_files(directory: Path) -> list[str]:
     return out
 
 
+def _lock_reason(message: str) -> str:
+    found = re.search(r'message: "([^"]+)"', message)  # tantivy's IoError { …, message: "Permission denied" }
+    return found.group(1).lower() if found else message.rstrip(". None")
+
+
 def _tantivy_meta(path: Path) -> bool:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -194,6 +199,12 @@ class TantivyIndex:
         try:
             index = tantivy.Index.open(str(directory))
         except ValueError as exc:
+            if "Failed to acquire Lockfile" in str(exc):  # tantivy writes its meta lock even to read: the
+                # index is sound (a shared one, a read-only mount), and "rebuild it" would destroy it
+                raise IndexLockedError(
+                    f"index at {directory} cannot be read: tantivy needs to write its lock file "
+                    f"{directory / '.tantivy-meta.lock'} even to search ({_lock_reason(str(exc))})",
+                    hint="make that file writable for you, or copy the index folder somewhere you can write") from None
             # tantivy's own advice ("Please use tantivy 0.15 or above to recreate the index") is for its
             # users: ragcli's is the hint
             said = re.sub(r"\s*Please use tantivy \S+ or above to recreate the index\.?", "", str(exc)).strip()
