@@ -64,6 +64,8 @@ class Repl:
         self.settings = engine.settings
         self.console = console or text_console(stderr=True)
         self.out = out or text_console()
+        if out is None:  # `chat > answers.md`: lines as they are, not cut at 80 columns (as `ask` writes them)
+            self.out.soft_wrap = not self.out.is_terminal
         self.transcript: list[Exchange] = []
         self.conversation = Conversation()
         self._saved: set[Path] = set()  # files /save wrote in this session: saved again without -f
@@ -247,7 +249,7 @@ class Repl:
                 setattr(self.settings, key, getattr(before, key))
             self.settings._sources = before._sources
             raise
-        self.console.print(f"{name.replace('_', '-')} → {getattr(self.settings, name)}")
+        self.console.print(f"{name.replace('_', '-')} → {escape(safe(str(getattr(self.settings, name))))}")
         if self.settings.backend != before.backend:  # implied by a base URL, or taken back with it
             self.console.print(f"backend → {self.settings.backend}")
 
@@ -298,7 +300,7 @@ class Repl:
             cited = attribution.cited(last.citations)
             for i, d in enumerate(last.sources, start=1):
                 mark = " [green](cited)[/]" if i - 1 in cited else ""
-                self.out.print(f"[bold][{i}] {escape(safe(d.title))}[/]{mark} [dim]{escape(safe(d.location))}[/]")
+                self.out.print(f"[bold][{i}] {escape(one_line(d.title))}[/]{mark} [dim]{escape(one_line(d.location))}[/]")
                 self.out.print(escape(safe(d.text)) + "\n")
         elif cmd == "/search":
             if not args:

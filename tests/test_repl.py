@@ -459,3 +459,36 @@ def test_a_base_url_taken_back_takes_back_the_backend_it_implied(settings, built
                                  "/set base-url http://127.0.0.1:9/v1\r/set base-url ''\r/exit\r")
     assert (repl.settings.backend, repl.settings.source("backend"), repl.settings.base_url) == ("llama", "default", "")
     assert "backend → openai" in err and "backend → llama" in err
+
+
+def test_a_set_value_is_shown_as_text_not_read_as_markup(settings, built_index):
+    """`/set index "[/x]"` ended the session with an internal error (Rich read the value as a closing tag)."""
+    repl, code, err, _ = drive(make_repl(settings, built_index), '/set index "[/x]"\r/set index "[bold]idx"\r/exit\r')
+    assert code == 0 and "index → [/x]" in err and "index → [bold]idx" in err
+
+
+def test_chat_written_to_a_file_keeps_its_lines_whole(settings, built_index, monkeypatch):
+    """`ragcli chat > answers.md` cut every answer and sources line at 80 columns."""
+    import sys
+
+    from ragcli.render.text import text_console
+
+    monkeypatch.setattr(sys, "stdout", io.StringIO())
+    engine = Engine(settings, generator=FakeGenerator(default=toks(" Rhodotypos is a shrub" + "".join(f" of kind{i}" for i in range(30)) + ".", 0.9)
+                                                                 + toks("\n\nQuestion:", 0.9)))
+    with create_pipe_input() as pipe:
+        pipe.send_text("Tell me about Rhodotypos.\r/exit\r")
+        repl = Repl(engine, console=text_console(file=io.StringIO()), input=pipe, output=DummyOutput())
+        assert repl.run() == 0
+    assert any(len(line) > 150 for line in sys.stdout.getvalue().splitlines())
+
+
+def test_a_title_or_location_with_a_line_break_stays_on_its_trace_line():
+    from ragcli.events import DocumentsRetrieved
+    from ragcli.render.plain import PlainRenderer
+    from ragcli.types import Document, Query
+
+    err = io.StringIO()
+    PlainRenderer(io.StringIO(), err).handle(DocumentsRetrieved(
+        Query("q", "question"), (Document("d", "Two\nlines", "text", 1.0, location="notes/bad\nname.txt:1-2"),), 0.0))
+    assert err.getvalue().splitlines()[-1] == "  1. Two lines (1.00) notes/bad name.txt:1-2"

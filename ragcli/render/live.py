@@ -184,9 +184,9 @@ class RichLiveRenderer:
                 self._print(Text(_label("") + "no documents found", style="yellow"))
             for i, d in enumerate(event.documents, start=1):
                 head = Text(_label(str(i)), style="dim")
-                head.append(shorten(safe(d.title) or "(untitled)", 40), style="green")
+                head.append(shorten(one_line(d.title) or "(untitled)", 40), style="green")
                 head.append(f"  {d.score:.2f}  ", style="dim")
-                head.append(shorten_left(safe(d.location), max(self.err.width - 64, 24)), style="dim cyan")
+                head.append(shorten_left(one_line(d.location), max(self.err.width - 64, 24)), style="dim cyan")
                 self._print(head)
                 self._print(Text(_label("") + shorten(safe(d.text), width - 1), style="dim"))
         elif isinstance(event, DocumentsGraded):

@@ -51,7 +51,7 @@ class PlainRenderer:
             self._trace(f"search [{event.query.origin}] {one_line(event.query.shown or event.query.text)}  ({safe(event.reason)})")
         elif isinstance(event, DocumentsRetrieved):
             for i, d in enumerate(event.documents, start=1):
-                self._trace(f"  {i}. {safe(d.title)} ({d.score:.2f}) {safe(d.location)}")
+                self._trace(f"  {i}. {one_line(d.title)} ({d.score:.2f}) {one_line(d.location)}")
             if event.already_read:
                 self._trace(f"  ({already_read_line(event)})")
             elif not event.documents:
@@ -60,9 +60,9 @@ class PlainRenderer:
             self._trace(f"graded: {event.action} " + " ".join(f"{s:.2f}" for s in event.scores))
         elif isinstance(event, DraftSentence):
             if not event.accepted:
-                self._trace(f"draft rejected: {safe(event.sentence.text)}")
+                self._trace(f"draft rejected: {one_line(event.sentence.text)}")
         elif isinstance(event, SentenceCommitted):
-            self._trace(f"{'regenerated' if event.regenerated else 'sentence'}: {safe(event.sentence.text)}")
+            self._trace(f"{'regenerated' if event.regenerated else 'sentence'}: {one_line(event.sentence.text)}")
         elif isinstance(event, AnswerRead):
             self._trace(read_line(event.answer, len(event.documents), event.changed, event.kept))
         elif isinstance(event, Calibrated):
