@@ -103,6 +103,30 @@ def within(part: str, whole: str) -> bool:
     return bool(p) and _contains(normalize_answer(whole), p)
 
 
+def unheld_names(answer: str, documents: Iterable[Document], question: str = "") -> list[str]:
+    """The names and numbers ``answer`` gives that neither ``documents`` nor the ``question`` hold: a
+    capitalised content word (not a sentence's first word, unless a capitalised one follows it) or a
+    word with a digit ("The Beatles" in an answer read from pages that say "the Who")."""
+    from ragcli.words import is_content_word
+
+    held = f" {normalize_answer(question)} " + " ".join(normalize_answer(f"{d.title} {d.text}") for d in documents) + " "
+    words = list(WORD.finditer(answer))
+    out = []
+    for k, m in enumerate(words):
+        word = m.group(0)
+        if not (word[:1].isupper() and is_content_word(word) or any(c.isdigit() for c in word)):
+            continue
+        before = answer[:m.start()].rstrip()
+        if word[:1].isupper() and (not before or before[-1] in ".!?:"):  # a sentence's first word
+            follower = words[k + 1].group(0) if k + 1 < len(words) else ""
+            if not (follower[:1].isupper() and answer[m.end():words[k + 1].start()].strip() == ""):
+                continue
+        norm = normalize_answer(word)
+        if norm and f" {norm} " not in held and word not in out:
+            out.append(word)
+    return out
+
+
 def _contains(haystack: str, needle: str) -> bool:
     """``needle`` as a run of whole words of ``haystack``; for Chinese or Japanese, which put no
     spaces between words, as a run of characters."""

@@ -370,6 +370,15 @@ def test_the_gate_takes_a_read_that_shortens_the_answer_or_replaces_one_no_page_
     # ... unless it says neither to a question that asks yes or no
     assert "says neither" in gate("Yes.", "Mart Van Duren.", [page], [page, later], "Is Mart Van Duren Dutch?")
     assert gate("Yes.", "Mart Van Duren.", [page], [page, later], "Who is Dutch?") == ""
+    # a read that brings in a name or a number no page holds, over an answer whose names the pages hold
+    # ("…the rock band the Who." became "…The Beatles." and stayed cited to the Keith Moon page)
+    moon = Document("m", "Keith Moon", "Keith John Moon (born 23 August 1946) was an English drummer for the Who.")
+    said = gate("He played drums with the English rock band the Who.", "He played drums for the English rock band "
+                "The Beatles.", [moon], [moon, later], "What did Keith Moon play, and when was he born?")
+    assert said.startswith("the read's 'He played drums") and said.endswith("names 'Beatles', which no page read holds")
+    assert "names '1944'" in gate("He was born in 1946.", "He was born in 1944.", [moon], [moon, later])
+    assert gate("Jan Smit.", "Piet Jansen.", [page], [page, later]) == ""  # the first answer was no better
+    assert gate("He was born in 1944.", "He was born in 1946.", [moon], [moon, later]) == ""
 
 
 YES_NO_QUESTION = "Are Lake Patience and Eastern Lake located in the same country?"
