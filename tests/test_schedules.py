@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragcli.events import AnswerFinished, DocumentsRetrieved, Notice, RetrievalTriggered, SentenceCommitted
+from ragcli.events import AnswerFinished, DocumentsRetrieved, Notice, RetrievalTriggered, SentenceCommitted, StepStarted
 from ragcli.generation.fake import FakeGenerator, toks
 from ragcli.strategies.ircot import IRCoT
 from ragcli.strategies.selfask import SelfAsk
@@ -340,3 +340,29 @@ def test_ircot_says_when_its_reasonings_conclusion_gives_way_to_the_question_par
     said = [n.message for n in of(events, Notice) if "reasoning concluded" in n.message]
     assert said == ["the reasoning concluded 'Romulus', but no page beyond the question's was read: the answer "
                     "from the question's paragraphs stands ('Remus')"]
+
+
+def test_a_self_ask_final_answer_cut_by_max_tokens_is_said_to_be_cut(settings):
+    """"So the answer is Ulf Merbold was born in 194." came with stop reason "end" and a full stop: a wrong
+    year that looked whole, with no "may be cut short"."""
+    follow, middle = toks("Follow up: When was Ulf Merbold born?\n", 0.9), toks(" In 1941.", 0.9)
+    final = toks("So the final answer is: Ulf Merbold was born in 1941.", 0.9)
+    given = len(toks("So the final answer is: Ulf Merbold", 0.9))
+    question = "Who was born first, Ulf Merbold or Sigmund Jähn?"
+    gen = FakeGenerator([follow, middle, final])
+    events, _ = run(SelfAsk, gen, settings.copy(max_tokens=len(follow) + len(middle) + given), question=question)
+    fin = of(events, AnswerFinished)[0]
+    assert (fin.answer, fin.stop_reason) == ("So the answer is Ulf Merbold", "max_tokens")
+    from ragcli.render.text import with_cut
+
+    assert with_cut(fin.answer, fin.stop_reason) == "So the answer is Ulf Merbold…"
+    # the final answer asked for on its own, cut the same way
+    gen = FakeGenerator([follow, middle, toks("\n", 0.9), toks(" Ulf Merbold was born in 1941.", 0.9)])
+    events, _ = run(SelfAsk, gen, settings.copy(max_tokens=len(follow) + len(middle) + 1 + 3), question=question)
+    fin = of(events, AnswerFinished)[0]
+    assert fin.stop_reason == "max_tokens" and fin.answer.startswith("So the answer is Ulf") and not fin.answer.endswith(".")
+    assert [e.what for e in of(events, StepStarted)][-1] == "answer"  # its own step in the live view
+    # written whole, it ends as before
+    gen = FakeGenerator([follow, middle, final + toks("\n", 0.9)])
+    fin = of(run(SelfAsk, gen, settings, question=question)[0], AnswerFinished)[0]
+    assert (fin.answer, fin.stop_reason) == ("So the answer is Ulf Merbold was born in 1941.", "end")

@@ -28,6 +28,7 @@ class SelfAsk(Strategy):
         docs = []
         stop_reason = "max_steps"
         final = ""
+        cut_final = False  # the final answer ran out of tokens before its line ended
         used = 0  # tokens generated: follow-ups, intermediate and final answers share --max-tokens
         asked: set[str] = set()  # follow-ups searched so far (a small model asks one again and again)
 
@@ -56,7 +57,9 @@ class SelfAsk(Strategy):
             if done and (not follow or done.start() < follow.start()):
                 final = done.group(1).strip().split("\n")[0]
                 scratch += text[: done.start()]
-                stop_reason = "end"
+                # out of tokens before its line ended: the answer is cut ("born in 194"), said so
+                cut_final = not chunk.ended and "\n" not in done.group(1).strip()
+                stop_reason = ("timeout" if chunk.timed_out else "max_tokens") if cut_final else "end"
                 break
             repeat = follow is not None and same_words_key(follow.group(1)) in asked
             if not follow or repeat:
@@ -92,12 +95,16 @@ class SelfAsk(Strategy):
             # no follow-up, one asked again, or out of steps: the final answer is asked for once
             scratch += "So the final answer is:"
             docs = self._prompt_docs = fitted(budget(32))
+            yield self.step("answer")
             chunk = yield from self.generate(prompts.self_ask_prompt(question, docs, scratch),
                                              max_tokens=budget(32), stop=("\n",))
             used += len(chunk.tokens)
             final = chunk.text.strip()
             if FOLLOW_UP.match(final):  # yet another follow-up is no answer
                 final = ""
+            elif final and not chunk.ended:  # out of tokens mid-line: cut ("born in 194"), said so
+                stop_reason = "timeout" if chunk.timed_out else "max_tokens"
+                cut_final = True
         intermediate = [line.removeprefix("Intermediate answer:").strip() for line in scratch.strip().splitlines()
                         if line.startswith("Intermediate answer:")]
         for line in intermediate:
@@ -106,7 +113,8 @@ class SelfAsk(Strategy):
             # the tokens ran out first: the last intermediate answer is the answer, never the scratchpad
             yield self.notice("no final answer was written; the last intermediate answer stands", "warning")
             final = intermediate[-1]
-        answer = f"So the answer is {final.rstrip('.')}." if final else ""
+        # a final answer cut mid-line keeps its cut (no full stop: "…born in 194…", not "…born in 194.")
+        answer = (f"So the answer is {final}" if cut_final else f"So the answer is {final.rstrip('.')}.") if final else ""
         if answer:
             yield self.commit(Sentence(answer), docs=self._prompt_docs)
         yield self.finish(answer, stop_reason)
