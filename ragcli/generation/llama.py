@@ -106,7 +106,8 @@ def check_gguf(path: Path, *, complete: bool = False) -> None:
     if path.is_dir():  # it exists: "not found" sent users looking for a typo
         raise ModelError(f"{path} is a folder, not a model file", hint="give --model the .gguf file in it")
     if not path.is_file():
-        raise ModelError(f"model file not found: {path}")
+        raise ModelError(f"model file not found: {path}", hint="give --model the .gguf file's path: `ragcli models` "
+                         "lists the downloaded ones, and hf:ORG/REPO downloads one")
     with path.open("rb") as fh:
         magic = fh.read(4)
     if magic != b"GGUF":
