@@ -22,7 +22,7 @@ from ragcli import attribution
 from ragcli.config import Settings, user_state_dir
 from ragcli.conversation import Conversation, Exchange
 from ragcli.engine import Engine
-from ragcli.errors import RagcliError
+from ragcli.errors import RagcliError, UsageError
 from ragcli.events import AnswerFinished, Event
 from ragcli.render import safe
 from ragcli.render.text import fold_path, hanging, marked_answer, one_line, shorten, source_lines, text_console
@@ -207,6 +207,8 @@ class Repl:
         renderer = RichLiveRenderer(highlight=self.settings.highlight_threshold, err=self.console, out=self.out)
         events: list[Event] = []
         final: AnswerFinished | None = None
+        if not any(c.isalnum() for c in question):  # "???" went as a follow-up, its thread's words its search
+            raise UsageError("the question has no words", hint="ask in words; /help lists the commands")
         asked, search = self.conversation.texts(question)
         try:
             for event in self.engine.ask(asked, self.settings, search=search):

@@ -492,3 +492,11 @@ def test_a_title_or_location_with_a_line_break_stays_on_its_trace_line():
     PlainRenderer(io.StringIO(), err).handle(DocumentsRetrieved(
         Query("q", "question"), (Document("d", "Two\nlines", "text", 1.0, location="notes/bad\nname.txt:1-2"),), 0.0))
     assert err.getvalue().splitlines()[-1] == "  1. Two lines (1.00) notes/bad name.txt:1-2"
+
+
+def test_a_question_of_punctuation_alone_is_refused_as_ask_refuses_it(settings, built_index):
+    """`???` in chat was a follow-up: searched with the thread's subject, answered and logged."""
+    gen = FakeGenerator(default=ANSWER)
+    repl, code, err, out = drive(make_repl(settings, built_index, gen), "What is Rhodotypos?\r???\r/exit\r")
+    assert code == 0 and "error: the question has no words" in err
+    assert len(repl.transcript) == 1 and len(gen.calls) == len([c for c in gen.calls if "???" not in c["prompt"]])
