@@ -113,7 +113,12 @@ def test_the_reason_to_retrieve_names_the_words_that_hold_the_low_tokens(setting
     ])
     events, _ = run(Flare, gen, settings.copy(theta=0.5))
     trig = of(events, RetrievalTriggered)[1]
-    assert trig.reason == "5 token(s) below θ=0.5: 'Beatles' p=0.06, '1966' p=0.12"
+    assert trig.reason == "5 token(s) below θ=0.5 in 2 words: 'Beatles' p=0.06, '1966' p=0.12"
+    # more words than are listed: said (the count alone read as if all were shown)
+    gen = FakeGenerator([FIRST, [(f" w{i}", 0.1) for i in range(6)] + [(".", 0.9), (" More", 0.9)],
+                         toks(" He met them.", 0.9) + toks(END, 0.9)])
+    events, _ = run(Flare, gen, settings.copy(theta=0.5))
+    assert "'w3' p=0.10, … 2 more;" in of(events, RetrievalTriggered)[1].reason
 
 def test_theta_zero_never_retrieves_and_theta_one_always_does(settings):
     script = lambda: [FIRST, toks(" He was the son of Mars.", 0.99) + [(" X", 0.9)],

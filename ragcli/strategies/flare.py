@@ -213,9 +213,12 @@ class Flare(Strategy):
                       + ", ".join(f"{t.text.strip()!r} {w:.2f}" for w, t in top if w > trigger.threshold))
         else:
             # by the words that hold them, as the draft line shows them ("'1966' p=0.12", not "'6' p=0.12")
-            words = sorted(low_words(draft, low), key=lambda wp: wp[1])[:4]
-            lowest = ", ".join(f"{w!r} p={p:.2f}" for w, p in words)
-            reason = f"{len(low)} token(s) below θ={trigger.threshold:.3g}: {lowest}"
+            # (a token count of more than the words listed said neither that words hold several tokens
+            # nor that some were left out: "10 token(s) below θ=0.4" beside four words)
+            found = sorted(low_words(draft, low), key=lambda wp: wp[1])
+            lowest = ", ".join(f"{w!r} p={p:.2f}" for w, p in found[:4]) + (f", … {len(found) - 4} more" if len(found) > 4 else "")
+            within = f" in {len(found)} words" if 1 < len(found) < len(low) else ""
+            reason = f"{len(low)} token(s) below θ={trigger.threshold:.3g}{within}: {lowest}"
         masked = trigger.masked(draft)
         if st.query_mode == "qgen":
             spans = spans_of(draft, masked) or spans_of(draft, [t in low for t in draft.tokens])
