@@ -547,3 +547,36 @@ def test_an_answer_cut_mid_sentence_ends_in_an_ellipsis_before_its_marker():
     assert marked_answer("He died in 1978.", ((0, 16, (0,)),), "max_tokens") == "He died in 1978.[1]"  # whole
     assert marked_answer('He said "yes."', ((0, 14, ()),), "timeout") == 'He said "yes."'
     assert marked_answer("He was noted for", ((0, 16, (0,)),)) == "He was noted for[1]"  # ended by the model
+
+
+def test_the_streamed_line_fits_the_terminal_after_a_resize_and_breaks_at_its_line_breaks():
+    """Rows wrapped at an old width (a terminal narrowed mid-answer) or holding a line break (a list)
+    wrapped again where the live region counted one row: it grew past the terminal, and every refresh
+    left a copy in the scrollback."""
+    from ragcli.render.live import _Streaming
+
+    def lines(streaming, console):
+        with console.capture() as cap:
+            console.print(streaming)
+        return cap.get().rstrip("\n").split("\n")
+
+    console = Console(width=100, height=12, record=True)
+    streaming = _Streaming(console, Text("   sentence │ "))
+    for i in range(120):
+        streaming.append(Text(f" word{i}"))
+    console.width = 50
+    shown = lines(streaming, console)
+    assert len(shown) <= 11 and all(len(line) <= 50 and line[12:14] == "│ " for line in shown[1:])
+    console = Console(width=80, height=10, record=True)
+    streaming = _Streaming(console, Text("   sentence │ "))
+    for piece in ["Steps:", "\n", "1.", " Mix.", "\n", "2.", " Bake.", "\n", "3.", " Eat."]:
+        streaming.append(Text(piece))
+    shown = lines(streaming, console)
+    assert [line.strip() for line in shown] == ["sentence │ Steps:", "│ 1. Mix.", "│ 2. Bake.", "│ 3. Eat."]
+    # committed, such a sentence keeps its rows under the label too ("1. Mix." was printed at column 0)
+    from ragcli.render.live import RichLiveRenderer
+
+    err = Console(width=80, record=True)
+    RichLiveRenderer(highlight=0.4, err=err, out=Console(file=io.StringIO())).handle(
+        SentenceCommitted(Sentence("Steps:\n1. Mix.\n2. Bake.")))
+    assert [line.strip() for line in err.export_text().splitlines()] == ["sentence │ Steps:", "│ 1. Mix.", "│ 2. Bake."]

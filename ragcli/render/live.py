@@ -54,7 +54,10 @@ def _label(name: str) -> str:
 class _Streaming:
     """The line being generated, shown under its label and wrapped as it grows. Wrapping is greedy,
     so the rows above the last never change: only the last row is wrapped again when a token
-    arrives, and a long answer costs the same per token at its end as at its start."""
+    arrives, and a long answer costs the same per token at its end as at its start. A line break in
+    the text starts a row; a terminal resized re-wraps the whole line once, at its new width (rows of
+    the old width wrapped again where the live region counted one row, and its copies filled the
+    scrollback)."""
 
     def __init__(self, console: Console, label: Text) -> None:
         import threading
@@ -63,24 +66,33 @@ class _Streaming:
         self.label = label
         self.rows: list[Text] = []
         self.tail = Text()
+        self.whole = Text()  # all of it, for a re-wrap at another width
+        self.wrapped_at = self.width
         self._lock = threading.Lock()  # Live refreshes from its own thread
 
     @property
     def width(self) -> int:
-        return max(self.console.width - LABEL_WIDTH, 20)
+        return max(self.console.width - LABEL_WIDTH, 10)
 
     def append(self, piece: Text) -> None:
         with self._lock:
+            self.whole.append_text(piece)
             self.tail.append_text(piece)
-            if self.tail.cell_len > self.width:
-                lines = list(self.tail.wrap(self.console, self.width, no_wrap=False))
-                for row in lines[:-1]:
-                    row.rstrip()
-                    self.rows.append(row)
-                self.tail = lines[-1]
+            if "\n" in piece.plain or self.tail.cell_len > self.wrapped_at:
+                self._split()
+
+    def _split(self) -> None:
+        lines = list(self.tail.wrap(self.console, self.wrapped_at, no_wrap=False))
+        for row in lines[:-1]:
+            row.rstrip()
+            self.rows.append(row)
+        self.tail = lines[-1]
 
     def __rich_console__(self, console, options):
         with self._lock:
+            if self.width != self.wrapped_at:
+                self.wrapped_at, self.rows, self.tail = self.width, [], self.whole.copy()
+                self._split()
             rows = [*self.rows, self.tail.copy()]
         # A live region taller than the terminal cannot be redrawn in place (each refresh would leave
         # a copy in the scrollback): only its last lines are shown, as many as fit.
@@ -131,7 +143,7 @@ class RichLiveRenderer:
         """
         width = self.err.width - LABEL_WIDTH
         if (not isinstance(line, Text) or line.plain[LABEL_WIDTH - 2:LABEL_WIDTH] != "│ "
-                or width < 20 or line.cell_len <= self.err.width):
+                or width < 20 or line.cell_len <= self.err.width and "\n" not in line.plain):
             return line
         head, body = line.divide([LABEL_WIDTH])
         out = head.copy()
