@@ -580,3 +580,19 @@ def test_the_streamed_line_fits_the_terminal_after_a_resize_and_breaks_at_its_li
     RichLiveRenderer(highlight=0.4, err=err, out=Console(file=io.StringIO())).handle(
         SentenceCommitted(Sentence("Steps:\n1. Mix.\n2. Bake.")))
     assert [line.strip() for line in err.export_text().splitlines()] == ["sentence │ Steps:", "│ 1. Mix.", "│ 2. Bake."]
+
+
+def test_the_plain_answer_wraps_wide_characters_by_the_columns_they_take():
+    """Korean came out twice the terminal's width (textwrap counts characters, not columns), and a
+    Japanese answer as one 98-column line; a URL still stays whole."""
+    from rich.cells import cell_len
+
+    from ragcli.render.plain import _fill
+
+    for text in ("서울은 대한민국의 수도이며 가장 큰 도시입니다. 한강이 도시를 가로질러 흐르고 인구는 약 천만 명입니다.",
+                 "東京は日本の首都であり、世界最大の都市圏の一つです。人口は約1400万人で、多くの企業の本社があります。"):
+        rows = _fill(text, 40).split("\n")
+        assert len(rows) >= 3 and all(cell_len(row) <= 40 for row in rows)
+        assert "".join(rows).replace(" ", "") == text.replace(" ", "")
+    url = "see https://example.com/a/very/long/path/that/should/not/break/at/all/because/it/is/a/url ok"
+    assert "https://example.com/a/very/long/path/that/should/not/break/at/all/because/it/is/a/url" in _fill(url, 40).split("\n")

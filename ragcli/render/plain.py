@@ -18,6 +18,24 @@ from ragcli.render.text import (CUT_SHORT, already_read_line, calibration_line, 
                                 one_line, read_line, safe, source_lines, summary_line)
 
 
+def _fill(line: str, width: int) -> str:
+    """``line`` wrapped at ``width`` terminal columns: a word never broken (a URL stays whole), but
+    text with wide characters (Chinese, Japanese, Korean: two columns each, counted as one by
+    ``textwrap``, and Chinese and Japanese without spaces) by Rich, which counts columns and may
+    break between such characters."""
+    from rich.cells import cell_len
+
+    if cell_len(line) == len(line):
+        import textwrap
+
+        return textwrap.fill(line, width, break_long_words=False, break_on_hyphens=False)
+    from rich.text import Text
+
+    from ragcli.render.text import text_console
+
+    return "\n".join(row.plain.rstrip() for row in Text(line).wrap(text_console(width=width), width, overflow="fold"))
+
+
 class PlainRenderer:
     def __init__(self, out, err, warnings=None) -> None:
         self.out = out
@@ -29,11 +47,7 @@ class PlainRenderer:
         for a terminal too); one line per paragraph into files and pipes."""
         if not is_tty(self.out):
             return text
-        import textwrap
-
-        width = self._width()
-        return "\n".join(textwrap.fill(line, width, break_long_words=False, break_on_hyphens=False)
-                         if line.strip() else line for line in text.split("\n"))
+        return "\n".join(_fill(line, self._width()) if line.strip() else line for line in text.split("\n"))
 
     @staticmethod
     def _width() -> int:
