@@ -10,8 +10,9 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from rich.console import Console
 from rich.markup import escape
@@ -73,6 +74,7 @@ class Repl:
         # Questions piped in (`ragcli chat < questions.txt`) are read as lines: prompt_toolkit drew its
         # prompt and line edits into the output ("›^M" and echoed lines among the answers)
         self._plain = input is None and not sys.stdin.isatty()
+        self._input = input  # given (tests): no terminal of ours to hold
         self._session = None if self._plain else self._make_session(input, output)
 
     # ---------------------------------------------------------------- prompt_toolkit
@@ -173,11 +175,12 @@ class Repl:
             if not text:
                 continue
             try:
-                if text.startswith("/"):
-                    if self.command(text) == "exit":
-                        return 0
-                else:
-                    self.ask(text)
+                with self._typing_held():
+                    if text.startswith("/"):
+                        if self.command(text) == "exit":
+                            return 0
+                    else:
+                        self.ask(text)
             except KeyboardInterrupt:  # during /index or /search: that command stops, the session goes on
                 self.console.print("[yellow]cancelled[/]")
             except RagcliError as exc:
@@ -185,6 +188,36 @@ class Repl:
             except OSError as exc:  # e.g. /save to a folder that does not exist: the session goes on
                 said = f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else str(exc)
                 self.console.print(f"[red]error:[/] {escape(said)}")
+
+    @contextmanager
+    def _typing_held(self) -> Iterator[None]:
+        """While an answer (or a command) runs on a terminal: what is typed is not echoed into the live
+        view, and is dropped when it ends, with a word (a line typed meanwhile was written over the
+        trace, then asked as the next question, unasked)."""
+        fd, saved = None, None
+        if not self._plain and self._input is None:
+            try:
+                import termios
+
+                fd = sys.stdin.fileno()
+                saved = termios.tcgetattr(fd)
+                quiet = list(saved)
+                quiet[3] &= ~(termios.ECHO | termios.ICANON)  # Ctrl-C still interrupts (ISIG)
+                termios.tcsetattr(fd, termios.TCSANOW, quiet)
+            except (ImportError, OSError, ValueError):  # not a terminal (tests, Windows): as it is
+                fd = saved = None
+        try:
+            yield
+        finally:
+            if saved is not None:
+                import select
+                import termios
+
+                typed = bool(select.select([fd], [], [], 0)[0])
+                termios.tcflush(fd, termios.TCIFLUSH)
+                termios.tcsetattr(fd, termios.TCSANOW, saved)
+                if typed:
+                    self.console.print("[dim](what was typed while it ran was dropped)[/]")
 
     def _read_line(self) -> str:
         """The next line typed (prompt_toolkit), or piped in; EOFError at the end."""
