@@ -285,7 +285,7 @@ class Repl:
             self.settings._sources = before._sources
             raise
         self.console.print(f"{name.replace('_', '-')} → {escape(safe(str(getattr(self.settings, name))))}")
-        if self.settings.backend != before.backend:  # implied by a base URL, or taken back with it
+        if self.settings.backend != before.backend and name != "backend":  # implied by a base URL, or taken back
             self.console.print(f"backend → {self.settings.backend}")
 
     def command(self, text: str) -> str | None:

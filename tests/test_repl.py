@@ -459,6 +459,9 @@ def test_a_base_url_taken_back_takes_back_the_backend_it_implied(settings, built
                                  "/set base-url http://127.0.0.1:9/v1\r/set base-url ''\r/exit\r")
     assert (repl.settings.backend, repl.settings.source("backend"), repl.settings.base_url) == ("llama", "default", "")
     assert "backend → openai" in err and "backend → llama" in err
+    repl, code, err, out = drive(make_repl(settings.copy(strategy="none"), built_index),
+                                 "/set base-url http://127.0.0.1:9/v1\r/set backend llama\r/exit\r")
+    assert err.count("backend → llama") == 1  # said once, not twice
 
 
 def test_a_set_value_is_shown_as_text_not_read_as_markup(settings, built_index):
