@@ -129,6 +129,16 @@ def test_plain_renderer_has_no_escape_codes():
     assert "regenerated: He was the son of Jupiter." in err.getvalue()
 
 
+def test_the_plain_trace_ends_with_its_summary_before_the_answer_as_the_live_view_does():
+    both = io.StringIO()  # a terminal shows stdout and stderr as one
+    r = PlainRenderer(both, both)
+    for e in events():
+        r.handle(e)
+    lines = both.getvalue().splitlines()
+    summary = next(i for i, line in enumerate(lines) if line.startswith("3 steps"))
+    assert lines[summary + 1].startswith("Rome was founded by Romulus.")
+
+
 def test_jsonl_renderer_flushes_every_event():
     """A live `--json` pipe (`ragcli ask --json | jq`) sees each event as it happens, not all at the end."""
     class Out(io.StringIO):

@@ -92,13 +92,13 @@ class PlainRenderer:
                 answer = "(no answer)"
             else:  # with the sources list below it, each sentence carries its sources' numbers
                 answer = marked_answer(event.answer, event.citations, event.stop_reason)
+            self._trace(summary_line(event.stats, event.stop_reason))  # the trace's last line, as the live view
             self.out.write(self._wrapped(answer) + "\n")
             if event.sources and self.err is not None:
                 lines = (folded_source_lines(event.sources, event.citations, self._width()) if is_tty(self.out)
                          else source_lines(event.sources, event.citations))  # a file or pipe: a line each
                 self.out.write("\n" + "\n".join(lines) + "\n")
             self.out.flush()
-            self._trace(summary_line(event.stats, event.stop_reason))
             if self.err is None and event.stop_reason in CUT_SHORT:
                 self._warn(f"warning: the answer may be cut short: {CUT_SHORT[event.stop_reason]}")
 
