@@ -104,6 +104,13 @@ def test_the_live_view_underlines_by_the_calibrated_theta_and_says_why_an_answer
     r.handle(AnswerRead("Romulus.", "Romulus.", (DOC,), changed=False, proposed="Remus.",
                      kept="'Romulus' is in 'Romulus and Remus'"))
     assert "the answer stands: 'Romulus' is in 'Romulus and Remus'" in err.export_text()
+    # a read that wrote the same answer says so ("the answer stands, read against 6 documents" left open
+    # whether it agreed or was overruled)
+    r.handle(AnswerRead("Romulus.", "Romulus.", (DOC,), changed=False, proposed="Romulus."))
+    assert "read │ the answer stands: the read wrote the same   (1 documents read)" in err.export_text()
+    from ragcli.render.text import read_line
+
+    assert read_line("Romulus.", 6, False, "") == "read: the answer stands (6 documents): the read wrote the same"
 
 
 def test_a_draft_with_many_low_tokens_says_how_many_are_not_listed():

@@ -224,8 +224,8 @@ class RichLiveRenderer:
                 line.append(safe(event.kept), style="yellow")
                 line.append(f"   ({len(event.documents)} documents read)", style="dim")
             else:
-                line = Text(f"{_label('read')}the answer stands, read against {len(event.documents)} documents",
-                            style="dim")
+                line = Text(f"{_label('read')}the answer stands: the read wrote the same   "
+                            f"({len(event.documents)} documents read)", style="dim")
             self._print(line)
         elif isinstance(event, Calibrated):
             self._clear()

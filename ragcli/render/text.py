@@ -231,7 +231,7 @@ def read_line(answer: str, documents: int, changed: bool, kept: str) -> str:
     that the answer stands, and why."""
     if changed:
         return f"revised after reading {documents} documents: {safe(answer)}"
-    return f"read: the answer stands ({documents} documents)" + (f": {safe(kept)}" if kept else "")
+    return f"read: the answer stands ({documents} documents): " + (safe(kept) if kept else "the read wrote the same")
 
 
 def calibration_line(event) -> str:
