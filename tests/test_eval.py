@@ -911,6 +911,29 @@ def test_a_parallel_run_taken_to_its_last_result_is_no_cancellation():
     assert cancelled == [True]
 
 
+def test_a_parallel_failure_still_gives_the_results_before_it_as_one_worker_would():
+    """Question 1 failed while question 0 was still running: 0 was cancelled and never written, where
+    one worker would have written it (up to workers - 1 questions of a slow server's work lost)."""
+    import time
+
+    from ragcli.eval.parallel import ordered_map
+
+    started = []
+
+    def fn(i):
+        started.append(i)
+        if i == 0:
+            time.sleep(0.5)
+            return "q0"
+        raise RuntimeError(f"server error on q{i}")
+
+    cancelled, got = [], []
+    with pytest.raises(RuntimeError, match="server error on q1"):
+        for value in ordered_map(fn, range(6), 3, on_cancel=lambda: cancelled.append(True)):
+            got.append(value)
+    assert got == ["q0"] and cancelled == [True] and max(started) <= 3  # no more taken after the failure
+
+
 def test_paragraphs_without_a_pid_get_the_one_the_index_gives_and_without_text_are_refused(tmp_path):
     """A paragraph without "pid" or "text" crashed with "internal error: KeyError: 'pid'" (with
     --corpus, after the model had answered). One without a pid gets the pid `ragcli index` gives such

@@ -19,8 +19,10 @@ GRACE = 2.0  # seconds the workers get to stop after a failure or Ctrl-C
 def ordered_map(fn: Callable[[T], R], items: Iterable[T], workers: int, *,
                 on_cancel: Callable[[], None] | None = None) -> Iterator[R]:
     """``fn`` over ``items`` on ``workers`` threads, yielding results in the order of ``items`` (a
-    result waits for those before it). The first failure (or an interrupt) stops the workers from
-    taking more items, calls ``on_cancel`` (which should make the running ones stop), and is raised."""
+    result waits for those before it). A failure stops the workers from taking more items; the items
+    before it, already running, still finish and are yielded (as one worker would have written them:
+    they were lost, up to workers - 1 questions of a slow server's work), then it is raised, and
+    ``on_cancel`` (which should make the running ones stop) is called. An interrupt cancels at once."""
     items = list(items)
     if workers <= 1 or len(items) <= 1:
         for item in items:
@@ -41,6 +43,7 @@ def ordered_map(fn: Callable[[T], R], items: Iterable[T], workers: int, *,
                 out: tuple[bool, object] = (True, fn(item))
             except BaseException as exc:  # noqa: BLE001 - handed to the main thread, raised there
                 out = (False, exc)
+                stop.set()  # no more items taken: those before it still run to their end
             with cond:
                 done[i] = out
                 cond.notify_all()
@@ -53,12 +56,11 @@ def ordered_map(fn: Callable[[T], R], items: Iterable[T], workers: int, *,
     try:
         for i in range(len(items)):
             with cond:
-                while i not in done and all(ok for ok, _ in done.values()):
+                while i not in done:  # (after a failure, the items before it are all running)
                     cond.wait()
-                failure = next((value for _, (ok, value) in sorted(done.items()) if not ok), None)
-                if failure is not None:
-                    raise failure  # type: ignore[misc]
-                value = done.pop(i)[1]
+                ok, value = done.pop(i)
+            if not ok:
+                raise value  # type: ignore[misc]
             # the last result given is the end: a caller that takes exactly as many results as items
             # and closes this generator (run_eval) did not cancel (its engine was closed for it)
             finished = i == len(items) - 1
