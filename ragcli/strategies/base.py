@@ -24,7 +24,9 @@ from ragcli.events import (
 from ragcli.generation import LOCAL_CONTEXT_HINT, Generator
 from ragcli.retrieval import Retriever
 from ragcli.retrieval.web import WebSearcher
-from ragcli.sentences import ends_with_stop, first_sentence_end, split_sentences
+from ragcli.sentences import ends_with_stop, first_sentence_end
+from ragcli.strategies.gate import unsupported_revision
+from ragcli.strategies.querytext import closest_sentence, first_content_words, question_words
 from ragcli.strategies.stream import (
     REPEATED,
     REPEATS,
@@ -37,8 +39,8 @@ from ragcli.strategies.stream import (
     split_at,
 )
 from ragcli.strategies.trigger import Trigger, make_trigger
-from ragcli.types import Document, Query, RunStats, Sentence, Token
-from ragcli.words import WORD, content_words, counted, is_content_word
+from ragcli.types import Document, Query, RunStats, Sentence
+from ragcli.words import content_words, counted
 
 # A step run on every retrieval's documents (``--correct``: CRAG's grading and refinement). It gets
 # the strategy, the question and the documents, yields events and returns the documents to use.
@@ -68,48 +70,6 @@ BRIDGE_PAGES = 2
 # tokens that end an answer (the stop strings start with them), held off for one token: after a short
 # answer's phrase (FLARE's explanation draft) and, once, at the start of an answer that came back empty
 HOLD_BREAK = {"\n": 1, "\n\n": 1}
-
-
-def _closest_sentence(text: str, words: set[str]) -> str:
-    """The sentence of ``text`` that shares most content words with ``words`` (the first on a tie;
-    "" when none shares one: a page about something else brings nothing to search for)."""
-    best, best_score = "", 0
-    for sentence in split_sentences(text):
-        score = len(words.intersection(content_words(sentence)))
-        if score > best_score:
-            best, best_score = sentence, score
-    return best
-
-
-def _question_words(text: str, n: int) -> str:
-    """``text`` (a question) up to its ``n``-th content word; a longer one (a question after pasted
-    context, "<5,000 characters of notes> … what are the moons of Mars?") keeps its last question
-    (the last sentence ending in "?", else its last sentence) first, then its start: the first ``n``
-    content words were the preamble alone, and the search never saw what was asked."""
-    if len(content_words(text)) <= n:
-        return _first_content_words(text, n)
-    sentences = split_sentences(text)
-    ask = next((s for s in reversed(sentences) if s.rstrip().endswith(("?", "？"))), sentences[-1] if sentences else "")
-    ask = _first_content_words(ask, n)
-    room = n - sum(1 for w in WORD.findall(ask) if is_content_word(w))
-    return f"{_first_content_words(text, room)} {ask}".strip() if room > 0 else ask
-
-
-def _clip(text: str, width: int = 60) -> str:
-    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
-
-
-def _first_content_words(text: str, n: int) -> str:
-    """``text`` up to and with its ``n``-th content word (all of it when it has fewer), and never
-    more than 3 × ``n`` words (a draft of stop words or table rules is not a query of 1,000 words)."""
-    words = text.split()[: 3 * n]
-    seen = 0
-    for i, word in enumerate(words):
-        if any(is_content_word(w) for w in WORD.findall(word)):
-            seen += 1
-            if seen >= n:
-                return " ".join(words[: i + 1])
-    return " ".join(words)
 
 
 MIN_SHORTENED_CHARS = 120  # a page shorter than this is dropped, not cut, when it does not fit
@@ -427,7 +387,7 @@ class Strategy:
         budget of all words cut a 40-word question before its subject and left a chat follow-up's
         draft and answer out of every search."""
         n = self.settings.max_query_words
-        return f"{_question_words(text, n)} {_first_content_words(then, n)}".strip()
+        return f"{question_words(text, n)} {first_content_words(then, n)}".strip()
 
     def fit_documents(self, docs: Sequence[Document], build: Callable[[Sequence[Document]], str],
                       reserve: int) -> list[Document]:
@@ -565,42 +525,17 @@ class Strategy:
             return Query(text, "answer")
         asked = set(content_words(topic))
         firsts = sorted((e for e in self.evidence.values() if e.first == 0), key=lambda e: e.rank)
-        bridges = [_closest_sentence(e.doc.text, asked) for e in firsts[:BRIDGE_PAGES]]
+        bridges = [closest_sentence(e.doc.text, asked) for e in firsts[:BRIDGE_PAGES]]
         extra = self.trim_query(" ".join(b for b in bridges if b))
         return Query(f"{text} {extra}".strip(), "answer")
 
     def _unsupported_revision(self, before: str, after: str, written_from: Sequence[Document],
                               read: Sequence[Document], question: str = "") -> str:
-        """Why the read's answer must not replace the answer ("" when it may). With ``--revise
-        evidence`` an answer that the pages it was written from hold word for word stands, unless the
-        read's answer is in a page gathered later and in none of those: a small model re-reading more
-        pages drifts to another name it already had in front of it (dev pool: README). A read that
-        only shortens the answer ("Mart Van Duren is 30 years old" to "Mart Van Duren") agrees with it.
-        An answer that says yes or no to a question asking yes or no stands against a read that says
-        neither ("Both are located in Canada." for "Are both lakes in the same country?"): that read
-        answers another question."""
+        """Why the read's answer must not replace the answer ("" when it may): with ``--revise
+        evidence``, ``gate.unsupported_revision``; with ``always``, never."""
         if self.settings.revise != "evidence" or not before:
             return ""
-        first, second = answers.short_answer(before), answers.short_answer(after)
-        if (answers.asks_yes_or_no(question) and answers.replies_yes_or_no(first)
-                and not answers.replies_yes_or_no(second)):
-            return (f"the question asks yes or no and {_clip(first)!r} says which; the read's {_clip(second)!r} "
-                    "says neither")
-        pages = [*written_from, *read]
-        invented = answers.unheld_names(second, pages, question)
-        if invented and not answers.unheld_names(first, pages, question):
-            # the read brought in a name no page holds ("the Who" became "The Beatles", cited as the
-            # Keith Moon page): the answer whose names the pages hold stands
-            return f"the read's {_clip(second)!r} names {invented[0]!r}, which no page read holds"
-        holders = answers.held_by(first, written_from)
-        if not holders or answers.within(second, first):
-            return ""
-        old = {d.key for d in written_from}
-        if answers.held_by(second, [d for d in read if d.key not in old]) and not answers.held_by(second, written_from):
-            return ""
-        page = holders[0].title or holders[0].id
-        return (f"{_clip(first)!r} is in {_clip(page)!r}, a page it was written from; the read's {_clip(second)!r} "
-                "is in no page found later")
+        return unsupported_revision(before, after, written_from, read, question)
 
     def _final_search_reason(self) -> str:
         """Why the final read searches first ("" when it should not): a strategy with a trigger
