@@ -24,14 +24,21 @@ SHORT_ANSWER_WORDS = 12  # an answer of one sentence this short names the subjec
 REFERRING = frozenset("he him his she her hers it its they them their theirs former latter".split())
 # "And Christer Fuglesang?", "What about 1990?"
 _ELLIPTICAL_START = re.compile(r"^\s*(and|but|also|what about|how about)\b", re.IGNORECASE)
-# "Which one was born in 1952?", "The second one?": a "one" with no noun after it ("the number one
-# single") and none before it in the question ("Which Beatles album is the best one?")
+# "Which one died first?", "How old was the youngest one?": a "one" standing for something earlier
+# (see ``_elliptical_one`` for the ones that do not)
 _ONE = re.compile(r"\b(?:which|that|this|the other|the \w+) ones?\b", re.IGNORECASE)
-# "Is the same true for Sweden?", "Did the same happen in 1990?": unless the question names the two
-# things it compares ("Are Lake Huron and Lake Michigan at the same elevation?")
+# "Which one of the Beatles…", "the number one single": what "one" is, said in the question
+_ONE_SAID = re.compile(r"\bones?\s+of\s+(?!them\b|these\b|those\b|us\b)|\bnumber\s+one\b", re.IGNORECASE)
+# "Which Beatles album is the best one?": "which" and a word of its own say what "one" is
+_WHICH_NOUN = re.compile(r"^\s*which\s+(?!ones?\b|is\b|are\b|was\b|were\b|of\b)\w", re.IGNORECASE)
+# "Is the same true for Sweden?", "Did the same happen to Paul and Ringo?": "the same" as a thing of its
+# own; "the same year" compares what the question names, unless it names fewer than two
+_SAME_THING = re.compile(r"\bthe same(?:\s+(?:true|false|happen\w*|appl\w+|go(?:es)?|hold\w*|thing|for|about)\b|\s*[?.!]*\s*$)",
+                         re.IGNORECASE)
 _SAME = re.compile(r"\bthe same\b", re.IGNORECASE)
-# "it" that stands for nothing earlier: "Is it true that Rush…", "How long does it take to fly…"
-_DUMMY_IT = re.compile(r"\bit\s+(?:is\s+|was\s+)?(?:true|the case|possible|likely)\s+(?:that|to)\b"
+# "it" that stands for nothing earlier, in a question that names what it asks about: "Is it true (that)
+# Rush…", "How long does it take to fly…" ("Is it true?" alone: the earlier answer)
+_DUMMY_IT = re.compile(r"\bit\s+(?:is\s+|was\s+)?(?:true|the case|possible|likely)\b"
                        r"|\bit\s+(?:takes?|took)\b(?=.*\bto\b)", re.IGNORECASE)
 _DETERMINERS = frozenset("the this these those".split())  # not "that": mostly relative ("the film that won")
 _CLAUSE_BREAK = re.compile(r"[,;:]|\b(?:and|but|so|then)\b", re.IGNORECASE)
@@ -63,35 +70,42 @@ def is_follow_up(question: str, earlier: str = "") -> bool:
     win a Grammy?" after a question on an album), unless the question says which ("the capital of
     France", "the book Dune")."""
     words = list(WORD.finditer(question))
-    dummy = {m.start() for m in _DUMMY_IT.finditer(question)}  # ("Is it true?" alone: the earlier answer)
+    groups = _name_groups(question)
+    dummy = {m.start() for m in _DUMMY_IT.finditer(question)} if groups or _has_number(question) else set()
     pronoun = next((i for i, m in enumerate(words) if m.group(0).lower() in REFERRING and m.start() not in dummy),
                    None)
     if pronoun is not None and not _named_before(question, words, pronoun) or _ELLIPTICAL_START.search(question):
         return True
-    if _elliptical_one(question) or _SAME.search(question) and _name_groups(question) < 2:
+    if _elliptical_one(question, groups) or _SAME_THING.search(question):
+        return True
+    if _SAME.search(question) and groups < 2:
         return True
     if not content_words(question):
         return True
     return bool(earlier) and _refers_back(question, set(content_words(earlier)))
 
 
-def _elliptical_one(question: str) -> bool:
-    for m in _ONE.finditer(question):
-        after = WORD.match(question, m.end() + 1) if question[m.end():m.end() + 1] == " " else None
-        if after and is_content_word(after.group(0)) and not after.group(0).lower().endswith(("er", "est")):
-            continue  # "the number one single" ("the red one bigger?": a comparison, still elliptical)
-        if any(is_content_word(w) for w in WORD.findall(question[:m.start()])):
-            continue  # "Which Beatles album is the best one?"
-        return True
-    return False
+def _elliptical_one(question: str, groups: int) -> bool:
+    """A "one" that stands for something earlier: not when the question says what it is ("which one
+    of the Beatles", "the number one single", "Which Beatles album is the best one?") or offers the
+    choice ("Which one is taller, Everest or K2?")."""
+    if not _ONE.search(question) or _ONE_SAID.search(question) or _WHICH_NOUN.search(question):
+        return False
+    return not (groups >= 2 and re.search(r"\bor\b", question, re.IGNORECASE))
+
+
+def _has_number(question: str) -> bool:
+    return any(c.isdigit() for c in question)
 
 
 def _name_groups(question: str) -> int:
-    """How many names the question gives ("Lake Huron and Lake Michigan": two)."""
+    """How many names the question gives ("Lake Huron and Lake Michigan": two; "Rush and Yes": two,
+    a capitalised word within the question being a name even when it is a common word elsewhere)."""
     named = set(names(question).split())
     groups, inside = 0, False
     for m in WORD.finditer(question):
-        if m.group(0) in named:
+        word = m.group(0)
+        if word in named or len(word) > 1 and word[:1].isupper() and not _starts_sentence(question, m.start()):
             groups += not inside
             inside = True
         else:

@@ -24,13 +24,21 @@ def test_a_question_that_names_its_own_subject_is_no_follow_up_for_the_same_or_a
     for q in ("What was the number one single in the UK in 1985?", "Which Beatles album is the best one?",
               "Are Lake Huron and Lake Michigan at the same elevation?", "How long does it take to fly from Paris to Rome?",
               "Were Jeff Porcaro and Steve Smith born in the same year?",
-              "Is it true that Rush released Hemispheres in 1978?"):
+              "Is it true that Rush released Hemispheres in 1978?",
+              # what "one" is, or the choice, said in the question; "it is true" of a question naming its own
+              "Which one of the Beatles was born first?", "Which is the largest one of the Great Lakes?",
+              "Which one is taller, Everest or K2?", "Which one was more famous, Lennon or McCartney?",
+              "Is it true Keith Moon died in 1978?", "Did Rush and Yes tour in the same year?"):
         assert not is_follow_up(q), q
     for q in ("Is it the same band?", "Which one is older?", "The second one?", "Is it true?",
               "Is it the same as Hemispheres?", "What did Einstein think of it?",
               # a year or a name in it says nothing of whether it refers back (a first fix took it so)
               "Which one was born in 1952?", "Is the same true for Sweden?", "Did the same happen in 1990?",
-              "Was it known as New Amsterdam?", "Was it said to be Spielberg's best film?", "How long does it take?"):
+              "Was it known as New Amsterdam?", "Was it said to be Spielberg's best film?", "How long does it take?",
+              # a "one" or "the same" standing for what came before, whatever else the question holds
+              "Which one died first?", "Which ones survived?", "How old was the youngest one?",
+              "What instrument did the youngest one play?", "When was the first one released?",
+              "Did the same happen to Paul and Ringo?", "Is the same true for Sweden and Norway?"):
         assert is_follow_up(q), q  # nothing of its own to be about, or a pronoun that is the earlier subject's
 
 
