@@ -105,11 +105,14 @@ def within(part: str, whole: str) -> bool:
 
 def unheld_names(answer: str, documents: Iterable[Document], question: str = "") -> list[str]:
     """The names and numbers ``answer`` gives that neither ``documents`` nor the ``question`` hold: a
-    capitalised content word (not a sentence's first word, unless a capitalised one follows it) or a
-    word with a digit ("The Beatles" in an answer read from pages that say "the Who")."""
+    capitalised content word or a word with a digit ("The Beatles" in an answer read from pages that
+    say "the Who"). Words are compared as ``WORD`` cuts both sides, case and accents aside
+    ("Stratford-upon-Avon", "O'Brien", "Spielberg's", "3.5", "1,500" and "Zurich" are held by pages
+    that write them so, or "Zürich"). A sentence's first word counts only in a short answer (a name:
+    "Beatles."), not in a sentence ("Yesterday he…")."""
     from ragcli.words import is_content_word
 
-    held = f" {normalize_answer(question)} " + " ".join(normalize_answer(f"{d.title} {d.text}") for d in documents) + " "
+    held = set(WORD.findall(_folded(" ".join([question, *(f"{d.title} {d.text}" for d in documents)]))))
     words = list(WORD.finditer(answer))
     out = []
     for k, m in enumerate(words):
@@ -117,14 +120,18 @@ def unheld_names(answer: str, documents: Iterable[Document], question: str = "")
         if not (word[:1].isupper() and is_content_word(word) or any(c.isdigit() for c in word)):
             continue
         before = answer[:m.start()].rstrip()
-        if word[:1].isupper() and (not before or before[-1] in ".!?:"):  # a sentence's first word
+        if word[:1].isupper() and len(words) > 4 and (not before or before[-1] in ".!?:"):  # a sentence's start
             follower = words[k + 1].group(0) if k + 1 < len(words) else ""
             if not (follower[:1].isupper() and answer[m.end():words[k + 1].start()].strip() == ""):
                 continue
-        norm = normalize_answer(word)
-        if norm and f" {norm} " not in held and word not in out:
+        if not set(WORD.findall(_folded(word))) <= held and word not in out:
             out.append(word)
     return out
+
+
+def _folded(text: str) -> str:
+    """``text`` in lower case without accents ("Zürich" → "zurich"), for comparing words."""
+    return "".join(c for c in unicodedata.normalize("NFKD", text.casefold()) if not unicodedata.combining(c))
 
 
 def _contains(haystack: str, needle: str) -> bool:

@@ -379,6 +379,24 @@ def test_the_gate_takes_a_read_that_shortens_the_answer_or_replaces_one_no_page_
     assert "names '1944'" in gate("He was born in 1946.", "He was born in 1944.", [moon], [moon, later])
     assert gate("Jan Smit.", "Piet Jansen.", [page], [page, later]) == ""  # the first answer was no better
     assert gate("He was born in 1944.", "He was born in 1946.", [moon], [moon, later]) == ""
+    assert "names 'Beatles'" in gate("He played for the Who.", "Beatles.", [moon], [moon, later])  # a name alone
+
+
+def test_the_gate_finds_names_the_pages_hold_however_they_are_punctuated_or_accented():
+    """A first rule compared the answer's words with the pages' text stripped of punctuation: the
+    pages' "Stratford-upon-Avon", "O'Brien", "1,500" or "Zürich" held no "Stratford", "Brien", "1" or
+    "Zurich", and a correct read lost to "The documents do not say."."""
+    from ragcli.answers import unheld_names
+
+    for answer, text in (("He was born in Stratford-upon-Avon.", "He was born in Stratford-upon-Avon, England."),
+                         ("Jean-Paul Sartre.", "Jean-Paul Sartre was a French philosopher."),
+                         ("He was played by Brendan O'Brien.", "Brendan O'Brien played him."),
+                         ("It cost 1,500 dollars.", "It cost 1,500 dollars in 1990."),
+                         ("About 3.5 metres.", "It is about 3.5 metres tall."),
+                         ("It was Spielberg's film.", "Jaws is Spielberg's 1975 thriller."),
+                         ("It is in Zurich.", "The bank is in Zürich."),
+                         ("Yesterday he played for the Who.", "Keith Moon drummed for the Who.")):
+        assert unheld_names(answer, [Document("p", "Page", text)]) == [], answer
 
 
 YES_NO_QUESTION = "Are Lake Patience and Eastern Lake located in the same country?"
