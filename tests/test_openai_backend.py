@@ -630,8 +630,12 @@ def test_an_answer_that_is_no_event_stream_is_read_whole_or_refused_at_once():
     with pytest.raises(ServerError, match=r"redirects \(HTTP 308\) to https://127.0.0.1:9/v1/completions") as caught:
         list(_client_of(moved).events("completions", {}, on_prompt=lambda n, c: None))
     assert len(sent) == 3 and "--base-url" in caught.value.hint
-    # an optional path a proxy sends to its login page is not there: the API behind it still works
-    assert _client_of(moved).get_json("../props", missing_ok=True) is None
+    # a server's own path beside the API a proxy sends to its login page is not there: the API works;
+    # the API's own paths redirected still say so (a server redirecting all to https)
+    client = _client_of(moved)
+    assert client.get_json(client.root + "/props", missing_ok=True) is None
+    with pytest.raises(ServerError, match="redirects"):
+        client.get_json("models", missing_ok=True)
 
 
 def test_a_request_is_sent_at_most_once_plus_its_retries_whatever_fails():

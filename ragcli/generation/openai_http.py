@@ -143,8 +143,8 @@ class ServerClient:
             if resp.status_code < 400:  # redirects are not followed: a POST would come back a GET
                 where = resp.headers.get("location", "")
                 resp.close()
-                if missing_ok:  # an optional path (/props) a proxy sends to its login page: not there
-                    return None
+                if missing_ok and not self._url(path).startswith(self.base + "/"):
+                    return None  # a server's own path beside the API (/props) a proxy sends to its login page
                 raise ServerError(f"the server at {self.base} redirects (HTTP {resp.status_code}) to {where or 'elsewhere'}",
                                   hint="use the address it redirects to as --base-url")
             if missing_ok and resp.status_code in (404, 405) and not self._names_a_model(resp):
