@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import re
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -50,6 +49,21 @@ def default_index_dir() -> str:
     if local.is_dir():
         return str(local)
     return str(user_data_dir() / "index")
+
+
+def redacted_url(url: str) -> str:
+    """``url`` with the password (or a lone user name, which may be a token) of its credentials as ***."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    if parts.username is None and parts.password is None:
+        return url
+    user, host = parts.netloc.rpartition("@")[::2]
+    name = user.partition(":")[0] if parts.password is not None else ""
+    return urlunsplit(parts._replace(netloc=f"{name + ':' if name else ''}***@{host}"))
 
 
 def config_file_path() -> Path:
@@ -282,8 +296,7 @@ class Settings:
     def to_dict(self) -> dict[str, Any]:
         """The settings as recorded (history, eval headers) and shown: a base URL without its password."""
         out = {name: getattr(self, name) for name in self.names()}
-        if "@" in out["base_url"]:
-            out["base_url"] = re.sub(r"(//[^/@:]*):[^/@]*@", r"\1:***@", out["base_url"])
+        out["base_url"] = redacted_url(out["base_url"])
         return out
 
     def copy(self, **changes: Any) -> "Settings":

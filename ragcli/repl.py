@@ -284,7 +284,7 @@ class Repl:
                 setattr(self.settings, key, getattr(before, key))
             self.settings._sources = before._sources
             raise
-        self.console.print(f"{name.replace('_', '-')} → {escape(safe(str(getattr(self.settings, name))))}")
+        self.console.print(f"{name.replace('_', '-')} → {escape(safe(str(self.settings.to_dict()[name])))}")
         if self.settings.backend != before.backend and name != "backend":  # implied by a base URL, or taken back
             self.console.print(f"backend → {self.settings.backend}")
 

@@ -130,6 +130,11 @@ def test_credentials_in_the_base_url_are_sent_as_basic_auth_and_never_shown_or_r
     assert client.base == "https://llm.example.internal/v1" and "cret" not in client.timeout_error().message
     settings = Settings().copy(base_url="https://me:s%40cret@llm.example.internal")
     assert settings.to_dict()["base_url"] == "https://me:***@llm.example.internal"
+    for url, shown in (("https://sk-abc123TOKEN@proxy.example/v1", "https://***@proxy.example/v1"),  # a token as user
+                       ("http://alice:p@ss@proxy:8080", "http://alice:***@proxy:8080")):  # a raw "@" in it
+        assert Settings().copy(base_url=url).to_dict()["base_url"] == shown
+    with pytest.raises(UsageError, match="RAGCLI_API_KEY is set"):  # one Authorization header: the key went unsent
+        ServerClient("http://alice:s3cret@proxy:8080", key="sk-upstream")
     text = "Sigmund Jähn (born 13 February 1937) is a German cosmonaut.\n"
     assert estimate_tokens(text) >= 20  # a tokenizer gives 17 here: the estimate errs on the large side
 

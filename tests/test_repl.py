@@ -464,6 +464,12 @@ def test_a_base_url_taken_back_takes_back_the_backend_it_implied(settings, built
     assert err.count("backend → llama") == 1  # said once, not twice
 
 
+def test_a_base_url_set_in_the_repl_is_echoed_without_its_password(settings, built_index):
+    repl, code, err, _ = drive(make_repl(settings.copy(strategy="none"), built_index),
+                               "/set base-url http://alice:s3cret@127.0.0.1:9\r/exit\r")
+    assert "base-url → http://alice:***@127.0.0.1:9" in err and "s3cret" not in err
+
+
 def test_a_set_value_is_shown_as_text_not_read_as_markup(settings, built_index):
     """`/set index "[/x]"` ended the session with an internal error (Rich read the value as a closing tag)."""
     repl, code, err, _ = drive(make_repl(settings, built_index), '/set index "[/x]"\r/set index "[bold]idx"\r/exit\r')

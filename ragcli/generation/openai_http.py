@@ -73,6 +73,9 @@ class ServerClient:
         given = urlsplit(base_url.strip())
         auth = (httpx.BasicAuth(unquote(given.username or ""), unquote(given.password or ""))
                 if given.username is not None or given.password is not None else None)
+        if auth is not None and key:  # one Authorization header: the key went unsent, without a word
+            raise UsageError("--base-url holds credentials (Basic auth) and RAGCLI_API_KEY is set: a request "
+                             "carries one or the other", hint="drop the user:password from --base-url, or unset the key")
         self.root = self.base[: -len("/v1")] if self.base.endswith("/v1") else self.base
         self.timeout, self.retries, self.backoff = timeout, retries, backoff
         self.model = ""  # named in a 404's message
