@@ -366,3 +366,21 @@ def test_a_self_ask_final_answer_cut_by_max_tokens_is_said_to_be_cut(settings):
     gen = FakeGenerator([follow, middle, final + toks("\n", 0.9)])
     fin = of(run(SelfAsk, gen, settings, question=question)[0], AnswerFinished)[0]
     assert (fin.answer, fin.stop_reason) == ("So the answer is Ulf Merbold was born in 1941.", "end")
+
+
+def test_a_self_ask_final_answer_cut_by_the_time_budget_is_said_to_be_cut(settings):
+    """--timeout set "ended" on the chunk too: the cut answer got a full stop and no "…"."""
+    import time as clock
+
+    class Slow(FakeGenerator):
+        def stream(self, prompt, **kw):
+            for tok in super().stream(prompt, **kw):
+                clock.sleep(0.03)
+                yield tok
+
+    follow, middle = toks("Follow up: When was Ulf Merbold born?\n", 0.9), toks(" In 1941.", 0.9)
+    words = " ".join(f"w{i}" for i in range(60))
+    gen = Slow([follow, middle, toks("\n", 0.9), toks(f" Ulf Merbold {words}.", 0.9)])  # the final step's
+    events, _ = run(SelfAsk, gen, settings.copy(timeout=1.0), question="Who was born first, Ulf Merbold or Sigmund Jähn?")
+    fin = of(events, AnswerFinished)[0]
+    assert fin.stop_reason == "timeout" and fin.answer.startswith("So the answer is Ulf") and not fin.answer.endswith(".")

@@ -58,7 +58,7 @@ class SelfAsk(Strategy):
                 final = done.group(1).strip().split("\n")[0]
                 scratch += text[: done.start()]
                 # out of tokens before its line ended: the answer is cut ("born in 194"), said so
-                cut_final = not chunk.ended and "\n" not in done.group(1).strip()
+                cut_final = bool(final) and (chunk.timed_out or not chunk.ended) and "\n" not in done.group(1).strip()
                 stop_reason = ("timeout" if chunk.timed_out else "max_tokens") if cut_final else "end"
                 break
             repeat = follow is not None and same_words_key(follow.group(1)) in asked
@@ -102,7 +102,7 @@ class SelfAsk(Strategy):
             final = chunk.text.strip()
             if FOLLOW_UP.match(final):  # yet another follow-up is no answer
                 final = ""
-            elif final and not chunk.ended:  # out of tokens mid-line: cut ("born in 194"), said so
+            elif final and (chunk.timed_out or not chunk.ended):  # cut mid-line ("born in 194"), said so
                 stop_reason = "timeout" if chunk.timed_out else "max_tokens"
                 cut_final = True
         intermediate = [line.removeprefix("Intermediate answer:").strip() for line in scratch.strip().splitlines()
