@@ -611,5 +611,6 @@ def test_the_plain_answer_wraps_wide_characters_by_the_columns_they_take():
         rows = _fill(text, 40).split("\n")
         assert len(rows) >= 3 and all(cell_len(row) <= 40 for row in rows)
         assert "".join(rows).replace(" ", "") == text.replace(" ", "")
-    url = "see https://example.com/a/very/long/path/that/should/not/break/at/all/because/it/is/a/url ok"
-    assert "https://example.com/a/very/long/path/that/should/not/break/at/all/because/it/is/a/url" in _fill(url, 40).split("\n")
+    url = "https://example.com/a/very/long/path/that/should/not/break/at/all/because/it/is/a/url"
+    for line in (f"see {url} ok", f"See the page \u2705 {url} ok", f"cafe\u0301 {url} ok", f"東京 {url} ok"):
+        assert url in _fill(line, 40).split("\n"), line  # with an emoji, a decomposed accent, CJK: whole

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from ragcli.events import (
     AnswerFinished,
     AnswerRead,
@@ -19,21 +21,31 @@ from ragcli.render.text import (CUT_SHORT, already_read_line, calibration_line, 
 
 
 def _fill(line: str, width: int) -> str:
-    """``line`` wrapped at ``width`` terminal columns: a word never broken (a URL stays whole), but
-    text with wide characters (Chinese, Japanese, Korean: two columns each, counted as one by
-    ``textwrap``, and Chinese and Japanese without spaces) by Rich, which counts columns and may
-    break between such characters."""
+    """``line`` wrapped at ``width`` terminal columns, counting each character's columns (two for a
+    Chinese, Japanese or Korean one, which ``textwrap`` counts as one: Korean came out twice the
+    width), breaking between words, and between any two Chinese or Japanese characters (written
+    without spaces); no other word is broken (a URL stays whole)."""
     from rich.cells import cell_len
 
     if cell_len(line) == len(line):
         import textwrap
 
         return textwrap.fill(line, width, break_long_words=False, break_on_hyphens=False)
-    from rich.text import Text
+    from ragcli.words import HAN_KANA_CHARS
 
-    from ragcli.render.text import text_console
-
-    return "\n".join(row.plain.rstrip() for row in Text(line).wrap(text_console(width=width), width, overflow="fold"))
+    rows, row, used, space = [], "", 0, False
+    for piece in re.findall(f"\\s+|[{HAN_KANA_CHARS}]|[^\\s{HAN_KANA_CHARS}]+", line):
+        if piece.isspace():
+            space = bool(row)
+            continue
+        cells = cell_len(piece) + (1 if space else 0)
+        if row and used + cells > width:
+            rows.append(row)
+            row, used = piece, cell_len(piece)
+        else:
+            row, used = row + (" " if space else "") + piece, used + cells
+        space = False
+    return "\n".join(rows + [row])
 
 
 class PlainRenderer:
