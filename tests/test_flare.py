@@ -114,6 +114,10 @@ def test_the_reason_to_retrieve_names_the_words_that_hold_the_low_tokens(setting
     events, _ = run(Flare, gen, settings.copy(theta=0.5))
     trig = of(events, RetrievalTriggered)[1]
     assert trig.reason == "5 token(s) below θ=0.5 in 2 words: 'Beatles' p=0.06, '1966' p=0.12"
+    gen = FakeGenerator([FIRST, [(" In", 0.9), (" 19", 0.3), ("6", 0.12), ("6", 0.2), (".", 0.9), (" More", 0.9)],
+                         toks(" In 1966.", 0.9) + toks(END, 0.9)])
+    events, _ = run(Flare, gen, settings.copy(theta=0.5))
+    assert of(events, RetrievalTriggered)[1].reason == "3 token(s) below θ=0.5 in 1 word: '1966' p=0.12"
     # more words than are listed: said (the count alone read as if all were shown)
     gen = FakeGenerator([FIRST, [(f" w{i}", 0.1) for i in range(6)] + [(".", 0.9), (" More", 0.9)],
                          toks(" He met them.", 0.9) + toks(END, 0.9)])

@@ -138,7 +138,7 @@ def _foreign_files(directory: Path) -> list[str]:
 
 def _lock_reason(message: str) -> str:
     found = re.search(r'message: "([^"]+)"', message)  # tantivy's IoError { …, message: "Permission denied" }
-    return found.group(1).lower() if found else message.rstrip(". None")
+    return found.group(1).lower() if found else message.removesuffix(". None").rstrip(".")
 
 
 def _tantivy_meta(path: Path) -> bool:

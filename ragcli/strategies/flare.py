@@ -28,7 +28,7 @@ from ragcli.strategies.base import HOLD_BREAK, Strategy
 from ragcli.strategies.stream import cut_sentence, sentences_of
 from ragcli.strategies.trigger import Trigger
 from ragcli.types import Document, Query, Sentence, Token
-from ragcli.words import CJK_CHARS, CJK_RUN, WHOLE_WORD, content_words, low_words, same_words_key
+from ragcli.words import CJK_CHARS, CJK_RUN, WHOLE_WORD, content_words, counted, low_words, same_words_key
 
 MASK = "▁▁▁"
 _AFTER_CONCLUSION = re.compile(r"^.*?\banswer is\b:?", re.IGNORECASE)
@@ -217,7 +217,7 @@ class Flare(Strategy):
             # nor that some were left out: "10 token(s) below θ=0.4" beside four words)
             found = sorted(low_words(draft, low), key=lambda wp: wp[1])
             lowest = ", ".join(f"{w!r} p={p:.2f}" for w, p in found[:4]) + (f", … {len(found) - 4} more" if len(found) > 4 else "")
-            within = f" in {len(found)} words" if 1 < len(found) < len(low) else ""
+            within = f" in {counted(len(found), 'word')}" if len(found) < len(low) else ""
             reason = f"{len(low)} token(s) below θ={trigger.threshold:.3g}{within}: {lowest}"
         masked = trigger.masked(draft)
         if st.query_mode == "qgen":
