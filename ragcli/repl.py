@@ -204,7 +204,7 @@ class Repl:
                 quiet = list(saved)
                 quiet[3] &= ~(termios.ECHO | termios.ICANON)  # Ctrl-C still interrupts (ISIG)
                 termios.tcsetattr(fd, termios.TCSANOW, quiet)
-            except (ImportError, OSError, ValueError):  # not a terminal (tests, Windows): as it is
+            except Exception:  # noqa: BLE001 - not a terminal (tests, Windows; termios.error): as it is
                 fd = saved = None
         try:
             yield
@@ -213,9 +213,12 @@ class Repl:
                 import select
                 import termios
 
-                typed = bool(select.select([fd], [], [], 0)[0])
-                termios.tcflush(fd, termios.TCIFLUSH)
-                termios.tcsetattr(fd, termios.TCSANOW, saved)
+                try:
+                    typed = bool(select.select([fd], [], [], 0)[0])
+                    termios.tcflush(fd, termios.TCIFLUSH)
+                    termios.tcsetattr(fd, termios.TCSANOW, saved)
+                except (OSError, termios.error):  # the terminal hung up meanwhile: nothing to give back
+                    typed = False
                 if typed:
                     self.console.print("[dim](what was typed while it ran was dropped)[/]")
 
