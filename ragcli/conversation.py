@@ -22,24 +22,43 @@ SHORT_ANSWER_WORDS = 12  # an answer of one sentence this short names the subjec
 # Words that point back at the previous exchange: personal pronouns (not "that" or "there", mostly
 # relative or existential: "the first person that walked on the Moon", "how many moons are there")
 REFERRING = frozenset("he him his she her hers it its they them their theirs former latter".split())
-# "And Christer Fuglesang?", "What about 1990?"
-_ELLIPTICAL_START = re.compile(r"^\s*(and|but|also|what about|how about)\b", re.IGNORECASE)
+# "And Christer Fuglesang?", "What about 1990?", "Same for the Rolling Stones?", "Tell me more."
+_ELLIPTICAL_START = re.compile(r"^\s*(?:and|but|also|what about|how about|same\b|tell me more|are you sure|why not)\b",
+                               re.IGNORECASE)
+# "that" standing for what was said: "Is that right?", "When did that happen?", "What year was that?"
+_THAT = re.compile(r"^\s*(?:is|was|isn't|wasn't)\s+that\b|\b(?:did|does)\s+that\b|\bthat\s*[?.!]*\s*$",
+                   re.IGNORECASE)
 # "Which one died first?", "How old was the youngest one?": a "one" standing for something earlier
 # (see ``_elliptical_one`` for the ones that do not)
 _ONE = re.compile(r"\b(?:which|that|this|the other|the \w+) ones?\b", re.IGNORECASE)
-# "Which one of the Beatles…", "the number one single": what "one" is, said in the question
-_ONE_SAID = re.compile(r"\bones?\s+of\s+(?!them\b|these\b|those\b|us\b)|\bnumber\s+one\b", re.IGNORECASE)
+# what "one" is, said in the question: "which one of the Beatles", "the number one single", "the first
+# one to climb Everest" (not "one of them", "one of the two": those are the earlier exchange's)
+_ONE_SAID = re.compile(r"\bones?\s+of\s+(?!them\b|these\b|those\b|us\b|both\b|the\s+(?:two|three|four|five|other)\b)"
+                       r"|\bnumber\s+one\b|\bones?\s+(?:to|who)\b", re.IGNORECASE)
 # "Which Beatles album is the best one?": "which" and a word of its own say what "one" is
-_WHICH_NOUN = re.compile(r"^\s*which\s+(?!ones?\b|is\b|are\b|was\b|were\b|of\b)\w", re.IGNORECASE)
-# "Is the same true for Sweden?", "Did the same happen to Paul and Ringo?": "the same" as a thing of its
-# own; "the same year" compares what the question names, unless it names fewer than two
-_SAME_THING = re.compile(r"\bthe same(?:\s+(?:true|false|happen\w*|appl\w+|go(?:es)?|hold\w*|thing|for|about)\b|\s*[?.!]*\s*$)",
+_WHICH_NOUN = re.compile(r"^\s*which\s+(?:\w+\s+){1,3}(?:is|are|was|were)\s+the\s+\w+\s+ones?\b", re.IGNORECASE)
+# "Is the same true for Sweden?", "Did the same happen to Paul and Ringo?": "the same" as a thing of its own
+_SAME_THING = re.compile(r"\bthe same\s+(?:thing\s+)?(?:true|false|happen\w*|appl\w+|go(?:es)?|hold\w*|for|about)\b",
                          re.IGNORECASE)
-_SAME = re.compile(r"\bthe same\b", re.IGNORECASE)
-# "it" that stands for nothing earlier, in a question that names what it asks about: "Is it true (that)
-# Rush…", "How long does it take to fly…" ("Is it true?" alone: the earlier answer)
-_DUMMY_IT = re.compile(r"\bit\s+(?:is\s+|was\s+)?(?:true|the case|possible|likely)\b"
-                       r"|\bit\s+(?:takes?|took)\b(?=.*\bto\b)", re.IGNORECASE)
+# "Are they the same?", "Is it the same thing?" (unless the question names the two: "Are Holland and the
+# Netherlands the same?", or says what it is the same as: "Is Mercury the same as quicksilver?")
+_SAME_END = re.compile(r"\bthe same(?:\s+thing)?\s*[?.!]*\s*$", re.IGNORECASE)
+# "Who was the youngest?", "Which is bigger?", "Who came second?": a comparison whose terms were earlier
+# (not "Which of the planets is the hottest?")
+_COMPARED = re.compile(r"^\s*(?:which|who)\b(?!.*\bof\s+(?!them\b|these\b|those\b|us\b|both\b|the\s+(?:two|three|other)\b))"
+                       r".*\b(?:\w+est|\w+er|first|second|third|last|next|more|less|better|worse)\s*[?.!]*\s*$",
+                       re.IGNORECASE)
+# "it" that stands for nothing earlier. Always: "Is it true that…", "Is it safe to…", "How long does it
+# take to…", "What does it mean to…". In a question that names what it asks about: "Is it true Keith
+# Moon died in 1978?", "How far is it from London to Paris?", "Was it Edison who…" ("Is it true?" and
+# "Is it cold?" alone: the earlier answer, the earlier place)
+_DUMMY_IT = re.compile(r"\bit\s+(?:is\s+|was\s+)?(?:true|false|possible|likely|safe|necessary|hard|easy|worth|"
+                       r"better|the case)\s+(?:that|to|for|if|whether)\b|\bit\s+(?:takes?|took|means?|meant)\b(?=.*\bto\b)",
+                       re.IGNORECASE)
+_DUMMY_IT_NAMED = re.compile(r"\bit\s+(?:is\s+|was\s+)?(?:true|the case|possible|likely)\b"
+                             r"|\b(?:is|was|does|did|will)\s+it\s+(?:like|cold|hot|warm|far|get|rain\w*|snow\w*)\b"
+                             r"|\b(?:far|long|cold|hot|warm|late|like)\s+(?:is|was|does|did)\s+it\b"
+                             r"|^\s*(?:was|is)\s+it\s+(?-i:[A-Z])\w*.*\b(?:who|that)\b", re.IGNORECASE)
 _DETERMINERS = frozenset("the this these those".split())  # not "that": mostly relative ("the film that won")
 _CLAUSE_BREAK = re.compile(r"[,;:]|\b(?:and|but|so|then)\b", re.IGNORECASE)
 # capitalised, and no name: a date's month or day ("born on 8 March 1957")
@@ -71,27 +90,43 @@ def is_follow_up(question: str, earlier: str = "") -> bool:
     France", "the book Dune")."""
     words = list(WORD.finditer(question))
     groups = _name_groups(question)
-    dummy = {m.start() for m in _DUMMY_IT.finditer(question)} if groups or _has_number(question) else set()
-    pronoun = next((i for i, m in enumerate(words) if m.group(0).lower() in REFERRING and m.start() not in dummy),
-                   None)
+    own = groups > 0 or _has_number(question)  # it names what it asks about
+    pronoun = next((i for i, m in enumerate(words) if _refers(question, m, own)), None)
     if pronoun is not None and not _named_before(question, words, pronoun) or _ELLIPTICAL_START.search(question):
         return True
-    if _elliptical_one(question, groups) or _SAME_THING.search(question):
+    if _THAT.search(question) or _elliptical_one(question) or _SAME_THING.search(question):
         return True
-    if _SAME.search(question) and groups < 2:
+    if _SAME_END.search(question) and groups < 2 or _COMPARED.search(question) and not own:
         return True
     if not content_words(question):
         return True
     return bool(earlier) and _refers_back(question, set(content_words(earlier)))
 
 
-def _elliptical_one(question: str, groups: int) -> bool:
+def _refers(question: str, m: re.Match, own: bool) -> bool:
+    """Whether the word ``m`` is a pronoun standing for something earlier: not a dummy "it" (see
+    ``_DUMMY_IT``), nor the "It" of a title ("Who wrote Let It Be?": capitalised inside the question)."""
+    word = m.group(0)
+    if word.lower() not in REFERRING:
+        return False
+    if word == "It" and not _starts_sentence(question, m.start()):
+        return False
+    dummy = [*_DUMMY_IT.finditer(question), *(_DUMMY_IT_NAMED.finditer(question) if own else ())]
+    return not any(d.start() <= m.start() < d.end() for d in dummy)
+
+
+def _elliptical_one(question: str) -> bool:
     """A "one" that stands for something earlier: not when the question says what it is ("which one
     of the Beatles", "the number one single", "Which Beatles album is the best one?") or offers the
-    choice ("Which one is taller, Everest or K2?")."""
+    choice ("Which one is taller, Everest or K2?", "Tea or coffee: which one…"; not "…, this one or
+    the first one?")."""
     if not _ONE.search(question) or _ONE_SAID.search(question) or _WHICH_NOUN.search(question):
         return False
-    return not (groups >= 2 and re.search(r"\bor\b", question, re.IGNORECASE))
+    cut = re.search(r"[,:]", question)
+    if cut is None:
+        return True
+    choices = [question[cut.end():]] + ([question[:cut.start()]] if cut.group(0) == ":" else [])
+    return not any(re.search(r"\bor\b", part, re.IGNORECASE) and not _ONE.search(part) for part in choices)
 
 
 def _has_number(question: str) -> bool:
