@@ -110,28 +110,47 @@ def unheld_names(answer: str, documents: Iterable[Document], question: str = "")
     ("Stratford-upon-Avon", "O'Brien", "Spielberg's", "3.5", "1,500" and "Zurich" are held by pages
     that write them so, or "Zürich"). A sentence's first word counts only in a short answer (a name:
     "Beatles."), not in a sentence ("Yesterday he…")."""
-    from ragcli.words import is_content_word
+    from ragcli.words import WHOLE_WORD, is_content_word
 
-    held = set(WORD.findall(_folded(" ".join([question, *(f"{d.title} {d.text}" for d in documents)]))))
-    words = list(WORD.finditer(answer))
+    held = {v for t in _tokens(" ".join([question, *(f"{d.title} {d.text}" for d in documents)])) for v in _variants(t)}
+    words = list(WHOLE_WORD.finditer(answer))
     out = []
     for k, m in enumerate(words):
         word = m.group(0)
         if not (word[:1].isupper() and is_content_word(word) or any(c.isdigit() for c in word)):
             continue
         before = answer[:m.start()].rstrip()
-        if word[:1].isupper() and len(words) > 4 and (not before or before[-1] in ".!?:"):  # a sentence's start
+        if word[:1].isupper() and (not before or before[-1] in ".!?:"):  # a sentence's start
             follower = words[k + 1].group(0) if k + 1 < len(words) else ""
-            if not (follower[:1].isupper() and answer[m.end():words[k + 1].start()].strip() == ""):
+            named = follower[:1].isupper() and answer[m.end():words[k + 1].start()].strip() == ""
+            if not named and (len(words) > 4 or word.casefold() in _PHRASE_STARTS):  # "Yesterday he…", "Two."
                 continue
-        if not set(WORD.findall(_folded(word))) <= held and word not in out:
+        if not all(_variants(t) & held for t in _tokens(word)) and word not in out:
             out.append(word)
     return out
 
 
-def _folded(text: str) -> str:
-    """``text`` in lower case without accents ("Zürich" → "zurich"), for comparing words."""
-    return "".join(c for c in unicodedata.normalize("NFKD", text.casefold()) if not unicodedata.combining(c))
+# the first word of a short answer that is no name: a number or a hedge ("Two.", "Around 709,000.")
+_PHRASE_STARTS = frozenset("""one two three four five six seven eight nine ten eleven twelve twenty thirty forty
+    fifty hundred thousand million billion first second third fourth fifth last around about approximately
+    roughly nearly almost over under more less only just probably perhaps maybe possibly several many few
+    both neither either none yes no""".split())
+
+
+def _tokens(text: str) -> list[str]:
+    """The words of ``text`` for comparing an answer's names with its pages': whole words ("3.7" is not
+    "3.9"; "Stratford-upon-Avon", "O'Brien" whole), in lower case, without accents ("Zürich" is
+    "zurich"), apostrophes ("1940's" is "1940s") or the commas of a number ("1,500" is "1500")."""
+    from ragcli.words import WHOLE_WORD
+
+    folded = "".join(c for c in unicodedata.normalize("NFKD", text.casefold()) if not unicodedata.combining(c))
+    return [re.sub(r"(?<=\d),(?=\d)", "", w).replace("\u2019", "'") for w in WHOLE_WORD.findall(folded)]
+
+
+def _variants(token: str) -> set[str]:
+    """A word as it may be written elsewhere: without its apostrophes, and without a possessive's "'s"
+    ("Spielberg's" is "Spielberg")."""
+    return {token.replace("'", ""), re.sub(r"'s$", "", token).replace("'", "")}
 
 
 def _contains(haystack: str, needle: str) -> bool:

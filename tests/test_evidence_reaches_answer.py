@@ -395,8 +395,16 @@ def test_the_gate_finds_names_the_pages_hold_however_they_are_punctuated_or_acce
                          ("About 3.5 metres.", "It is about 3.5 metres tall."),
                          ("It was Spielberg's film.", "Jaws is Spielberg's 1975 thriller."),
                          ("It is in Zurich.", "The bank is in Zürich."),
-                         ("Yesterday he played for the Who.", "Keith Moon drummed for the Who.")):
+                         ("Yesterday he played for the Who.", "Keith Moon drummed for the Who."),
+                         ("Two.", "Mars has 2 moons, Phobos and Deimos."),  # a number word, no name
+                         ("In the 1940s.", "Swing was big in the 1930\u2019s and 1940\u2019s."),
+                         ("Around 709,000.", "Oslo has 709,000 people."), ("It cost 1500 dollars.", "It cost 1,500."),
+                         ("Spielberg.", "Jaws is Spielberg's 1975 thriller."), ("Henry VIII.", "Henry VIII wed six times.")):
         assert unheld_names(answer, [Document("p", "Page", text)]) == [], answer
+    # a number is compared whole: its pieces on the page are not it (a second rule let "3.9" through)
+    depths = [Document("p", "Pacific", "The average depth is 3.7 km and the maximum depth 10.9 km.")]
+    assert unheld_names("3.9 km.", depths) == ["3.9"] and unheld_names("10.7 km.", depths) == ["10.7"]
+    assert unheld_names("Henry VI.", [Document("p", "Page", "Henry VIII wed six times.")]) == ["VI"]
 
 
 YES_NO_QUESTION = "Are Lake Patience and Eastern Lake located in the same country?"
