@@ -384,3 +384,8 @@ def test_a_self_ask_final_answer_cut_by_the_time_budget_is_said_to_be_cut(settin
     events, _ = run(SelfAsk, gen, settings.copy(timeout=1.0), question="Who was born first, Ulf Merbold or Sigmund Jähn?")
     fin = of(events, AnswerFinished)[0]
     assert fin.stop_reason == "timeout" and fin.answer.startswith("So the answer is Ulf") and not fin.answer.endswith(".")
+    # begun in the decompose step and cut there: kept, and said to be cut (it was thrown away)
+    gen = Slow([toks(f"So the final answer is: Ulf Merbold {words}.", 0.9)])
+    events, _ = run(SelfAsk, gen, settings.copy(timeout=1.0), question="Who was born first, Ulf Merbold or Sigmund Jähn?")
+    fin = of(events, AnswerFinished)[0]
+    assert fin.stop_reason == "timeout" and fin.answer.startswith("So the answer is Ulf Merbold w") and not fin.answer.endswith(".")

@@ -49,11 +49,11 @@ class SelfAsk(Strategy):
             chunk = yield from self.generate(prompts.self_ask_prompt(question, docs, scratch), max_tokens=budget(64),
                                              stop=prompts.SELF_ASK_STOP)
             used += len(chunk.tokens)
-            if chunk.timed_out:  # --timeout: a follow-up cut short is not searched with
-                break
             text = chunk.text
             done = FINAL.search(text)
             follow = FOLLOW_UP.search(text)
+            if chunk.timed_out and not (done and (not follow or done.start() < follow.start())):
+                break  # --timeout: a follow-up cut short is not searched with (a final answer begun is kept)
             if done and (not follow or done.start() < follow.start()):
                 final = done.group(1).strip().split("\n")[0]
                 scratch += text[: done.start()]
