@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -58,9 +59,10 @@ def redacted_url(url: str) -> str:
     try:
         parts = urlsplit(url)
     except ValueError:
-        return url
-    if parts.username is None and parts.password is None:
-        return url
+        parts = None
+    if parts is None or parts.username is None and parts.password is None:
+        # a password holding "/", "?" or "#" ends urlsplit's host early: all before the last "@" goes
+        return re.sub(r"^([a-zA-Z][\w+.-]*://).*@", r"\1***@", url) if "@" in url else url
     user, host = parts.netloc.rpartition("@")[::2]
     name = user.partition(":")[0] if parts.password is not None else ""
     return urlunsplit(parts._replace(netloc=f"{name + ':' if name else ''}***@{host}"))

@@ -133,6 +133,11 @@ def test_credentials_in_the_base_url_are_sent_as_basic_auth_and_never_shown_or_r
     for url, shown in (("https://sk-abc123TOKEN@proxy.example/v1", "https://***@proxy.example/v1"),  # a token as user
                        ("http://alice:p@ss@proxy:8080", "http://alice:***@proxy:8080")):  # a raw "@" in it
         assert Settings().copy(base_url=url).to_dict()["base_url"] == shown
+    for url in ("http://user:pa/ss@127.0.0.1:9/v1", "http://user:pa?ss@127.0.0.1:9/v1"):  # "/" ends the host early
+        assert Settings().copy(base_url=url).to_dict()["base_url"] == "http://***@127.0.0.1:9/v1"
+        with pytest.raises(UsageError) as caught:
+            ServerClient(url)
+        assert "pa" not in caught.value.message.replace("http", "") and "%2F" in caught.value.hint
     with pytest.raises(UsageError, match="RAGCLI_API_KEY is set"):  # one Authorization header: the key went unsent
         ServerClient("http://alice:s3cret@proxy:8080", key="sk-upstream")
     text = "Sigmund Jähn (born 13 February 1937) is a German cosmonaut.\n"
@@ -637,10 +642,13 @@ def test_an_answer_that_is_no_event_stream_is_read_whole_or_refused_at_once():
     assert len(sent) == 3 and "--base-url" in caught.value.hint
     # a server's own path beside the API a proxy sends to its login page is not there: the API works;
     # the API's own paths redirected still say so (a server redirecting all to https)
-    client = _client_of(moved)
-    assert client.get_json(client.root + "/props", missing_ok=True) is None
-    with pytest.raises(ServerError, match="redirects"):
-        client.get_json("models", missing_ok=True)
+    from ragcli.generation.openai_http import ServerClient
+
+    for base in ("http://127.0.0.1:9/v1", "https://proxy.example/llama"):  # (a base without /v1: root is base)
+        client = ServerClient(base, transport=httpx.MockTransport(moved))
+        assert client.get_json(client.root + "/props", missing_ok=True) is None
+        with pytest.raises(ServerError, match="redirects"):
+            client.get_json("models", missing_ok=True)
 
 
 def test_a_request_is_sent_at_most_once_plus_its_retries_whatever_fails():

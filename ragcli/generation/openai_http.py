@@ -30,19 +30,23 @@ CONTEXT_HINT = "shorten the question, lower -k, or give the server a larger cont
 def api_base(url: str) -> str:
     """``http://host:8080`` and ``http://host:8080/v1/`` both mean ``http://host:8080/v1``. A URL
     that is none (no scheme, no host, a port that is no number) is a usage error (exit 2)."""
-    given = url
+    from ragcli.config import redacted_url
+
+    given = redacted_url(url)  # as messages show it: never a password
+    hint = ("e.g. http://127.0.0.1:8080; a password's / ? # are written %2F %3F %23" if "@" in url
+            else "e.g. http://127.0.0.1:8080")
     url = url.strip().rstrip("/")
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises for "http://127.0.0.1:abc"
     except ValueError as exc:  # "http://[::1": an internal error before
-        raise UsageError(f"--base-url is not a URL ({exc}): {given!r}", hint="e.g. http://127.0.0.1:8080") from None
+        said = "" if "@" in url else f" ({exc})"  # (urlsplit quotes the "port" it read: part of a password)
+        raise UsageError(f"--base-url is not a URL{said}: {given!r}", hint=hint) from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UsageError(f"--base-url must be an http(s) URL with a host, got {given!r}",
-                         hint="e.g. http://127.0.0.1:8080")
+        raise UsageError(f"--base-url must be an http(s) URL with a host, got {given!r}", hint=hint)
     if parts.query or parts.fragment or "?" in url or "#" in url:  # each path went after them: ".../v1?x=1/models"
         raise UsageError(f"--base-url must be the API's address without a query or fragment, got {given!r}",
-                         hint="e.g. http://127.0.0.1:8080 or https://host/v1")
+                         hint=hint if "@" in url else "e.g. http://127.0.0.1:8080 or https://host/v1")
     url = without_credentials(url)  # (sent as Basic auth: ``ServerClient``; never in a message or a record)
     return url if parts.path else url + "/v1"
 
@@ -146,7 +150,7 @@ class ServerClient:
             if resp.status_code < 400:  # redirects are not followed: a POST would come back a GET
                 where = resp.headers.get("location", "")
                 resp.close()
-                if missing_ok and not self._url(path).startswith(self.base + "/"):
+                if missing_ok and path.startswith("http"):  # (the API's paths are given relative to it)
                     return None  # a server's own path beside the API (/props) a proxy sends to its login page
                 raise ServerError(f"the server at {self.base} redirects (HTTP {resp.status_code}) to {where or 'elsewhere'}",
                                   hint="use the address it redirects to as --base-url")
