@@ -614,3 +614,4 @@ def test_the_plain_answer_wraps_wide_characters_by_the_columns_they_take():
     url = "https://example.com/a/very/long/path/that/should/not/break/at/all/because/it/is/a/url"
     for line in (f"see {url} ok", f"See the page \u2705 {url} ok", f"cafe\u0301 {url} ok", f"東京 {url} ok"):
         assert url in _fill(line, 40).split("\n"), line  # with an emoji, a decomposed accent, CJK: whole
+    assert _fill("    [1] 東京タワー — docs/tokyo.md:1-20", 60) == "    [1] 東京タワー — docs/tokyo.md:1-20"  # indent kept

@@ -33,13 +33,14 @@ def _fill(line: str, width: int) -> str:
         return textwrap.fill(line, width, break_long_words=False, break_on_hyphens=False)
     from ragcli.words import HAN_KANA_CHARS
 
-    rows, row, used, space = [], "", 0, False
-    for piece in re.findall(f"\\s+|[{HAN_KANA_CHARS}]|[^\\s{HAN_KANA_CHARS}]+", line):
+    indent = line[:len(line) - len(line.lstrip())]  # a list's or a code block's, kept on the first row
+    rows, row, used, space = [], indent, cell_len(indent), False
+    for piece in re.findall(f"\\s+|[{HAN_KANA_CHARS}]|[^\\s{HAN_KANA_CHARS}]+", line.lstrip()):
         if piece.isspace():
-            space = bool(row)
+            space = bool(row.strip())
             continue
         cells = cell_len(piece) + (1 if space else 0)
-        if row and used + cells > width:
+        if row.strip() and used + cells > width:
             rows.append(row)
             row, used = piece, cell_len(piece)
         else:
