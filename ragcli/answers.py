@@ -112,7 +112,9 @@ def unheld_names(answer: str, documents: Iterable[Document], question: str = "")
     "Beatles."), not in a sentence ("Yesterday he…")."""
     from ragcli.words import WHOLE_WORD, is_content_word
 
-    held = {v for t in _tokens(" ".join([question, *(f"{d.title} {d.text}" for d in documents)])) for v in _variants(t)}
+    everything = " ".join([question, *(f"{d.title} {d.text}" for d in documents)])
+    held = {v for t in _tokens(everything) for v in _variants(t)}
+    folded = "".join(_tokens(everything))  # Chinese and Japanese, without spaces: "1949年" within "1949年10月1日"
     words = list(WHOLE_WORD.finditer(answer))
     out = []
     for k, m in enumerate(words):
@@ -125,7 +127,7 @@ def unheld_names(answer: str, documents: Iterable[Document], question: str = "")
             named = follower[:1].isupper() and answer[m.end():words[k + 1].start()].strip() == ""
             if not named and (len(words) > 4 or word.casefold() in _PHRASE_STARTS):  # "Yesterday he…", "Two."
                 continue
-        if not all(_variants(t) & held for t in _tokens(word)) and word not in out:
+        if not all(_variants(t) & held or _CJK.search(t) and t in folded for t in _tokens(word)) and word not in out:
             out.append(word)
     return out
 
