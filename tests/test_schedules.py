@@ -389,3 +389,24 @@ def test_a_self_ask_final_answer_cut_by_the_time_budget_is_said_to_be_cut(settin
     events, _ = run(SelfAsk, gen, settings.copy(timeout=1.0), question="Who was born first, Ulf Merbold or Sigmund Jähn?")
     fin = of(events, AnswerFinished)[0]
     assert fin.stop_reason == "timeout" and fin.answer.startswith("So the answer is Ulf Merbold w") and not fin.answer.endswith(".")
+
+
+def test_ircot_drops_the_lowest_ranked_paragraphs_of_every_retrieval_first_when_the_context_is_tight(settings):
+    """The pool is ranked by (rank within its retrieval, retrieval): with room for four of six paragraphs,
+    the second step reads the two best of each retrieval, not all three of the question's and one of the
+    reasoning's (the order by retrieval first went untested)."""
+    from ragcli import prompts
+
+    docs = [Document(f"d{i}", f"D{i}", f"paragraph {i} " + "text " * 100, 1.0) for i in range(6)]
+
+    class TwoSearches(RecordingRetriever):
+        def search(self, query, k):
+            self.queries.append(query)
+            return self.documents[:3] if len(self.queries) == 1 else self.documents[3:6]
+
+    probe = FakeGenerator()
+    four = probe.count_tokens(prompts.answer_prompt("Who founded Rome?", docs[:4], "Rome was founded by Romulus.", "cot"))
+    gen = FakeGenerator(default=_steps(), n_ctx=four + 32 + 60)  # four paragraphs and the step's tokens, not five
+    run(IRCoT, gen, settings.copy(k=3, max_steps=2, lookahead=32, pool_cap=15), retriever=TwoSearches(docs))
+    second = gen.calls[1]["prompt"]
+    assert all(f"paragraph {i} " in second for i in (0, 1, 3, 4)) and "paragraph 2 " not in second
