@@ -127,7 +127,9 @@ def unheld_names(answer: str, documents: Iterable[Document], question: str = "")
             named = follower[:1].isupper() and answer[m.end():words[k + 1].start()].strip() == ""
             if not named and (len(words) > 4 or word.casefold() in _PHRASE_STARTS):  # "Yesterday he…", "Two."
                 continue
-        if not all(_variants(t) & held or _CJK.search(t) and t in folded for t in _tokens(word)) and word not in out:
+        if not all(_variants(t) & held or _CJK.search(t) and t in folded
+                   or _UNIT.fullmatch(t) and set(re.findall(r"\d+|[^\W\d]+", t)) <= held  # "5km": "5 km"
+                   for t in _tokens(word)) and word not in out:
             out.append(word)
     return out
 
@@ -137,6 +139,9 @@ _PHRASE_STARTS = frozenset("""one two three four five six seven eight nine ten e
     fifty hundred thousand million billion first second third fourth fifth last around about approximately
     roughly nearly almost over under more less only just probably perhaps maybe possibly several many few
     both neither either none yes no""".split())
+
+
+_UNIT = re.compile(r"\d+[^\W\d_]+")  # a number and its unit written together
 
 
 def _tokens(text: str) -> list[str]:

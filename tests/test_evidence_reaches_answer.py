@@ -405,6 +405,9 @@ def test_the_gate_finds_names_the_pages_hold_however_they_are_punctuated_or_acce
     depths = [Document("p", "Pacific", "The average depth is 3.7 km and the maximum depth 10.9 km.")]
     assert unheld_names("3.9 km.", depths) == ["3.9"] and unheld_names("10.7 km.", depths) == ["10.7"]
     assert unheld_names("Henry VI.", [Document("p", "Page", "Henry VIII wed six times.")]) == ["VI"]
+    assert unheld_names("5km.", [Document("p", "Run", "The course is 5 km long.")]) == []  # a number and its unit
+    assert unheld_names("6km.", [Document("p", "Run", "The course is 5 km long.")]) == ["6km"]
+    assert unheld_names("3.9 km.", [Document("p", "Run", "It has 3 lanes and 9 bends, 5 km in all.")]) == ["3.9"]
     prc = [Document("p", "中华人民共和国", "中华人民共和国于1949年10月1日成立。")]  # written without spaces
     assert unheld_names("1949年。", prc) == [] and unheld_names("1950年。", prc) == ["1950年"]
 
