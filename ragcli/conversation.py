@@ -23,10 +23,11 @@ SHORT_ANSWER_WORDS = 12  # an answer of one sentence this short names the subjec
 # relative or existential: "the first person that walked on the Moon", "how many moons are there")
 REFERRING = frozenset("he him his she her hers it its they them their theirs former latter".split())
 # "And Christer Fuglesang?", "What about 1990?", "Same for the Rolling Stones?", "Tell me more."
-_ELLIPTICAL_START = re.compile(r"^\s*(?:and|but|also|what about|how about|same\b|tell me more|are you sure|why not)\b",
+_ELLIPTICAL_START = re.compile(r"^\s*(?:and|but|also|what about|how about|same(?!-)|tell me more|are you sure|why not)\b",
                                re.IGNORECASE)
 # "that" standing for what was said: "Is that right?", "When did that happen?", "What year was that?"
-_THAT = re.compile(r"^\s*(?:is|was|isn't|wasn't)\s+that\b|\b(?:did|does)\s+that\b|\bthat\s*[?.!]*\s*$",
+_THAT = re.compile(r"^\s*(?:is|was|isn't|wasn't)\s+that\b|\b(?:did|does)\s+that\b|\bthat\s+(?:many|much)\b"
+                   r"|\bthat\s*[?.!]*\s*$",
                    re.IGNORECASE)
 # "Which one died first?", "How old was the youngest one?": a "one" standing for something earlier
 # (see ``_elliptical_one`` for the ones that do not)
@@ -40,24 +41,33 @@ _WHICH_NOUN = re.compile(r"^\s*which\s+(?:\w+\s+){1,3}(?:is|are|was|were)\s+the\
 # "Is the same true for Sweden?", "Did the same happen to Paul and Ringo?": "the same" as a thing of its own
 _SAME_THING = re.compile(r"\bthe same\s+(?:thing\s+)?(?:true|false|happen\w*|appl\w+|go(?:es)?|hold\w*|for|about)\b",
                          re.IGNORECASE)
-# "Are they the same?", "Is it the same thing?" (unless the question names the two: "Are Holland and the
+# "Are they the same?", "Is it the same thing?" (unless the question joins the two: "Are Holland and the
 # Netherlands the same?", or says what it is the same as: "Is Mercury the same as quicksilver?")
 _SAME_END = re.compile(r"\bthe same(?:\s+thing)?\s*[?.!]*\s*$", re.IGNORECASE)
-# "Who was the youngest?", "Which is bigger?", "Who came second?": a comparison whose terms were earlier
-# (not "Which of the planets is the hottest?")
-_COMPARED = re.compile(r"^\s*(?:which|who)\b(?!.*\bof\s+(?!them\b|these\b|those\b|us\b|both\b|the\s+(?:two|three|other)\b))"
-                       r".*\b(?:\w+est|\w+er|first|second|third|last|next|more|less|better|worse)\s*[?.!]*\s*$",
-                       re.IGNORECASE)
+# "Was Haydn born in the same city?": one thing named, the other earlier ("Do identical twins have the same
+# fingerprints?" names none, "Were Bach and Handel born in the same year?" both)
+_SAME_NOUN = re.compile(r"\bthe same\s+(?!as\b)\w+", re.IGNORECASE)
+# "Who was the youngest?", "Which is bigger?", "Who came second?": "which" or "who", a verb, and the
+# comparison alone, its terms earlier (not "Which river is the longest?", "Who invented the computer?")
+_COMPARED = re.compile(r"^\s*(?:which|who)\s+(?:is|was|are|were|came|comes|died|won|did|does|finished|sold)\s+"
+                       r"(?:the\s+)?(?:\w+est|bigger|smaller|older|younger|taller|shorter|longer|larger|higher|lower|"
+                       r"faster|slower|richer|heavier|earlier|later|first|second|third|last|next|better|worse|more|less)"
+                       r"\s*[?.!]*\s*$", re.IGNORECASE)
 # "it" that stands for nothing earlier. Always: "Is it true that…", "Is it safe to…", "How long does it
 # take to…", "What does it mean to…". In a question that names what it asks about: "Is it true Keith
 # Moon died in 1978?", "How far is it from London to Paris?", "Was it Edison who…" ("Is it true?" and
 # "Is it cold?" alone: the earlier answer, the earlier place)
-_DUMMY_IT = re.compile(r"\bit\s+(?:is\s+|was\s+)?(?:true|false|possible|likely|safe|necessary|hard|easy|worth|"
-                       r"better|the case)\s+(?:that|to|for|if|whether)\b|\bit\s+(?:takes?|took|means?|meant)\b(?=.*\bto\b)",
-                       re.IGNORECASE)
+# (a "to" with a verb and more after it: "How long does it take to boil an egg?"; not "How long did it take
+# to build?" or "What does it mean to the locals?", whose "it" is the earlier subject)
+_TO_CLAUSE = r"\bto\s+(?!the\b|a\b|an\b|his\b|her\b|their\b|its\b|this\b|that\b|my\b|our\b|your\b)\w+\s+\w+"
+_DUMMY_IT = re.compile(r"\bit\s+(?:is\s+|was\s+)?(?:true|false|possible|likely|the case)\s+(?:that|if|whether)\b"
+                       r"|\bit\s+(?:is\s+|was\s+)?(?:true|false|possible|likely|safe|necessary|hard|easy|worth|better|"
+                       r"legal|illegal|dangerous|expensive|cheap)\s+(?:for\s+\w+\s+)?" + _TO_CLAUSE +
+                       r"|\bit\s+(?:takes?|took|means?|meant|costs?|cost)\b(?=.*" + _TO_CLAUSE + ")"
+                       r"|\bfar\s+is\s+it\s+(?:from\b.*\bto|between)\b", re.IGNORECASE)
 _DUMMY_IT_NAMED = re.compile(r"\bit\s+(?:is\s+|was\s+)?(?:true|the case|possible|likely)\b"
-                             r"|\b(?:is|was|does|did|will)\s+it\s+(?:like|cold|hot|warm|far|get|rain\w*|snow\w*)\b"
-                             r"|\b(?:far|long|cold|hot|warm|late|like)\s+(?:is|was|does|did)\s+it\b"
+                             r"|\b(?:is|was|does|did|will)\s+it\s+(?:like|cold|hot|warm|get|rain\w*|snow\w*)\b"
+                             r"|\b(?:cold|hot|warm|like|hard|easy)\s+(?:is|was|does|did)\s+it\b"
                              r"|^\s*(?:was|is)\s+it\s+(?-i:[A-Z])\w*.*\b(?:who|that)\b", re.IGNORECASE)
 _DETERMINERS = frozenset("the this these those".split())  # not "that": mostly relative ("the film that won")
 _CLAUSE_BREAK = re.compile(r"[,;:]|\b(?:and|but|so|then)\b", re.IGNORECASE)
@@ -96,7 +106,9 @@ def is_follow_up(question: str, earlier: str = "") -> bool:
         return True
     if _THAT.search(question) or _elliptical_one(question) or _SAME_THING.search(question):
         return True
-    if _SAME_END.search(question) and groups < 2 or _COMPARED.search(question) and not own:
+    if _SAME_END.search(question) and groups < 2 and not re.search(r"\band\b", question, re.IGNORECASE):
+        return True
+    if _SAME_NOUN.search(question) and groups == 1 and not _SAME_END.search(question) or _COMPARED.search(question):
         return True
     if not content_words(question):
         return True
@@ -140,6 +152,9 @@ def _name_groups(question: str) -> int:
     groups, inside = 0, False
     for m in WORD.finditer(question):
         word = m.group(0)
+        if word.lower() in _CALENDAR:  # "in August": no name of its own
+            inside = False
+            continue
         if word in named or len(word) > 1 and word[:1].isupper() and not _starts_sentence(question, m.start()):
             groups += not inside
             inside = True

@@ -48,7 +48,11 @@ def test_follow_ups_told_by_what_their_words_stand_for_not_by_the_questions_name
               "Which is bigger?", "Who came second?", "Is that right?", "When did that happen?",
               "What year was that?", "Tell me more.", "Are you sure?", "Same for the Rolling Stones?",
               "Which sold more, this one or the first one?", "Did the same thing happen to Ringo?",
-              "Is it cold?", "Was it a hit?"):
+              "Is it cold?", "Was it a hit?",
+              # a fourth review: "it" with no subject of its own, a month is no name, one place named
+              "How long did it take to build?", "Is it hard to climb?", "What does it mean to the locals?",
+              "How hot does it get in August?", "How far is it from the Louvre?", "Was Haydn born in the same city?",
+              "Which other films won that many?"):
         assert is_follow_up(q), q
     for q in ("Is it true that lightning never strikes twice?", "How long does it take to boil an egg?",
               "Is it possible to freeze boiling water instantly?", "Is it safe to eat raw eggs?",
@@ -57,7 +61,12 @@ def test_follow_ups_told_by_what_their_words_stand_for_not_by_the_questions_name
               "Are Holland and the Netherlands the same?", "Is Mercury the same as quicksilver?",
               "Do identical twins have the same fingerprints?", "Which one came first, the chicken or the egg?",
               "Tea or coffee: which one has more caffeine?", "Which of the planets is the hottest?",
-              "Who was the first one to climb Everest?", "Does the same rule apply in Canada and the US?"):
+              "Who was the first one to climb Everest?", "Does the same rule apply in Canada and the US?",
+              # a fourth review: ordinary questions ending in "-er"/"-est", a comparison's set named
+              "Who invented the computer?", "Which vitamin is good for the liver?", "Which ocean is the deepest?",
+              "Who is the fastest man ever?", "Are alligators and crocodiles the same?",
+              "Is it legal to own a kangaroo in Australia?", "How much does it cost to climb Everest?",
+              "Same-sex marriage was legalised in Ireland in which year?"):
         assert not is_follow_up(q), q
 
 
