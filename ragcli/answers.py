@@ -114,7 +114,7 @@ def unheld_names(answer: str, documents: Iterable[Document], question: str = "")
 
     everything = " ".join([question, *(f"{d.title} {d.text}" for d in documents)])
     held = {v for t in _tokens(everything) for v in _variants(t)}
-    folded = "".join(_tokens(everything))  # Chinese and Japanese, without spaces: "1949年" within "1949年10月1日"
+    folded = " ".join(_tokens(everything))  # Chinese and Japanese, without spaces: "1949年" within "1949年10月1日"
     words = list(WHOLE_WORD.finditer(answer))
     out = []
     for k, m in enumerate(words):
@@ -127,7 +127,7 @@ def unheld_names(answer: str, documents: Iterable[Document], question: str = "")
             named = follower[:1].isupper() and answer[m.end():words[k + 1].start()].strip() == ""
             if not named and (len(words) > 4 or word.casefold() in _PHRASE_STARTS):  # "Yesterday he…", "Two."
                 continue
-        if not all(_variants(t) & held or _CJK.search(t) and t in folded
+        if not all(_variants(t) & held or _CJK.search(t) and _within_unspaced(t, folded)
                    or _UNIT.fullmatch(t) and set(re.findall(r"\d+|[^\W\d]+", t)) <= held  # "5km": "5 km"
                    for t in _tokens(word)) and word not in out:
             out.append(word)
@@ -141,6 +141,14 @@ _PHRASE_STARTS = frozenset("""one two three four five six seven eight nine ten e
     both neither either none yes no""".split())
 
 
+def _within_unspaced(token: str, text: str) -> bool:
+    """``token`` (Chinese or Japanese) in ``text``, which writes no spaces between words, but not as the
+    tail of a longer number ("487万人" is not in "2487万人")."""
+    before = r"(?<!\d)" if token[:1].isdigit() else ""
+    after = r"(?!\d)" if token[-1:].isdigit() else ""
+    return re.search(before + re.escape(token) + after, text) is not None
+
+
 _UNIT = re.compile(r"\d+[^\W\d_]+")  # a number and its unit written together
 
 
@@ -151,13 +159,17 @@ def _tokens(text: str) -> list[str]:
     from ragcli.words import WHOLE_WORD
 
     folded = "".join(c for c in unicodedata.normalize("NFKD", text.casefold()) if not unicodedata.combining(c))
+    folded = re.sub(r"(?<=\w)[\u2010-\u2013](?=\w)", "-", folded)  # "1914–1918" with an en dash
     return [re.sub(r"(?<=\d),(?=\d)", "", w).replace("\u2019", "'") for w in WHOLE_WORD.findall(folded)]
 
 
 def _variants(token: str) -> set[str]:
-    """A word as it may be written elsewhere: without its apostrophes, and without a possessive's "'s"
-    ("Spielberg's" is "Spielberg")."""
-    return {token.replace("'", ""), re.sub(r"'s$", "", token).replace("'", "")}
+    """A word as it may be written elsewhere: without its apostrophes, without a possessive's "'s"
+    ("Spielberg's" is "Spielberg"), its hyphenated parts joined or alone ("Jean-Paul", "Jean Paul";
+    "Hungary" of "Austria-Hungary", "1856" of "1853-1856")."""
+    plain = re.sub(r"'s$", "", token).replace("'", "")
+    parts = plain.split("-") if "-" in plain else []
+    return {token.replace("'", ""), plain, "".join(parts), *parts} - {""}
 
 
 def _contains(haystack: str, needle: str) -> bool:

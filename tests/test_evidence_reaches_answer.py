@@ -410,6 +410,13 @@ def test_the_gate_finds_names_the_pages_hold_however_they_are_punctuated_or_acce
     assert unheld_names("3.9 km.", [Document("p", "Run", "It has 3 lanes and 9 bends, 5 km in all.")]) == ["3.9"]
     prc = [Document("p", "中华人民共和国", "中华人民共和国于1949年10月1日成立。")]  # written without spaces
     assert unheld_names("1949年。", prc) == [] and unheld_names("1950年。", prc) == ["1950年"]
+    assert unheld_names("949年。", prc) == ["949年"]  # a number's tail is not the number
+    assert unheld_names("487万人。", [Document("p", "上海", "上海市常住人口约2487万人。")]) == ["487万人"]
+    # a hyphenated word's parts, and it written apart, are held (a third rule cut the pages at hyphens no more)
+    for answer, text in (("1856.", "The Crimean War (1853-1856)."), ("Hungary.", "Austria-Hungary was an empire."),
+                         ("Jean Paul Sartre.", "Jean-Paul Sartre wrote."), ("Jean-Paul Sartre.", "Jean Paul Sartre wrote."),
+                         ("1914-1918.", "The war lasted 1914\u20131918.")):
+        assert unheld_names(answer, [Document("p", "Page", text)]) == [], answer
 
 
 YES_NO_QUESTION = "Are Lake Patience and Eastern Lake located in the same country?"
