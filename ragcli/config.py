@@ -56,13 +56,15 @@ def redacted_url(url: str) -> str:
     """``url`` with the password (or a lone user name, which may be a token) of its credentials as ***."""
     from urllib.parse import urlsplit, urlunsplit
 
+    url = url.strip()
     try:
         parts = urlsplit(url)
     except ValueError:
         parts = None
-    if parts is None or parts.username is None and parts.password is None:
-        # a password holding "/", "?" or "#" ends urlsplit's host early: all before the last "@" goes
-        return re.sub(r"^([a-zA-Z][\w+.-]*://).*@", r"\1***@", url) if "@" in url else url
+    if parts is None or parts.username is None and parts.password is None or "@" in parts.path + parts.query:
+        # a password holding "/", "?" or "#" ends urlsplit's host early, and one without a scheme has none:
+        # all before the last "@" goes
+        return re.sub(r"^((?:[a-zA-Z][\w+.-]*:)?/*).*@", r"\1***@", url) if "@" in url else url
     user, host = parts.netloc.rpartition("@")[::2]
     name = user.partition(":")[0] if parts.password is not None else ""
     return urlunsplit(parts._replace(netloc=f"{name + ':' if name else ''}***@{host}"))

@@ -138,6 +138,16 @@ def test_credentials_in_the_base_url_are_sent_as_basic_auth_and_never_shown_or_r
         with pytest.raises(UsageError) as caught:
             ServerClient(url)
         assert "pa" not in caught.value.message.replace("http", "") and "%2F" in caught.value.hint
+    # digits before a "/" read as a port (the host became "u"), no scheme, a space in front, a key in a query
+    for url, shown in (("http://u:123/abc@127.0.0.1:9", "http://***@127.0.0.1:9"), ("user:secret@host:8080", "user:***@host:8080"),
+                       (" http://u:pa/ss@127.0.0.1:9", "http://***@127.0.0.1:9")):
+        assert Settings().copy(base_url=url).to_dict()["base_url"] == shown
+        with pytest.raises(UsageError) as caught:
+            ServerClient(url)
+        assert not any(part in caught.value.message for part in ("abc", "secret", "pa/ss"))
+    with pytest.raises(UsageError) as caught:
+        ServerClient("http://host/v1?api_key=sk-secret")
+    assert "sk-secret" not in caught.value.message
     with pytest.raises(UsageError, match="RAGCLI_API_KEY is set"):  # one Authorization header: the key went unsent
         ServerClient("http://alice:s3cret@proxy:8080", key="sk-upstream")
     text = "Sigmund Jähn (born 13 February 1937) is a German cosmonaut.\n"

@@ -44,8 +44,11 @@ def api_base(url: str) -> str:
         raise UsageError(f"--base-url is not a URL{said}: {given!r}", hint=hint) from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError(f"--base-url must be an http(s) URL with a host, got {given!r}", hint=hint)
+    if "@" in url and "@" not in parts.netloc:  # "u:123/abc@host": read as host "u", port 123, the rest a path
+        raise UsageError(f"--base-url's credentials hold a / ? or #: {given!r}", hint=hint)
     if parts.query or parts.fragment or "?" in url or "#" in url:  # each path went after them: ".../v1?x=1/models"
-        raise UsageError(f"--base-url must be the API's address without a query or fragment, got {given!r}",
+        shown = given.split("?")[0].split("#")[0] + "?…"  # (a query may hold a key)
+        raise UsageError(f"--base-url must be the API's address without a query or fragment, got {shown!r}",
                          hint=hint if "@" in url else "e.g. http://127.0.0.1:8080 or https://host/v1")
     url = without_credentials(url)  # (sent as Basic auth: ``ServerClient``; never in a message or a record)
     return url if parts.path else url + "/v1"
