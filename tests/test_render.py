@@ -615,3 +615,6 @@ def test_the_plain_answer_wraps_wide_characters_by_the_columns_they_take():
     for line in (f"see {url} ok", f"See the page \u2705 {url} ok", f"cafe\u0301 {url} ok", f"東京 {url} ok"):
         assert url in _fill(line, 40).split("\n"), line  # with an emoji, a decomposed accent, CJK: whole
     assert _fill("    [1] 東京タワー — docs/tokyo.md:1-20", 60) == "    [1] 東京タワー — docs/tokyo.md:1-20"  # indent kept
+    rows = _fill("東京は日本の首都です。京都は古い都です。大阪は商業の町です。", 20).split("\n")
+    assert len(rows) > 1 and not any(row.startswith(("。", "、")) for row in rows)  # a closing mark stays with its word
+    assert "100\u00a0km" in _fill("It is 100\u00a0km from 東京 to somewhere far away indeed yes", 20)  # no break there

@@ -27,7 +27,7 @@ def _fill(line: str, width: int) -> str:
     without spaces); no other word is broken (a URL stays whole)."""
     from rich.cells import cell_len
 
-    if cell_len(line) == len(line):
+    if not any(cell_len(c) == 2 for c in line):  # (a tab or a combining mark could hide a wide one in a sum)
         import textwrap
 
         return textwrap.fill(line, width, break_long_words=False, break_on_hyphens=False)
@@ -35,8 +35,11 @@ def _fill(line: str, width: int) -> str:
 
     indent = line[:len(line) - len(line.lstrip())]  # a list's or a code block's, kept on the first row
     rows, row, used, space = [], indent, cell_len(indent), False
-    for piece in re.findall(f"\\s+|[{HAN_KANA_CHARS}]|[^\\s{HAN_KANA_CHARS}]+", line.lstrip()):
-        if piece.isspace():
+    # spaces and tabs break (a no-break space does not); a CJK character with the closing marks after it
+    closing = "\u3001\u3002\uff0c\uff0e\uff01\uff1f\uff1a\uff1b\u300d\u300f\u3011\uff09"
+    for piece in re.findall(f"[ \\t]+|[{HAN_KANA_CHARS}][{closing}]*|[{closing}]+|[^ \\t{HAN_KANA_CHARS}{closing}]+",
+                            line.lstrip(" \t")):
+        if piece.strip(" \t") == "":
             space = bool(row.strip())
             continue
         cells = cell_len(piece) + (1 if space else 0)
