@@ -34,7 +34,8 @@ _THAT = re.compile(r"^\s*(?:is|was|isn't|wasn't)\s+that\b|\b(?:did|does)\s+that\
 _ONE = re.compile(r"\b(?:which|that|this|the other|the \w+) ones?\b", re.IGNORECASE)
 # what "one" is, said in the question: "which one of the Beatles", "the number one single", "the first
 # one to climb Everest" (not "one of them", "one of the two": those are the earlier exchange's)
-_ONE_SAID = re.compile(r"\bones?\s+of\s+(?!them\b|these\b|those\b|us\b|both\b|the\s+(?:two|three|four|five|other)\b)"
+_ONE_SAID = re.compile(r"\bones?\s+of\s+(?!them\b|these\b|those\b|us\b|both\b|the\s+(?:two|three|four|five|other)"
+                       r"\s*(?:\b(?:is|was|are|were|has|had|did|won|sold|came|died)\b|[?,.!:]|$))"
                        r"|\bnumber\s+one\b|\bones?\s+(?:to|who)\b", re.IGNORECASE)
 # "Which Beatles album is the best one?": "which" and a word of its own say what "one" is
 _WHICH_NOUN = re.compile(r"^\s*which\s+(?:\w+\s+){1,3}(?:is|are|was|were)\s+the\s+\w+\s+ones?\b", re.IGNORECASE)
@@ -102,6 +103,8 @@ def is_follow_up(question: str, earlier: str = "") -> bool:
     groups = _name_groups(question)
     own = groups > 0 or _has_number(question)  # it names what it asks about
     pronoun = next((i for i, m in enumerate(words) if _refers(question, m, own)), None)
+    if pronoun is not None and _named_choice(question):  # "Who was older when they died, Mozart or Schubert?"
+        pronoun = None
     if pronoun is not None and not _named_before(question, words, pronoun) or _ELLIPTICAL_START.search(question):
         return True
     if _THAT.search(question) or _elliptical_one(question) or _SAME_THING.search(question):
@@ -139,6 +142,14 @@ def _elliptical_one(question: str) -> bool:
         return True
     choices = [question[cut.end():]] + ([question[:cut.start()]] if cut.group(0) == ":" else [])
     return not any(re.search(r"\bor\b", part, re.IGNORECASE) and not _ONE.search(part) for part in choices)
+
+
+def _named_choice(question: str) -> bool:
+    """Whether the question ends by naming the things it asks about: ", Mozart or Schubert?"."""
+    cut = re.search(r"[,:]([^,:]*)$", question)
+    if cut is None or re.search(r"\b(?:or|and)\b", cut.group(1), re.IGNORECASE) is None:
+        return False
+    return len(re.findall(r"(?-i:[A-Z])\w+(?:\s+(?-i:[A-Z])\w+)*", cut.group(1))) >= 2
 
 
 def _has_number(question: str) -> bool:

@@ -66,7 +66,8 @@ def test_follow_ups_told_by_what_their_words_stand_for_not_by_the_questions_name
               "Who invented the computer?", "Which vitamin is good for the liver?", "Which ocean is the deepest?",
               "Who is the fastest man ever?", "Are alligators and crocodiles the same?",
               "Is it legal to own a kangaroo in Australia?", "How much does it cost to climb Everest?",
-              "Same-sex marriage was legalised in Ireland in which year?"):
+              "Same-sex marriage was legalised in Ireland in which year?",
+              "Who was older when they died, Mozart or Schubert?", "Which one of the three musketeers was the oldest?"):
         assert not is_follow_up(q), q
 
 
