@@ -103,18 +103,25 @@ def within(part: str, whole: str) -> bool:
     return bool(p) and _contains(normalize_answer(whole), p)
 
 
-def unheld_names(answer: str, documents: Iterable[Document], question: str = "") -> list[str]:
-    """The names and numbers ``answer`` gives that neither ``documents`` nor the ``question`` hold: a
-    capitalised content word or a word with a digit ("The Beatles" in an answer read from pages that
-    say "the Who"). Words are compared as ``WORD`` cuts both sides, case and accents aside
-    ("Stratford-upon-Avon", "O'Brien", "Spielberg's", "3.5", "1,500" and "Zurich" are held by pages
-    that write them so, or "Zürich"). A sentence's first word counts only in a short answer (a name:
-    "Beatles."), not in a sentence ("Yesterday he…")."""
+def held_words(documents: Iterable[Document], question: str = "") -> tuple[set[str], str]:
+    """What ``unheld_names`` compares an answer with: the words of the pages and the question (each as
+    it may be written elsewhere), and their text for Chinese and Japanese, written without spaces."""
+    tokens = _tokens(" ".join([question, *(f"{d.title} {d.text}" for d in documents)]))
+    return {v for t in tokens for v in _variants(t)}, " ".join(tokens)
+
+
+def unheld_names(answer: str, documents: Iterable[Document] = (), question: str = "", *,
+                 held: tuple[set[str], str] | None = None) -> list[str]:
+    """The names and numbers ``answer`` gives that neither ``documents`` nor the ``question`` hold
+    (``held``: their ``held_words``, made once for several answers): a capitalised content word or a
+    word with a digit ("The Beatles" in an answer read from pages that say "the Who"). Words are
+    compared whole as ``WHOLE_WORD`` cuts both sides, case and accents aside ("Stratford-upon-Avon",
+    "O'Brien", "Spielberg's", "3.5", "1,500" and "Zurich" are held by pages that write them so, or
+    "Zürich"). A sentence's first word counts only in a short answer (a name: "Beatles."), not in a
+    sentence ("Yesterday he…")."""
     from ragcli.words import WHOLE_WORD, is_content_word
 
-    everything = " ".join([question, *(f"{d.title} {d.text}" for d in documents)])
-    held = {v for t in _tokens(everything) for v in _variants(t)}
-    folded = " ".join(_tokens(everything))  # Chinese and Japanese, without spaces: "1949年" within "1949年10月1日"
+    held, folded = held if held is not None else held_words(documents, question)
     words = list(WHOLE_WORD.finditer(answer))
     out = []
     for k, m in enumerate(words):

@@ -25,9 +25,9 @@ def unsupported_revision(before: str, after: str, written_from: Sequence[Documen
             and not answers.replies_yes_or_no(second)):
         return (f"the question asks yes or no and {_clip(first)!r} says which; the read's {_clip(second)!r} "
                 "says neither")
-    pages = [*written_from, *read]
-    invented = answers.unheld_names(second, pages, question)
-    if invented and not answers.unheld_names(first, pages, question):
+    held = answers.held_words([*written_from, *read], question)  # (once, for both answers)
+    invented = answers.unheld_names(second, held=held)
+    if invented and not answers.unheld_names(first, held=held):
         # the read brought in a name no page holds ("the Who" became "The Beatles", cited as the
         # Keith Moon page): the answer whose names the pages hold stands
         return f"the read's {_clip(second)!r} names {invented[0]!r}, which no page read holds"
