@@ -80,7 +80,7 @@ class LlamaServer:
         self.stop()
 
     def start(self) -> None:
-        from ragcli.generation.llama import embedded_model_path
+        from ragcli.generation.gguf import embedded_model_path
 
         import httpx
 

@@ -123,9 +123,9 @@ def bench_logits_all(results: dict, n_tokens: int = 12) -> None:
     from llama_cpp import Llama
 
     from ragcli import prompts
-    from ragcli.generation.llama import _quiet_stderr, embedded_model_path
+    from ragcli.generation.gguf import embedded_model_path, quiet_stderr
 
-    with _quiet_stderr():
+    with quiet_stderr():
         llm = Llama(str(embedded_model_path()), n_ctx=4096, logits_all=True, verbose=False)
     prompt = prompts.answer_prompt("Write about the history of the city of Rome in detail.")
     t = time.perf_counter()

@@ -57,7 +57,7 @@ def _server(settings: Settings) -> tuple[list[Check], str | None]:
 
 def _model(settings: Settings) -> Check:
     from ragcli.errors import ModelError
-    from ragcli.generation.llama import check_gguf, embedded_model_path
+    from ragcli.generation.gguf import check_gguf, embedded_model_path
 
     from ragcli import models
 
@@ -111,7 +111,7 @@ def _calibration(settings: Settings, fingerprint: str | None) -> Check:
     GGUF's, or (``fingerprint``) the server model's."""
     from ragcli import calibration, models
     from ragcli.errors import RagcliError
-    from ragcli.generation.llama import embedded_model_path, gguf_fingerprint
+    from ragcli.generation.gguf import embedded_model_path, gguf_fingerprint
 
     if fingerprint is None and settings.backend == "openai":
         return Check("calibration", True, "no server to look up", warn_only=True)

@@ -22,7 +22,7 @@ def models_list(ctx: typer.Context) -> None:
 
     from ragcli import models
 
-    from ragcli.generation.llama import embedded_model_path
+    from ragcli.generation.gguf import embedded_model_path
 
     table = Table(title=f"models in {models.models_dir()}", title_justify="left")
     table.add_column("model (for --model)", no_wrap=True)
@@ -41,7 +41,7 @@ def models_list(ctx: typer.Context) -> None:
 
 
 def _has_template(path: Path) -> str:
-    from ragcli.generation.llama import read_metadata
+    from ragcli.generation.gguf import read_metadata
 
     try:
         return "yes" if read_metadata(path).get("tokenizer.chat_template") else "no"

@@ -416,7 +416,7 @@ def _check_model(path: str) -> None:
     """A model file given to `/set model`, checked as it is set (accepted, it failed at the next
     question, with no word of how to go back)."""
     from ragcli.errors import ModelError
-    from ragcli.generation.llama import check_gguf
+    from ragcli.generation.gguf import check_gguf
     from ragcli.models import HF_PREFIX, resolve
 
     if path.startswith(HF_PREFIX):  # downloaded (or found in the cache) as the model loads

@@ -1,4 +1,4 @@
-"""The parts of llama-cpp-python below its public API that ragcli.generation.llama uses (see its
+"""The parts of llama-cpp-python below its public API that ragcli.generation.llama and .gguf use (see
 docstring): an upgrade that renames or reshapes one must fail here, by name, not as wrong answers."""
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def test_a_gguf_file_cut_short_is_found_by_ggmls_own_reader(tmp_path):
     that llama.cpp could not load it. ggml's gguf reader (through llama_cpp._ggml's libggml) gives
     the size the tensors need."""
     from ragcli.errors import ModelError
-    from ragcli.generation.llama import check_gguf, gguf_data_end
+    from ragcli.generation.gguf import check_gguf, gguf_data_end
 
     path, size = _gguf(tmp_path)
     assert gguf_data_end(path) == size
@@ -91,7 +91,7 @@ def test_the_trained_context_is_read_from_the_header_alone(tmp_path):
     unheard): the context is capped at what the model was trained for, read from the GGUF header."""
     import struct
 
-    from ragcli.generation.llama import gguf_context_length
+    from ragcli.generation.gguf import gguf_context_length
 
     def s(text):
         return struct.pack("<Q", len(text)) + text.encode()
