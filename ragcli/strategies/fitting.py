@@ -1,0 +1,67 @@
+"""Fitting documents into the main prompt: the most useful pages that fit the context window beside
+the question and the answer's reserve, shortened rather than lost where one page alone is too long,
+ordered so the KV cache reuses what the last prompt held. A part of ``Strategy`` (its base class),
+on its own for its one job: it uses the strategy's generator, settings and ``cite``/``reuse_order``."""
+
+from __future__ import annotations
+
+from typing import Callable, Collection, Sequence
+
+from ragcli.errors import ContextOverflowError
+from ragcli.generation import LOCAL_CONTEXT_HINT
+from ragcli.types import Document
+
+MIN_SHORTENED_CHARS = 120  # a page shorter than this is dropped, not cut, when it does not fit
+
+
+class DocumentFitting:
+    def prompt_documents(self, docs: Sequence[Document], build: Callable[[Sequence[Document]], str],
+                         reserve: int, *, last: Collection[tuple[str, str]] = ()) -> list[Document]:
+        """The documents for the next main-slot prompt (``cache_fit``), cited."""
+        ordered = self.cache_fit(docs, build, reserve, last=last)
+        self.cite(ordered)
+        return ordered
+
+    def cache_fit(self, docs: Sequence[Document], build: Callable[[Sequence[Document]], str],
+                  reserve: int, *, last: Collection[tuple[str, str]] = ()) -> list[Document]:
+        """``docs`` (most useful first) fitted to the context in that order (the least useful go
+        first when it is tight), then put in reuse order for the KV cache (those with a key in
+        ``last`` at the end, next to the question) and remembered for the next call."""
+        kept = self.fit_documents(docs, build, reserve)
+        ordered = (self.reuse_order([d for d in kept if d.key not in last], self._prompt_docs)
+                   + [d for d in kept if d.key in last])
+        if ordered != kept and self.gen.count_tokens(build(ordered)) > self.gen.n_ctx - reserve:
+            ordered = kept  # the reordered prompt tokenizes longer: keep the order that was checked
+        self._prompt_docs = ordered
+        return ordered
+
+    def fit_documents(self, docs: Sequence[Document], build: Callable[[Sequence[Document]], str],
+                      reserve: int) -> list[Document]:
+        """Keep the prompt inside the context window: drop the lowest-ranked documents first,
+        then shorten the last one (by words; by characters where it has few: a page of base64 or
+        minified data is one "word" of up to 20,000 characters, and was dropped, so the answer was
+        written from no document at all). Raises only when the prompt does not fit even without
+        documents. The kept documents come back in prompt order (``--page-order``: by rank, or the
+        best last)."""
+        budget = self.gen.n_ctx - reserve
+        fits = lambda ds: self.gen.count_tokens(build(ds)) <= budget  # noqa: E731
+        kept = list(docs)
+        while not fits(kept):  # each candidate tokenized once
+            if not kept:
+                raise ContextOverflowError(
+                    f"the question and answer need more than the {self.gen.n_ctx}-token context window",
+                    hint=getattr(self.gen, "context_hint", LOCAL_CONTEXT_HINT),
+                )
+            d = kept[0]
+            if len(kept) > 1 or len(d.text) <= MIN_SHORTENED_CHARS:  # another page to drop, or too short to cut
+                kept.pop()
+                continue
+            words = d.text.split()
+            text = (" ".join(words[: len(words) * 2 // 3]) if len(words) > 20
+                    else d.text[: len(d.text) * 2 // 3].rstrip())
+            kept[0] = Document(d.id, d.title, text + " …", d.score, d.source, d.location)
+        if self.settings.page_order == "near" and len(kept) > 1:
+            near = kept[::-1]
+            if fits(near):  # token boundaries differ by order
+                return near
+        return kept
