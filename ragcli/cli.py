@@ -1,4 +1,5 @@
-"""The Typer app: flags -> Settings -> engine -> renderer. Errors become exit codes here only.
+"""The Typer app: flags -> Settings -> engine -> renderer. Errors become exit codes in ``run``, through
+ragcli.exits (the one mapping); `history` and `models` are command groups of their own modules.
 
 Heavy libraries (llama_cpp, tantivy, nltk, ddgs) are imported inside commands, never at import
 time, so ``ragcli --help`` and shell completion stay instant.
@@ -20,6 +21,8 @@ from ragcli.cli_support import markup_safe, stderr_console, with_settings
 from ragcli.config import Settings
 from ragcli.errors import HistoryError, Interrupted, RagcliError, UsageError
 from ragcli.eval.cli import eval_app
+from ragcli.exits import PIPE_CLOSED, click_exceptions, failure, output_closed, report, to_devnull, usage_error_event
+from ragcli.history_cli import history_app
 from ragcli.models_cli import models_app
 
 app = typer.Typer(
@@ -35,6 +38,7 @@ config_app = typer.Typer(help="Show the settings in effect and where they come f
 app.add_typer(config_app, name="config")
 app.add_typer(eval_app, name="eval")
 app.add_typer(models_app, name="models")
+app.add_typer(history_app, name="history")
 
 _state: dict[str, Any] = {"debug": False}
 
@@ -257,7 +261,7 @@ def ask(
             from ragcli.events import RunFailed
 
             renderer = renderer or make_renderer(json=True)
-            renderer.handle(RunFailed(*_failure(exc)))
+            renderer.handle(RunFailed(*failure(exc)))
         raise
     finally:
         if renderer is not None:
@@ -299,90 +303,6 @@ def chat(
     except IndexMissingError as exc:  # /index PATH can build it from inside the session
         stderr_console().print(f"[yellow]warning:[/] {markup_safe(exc.message)}; /index PATH builds one", soft_wrap=True)
     Repl(engine, log=None if no_log else _log_answer).run()
-
-
-history_app = typer.Typer(help="Answers logged by `ask` and `chat` (SQLite in the user data dir).",
-                          invoke_without_command=True)
-app.add_typer(history_app, name="history")
-
-
-@history_app.callback()
-def history_list(
-    ctx: typer.Context,
-    limit: Annotated[int, typer.Option("-n", "--limit", min=1, help="How many recent answers.")] = 20,
-) -> None:
-    """List recent answers (`ragcli history show N` prints one with its trace)."""
-    if ctx.invoked_subcommand is not None:
-        return
-    from ragcli.render.text import shorten, text_console, with_cut
-    from rich.table import Table
-
-    from ragcli.logs import AnswerLog
-
-    log = AnswerLog()
-    table = Table("id", "when", "strategy", "question", "answer")
-    import datetime
-
-    for row in log.recent(min(limit, 2**63 - 1)):  # (SQLite's largest integer)
-        when = datetime.datetime.fromtimestamp(row["created"]).strftime("%Y-%m-%d %H:%M")  # cut after a word, with "…"
-        table.add_row(str(row["id"]), when, row["strategy"], markup_safe(shorten(row["question"], 60)),
-                      markup_safe(shorten(with_cut(row["answer"], row["stop_reason"]), 80)))
-    text_console().print(table)
-
-
-@history_app.command("show")
-def history_show(
-    entry: Annotated[int, typer.Argument(min=1, max=2**63 - 1, help="The id from `ragcli history`.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Everything logged, as JSON (settings and every event included).")] = False,
-) -> None:
-    """Print one logged answer with its sources and searches (--json: all that was logged, settings included)."""
-    from ragcli.logs import AnswerLog
-
-    row = AnswerLog().get(entry)
-    if row is None:
-        raise UsageError(f"no history entry {entry}")
-    if as_json:
-        typer.echo(json.dumps(row, indent=2, ensure_ascii=False))
-        return
-    from ragcli.render.text import text_console
-
-    c = text_console()
-    try:
-        with c.capture() as shown:  # all or nothing: not half an entry, then an error
-            _show_entry(c, row)
-    except (KeyError, TypeError, AttributeError, ValueError) as exc:  # a row edited or written by hand
-        raise HistoryError(f"history entry {entry} is damaged ({type(exc).__name__}: {exc})",
-                           hint=f"`ragcli history show {entry} --json` prints what was logged") from None
-    c.file.write(shown.get())
-
-
-def _show_entry(c, row: dict) -> None:
-    from rich.markup import escape
-
-    from ragcli.render.text import folded_source_lines, marked_answer, read_line, source_lines, summary_line
-    from ragcli.types import Document, RunStats
-
-    c.soft_wrap = not c.is_terminal  # `history show 15 > f.txt`: lines as they are (ask's answer is not cut at 80 either)
-    c.print(f"[bold]{markup_safe(row['question'])}[/]  [dim]({row['strategy']})[/]")
-    finished = next((e for e in row["events"] if e["event"] == "answer"), {})
-    c.print(escape(marked_answer(row["answer"], finished.get("citations") or (), finished.get("stop_reason", "end"))))
-    sources = [Document(d.get("id", ""), d.get("title", ""), d.get("text", ""), source=d.get("source", "index"),
-                        location=d.get("location", "")) for d in row["sources"]]
-    citations = finished.get("citations")  # (entries logged before citations: all sources)
-    for line in (folded_source_lines(sources, citations, c.width) if c.is_terminal else source_lines(sources, citations)):
-        c.print(escape(line), soft_wrap=True)  # folded beneath itself on a terminal, never at column 0
-    for e in row["events"]:
-        if e["event"] == "retrieve":
-            origin = escape(f"[{e['query']['origin']}]")  # "[question]" is not a markup tag
-            shown = e["query"].get("shown") or e["query"]["text"]  # a masked draft with its ▁▁▁, as the live view
-            c.print(f"[magenta]search[/] {origin} {markup_safe(shown)}")
-        elif e["event"] == "sentence":
-            c.print(f"[cyan]sentence[/] {markup_safe(e['sentence']['text'])}")
-        elif e["event"] == "read":  # the final read: what it wrote, or why the answer stood
-            line = read_line(e.get("answer", ""), len(e.get("documents") or ()), bool(e.get("changed")), e.get("kept") or "")
-            c.print(f"[cyan]{markup_safe(line)}[/]")
-    stats = {k: v for k, v in row["stats"].items() if k in RunStats.__dataclass_fields__}
-    c.print(f"[dim]{summary_line(RunStats(**stats), row['stop_reason'])}[/]")
 
 
 def _not_utf8(encoding: str | None) -> list:
@@ -482,111 +402,32 @@ def _debug_first(args: list[str]) -> list[str]:
 
 def run(argv: list[str] | None = None) -> None:
     """Console-script entry point: the one place where errors become messages and exit codes."""
-    usage_errors, aborts, exits = _click_exceptions()
-    quiet_before = _to_devnull()
+    usage_errors, aborts, exits = click_exceptions()
+    quiet_before = to_devnull()
     argv = _debug_first(sys.argv[1:] if argv is None else list(argv))
     try:
         rc = app(args=argv, standalone_mode=False, prog_name="ragcli")
         if rc == 130:  # Typer turns Ctrl-C into Exit(130), which click returns silently
-            _report(Interrupted("interrupted"))
+            report(Interrupted("interrupted"), debug=_state["debug"])
         if isinstance(rc, int) and rc:
             raise SystemExit(rc)
     except (RagcliError, KeyboardInterrupt, *aborts) as exc:
-        _report(exc)
+        report(exc, debug=_state["debug"])
     except exits as exc:
         raise SystemExit(exc.exit_code) from None
     except SystemExit as exc:
-        if _output_closed(exc, quiet_before):
+        if output_closed(exc, quiet_before):
             raise SystemExit(PIPE_CLOSED) from None
         raise
     except BrokenPipeError:  # written outside click's handler (a renderer's last flush)
-        _output_closed(None, quiet_before)
+        output_closed(None, quiet_before)
         raise SystemExit(PIPE_CLOSED) from None
     except usage_errors as exc:  # unknown option, missing argument, bad value: usage and exit 2
         exc.show()
-        _usage_error_event(exc, sys.argv[1:] if argv is None else argv)
+        usage_error_event(exc, sys.argv[1:] if argv is None else argv)
         raise SystemExit(exc.exit_code) from None
     except Exception as exc:  # noqa: BLE001 - a bug: one line, exit 1, traceback with --debug
-        if _state.get("debug"):
+        if _state["debug"]:
             raise
-        _report(exc)
+        report(exc)
     raise SystemExit(0)
-
-
-PIPE_CLOSED = 0  # `ragcli search --json q | head -1`: the reader took what it wanted (as ripgrep, fd, bat)
-
-
-def _output_closed(exc: SystemExit | None, quiet_before: bool) -> bool:
-    """Whether the reader of our output closed it (``| head``). Rich and click each exit 1 then, the
-    code of an unexpected error, silently: Rich after pointing stdout at the null device, click after
-    wrapping stdout to swallow the last flush (and a scripted `| head` failed under pipefail). Not an
-    error: exit 0, as when the output fitted the pipe, with nothing more written."""
-    if exc is not None:
-        closed = type(sys.stdout).__name__ == "PacifyFlushWrapper" or (not quiet_before and _to_devnull())
-        if exc.code != 1 or not closed:
-            return False
-    try:  # the interpreter's last flush must not fail again
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
-    return True
-
-
-def _to_devnull(fd: int = 1) -> bool:
-    """Whether ``fd`` writes to the null device."""
-    try:
-        st, null = os.fstat(fd), os.stat(os.devnull)
-    except (OSError, ValueError):
-        return False
-    return (st.st_dev, st.st_ino) == (null.st_dev, null.st_ino)
-
-
-def _usage_error_event(exc: Exception, argv: list[str]) -> None:
-    """`ask --json` with an option it cannot parse (`--k abc`) fails before `ask` runs: its stream
-    still ends with the error event a script waits for, as any other failed run's does."""
-    ctx = getattr(exc, "ctx", None)
-    options = argv[: argv.index("--")] if "--" in argv else argv
-    if ctx is None or ctx.command.name != "ask" or "--json" not in options:
-        return
-    from ragcli.events import RunFailed
-    from ragcli.render import make_renderer
-
-    renderer = make_renderer(json=True)
-    renderer.handle(RunFailed(exc.format_message(), "see `ragcli ask --help`", exc.exit_code))
-    renderer.close()
-
-
-def _failure(exc: BaseException) -> tuple[str, str | None, int]:
-    """(message, hint, exit code) of a failure: the one mapping from errors to exit codes, for the
-    ``error:`` line and for the ``--json`` error event alike."""
-    if isinstance(exc, RagcliError):
-        return ("interrupted", None, 130) if isinstance(exc, Interrupted) else (exc.message, exc.hint, exc.exit_code)
-    if isinstance(exc, (KeyboardInterrupt, *_click_exceptions()[1])):
-        return "interrupted", None, 130
-    return f"internal error: {type(exc).__name__}: {exc}", "run `ragcli --debug …` for the traceback", 1
-
-
-def _click_exceptions() -> tuple[tuple[type, ...], tuple[type, ...], tuple[type, ...]]:
-    """(usage errors, aborts, exits) as Typer raises them. Typer 0.29 and later carry their own copy
-    of click (``typer._click``) and no longer depend on click, so both are looked for, among the
-    modules ``import typer`` loaded (importing click for this would only slow every start)."""
-    usage, aborts, exits = [], [typer.Abort], [typer.Exit]
-    for name in ("typer._click.exceptions", "click.exceptions"):
-        module = sys.modules.get(name)
-        if module is None:
-            continue
-        usage.append(module.ClickException)
-        aborts += [module.Abort] if hasattr(module, "Abort") else []
-        exits += [module.Exit] if hasattr(module, "Exit") else []
-    return tuple(usage), tuple(aborts), tuple(exits)
-
-
-def _report(exc: BaseException) -> None:
-    if _state.get("debug"):
-        import traceback
-
-        traceback.print_exception(exc)
-    message, hint, code = _failure(exc)
-    msg = "interrupted" if code == 130 else f"error: {message}" + (f" ({hint})" if hint else "")
-    print(msg, file=sys.stderr)
-    raise SystemExit(code)

@@ -1,0 +1,91 @@
+"""Errors become messages and exit codes here, in one place (``failure``), for the ``error:`` line
+and the ``--json`` error event alike; with what the console-script entry point (``ragcli.cli.run``)
+needs around it: click's exception types, and a reader that closed our output (``| head``)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import typer
+
+from ragcli.errors import Interrupted, RagcliError
+
+PIPE_CLOSED = 0  # `ragcli search --json q | head -1`: the reader took what it wanted (as ripgrep, fd, bat)
+
+
+def output_closed(exc: SystemExit | None, quiet_before: bool) -> bool:
+    """Whether the reader of our output closed it (``| head``). Rich and click each exit 1 then, the
+    code of an unexpected error, silently: Rich after pointing stdout at the null device, click after
+    wrapping stdout to swallow the last flush (and a scripted `| head` failed under pipefail). Not an
+    error: exit 0, as when the output fitted the pipe, with nothing more written."""
+    if exc is not None:
+        closed = type(sys.stdout).__name__ == "PacifyFlushWrapper" or (not quiet_before and to_devnull())
+        if exc.code != 1 or not closed:
+            return False
+    try:  # the interpreter's last flush must not fail again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return True
+
+
+def to_devnull(fd: int = 1) -> bool:
+    """Whether ``fd`` writes to the null device."""
+    try:
+        st, null = os.fstat(fd), os.stat(os.devnull)
+    except (OSError, ValueError):
+        return False
+    return (st.st_dev, st.st_ino) == (null.st_dev, null.st_ino)
+
+
+def usage_error_event(exc: Exception, argv: list[str]) -> None:
+    """`ask --json` with an option it cannot parse (`--k abc`) fails before `ask` runs: its stream
+    still ends with the error event a script waits for, as any other failed run's does."""
+    ctx = getattr(exc, "ctx", None)
+    options = argv[: argv.index("--")] if "--" in argv else argv
+    if ctx is None or ctx.command.name != "ask" or "--json" not in options:
+        return
+    from ragcli.events import RunFailed
+    from ragcli.render import make_renderer
+
+    renderer = make_renderer(json=True)
+    renderer.handle(RunFailed(exc.format_message(), "see `ragcli ask --help`", exc.exit_code))
+    renderer.close()
+
+
+def failure(exc: BaseException) -> tuple[str, str | None, int]:
+    """(message, hint, exit code) of a failure: the one mapping from errors to exit codes, for the
+    ``error:`` line and for the ``--json`` error event alike."""
+    if isinstance(exc, RagcliError):
+        return ("interrupted", None, 130) if isinstance(exc, Interrupted) else (exc.message, exc.hint, exc.exit_code)
+    if isinstance(exc, (KeyboardInterrupt, *click_exceptions()[1])):
+        return "interrupted", None, 130
+    return f"internal error: {type(exc).__name__}: {exc}", "run `ragcli --debug …` for the traceback", 1
+
+
+def click_exceptions() -> tuple[tuple[type, ...], tuple[type, ...], tuple[type, ...]]:
+    """(usage errors, aborts, exits) as Typer raises them. Typer 0.29 and later carry their own copy
+    of click (``typer._click``) and no longer depend on click, so both are looked for, among the
+    modules ``import typer`` loaded (importing click for this would only slow every start)."""
+    usage, aborts, exits = [], [typer.Abort], [typer.Exit]
+    for name in ("typer._click.exceptions", "click.exceptions"):
+        module = sys.modules.get(name)
+        if module is None:
+            continue
+        usage.append(module.ClickException)
+        aborts += [module.Abort] if hasattr(module, "Abort") else []
+        exits += [module.Exit] if hasattr(module, "Exit") else []
+    return tuple(usage), tuple(aborts), tuple(exits)
+
+
+def report(exc: BaseException, *, debug: bool = False) -> None:
+    """Say ``exc`` on stderr in one line (its traceback first with ``debug``) and exit with its code."""
+    if debug:
+        import traceback
+
+        traceback.print_exception(exc)
+    message, hint, code = failure(exc)
+    msg = "interrupted" if code == 130 else f"error: {message}" + (f" ({hint})" if hint else "")
+    print(msg, file=sys.stderr)
+    raise SystemExit(code)

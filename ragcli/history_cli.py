@@ -1,0 +1,94 @@
+"""`ragcli history`: the answers `ask` and `chat` logged, listed and shown one by one (the command
+group, registered by ragcli.cli)."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from ragcli.cli_support import markup_safe
+from ragcli.errors import HistoryError, UsageError
+
+history_app = typer.Typer(help="Answers logged by `ask` and `chat` (SQLite in the user data dir).",
+                          invoke_without_command=True)
+
+
+@history_app.callback()
+def history_list(
+    ctx: typer.Context,
+    limit: Annotated[int, typer.Option("-n", "--limit", min=1, help="How many recent answers.")] = 20,
+) -> None:
+    """List recent answers (`ragcli history show N` prints one with its trace)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from ragcli.render.text import shorten, text_console, with_cut
+    from rich.table import Table
+
+    from ragcli.logs import AnswerLog
+
+    log = AnswerLog()
+    table = Table("id", "when", "strategy", "question", "answer")
+    import datetime
+
+    for row in log.recent(min(limit, 2**63 - 1)):  # (SQLite's largest integer)
+        when = datetime.datetime.fromtimestamp(row["created"]).strftime("%Y-%m-%d %H:%M")  # cut after a word, with "…"
+        table.add_row(str(row["id"]), when, row["strategy"], markup_safe(shorten(row["question"], 60)),
+                      markup_safe(shorten(with_cut(row["answer"], row["stop_reason"]), 80)))
+    text_console().print(table)
+
+
+@history_app.command("show")
+def history_show(
+    entry: Annotated[int, typer.Argument(min=1, max=2**63 - 1, help="The id from `ragcli history`.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Everything logged, as JSON (settings and every event included).")] = False,
+) -> None:
+    """Print one logged answer with its sources and searches (--json: all that was logged, settings included)."""
+    from ragcli.logs import AnswerLog
+
+    row = AnswerLog().get(entry)
+    if row is None:
+        raise UsageError(f"no history entry {entry}")
+    if as_json:
+        typer.echo(json.dumps(row, indent=2, ensure_ascii=False))
+        return
+    from ragcli.render.text import text_console
+
+    c = text_console()
+    try:
+        with c.capture() as shown:  # all or nothing: not half an entry, then an error
+            _show_entry(c, row)
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:  # a row edited or written by hand
+        raise HistoryError(f"history entry {entry} is damaged ({type(exc).__name__}: {exc})",
+                           hint=f"`ragcli history show {entry} --json` prints what was logged") from None
+    c.file.write(shown.get())
+
+
+def _show_entry(c, row: dict) -> None:
+    from rich.markup import escape
+
+    from ragcli.render.text import folded_source_lines, marked_answer, read_line, source_lines, summary_line
+    from ragcli.types import Document, RunStats
+
+    c.soft_wrap = not c.is_terminal  # `history show 15 > f.txt`: lines as they are (ask's answer is not cut at 80 either)
+    c.print(f"[bold]{markup_safe(row['question'])}[/]  [dim]({row['strategy']})[/]")
+    finished = next((e for e in row["events"] if e["event"] == "answer"), {})
+    c.print(escape(marked_answer(row["answer"], finished.get("citations") or (), finished.get("stop_reason", "end"))))
+    sources = [Document(d.get("id", ""), d.get("title", ""), d.get("text", ""), source=d.get("source", "index"),
+                        location=d.get("location", "")) for d in row["sources"]]
+    citations = finished.get("citations")  # (entries logged before citations: all sources)
+    for line in (folded_source_lines(sources, citations, c.width) if c.is_terminal else source_lines(sources, citations)):
+        c.print(escape(line), soft_wrap=True)  # folded beneath itself on a terminal, never at column 0
+    for e in row["events"]:
+        if e["event"] == "retrieve":
+            origin = escape(f"[{e['query']['origin']}]")  # "[question]" is not a markup tag
+            shown = e["query"].get("shown") or e["query"]["text"]  # a masked draft with its ▁▁▁, as the live view
+            c.print(f"[magenta]search[/] {origin} {markup_safe(shown)}")
+        elif e["event"] == "sentence":
+            c.print(f"[cyan]sentence[/] {markup_safe(e['sentence']['text'])}")
+        elif e["event"] == "read":  # the final read: what it wrote, or why the answer stood
+            line = read_line(e.get("answer", ""), len(e.get("documents") or ()), bool(e.get("changed")), e.get("kept") or "")
+            c.print(f"[cyan]{markup_safe(line)}[/]")
+    stats = {k: v for k, v in row["stats"].items() if k in RunStats.__dataclass_fields__}
+    c.print(f"[dim]{summary_line(RunStats(**stats), row['stop_reason'])}[/]")
