@@ -218,7 +218,7 @@ def bench_index(results: dict) -> None:
 
     from ragcli.ingest.indexer import build_index
     from ragcli.ingest.reader import read_passages
-    from ragcli.retrieval.index import _schema
+    from ragcli.retrieval.schema import build_schema
 
     corpus = corpus_path()
     passages = read_passages(corpus.resolve())
@@ -231,7 +231,7 @@ def bench_index(results: dict) -> None:
     raw_times, ours_times, raw_cpu, ours_cpu = [], [], [], []
     for _ in range(15):  # alternating rounds: the machine is shared and noisy
         with tempfile.TemporaryDirectory() as tmp:
-            idx = tantivy.Index(_schema(), path=tmp)
+            idx = tantivy.Index(build_schema(), path=tmp)
             t, c = time.perf_counter(), cpu()
             w = idx.writer(heap_size=256 * 1024 * 1024)
             for p in passages:
@@ -269,7 +269,7 @@ def bench_index_ceiling(results: dict, rounds: int = 11) -> None:
 
     from ragcli.ingest import indexer, jsonl, reader
     from ragcli.ingest.indexer import build_index
-    from ragcli.retrieval.index import _schema
+    from ragcli.retrieval.schema import build_schema
 
     corpus = corpus_path()
     passages = reader.read_passages(corpus.resolve())
@@ -279,7 +279,7 @@ def bench_index_ceiling(results: dict, rounds: int = 11) -> None:
             mock.patch.object(indexer, "file_hash", lambda path, algorithm="sha1": "0"):
         for _ in range(rounds):
             with tempfile.TemporaryDirectory() as tmp:
-                idx = tantivy.Index(_schema(), path=tmp)
+                idx = tantivy.Index(build_schema(), path=tmp)
                 t = time.perf_counter()
                 w = idx.writer(heap_size=256 * 1024 * 1024)
                 for p in passages:

@@ -87,7 +87,8 @@ def _backend(settings: Settings) -> Check:
 
 def _index(settings: Settings) -> Check:
     from ragcli.errors import RagcliError
-    from ragcli.retrieval.index import SCHEMA_VERSION, TantivyIndex
+    from ragcli.retrieval.index import TantivyIndex
+    from ragcli.retrieval.schema import SCHEMA_VERSION
     from ragcli.words import counted
 
     try:

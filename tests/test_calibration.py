@@ -114,7 +114,7 @@ def test_a_calibration_is_kept_per_index_and_draft_settings(settings, tmp_path):
     assert calibrated(notes, lookahead=32) == [False] and calibrated(notes, prompt_style="completion") == [False]
     assert calibrated(papers) == [True] and len(calibration.load_all()["fake"]) == 5
     # an index rebuilt in the same folder from other files is another index (its manifest says what it holds)
-    from ragcli.retrieval.index import MANIFEST_FILE
+    from ragcli.retrieval.schema import MANIFEST_FILE
 
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / MANIFEST_FILE).write_text('{"/a.md": {"sha1": "1", "passages": 3}}')

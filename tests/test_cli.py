@@ -548,7 +548,7 @@ def test_debug_is_taken_after_the_command_too(capsys, tmp_path):
 
 
 def test_an_index_locked_by_another_run_is_exit_4(tmp_path, capsys):
-    from ragcli.retrieval.index import exclusive_lock
+    from ragcli.retrieval.writer import exclusive_lock
 
     src = tmp_path / "src"
     src.mkdir()

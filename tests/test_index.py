@@ -323,7 +323,8 @@ def test_a_run_beside_a_writer_creating_the_index_changes_nothing(tmp_path, smal
     """Two `ragcli index` runs started together on a new index: the one that lost the writer's lock
     had created the index too, and on failing deleted it, the other's finished index included
     (and its lock file). The lock now comes first: an index is created only under it."""
-    from ragcli.retrieval.index import LOCK_FILE, exclusive_lock
+    from ragcli.retrieval.schema import LOCK_FILE
+    from ragcli.retrieval.writer import exclusive_lock
 
     fresh = tmp_path / "fresh"
     fresh.mkdir()
@@ -379,7 +380,8 @@ def test_a_lock_file_removed_as_it_was_taken_is_taken_again(tmp_path, monkeypatc
     lock. Here the third run comes between the open and the lock."""
     import fcntl
 
-    from ragcli.retrieval.index import LOCK_FILE, exclusive_lock
+    from ragcli.retrieval.schema import LOCK_FILE
+    from ragcli.retrieval.writer import exclusive_lock
 
     folder = tmp_path / "idx"
     folder.mkdir()
@@ -1027,7 +1029,7 @@ def test_an_index_from_before_the_cjk_field_is_read_and_updated_without_it(tmp_p
     from ragcli.retrieval import index as index_module
     from ragcli.retrieval.index import TantivyIndex
 
-    full = index_module._schema
+    full = index_module.build_schema
 
     def old_schema():  # schema 1: no "cjk" field
         import tantivy
@@ -1041,12 +1043,12 @@ def test_an_index_from_before_the_cjk_field_is_read_and_updated_without_it(tmp_p
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "en.txt").write_text("Tokyo is the capital of Japan.", encoding="utf-8")
-    monkeypatch.setattr(index_module, "_schema", old_schema)
+    monkeypatch.setattr(index_module, "build_schema", old_schema)
     build_index([notes], tmp_path / "index")
     meta = json.loads((tmp_path / "index" / "ragcli.json").read_text())
     meta["schema_version"] = 1
     (tmp_path / "index" / "ragcli.json").write_text(json.dumps(meta))
-    monkeypatch.setattr(index_module, "_schema", full)
+    monkeypatch.setattr(index_module, "build_schema", full)
     (notes / "ja.txt").write_text("東京は日本の首都です。", encoding="utf-8")
     build_index([notes], tmp_path / "index")  # written without the field it does not have
     index = TantivyIndex.open(tmp_path / "index")

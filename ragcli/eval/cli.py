@@ -279,12 +279,12 @@ def _ingest_fingerprint() -> str:
     import hashlib
 
     import ragcli
-    from ragcli.retrieval.index import SCHEMA_VERSION
+    from ragcli.retrieval.schema import SCHEMA_VERSION
 
     root = Path(ragcli.__file__).parent
     h = hashlib.sha1(f"schema {SCHEMA_VERSION}".encode())
-    for path in sorted([*(root / "ingest").glob("*.py"), root / "retrieval" / "index.py", root / "sentences.py",
-                        root / "words.py"]):
+    indexing = [root / "retrieval" / name for name in ("index.py", "schema.py", "writer.py")]
+    for path in sorted([*(root / "ingest").glob("*.py"), *indexing, root / "sentences.py", root / "words.py"]):
         h.update(path.name.encode() + b"\0" + path.read_bytes())
     return h.hexdigest()
 
@@ -312,7 +312,7 @@ def _eval_index_plan(dataset: Path, corpus: Path | None):
     from ragcli.config import user_cache_dir
     from ragcli.eval.dataset import corpus_records, load_examples
     from ragcli.ingest.indexer import build_index, file_hash
-    from ragcli.retrieval.index import META_FILE
+    from ragcli.retrieval.schema import META_FILE
 
     source = corpus or dataset  # both checked by eval_run (and load_examples) before it comes here
     records = None

@@ -25,7 +25,9 @@ from ragcli.ingest.passages import TARGET_WORDS
 from ragcli.ingest.parsers import Parsers
 from ragcli.ingest.reader import FileNotes, SkipFile, file_hash
 from ragcli.ingest.walk import FileInfo, WalkNotes, as_named, display_path, iter_files, shown_path, within_folder
-from ragcli.retrieval.index import LOCK_FILE, SCHEMA_VERSION, TantivyIndex, exclusive_lock, unwritable_index
+from ragcli.retrieval.index import TantivyIndex
+from ragcli.retrieval.schema import LOCK_FILE, SCHEMA_VERSION
+from ragcli.retrieval.writer import exclusive_lock, unwritable_index
 from ragcli.words import counted
 
 COMMIT_EVERY_PASSAGES = 50_000

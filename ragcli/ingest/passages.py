@@ -7,7 +7,7 @@ import json
 import re
 from typing import Iterator
 
-from ragcli.retrieval.index import Passage
+from ragcli.retrieval.schema import Passage
 from ragcli.sentences import CJK_STOPS, CLOSERS, SENTENCE_ENDS, plain_sentence_end, split_spans
 from ragcli.words import HAN_KANA, HAN_KANA_CHARS
 

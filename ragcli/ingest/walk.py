@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from ragcli.ingest.formats import SUPPORTED_SUFFIXES
-from ragcli.retrieval.index import MANIFEST_FILE, META_FILE
+from ragcli.retrieval.schema import MANIFEST_FILE, META_FILE
 
 IGNORE_FILE = ".ragcliignore"
 NEVER_READ = frozenset({".git", ".hg", ".svn"})  # version control's own folders, --hidden or not

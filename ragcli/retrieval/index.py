@@ -1,6 +1,7 @@
-"""The tantivy BM25 index: schema, open/create, write with a lock, search.
+"""The tantivy BM25 index: open/create, what it holds (meta, manifest, stats), search; its schema is
+``retrieval.schema``'s, its writer ``retrieval.writer``'s.
 
-tantivy's own objects (``DocAddress``, ``tantivy.Document``) never leave this module: callers
+tantivy's own objects (``DocAddress``, ``tantivy.Document``) never leave these modules: callers
 get :class:`ragcli.types.Document`.
 """
 
@@ -14,83 +15,19 @@ import time
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, NamedTuple
+from typing import Any, Iterator
 
-from ragcli.errors import (IndexCorruptError, IndexEmptyError, IndexLockedError, IndexMissingError, IndexWriteError,
-                           UsageError)
+from ragcli.errors import (IndexCorruptError, IndexEmptyError, IndexLockedError, IndexMissingError, UsageError)
 from ragcli.retrieval.query import MAX_QUERY_CHARS, query_terms
+from ragcli.retrieval.schema import (CJK_FIELD, LOCK_FILE, MANIFEST_FILE, META_FILE, READABLE_SCHEMAS, SCHEMA_VERSION,
+                                     SEARCHED_FIELDS, build_schema, cjk_terms, text_analyzers)
+from ragcli.retrieval.writer import IndexWriter, exclusive_lock
 from ragcli.types import Document
-from ragcli.words import CJK_RUN, cjk_pairs
 
-SCHEMA_VERSION = 2  # 2: the "cjk" field (overlapping pairs of CJK characters); 1 is read and written without it
-READABLE_SCHEMAS = (1, 2)
-META_FILE = "ragcli.json"
-MANIFEST_FILE = "ragcli-files.json"
-LOCK_FILE = "ragcli.lock"
-
-
-class Passage(NamedTuple):  # a named tuple: created ~10k times a second while indexing
-    """One stored passage: what ``ingest`` produces and the index keeps (ingest imports this, never
-    the other way round)."""
-
-    pid: str
-    title: str
-    text: str
-    path: str
-    location: str  # "path:12-30" for text files, "path#L42" for JSONL records
-
-
-SEARCHED_FIELDS = ("title", "text")
-CJK_FIELD = "cjk"
-# Chinese and Japanese are written without spaces and Korean glues particles to its words: tantivy's
-# word tokenizer keeps a whole clause ("東京は日本の首都です") as one term, so no word in it could be
-# found. Runs of these scripts are indexed again, in a field of their own, as their characters and
-# overlapping pairs of characters (the usual way to search CJK text without a dictionary); a query's
-# runs are searched by their pairs (a run of one character: by itself).
 _DIGITS = re.compile(r"(\d+)")
 TIE_MARGIN = 8  # hits fetched past the k-th at first, to see whether a tie there goes on
 MAX_TIE_FETCH = 64  # hits fetched past the k-th to order a tie there (a larger one keeps tantivy's order)
 SAME_PID_READ = 8  # passages read for one sampled pid (several passages can share one)
-_MAYBE_CJK = re.compile("[\u3005-\ud7af\uf900-\ufaff\uff66-\uff9f]")  # few ranges: the quick test (1 µs a passage)
-
-
-def cjk_terms(text: str, *, single: bool = False) -> list[str]:
-    """Overlapping pairs of characters of each CJK run of ``text`` (a run of one: that character),
-    and with ``single`` each character as well (what an index holds, so that a one-character query
-    finds it)."""
-    if text.isascii() or not _MAYBE_CJK.search(text):  # most text: ASCII is known without a scan
-        return []
-    terms = []
-    for run in CJK_RUN.findall(text):
-        terms += (list(run) + cjk_pairs(run)) if len(run) > 1 and single else cjk_pairs(run)
-    return terms
-
-
-TEXT_TOKENIZER = "en_stem"  # tantivy's: words of letters and digits, cut at 40 bytes, lower case, English stems
-
-
-def text_analyzers() -> tuple[Any, Any]:
-    """TEXT_TOKENIZER's tokenizer alone (the words, as written) and its whole analyzer (the terms),
-    built to cut queries as the index cut its text."""
-    import tantivy
-
-    words = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple()).filter(tantivy.Filter.remove_long(40)).build()
-    terms = (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple()).filter(tantivy.Filter.remove_long(40))
-             .filter(tantivy.Filter.lowercase()).filter(tantivy.Filter.stemmer("english")).build())
-    return words, terms
-
-
-def _schema():
-    import tantivy
-
-    sb = tantivy.SchemaBuilder()
-    sb.add_text_field("pid", stored=True, tokenizer_name="raw")
-    sb.add_text_field("title", stored=True, tokenizer_name=TEXT_TOKENIZER)
-    sb.add_text_field("text", stored=True, tokenizer_name=TEXT_TOKENIZER)
-    sb.add_text_field("path", stored=True, tokenizer_name="raw")
-    sb.add_text_field("location", stored=True, index_option="basic", tokenizer_name="raw")
-    sb.add_text_field(CJK_FIELD, stored=False, index_option="freq", tokenizer_name="whitespace")
-    return sb.build()
 
 
 @dataclass
@@ -241,7 +178,7 @@ class TantivyIndex:
             raise UsageError(f"{directory} is not a ragcli index and holds other files ({_some(foreign)}); "
                              "refusing to write an index among them", hint="give --index a new or empty folder")
         directory.mkdir(parents=True, exist_ok=True)
-        index = tantivy.Index(_schema(), path=str(directory), reuse=False)
+        index = tantivy.Index(build_schema(), path=str(directory), reuse=False)
         meta = IndexMeta(ragcli_version=__version__)
         meta.save(directory)
         return cls(directory, index, meta)
@@ -485,106 +422,3 @@ def _place(location: str) -> tuple:
 def _first(doc: Any, name: str) -> str:
     values = doc.get_all(name)
     return str(values[0]) if values else ""
-
-
-class IndexWriter:
-    def __init__(self, writer: Any, *, cjk: bool = True) -> None:
-        import tantivy
-
-        self._w = writer
-        self._add = writer.add_document
-        self._doc = tantivy.Document
-        self._cjk = cjk  # the index has the CJK field (schema 2)
-
-    def add(self, p: Passage) -> None:
-        pairs = None  # the hot loop of indexing: most passages are ASCII, known without a scan
-        if self._cjk and (not p.text.isascii() and _MAYBE_CJK.search(p.text)
-                          or not p.title.isascii() and _MAYBE_CJK.search(p.title)):
-            pairs = cjk_terms(p.text, single=True) + cjk_terms(p.title, single=True)
-        if pairs:
-            self._add(self._doc(pid=p.pid, title=p.title, text=p.text, path=p.path, location=p.location,
-                                **{CJK_FIELD: " ".join(pairs)}))
-        else:
-            self._add(self._doc(pid=p.pid, title=p.title, text=p.text, path=p.path, location=p.location))
-
-    def delete_path(self, path: str) -> None:
-        self._w.delete_documents_by_term("path", path)
-
-    def delete_all(self) -> None:
-        self._w.delete_all_documents()
-
-    def commit(self) -> None:
-        self._w.commit()
-
-    def finish(self) -> None:
-        self._w.wait_merging_threads()
-        self._w = self._add = None
-
-    def release(self) -> None:
-        if self._w is not None:
-            try:
-                self._w.rollback()
-            except (ValueError, OSError):
-                pass
-            self._w = self._add = None
-
-
-@contextmanager
-def exclusive_lock(directory: Path) -> Iterator[None]:
-    """One writer per index. A second one fails at once with the holder's PID. A lock file removed
-    while this run opened it (a failed run cleaning up after itself) is opened again: a lock held on
-    a file no longer there locks nothing, and a third run would take the new one beside it."""
-    import fcntl
-
-    path = directory / LOCK_FILE
-    for _attempt in range(LOCK_ATTEMPTS):
-        try:
-            fh = open(path, "a+", encoding="utf-8")
-        except OSError as exc:  # a read-only index, a folder of someone else's
-            raise unwritable_index(directory, exc.strerror or str(exc)) from None
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            fh.seek(0)
-            holder = fh.read().strip() or "?"
-            fh.close()
-            raise IndexLockedError(
-                f"index at {directory} is locked by PID {holder} (another `ragcli index` is running)",
-                hint="wait for it to finish, then run again",
-            ) from None
-        if _same_file(fh, path):
-            break
-        fh.close()
-    else:
-        raise IndexLockedError(f"index at {directory}: its lock file keeps being replaced",
-                               hint="another program is removing ragcli.lock; run again once it stops")
-    try:
-        fh.seek(0)
-        fh.truncate()
-        fh.write(str(os.getpid()))
-        fh.flush()
-        yield
-    finally:
-        fh.close()
-
-
-LOCK_ATTEMPTS = 3
-
-
-def _same_file(fh: Any, path: Path) -> bool:
-    """Whether the open file ``fh`` is still the one at ``path`` (not removed or replaced since)."""
-    try:
-        return os.path.samestat(os.fstat(fh.fileno()), os.stat(path))
-    except FileNotFoundError:
-        return False
-
-
-def unwritable_index(directory: Path, why: str, *, kept: bool = False) -> IndexWriteError:
-    """The error for an index folder that cannot be written, with a hint for its cause (a permission
-    denied was told to free disk space); ``kept``: the index still holds its last commit."""
-    if "space" in why.lower() or "quota" in why.lower():
-        hint = "free disk space and run `ragcli index` again"
-    else:
-        hint = "give --index a folder you can write to, or fix its permissions"
-    return IndexWriteError(f"cannot write the index at {directory}: {why}",
-                           hint=hint + ("; the index still holds its last commit" if kept else ""))

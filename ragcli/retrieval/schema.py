@@ -1,0 +1,76 @@
+"""What a ragcli index is: its files, its tantivy schema and tokenizers, and the ``Passage`` it stores
+(what ``ingest`` produces: ingest imports this, never the other way round). Searching and opening an
+index are ``retrieval.index``'s; writing one, ``retrieval.writer``'s."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, NamedTuple
+
+from ragcli.words import CJK_RUN, cjk_pairs
+
+SCHEMA_VERSION = 2  # 2: the "cjk" field (overlapping pairs of CJK characters); 1 is read and written without it
+READABLE_SCHEMAS = (1, 2)
+META_FILE = "ragcli.json"
+MANIFEST_FILE = "ragcli-files.json"
+LOCK_FILE = "ragcli.lock"
+
+
+class Passage(NamedTuple):  # a named tuple: created ~10k times a second while indexing
+    """One stored passage: what ``ingest`` produces and the index keeps (ingest imports this, never
+    the other way round)."""
+
+    pid: str
+    title: str
+    text: str
+    path: str
+    location: str  # "path:12-30" for text files, "path#L42" for JSONL records
+
+
+SEARCHED_FIELDS = ("title", "text")
+CJK_FIELD = "cjk"
+# Chinese and Japanese are written without spaces and Korean glues particles to its words: tantivy's
+# word tokenizer keeps a whole clause ("東京は日本の首都です") as one term, so no word in it could be
+# found. Runs of these scripts are indexed again, in a field of their own, as their characters and
+# overlapping pairs of characters (the usual way to search CJK text without a dictionary); a query's
+# runs are searched by their pairs (a run of one character: by itself).
+MAYBE_CJK = re.compile("[\u3005-\ud7af\uf900-\ufaff\uff66-\uff9f]")  # few ranges: the quick test (1 µs a passage)
+
+
+def cjk_terms(text: str, *, single: bool = False) -> list[str]:
+    """Overlapping pairs of characters of each CJK run of ``text`` (a run of one: that character),
+    and with ``single`` each character as well (what an index holds, so that a one-character query
+    finds it)."""
+    if text.isascii() or not MAYBE_CJK.search(text):  # most text: ASCII is known without a scan
+        return []
+    terms = []
+    for run in CJK_RUN.findall(text):
+        terms += (list(run) + cjk_pairs(run)) if len(run) > 1 and single else cjk_pairs(run)
+    return terms
+
+
+TEXT_TOKENIZER = "en_stem"  # tantivy's: words of letters and digits, cut at 40 bytes, lower case, English stems
+
+
+def text_analyzers() -> tuple[Any, Any]:
+    """TEXT_TOKENIZER's tokenizer alone (the words, as written) and its whole analyzer (the terms),
+    built to cut queries as the index cut its text."""
+    import tantivy
+
+    words = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple()).filter(tantivy.Filter.remove_long(40)).build()
+    terms = (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple()).filter(tantivy.Filter.remove_long(40))
+             .filter(tantivy.Filter.lowercase()).filter(tantivy.Filter.stemmer("english")).build())
+    return words, terms
+
+
+def build_schema():
+    import tantivy
+
+    sb = tantivy.SchemaBuilder()
+    sb.add_text_field("pid", stored=True, tokenizer_name="raw")
+    sb.add_text_field("title", stored=True, tokenizer_name=TEXT_TOKENIZER)
+    sb.add_text_field("text", stored=True, tokenizer_name=TEXT_TOKENIZER)
+    sb.add_text_field("path", stored=True, tokenizer_name="raw")
+    sb.add_text_field("location", stored=True, index_option="basic", tokenizer_name="raw")
+    sb.add_text_field(CJK_FIELD, stored=False, index_option="freq", tokenizer_name="whitespace")
+    return sb.build()

@@ -1,0 +1,116 @@
+"""Writing an index: one writer at a time (``exclusive_lock``, a lock file holding the writer's PID),
+passages added as tantivy documents (``IndexWriter``), and the error for a folder that cannot be
+written. tantivy's writer and documents never leave this module."""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+from ragcli.errors import IndexLockedError, IndexWriteError
+from ragcli.retrieval.schema import CJK_FIELD, LOCK_FILE, MAYBE_CJK, Passage, cjk_terms
+
+
+class IndexWriter:
+    def __init__(self, writer: Any, *, cjk: bool = True) -> None:
+        import tantivy
+
+        self._w = writer
+        self._add = writer.add_document
+        self._doc = tantivy.Document
+        self._cjk = cjk  # the index has the CJK field (schema 2)
+
+    def add(self, p: Passage) -> None:
+        pairs = None  # the hot loop of indexing: most passages are ASCII, known without a scan
+        if self._cjk and (not p.text.isascii() and MAYBE_CJK.search(p.text)
+                          or not p.title.isascii() and MAYBE_CJK.search(p.title)):
+            pairs = cjk_terms(p.text, single=True) + cjk_terms(p.title, single=True)
+        if pairs:
+            self._add(self._doc(pid=p.pid, title=p.title, text=p.text, path=p.path, location=p.location,
+                                **{CJK_FIELD: " ".join(pairs)}))
+        else:
+            self._add(self._doc(pid=p.pid, title=p.title, text=p.text, path=p.path, location=p.location))
+
+    def delete_path(self, path: str) -> None:
+        self._w.delete_documents_by_term("path", path)
+
+    def delete_all(self) -> None:
+        self._w.delete_all_documents()
+
+    def commit(self) -> None:
+        self._w.commit()
+
+    def finish(self) -> None:
+        self._w.wait_merging_threads()
+        self._w = self._add = None
+
+    def release(self) -> None:
+        if self._w is not None:
+            try:
+                self._w.rollback()
+            except (ValueError, OSError):
+                pass
+            self._w = self._add = None
+
+
+@contextmanager
+def exclusive_lock(directory: Path) -> Iterator[None]:
+    """One writer per index. A second one fails at once with the holder's PID. A lock file removed
+    while this run opened it (a failed run cleaning up after itself) is opened again: a lock held on
+    a file no longer there locks nothing, and a third run would take the new one beside it."""
+    import fcntl
+
+    path = directory / LOCK_FILE
+    for _attempt in range(LOCK_ATTEMPTS):
+        try:
+            fh = open(path, "a+", encoding="utf-8")
+        except OSError as exc:  # a read-only index, a folder of someone else's
+            raise unwritable_index(directory, exc.strerror or str(exc)) from None
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "?"
+            fh.close()
+            raise IndexLockedError(
+                f"index at {directory} is locked by PID {holder} (another `ragcli index` is running)",
+                hint="wait for it to finish, then run again",
+            ) from None
+        if _same_file(fh, path):
+            break
+        fh.close()
+    else:
+        raise IndexLockedError(f"index at {directory}: its lock file keeps being replaced",
+                               hint="another program is removing ragcli.lock; run again once it stops")
+    try:
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))
+        fh.flush()
+        yield
+    finally:
+        fh.close()
+
+
+LOCK_ATTEMPTS = 3
+
+
+def _same_file(fh: Any, path: Path) -> bool:
+    """Whether the open file ``fh`` is still the one at ``path`` (not removed or replaced since)."""
+    try:
+        return os.path.samestat(os.fstat(fh.fileno()), os.stat(path))
+    except FileNotFoundError:
+        return False
+
+
+def unwritable_index(directory: Path, why: str, *, kept: bool = False) -> IndexWriteError:
+    """The error for an index folder that cannot be written, with a hint for its cause (a permission
+    denied was told to free disk space); ``kept``: the index still holds its last commit."""
+    if "space" in why.lower() or "quota" in why.lower():
+        hint = "free disk space and run `ragcli index` again"
+    else:
+        hint = "give --index a folder you can write to, or fix its permissions"
+    return IndexWriteError(f"cannot write the index at {directory}: {why}",
+                           hint=hint + ("; the index still holds its last commit" if kept else ""))
