@@ -34,13 +34,24 @@ def test_f1_hand_computed_and_multiple_golds():
 
 
 def test_yes_no():
-    assert m.is_yes_no(["yes"]) and not m.is_yes_no(["Paris"])
-    assert m.yes_no_accuracy("No, they are not", ["no"]) == 1.0
-    assert m.yes_no_accuracy("yes", ["no"]) == 0.0
-    # a refusal is not a "no": only the answer's first word counts
-    assert m.yes_no_accuracy("There is no information about this.", ["no"]) == 0.0
-    assert m.yes_no_accuracy("Both are located in Canada, so yes", ["yes"]) == 0.0
-    assert m.yes_no_accuracy("Yes, both are Canadian.", ["yes"]) == 1.0
+    def scores(answer, gold):
+        return m.answer_scores(answer, [gold])
+
+    assert scores("No, they are not.", "no") == (1.0, 1.0)
+    assert scores("Yes — both were born in 1950.", "yes") == (1.0, 1.0)
+    assert scores("No. Ed Wood was American.", "no") == (1.0, 1.0)
+    assert scores("yes", "no") == (0.0, 0.0)
+    # a refusal is not a "no", nor is any sentence that merely begins with the word: a constant
+    # "No information is available." scored 54 EM on StrategyQA's yes/no questions
+    for refusal in ("No information is available in the documents.", "No one knows.", "No such film exists.",
+                    "There is no information about this.", "No doubt, yes."):
+        assert scores(refusal, "no") == (0.0, 0.0), refusal
+    assert scores("No doubt, yes.", "yes") == (0.0, 0.0)
+    assert scores("Both are located in Canada, so yes", "yes") == (0.0, 0.0)
+    assert scores("Yes, both are Canadian.", "yes") == (1.0, 1.0)
+    assert m.extract_answer("No, they are not.") == "No"
+    assert m.extract_answer("Nobody, in the end.") == "Nobody, in the end"
+    assert m.answer_scores("Paris.", []) == (None, None)  # a long-form request: no reference answer
     assert m.f1_score("no", ["yes"]) == 0.0
     assert m.f1_score("yes it is", ["yes"]) == 0.0  # HotpotQA's rule: a yes/no gold scores its exact word only
 
@@ -545,6 +556,32 @@ def test_a_strategy_or_value_named_twice_runs_once_and_a_single_grid_is_still_co
     assert "against single k=2" in out and "single k=2 → none" in out
 
 
+def test_an_eval_searches_the_web_only_when_its_flag_asks(tmp_path, monkeypatch, capsys):
+    """CRAG's web search is on for `ask`; an eval scored on live web pages (other ones each day, none
+    offline) could not be reproduced, so an eval leaves it off unless --web is given."""
+    searched = []
+
+    class Web:
+        def search(self, query, k, *, timeout=None):
+            searched.append(query)
+            return []
+
+    monkeypatch.setattr(engine_mod.Engine, "web_searcher", lambda self, settings: Web())
+    monkeypatch.setenv("RAGCLI_WEB", "1")  # yours for `ask`, as a config file's would be
+    from ragcli import cli
+
+    data, corpus = _dataset(tmp_path)
+    monkeypatch.setattr(engine_mod, "make_generator", lambda s: FakeGenerator(  # grades every page Incorrect
+        default=toks(" So the answer is Topic 3.", 0.9) + toks("\n\nQuestion:", 0.9), yes_prob=lambda prompt: 0.0))
+    for flag, expected in (([], False), (["--web"], True)):
+        summary = tmp_path / f"s{len(flag)}.json"
+        with pytest.raises(SystemExit) as exc:
+            cli.run(["eval", str(data), "--strategy", "crag", "--corpus", str(corpus), "--summary", str(summary), *flag])
+        assert exc.value.code == 0, capsys.readouterr().err
+        assert json.loads(summary.read_text())["meta"]["settings"]["web"] is expected
+        assert bool(searched) is expected  # 2 questions, each with its web search with --web
+
+
 def test_a_grid_compares_each_run_with_the_single_run_of_its_own_values(tmp_path, monkeypatch, capsys):
     """"flare k=3" was compared with "single k=2" too, and "single k=3" with "single k=2" and back."""
     data, corpus = _dataset(tmp_path)
@@ -605,6 +642,25 @@ def test_the_eval_index_ranks_ties_the_same_in_every_build(tmp_path, monkeypatch
     index = TantivyIndex.open(eval_cli._eval_index(tmp_path / "unused.jsonl", corpus))
     assert seen and seen[0].get("writer_threads") == 1
     assert [d.id for d in index.search("same words", 300)] == [r["pid"] for r in rows]  # the order read
+
+
+def test_a_few_questions_all_the_same_way_are_no_significant_difference():
+    """A percentile bootstrap interval collapses to a point on one question, or on a few that differ
+    alike, and excluded 0: the table starred one question's difference."""
+    from ragcli.eval.stats import paired_bootstrap
+
+    one = paired_bootstrap([0.0], [100.0])
+    assert (one.low, one.high) == (100.0, 100.0) and one.p == 1.0 and not one.significant
+    four = paired_bootstrap([0.0] * 4, [50.0] * 4)
+    assert four.p == pytest.approx(2 / 16) and not four.significant  # the exact sign test's p
+    eight = paired_bootstrap([0.0] * 8, [50.0] * 8)
+    assert eight.p == pytest.approx(2 / 256) and eight.significant
+    same = paired_bootstrap([30.0, 40.0], [30.0, 40.0])
+    assert same.p == 1.0 and not same.significant
+    mixed = paired_bootstrap([0.0] * 40, [100.0, 0.0] * 20)  # 20 of 40 up by 100: p far below 0.05
+    assert mixed.p < 0.001 and mixed.significant
+    noise = paired_bootstrap([0.0] * 40, [100.0, -100.0] * 20)
+    assert noise.p == pytest.approx(1.0) and not noise.significant
 
 
 def test_the_paired_table_explains_its_star_only_when_a_row_has_one():
@@ -885,6 +941,44 @@ def test_a_half_written_last_line_is_cut_off_in_place(tmp_path):
         out.write_text(text)
         _repair_tail(out)
         assert out.read_text() == cut, text[:20]
+    # a whole record without its newline (as an editor saves it) is one load_done counts: it is kept,
+    # ended, not cut off to be asked again while the summary had counted it
+    whole = json.dumps({"run": "single", "id": "q9"})
+    for text in (whole, "a\n" + whole, "a\n" * TAIL_BLOCK + whole):
+        out.write_text(text)
+        counted = len(load_done(out))
+        _repair_tail(out)
+        assert out.read_text() == text + "\n" and len(load_done(out)) == counted, text[:20]
+
+
+def test_a_question_whose_type_is_header_is_a_result_and_is_not_asked_again(tmp_path, settings):
+    """Results copy their question's "type": one a data set called "header" was taken for the file's
+    header, skipped on resume, asked again and appended again on every run."""
+    data, corpus = _dataset(tmp_path)
+    data.write_text(data.read_text().replace('"type": "comparison"', '"type": "header"'))
+    eng = _engine(settings, tmp_path, corpus)
+    examples = load_examples(data)
+    specs = expand_grid(["none"], {})
+    out = tmp_path / "r.jsonl"
+    for _ in range(3):
+        flags = []
+        run_eval(eng, specs, examples, settings, out=out, meta={"m": 1}, on_result=lambda row, resumed: flags.append(resumed))
+    assert flags == [True, True] and len(out.read_text().splitlines()) == 3
+
+
+def test_resumed_rows_are_scored_by_todays_metrics_not_by_what_their_file_says(tmp_path, settings):
+    data, corpus = _dataset(tmp_path)
+    eng = _engine(settings, tmp_path, corpus)
+    examples = load_examples(data)
+    out = tmp_path / "r.jsonl"
+    run_eval(eng, expand_grid(["none"], {}), examples, settings, out=out, meta={"m": 1})
+    lines = out.read_text().splitlines()
+    stale = [json.loads(line) for line in lines]
+    for row in stale[1:]:
+        row["em"] = row["f1"] = 1.0  # as a file scored by an older, more lenient rule holds them
+    out.write_text("".join(json.dumps(r) + "\n" for r in stale))
+    rows = run_eval(eng, expand_grid(["none"], {}), examples, settings, out=out, meta={"m": 1})
+    assert summarize(rows)["none"]["em"] == 50.0 and summarize(rows)["none"]["f1"] == 50.0
 
 
 def test_a_parallel_run_taken_to_its_last_result_is_no_cancellation():

@@ -66,6 +66,8 @@ def eval_run(
     from ragcli.eval import runner
 
     base = Settings.resolve(dict(flags or {}))
+    if base.source("web") != "flag":  # scored on the corpus alone: CRAG's web search read live pages,
+        base.web = False  # other ones each day (or none, offline), unless --web asks for them
     for path, flag in ((out, "--out"), (summary, "--summary"), (plot, "--plot")):
         _check_writable(path, flag)
     if plot is not None:

@@ -1,14 +1,20 @@
-"""SQuAD-style answer metrics, answer extraction, and retrieval recall by passage id."""
+"""SQuAD-style answer metrics (HotpotQA's official EM and F1), answer extraction, and retrieval
+recall by passage id."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Iterable, Sequence
 
 from ragcli.answers import YES_NO, normalize_answer, short_answer
 
-__all__ = ["YES_NO", "exact_match", "extract_answer", "f1_score", "is_yes_no", "normalize_answer", "recall",
-           "yes_no_accuracy"]
+__all__ = ["YES_NO", "answer_scores", "exact_match", "extract_answer", "f1_score", "normalize_answer", "recall"]
+
+# A yes or no standing alone at the start of the short answer, then its explanation after a stop or a
+# comma ("No, they are not." answers "no"); not a "No" that begins a sentence of another meaning
+# ("No information is given.", "No one knows.", "No doubt, yes."), which answers nothing.
+_YES_NO_LEAD = re.compile(r"\s*(yes|no)\s*(?:[,;:.!?\u2014\u2013-].*)?", re.IGNORECASE | re.DOTALL)
 
 
 def exact_match(prediction: str, golds: Sequence[str]) -> float:
@@ -35,20 +41,21 @@ def _f1(prediction: str, gold: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def is_yes_no(golds: Sequence[str]) -> bool:
-    return bool(golds) and all(normalize_answer(g) in YES_NO for g in golds)
-
-
-def yes_no_accuracy(prediction: str, golds: Sequence[str]) -> float:
-    """1 when the answer starts with the gold's yes or no ("No, they are not."): a "no" further on
-    ("There is no information.") is no answer."""
-    words = normalize_answer(prediction).split()
-    return float(bool(words) and words[0] in YES_NO and words[0] == normalize_answer(golds[0]))
+def answer_scores(answer: str, golds: Sequence[str]) -> tuple[float | None, float | None]:
+    """(EM, F1) of an answer's short answer (``extract_answer``) against the reference answers; (None,
+    None) without any (a long-form request)."""
+    if not golds:
+        return None, None
+    short = extract_answer(answer)
+    return exact_match(short, golds), f1_score(short, golds)
 
 
 def extract_answer(text: str) -> str:
-    """The short answer EM and F1 score (``ragcli.answers.short_answer``)."""
-    return short_answer(text)
+    """The short answer EM and F1 score (``ragcli.answers.short_answer``); one that opens with a
+    yes or no standing alone is that word ("No, they are not." -> "No")."""
+    short = short_answer(text)
+    lead = _YES_NO_LEAD.fullmatch(short)
+    return lead.group(1) if lead else short
 
 
 def recall(retrieved: Iterable[str], gold: Iterable[str], budget: int | None = None) -> float | None:

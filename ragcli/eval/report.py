@@ -168,7 +168,7 @@ def paired_table(pairs: list[tuple[str, dict[str, Any], str, dict[str, Any]]], t
                 cells[metric] = (f"{p.a:.1f} → {p.b:.1f}", f"{p.diff:+.1f} [{p.low:+.1f}, {p.high:+.1f}]{mark}")
             rows.append((f"{label_a} → {label_b}", ds or "all", str(n), cells,  # as the cells read, A → B
                          None if ds is None else "dim"))
-    caption = "* the interval excludes 0" if starred else None  # (said only of a table with a star)
+    caption = "* the interval excludes 0 and a sign-flip test gives p < 0.05" if starred else None  # (said only of a table with a star)
 
     def table(title: str, metrics, caption: str | None):
         from rich.table import Table

@@ -21,7 +21,7 @@ from ragcli.config import Settings
 from ragcli.engine import Engine
 from ragcli.errors import UsageError
 from ragcli.eval.dataset import Example
-from ragcli.eval.metrics import exact_match, extract_answer, f1_score, is_yes_no, recall, yes_no_accuracy
+from ragcli.eval.metrics import answer_scores, extract_answer, recall
 from ragcli.events import AnswerFinished, Calibrated, DocumentsRetrieved, event_to_dict
 from ragcli.ingest.passages import record_of
 from ragcli.retrieval import StaticRetriever
@@ -71,13 +71,7 @@ def expand_grid(strategies: list[str], grid: dict[str, list[Any]]) -> list[RunSp
 def score(example: Example, answer: str, retrieved: list[str], context: list[str] = ()) -> dict[str, float]:
     """EM and F1 of the short answer; recall of the gold paragraphs among everything retrieved, the
     first 15 of it, and the documents in the prompt that wrote the final answer (``context``)."""
-    short = extract_answer(answer)
-    if not example.answers:  # a long-form request: no reference answer
-        em = f1 = None
-    elif is_yes_no(example.answers):
-        em = f1 = yes_no_accuracy(short, example.answers)
-    else:
-        em, f1 = exact_match(short, example.answers), f1_score(short, example.answers)
+    em, f1 = answer_scores(answer, example.answers)  # (None for a long-form request: no reference answer)
     gold = example.gold_pids
     held = set(gold)
     base_ids = [record_of(pid, held) for pid in retrieved]
@@ -137,6 +131,12 @@ def run_one(engine: Engine, spec: RunSpec, example: Example, base: Settings) -> 
     return row
 
 
+def is_header(record: dict) -> bool:
+    """Whether a record of a results file is its header: "type" "header", and no "run" (a result copies
+    its question's "type", which a data set may call anything)."""
+    return record.get("type") == "header" and "run" not in record
+
+
 def _first_record(out: Path) -> dict | None:
     """The first line of a results file, parsed (its header, where it has one): None for an empty
     file, {} for a line that is no JSON object."""
@@ -161,7 +161,7 @@ def load_done(out: Path | None) -> dict[tuple[str, str], dict]:
                 row = json.loads(line)
             except ValueError:  # a line cut by an interruption
                 continue
-            if isinstance(row, dict) and row.get("type") == "header":
+            if isinstance(row, dict) and is_header(row):
                 continue
             if not (isinstance(row, dict) and isinstance(row.get("run"), str) and isinstance(row.get("id"), str)):
                 raise UsageError(f"{out}:{lineno} is not a result of `ragcli eval run`",
@@ -184,7 +184,7 @@ def check_resumable(out: Path | None, meta: dict | None, *, model: bool = True) 
     if header is None:
         return
     restart = "rerun with --restart to start it over, or use another --out"
-    if header.get("type") != "header":
+    if not is_header(header):
         raise UsageError(f"{out} holds results without the settings they were made with", hint=restart)
     differ = _differences(header, meta, model)
     if differ:
@@ -240,7 +240,7 @@ def run_eval(engine: Engine, specs: list[RunSpec], examples: list[Example], base
         out.parent.mkdir(parents=True, exist_ok=True)
         _repair_tail(out)
         fh = out.open("a", encoding="utf-8")
-        has_header = (_first_record(out) or {}).get("type") == "header"  # (interrupted before its first result)
+        has_header = is_header(_first_record(out) or {})  # (interrupted before its first result)
         if not done and meta is not None and not has_header:
             fh.write(json.dumps({"type": "header", **meta}, ensure_ascii=False) + "\n")
             fh.flush()
@@ -270,31 +270,46 @@ def run_eval(engine: Engine, specs: list[RunSpec], examples: list[Example], base
 def _repair_tail(out: Path) -> None:
     """Drop a half-written last line left by an interruption: the file is cut where its last whole
     line ends, read from the end, never written anew (rewritten whole, a full disk or a quota mid-write
-    lost the finished results before it; and a long eval's file was read whole into memory)."""
+    lost the finished results before it; and a long eval's file was read whole into memory). A last
+    line that is a whole record without its newline (an editor's save, a copy) is kept, ended, as
+    ``load_done`` counted it."""
     if not out.is_file():
         return
     with out.open("rb+") as fh:
         size = end = fh.seek(0, os.SEEK_END)
+        cut_at = 0  # no line ended: the one there was half-written
         while end > 0:
             start = max(0, end - TAIL_BLOCK)
             fh.seek(start)
             cut = fh.read(end - start).rfind(b"\n")
             if cut >= 0:
-                if start + cut + 1 < size:
-                    fh.truncate(start + cut + 1)
-                return
+                cut_at = start + cut + 1
+                break
             end = start
-        fh.truncate(0)  # no line ended: the one there was half-written
+        if cut_at == size:
+            return
+        fh.seek(cut_at)
+        try:
+            whole = isinstance(json.loads(fh.read(size - cut_at)), dict)
+        except ValueError:
+            whole = False
+        if whole:
+            fh.seek(size)
+            fh.write(b"\n")
+        else:
+            fh.truncate(cut_at)
 
 
 TAIL_BLOCK = 1 << 16
 
 
 def summarize(rows: Iterable[dict]) -> dict[str, Any]:
-    """Per run: means of the metrics (and per dataset), in the shape `summary.json` holds."""
+    """Per run: means of the metrics (and per dataset), in the shape `summary.json` holds. EM and F1
+    are scored again from each row's answer and reference answers: rows resumed from a file written
+    before a change to the metrics are then counted as the new rows are, not by what they once got."""
     groups: dict[str, list[dict]] = {}
     for row in rows:
-        groups.setdefault(row["run"], []).append(row)
+        groups.setdefault(row["run"], []).append(_rescored(row))
     runs = {}
     for key, items in groups.items():
         entry = _means(items)
@@ -310,6 +325,14 @@ def summarize(rows: Iterable[dict]) -> dict[str, Any]:
                                         **{m: r.get(m) for m in PAIRED}} for r in items}
         runs[key] = entry
     return runs
+
+
+def _rescored(row: dict) -> dict:
+    """``row`` with its EM and F1 from today's metrics (a row without its answer or references as it is)."""
+    if not isinstance(row.get("answer"), str) or not isinstance(row.get("gold"), list):
+        return row
+    em, f1 = answer_scores(row["answer"], row["gold"])
+    return row if (em, f1) == (row.get("em"), row.get("f1")) else {**row, "em": em, "f1": f1}
 
 
 def _means(items: list[dict]) -> dict[str, float]:
