@@ -63,8 +63,12 @@ class Prompt(str):
 
 
 def starts_answer(prompt: str) -> bool:
-    """Whether ``prompt`` asks for the start of an output: a Prompt with nothing after its cue yet."""
-    return isinstance(prompt, Prompt) and not prompt.continuation.strip()
+    """Whether ``prompt`` asks for the start of an output: a Prompt with nothing after its cue yet, or
+    whose text so far ends with the conclusion's cue ("… So the answer is:"), which a phrase must follow."""
+    if not isinstance(prompt, Prompt):
+        return False
+    so_far = prompt.continuation.strip()
+    return not so_far or so_far.endswith(CONCLUSION)
 
 
 def _shots(text: str, cue: str = "Answer:") -> tuple[tuple[str, str], ...]:

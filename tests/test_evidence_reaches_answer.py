@@ -13,7 +13,7 @@ import pytest
 
 from ragcli.eval.metrics import extract_answer
 from ragcli.events import AnswerFinished, AnswerRead, DraftSentence, RetrievalTriggered, StepStarted
-from ragcli.generation.fake import ReadingFake, toks
+from ragcli.generation.fake import FakeGenerator, ReadingFake, toks
 from ragcli.strategies import build
 from ragcli.strategies.baselines import SingleRetrieval
 from ragcli.strategies.flare import Flare
@@ -535,3 +535,31 @@ def test_ircot_shows_the_answer_the_read_checks_before_the_read(settings):
     read = [i for i, e in enumerate(events) if isinstance(e, StepStarted) and e.what == "read"]
     assert shown and read and shown[0] < read[0]
     assert extract_answer(final(events).answer) == "Mars"
+
+
+def test_a_reasoning_answers_final_read_writes_its_conclusion_from_the_page_found_last(settings):
+    """``--answer-style cot``: the final read kept the reasoning as the text written so far, and a
+    model that had ended its answer after those steps once ended it again at once: "the final read
+    wrote nothing", on all four questions tried with the bundled model, the page found last never
+    read. The read is asked for the conclusion itself ("… So the answer is:")."""
+    stop = toks("\n\nQuestion:", 0.9)
+
+    def model(prompt):
+        so_far = prompt[prompt.rfind("\nAnswer:") + len("\nAnswer:"):].strip()
+        docs = ReadingFake.documents_of(prompt)
+        if not so_far:  # a step, then an unsure conclusion
+            return toks(" Rome was founded by Romulus. So the answer is: Romulus.", 0.95, {"Romulus.": 0.1}) + stop
+        if so_far.endswith("So the answer is:"):
+            return toks(" Mars." if "son of Mars" in docs else " Romulus.", 0.95) + stop
+        if "son of Mars" in docs or "So the answer is" in so_far:
+            return stop  # its steps written, the answer had ended: it ends again
+        return toks(" So the answer is: Romulus.", 0.95, {"Romulus.": 0.1}) + stop  # an unsure conclusion
+
+    retriever = OverlapRetriever([BRIDGE, ANSWER_PAGE, *NOISE])
+    strategy = build(Flare, FakeGenerator(default=model), retriever,
+                     settings.copy(k=1, theta=0.5, answer_style="cot"))
+    events = list(strategy.run(QUESTION))
+    read = [e for e in events if isinstance(e, AnswerRead)]
+    assert read and "romulus" in {d.id for d in read[0].documents}  # the final search found the page
+    assert final(events).answer == "Rome was founded by Romulus. So the answer is: Mars."
+    assert not [e for e in events if getattr(e, "message", "").startswith("the final read wrote nothing")]

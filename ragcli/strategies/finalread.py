@@ -46,7 +46,9 @@ class FinalRead:
         ``read_cap``), fitted to the context; when the answer is uncertain, a search with the question
         and the answer comes first (``final_search``). ``reasoning`` (a reasoning answer's steps) stays
         in front of what the read writes, in at most ``budget`` tokens (default: a short answer's, a
-        paragraph's ``max_tokens``). The
+        paragraph's ``max_tokens``); a reasoning answer's read is asked for its conclusion (its prompt
+        ends "So the answer is:"): after the steps it had already ended once, the model ended again at
+        once, and the read wrote nothing. The
         read's answer is taken unless the evidence gate keeps ``before`` (``_unsupported_revision``).
         Yields the step and an ``AnswerRead``; returns the final answer."""
         st = self.settings
@@ -58,7 +60,9 @@ class FinalRead:
             query = self._final_query(question, before)
             self.stats.retrieval_opportunities += 1
             last = yield from self.retrieve(query, reason, fresh=True)
-        build = lambda d: prompts.answer_prompt(question, d, reasoning, style)  # noqa: E731
+        concluding = style == "cot" and bool(reasoning)
+        lead = f"{reasoning} {prompts.CONCLUSION}" if concluding else reasoning
+        build = lambda d: prompts.answer_prompt(question, d, lead, style)  # noqa: E731
         if budget is None:  # a paragraph is written again whole; a short answer in a short one's tokens
             budget = st.max_tokens if style == "long" else self.short_answer_budget()
         # Fitted in rank order; the pages already in the main slot's KV cache first, in their order
@@ -83,13 +87,15 @@ class FinalRead:
         if not chunk.ended and len(sentences) > 1 and not ends_with_stop(sentences[-1].text):
             # out of tokens mid-sentence: end at the last full stop
             sentences = sentences[:-1]
-        if style == "cot":  # up to and including the conclusion
+        if concluding:  # the conclusion's phrase
+            sentences = sentences[:1]
+        elif style == "cot":  # up to and including the conclusion
             cut = next((i for i, s in enumerate(sentences) if prompts.concludes(s.text)), len(sentences) - 1)
             sentences = sentences[: cut + 1]
         elif style != "long":  # the short answer and its one sentence of explanation
             sentences = sentences[:2]
         text = " ".join(s.text for s in sentences).strip()
-        after = f"{reasoning} {text}".strip() if reasoning else text
+        after = f"{lead} {text}".strip() if reasoning and text else text
         if not text:
             yield self.notice("the final read wrote nothing; keeping the answer as it was", "warning")
             return before
