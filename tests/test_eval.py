@@ -582,6 +582,18 @@ def test_an_eval_searches_the_web_only_when_its_flag_asks(tmp_path, monkeypatch,
         assert bool(searched) is expected  # 2 questions, each with its web search with --web
 
 
+def test_a_closed_book_results_file_resumes_with_retrieving_runs_and_back(tmp_path, monkeypatch, capsys):
+    """`--strategy none --out r.jsonl`, then `--strategy none,single --out r.jsonl`, was refused with
+    "index: '' there, '…/eval-index/…' here": an index the user never named."""
+    data, corpus = _dataset(tmp_path)
+    out = tmp_path / "r.jsonl"
+    for strategies in ("none", "none,single", "none"):
+        code, _, err = _eval_cli(monkeypatch, capsys, [str(data), "--strategy", strategies, "--corpus", str(corpus),
+                                                       "--out", str(out)])
+        assert code == 0, err
+    assert len(out.read_text().splitlines()) == 1 + 4  # the header, then 2 questions × 2 runs, none asked twice
+
+
 def test_a_grid_compares_each_run_with_the_single_run_of_its_own_values(tmp_path, monkeypatch, capsys):
     """"flare k=3" was compared with "single k=2" too, and "single k=3" with "single k=2" and back."""
     data, corpus = _dataset(tmp_path)

@@ -107,8 +107,11 @@ def eval_run(
         from ragcli.retrieval.index import TantivyIndex
 
         TantivyIndex.open(base.index)
-    else:
-        base.index = ""  # closed-book: nothing to build (it failed on a data set without paragraphs)
+    else:  # closed-book: nothing to build, but where the eval's index would be is what its file records, so
+        try:  # that a retrieving run resumes it (one with "" there was refused: "index: '' there, '…' here")
+            base.index = str(_eval_index_plan(dataset, corpus)[0])
+        except UsageError:  # a data set without paragraphs: no index at all
+            base.index = ""
     if not restart:  # settings, dataset and corpus before the index is built and the model loads (minutes
         # for a big one, to be told then the file was made from another corpus); the model's hash after
         runner.check_resumable(out, runner.run_metadata(base, dataset, base.index, None, long_form=long_form),
