@@ -78,3 +78,24 @@ def unlistable(monkeypatch, name: str):
     monkeypatch.setattr(os, "scandir", scandir)
     return real
 
+
+
+def run_unprivileged(argv: list[str], cwd: Path, env: dict | None = None):
+    """``python -m ragcli argv`` in ``cwd``, obeying file permissions even as root (root reads a chmod
+    000 folder anyway): under setpriv without CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH. Skips where
+    root has no setpriv. Returns the CompletedProcess (text)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("running as root without setpriv: permissions cannot be made to bind")
+        drop = "-dac_override,-dac_read_search"
+        prefix = [setpriv, f"--bounding-set={drop}", f"--inh-caps={drop}"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1", **(env or {})}
+    return subprocess.run([*prefix, sys.executable, "-m", "ragcli", *argv], cwd=cwd, env=env, text=True,
+                          capture_output=True, timeout=120)

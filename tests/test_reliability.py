@@ -516,3 +516,27 @@ def test_an_index_tantivy_cannot_lock_for_reading_is_not_called_damaged(tmp_path
 
     # without tantivy's "message", its own text, less its ". None" (not the letters of it: "…one" lost its "one")
     assert _lock_reason("Failed to acquire Lockfile: held by another one. None") == "Failed to acquire Lockfile: held by another one"
+
+
+@pytest.mark.parametrize("mode", [0o000, 0o644])
+def test_a_folder_that_cannot_be_entered_is_reported_and_the_rest_indexed(tmp_path, mode):
+    """A folder with no search permission inside the indexed one ended the whole run with "internal
+    error: PermissionError … locked/ragcli.json" (the check for an index inside it raised), exit 1,
+    nothing indexed. It is said to be unreadable, as a folder that cannot be listed is."""
+    from tests.conftest import run_unprivileged
+
+    docs = tmp_path / "d"
+    (docs / "ok").mkdir(parents=True)
+    (docs / "locked").mkdir()
+    (docs / "ok" / "a.txt").write_text("Wombats dig burrows.", encoding="utf-8")
+    (docs / "locked" / "b.txt").write_text("The vault code is kept by Ada.", encoding="utf-8")
+    (docs / "locked").chmod(mode)
+    try:
+        proc = run_unprivileged(["index", "d", "--index", str(tmp_path / "idx")], tmp_path)
+    finally:
+        (docs / "locked").chmod(0o755)
+    assert proc.returncode == 0, proc.stderr
+    assert "internal error" not in proc.stderr and "not reachable: cannot read" in proc.stderr
+    assert "1 added" in proc.stderr
+    assert list(TantivyIndex.open(tmp_path / "idx").load_manifest()) == [str(docs.resolve() / "ok" / "a.txt")]
+

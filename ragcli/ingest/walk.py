@@ -217,7 +217,13 @@ def _never_read(folder: Path, root: Path) -> bool:
 
 
 def _is_index(folder: Path) -> bool:
-    return (folder / META_FILE).is_file() and (folder / MANIFEST_FILE).is_file()
+    """Whether ``folder`` holds a ragcli index. One that cannot be entered (mode 000 or 644) is not
+    known to be one: the walk goes on to it and says it cannot read it (Path.is_file raised
+    PermissionError, which ended the whole run as an internal error)."""
+    try:
+        return (folder / META_FILE).is_file() and (folder / MANIFEST_FILE).is_file()
+    except OSError:
+        return False
 
 
 def _ignored_by(specs: list[tuple[Path, object]], path: Path, is_dir: bool) -> Path | None:
