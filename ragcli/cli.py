@@ -103,7 +103,8 @@ def index(
 
     settings = Settings.resolve(flags)
     # a quoted "~/notes" (or one from a script) as --index, --model and /index read it; a folder named "~" stays
-    paths = [p if p.exists() or p.is_symlink() else Path(os.path.expanduser(p)) for p in paths]  # "~nobody/x": kept
+    # (os.path.lexists: Path.exists raised PermissionError for a file in a folder that cannot be entered)
+    paths = [p if os.path.lexists(p) else Path(os.path.expanduser(p)) for p in paths]  # "~nobody/x": kept
     console = stderr_console()
     warnings: list[str] = []
     progress = None

@@ -540,3 +540,19 @@ def test_a_folder_that_cannot_be_entered_is_reported_and_the_rest_indexed(tmp_pa
     assert "1 added" in proc.stderr
     assert list(TantivyIndex.open(tmp_path / "idx").load_manifest()) == [str(docs.resolve() / "ok" / "a.txt")]
 
+
+def test_a_file_named_in_a_folder_that_cannot_be_entered_is_a_usage_error(tmp_path):
+    """`ragcli index d/locked/b.txt` (d/locked mode 000) was an internal error (Path.exists raised
+    PermissionError), exit 1; a path that cannot be read is a usage error, as a missing one is."""
+    from tests.conftest import run_unprivileged
+
+    locked = tmp_path / "d" / "locked"
+    locked.mkdir(parents=True)
+    (locked / "b.txt").write_text("The vault code is kept by Ada.", encoding="utf-8")
+    locked.chmod(0o000)
+    try:
+        proc = run_unprivileged(["index", "d/locked/b.txt", "--index", str(tmp_path / "idx")], tmp_path)
+    finally:
+        locked.chmod(0o755)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip() == "error: cannot read d/locked/b.txt: Permission denied"

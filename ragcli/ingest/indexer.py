@@ -10,6 +10,7 @@ that leaves the index empty.
 
 from __future__ import annotations
 
+import errno
 import gc
 import os
 import time
@@ -189,7 +190,7 @@ def _gone(paths: list[Path], index_dir: Path | None, warn: WarnFn) -> list[Path]
     """The paths that are not there any more but the index (None: none, a rebuild) holds files from
     (a folder deleted or renamed since it was indexed): the run removes their files. Any other
     missing path is an error."""
-    missing = [p for p in paths if not p.exists()]
+    missing = [p for p in paths if not _there(p)]
     if not missing:
         return []
     manifest = _manifest_of(index_dir) if index_dir else {}
@@ -208,6 +209,23 @@ def _gone(paths: list[Path], index_dir: Path | None, warn: WarnFn) -> list[Path]
              f"{'leaves' if held == 1 else 'leave'} the index")
         gone.append(p)
     return gone
+
+
+def _there(path: Path) -> bool:
+    """Whether ``path`` exists (False for a broken link or a loop); one that cannot be looked at (a file
+    in a folder that cannot be entered: Path.exists raised PermissionError, an internal error) is a
+    usage error, as a missing one is."""
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return False
+        raise InputPathError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except ValueError:  # a NUL in the name
+        return False
+    return True
 
 
 def _find_files(paths: list[Path], report: IndexReport, warn: WarnFn, *, include_hidden: bool,
