@@ -224,6 +224,52 @@ def test_the_ignore_files_of_the_folders_above_the_one_indexed_apply(tmp_path, m
     assert found(tmp_path / "ign") == ["logs/keep.log", "logs/readme.md"]
 
 
+@pytest.mark.parametrize("encoded", [
+    b"\xef\xbb\xbfsecret.txt\nprivate/\n",  # UTF-8 with a BOM (Notepad)
+    "secret.txt\r\nprivate/\r\n".encode("utf-16"),  # PowerShell 5's `echo secret.txt > .ragcliignore`
+    "secret.txt\nprivate/\n".encode("utf-16-le"),  # UTF-16 without a mark
+], ids=["utf8-bom", "utf16-bom", "utf16-le"])
+def test_an_ignore_file_is_read_in_the_encoding_it_was_saved_in(tmp_path, encoded):
+    """A .ragcliignore with a UTF-8 BOM, or in UTF-16, was read as UTF-8 with errors replaced: the BOM
+    spoilt its first pattern, UTF-16 every one, and the private files it leaves out were indexed."""
+    (tmp_path / "private").mkdir()
+    for name in ("keep.txt", "secret.txt", "private/diary.txt"):
+        (tmp_path / name).write_text("text")
+    (tmp_path / ".ragcliignore").write_bytes(encoded)
+    assert [f.path.name for f in iter_files([tmp_path])] == ["keep.txt"]
+
+
+def test_an_ignore_file_that_cannot_be_read_leaves_its_folder_out_and_says_so(tmp_path, monkeypatch):
+    """An unreadable .ragcliignore was passed over in silence (`except OSError: pass`): what it excluded
+    was indexed. Its folder is now left out (not known to be gone: its indexed files keep their
+    passages), with the reason."""
+    (tmp_path / "team" / "sub").mkdir(parents=True)
+    for name in ("keep.txt", "team/notes.txt", "team/secret.txt", "team/sub/secret.txt"):
+        (tmp_path / name).write_text("text")
+    (tmp_path / "team" / ".ragcliignore").write_text("secret.txt\n")
+    real = Path.read_bytes
+
+    def read_bytes(self):  # chmod 000 does not stop root
+        if self.name == ".ragcliignore":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    skipped = []
+    from ragcli.ingest.walk import WalkNotes
+
+    notes = WalkNotes()
+    files = list(iter_files([tmp_path], on_skip=lambda p, why: skipped.append((p, why)), notes=notes))
+    assert [f.path.name for f in files] == ["keep.txt"]
+    assert skipped == [(tmp_path / "team", "cannot read its .ragcliignore (Permission denied): left out, so that "
+                                           "what it excludes is not indexed")]
+    assert notes.unseen(str(tmp_path.resolve() / "team" / "notes.txt"))
+    skipped.clear()  # one in a folder above the one indexed: the same
+    assert list(iter_files([tmp_path / "team" / "sub"], on_skip=lambda p, why: skipped.append((p, why)))) == []
+    assert [why for _, why in skipped] == ["cannot read its .ragcliignore (Permission denied): left out, so that "
+                                           "what it excludes is not indexed"]
+
+
 def test_symlink_loop_does_not_hang(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "doc.txt").write_text("content")

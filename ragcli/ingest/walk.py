@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from ragcli.ingest.formats import SUPPORTED_SUFFIXES
+from ragcli.ingest.encoding import decode
+from ragcli.ingest.formats import SUPPORTED_SUFFIXES, SkipFile
 from ragcli.retrieval.schema import MANIFEST_FILE, META_FILE
 
 IGNORE_FILE = ".ragcliignore"
@@ -135,7 +136,10 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
     specs: list[tuple[Path, object]] = []
     top = Path(os.path.abspath(root))
     for folder in reversed(top.parents):
-        _read_ignore(folder, specs)
+        if not _read_ignore(folder, specs, on_skip):  # what it leaves out is not known: nothing read
+            if unlisted is not None:
+                unlisted(root)
+            return
     left_out = _ignored_by(specs, top, True)
     if left_out is not None:  # the folder itself, from above: said, not silently empty
         if on_skip is not None:
@@ -157,7 +161,11 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
             here = Path(dirpath)
             walked.add(os.path.realpath(here))
             at = top / here.relative_to(root)
-            _read_ignore(at, specs)
+            if not _read_ignore(at, specs, on_skip, shown=here):  # this folder and those in it left out, as one not listed
+                dirnames[:] = []
+                if unlisted is not None:
+                    unlisted(here)
+                continue
             active = [(base, spec) for base, spec in specs if at == base or base in at.parents]
 
             def ignored(p: Path, is_dir: bool) -> bool:
@@ -237,13 +245,27 @@ def _ignored_by(specs: list[tuple[Path, object]], path: Path, is_dir: bool) -> P
     return None
 
 
-def _read_ignore(folder: Path, specs: list[tuple[Path, object]]) -> None:
+def _read_ignore(folder: Path, specs: list[tuple[Path, object]], on_skip: SkipFn | None = None,
+                 shown: Path | None = None) -> bool:
+    """Add the patterns of ``folder``'s .ragcliignore, if it has one, to ``specs``; decoded as any text
+    file is (a UTF-8 BOM, or UTF-16 from PowerShell 5's `echo x > .ragcliignore`, hid its first or
+    every pattern: the private files it left out were indexed). False, said to ``on_skip`` (of the
+    folder as ``shown``), when the file is there but cannot be read: the folder is then left out
+    whole, so that what the file excludes is not indexed in silence."""
     ignore = folder / IGNORE_FILE
     try:
-        if ignore.is_file():
-            specs.append((folder, _spec(ignore.read_text(encoding="utf-8", errors="replace").splitlines())))
-    except OSError:
-        pass
+        if not ignore.is_file():
+            return True
+        text = decode(ignore.read_bytes()).text
+    except FileNotFoundError:  # gone since
+        return True
+    except (OSError, SkipFile) as exc:
+        why = (exc.strerror or str(exc)) if isinstance(exc, OSError) else str(exc)
+        if on_skip is not None:
+            on_skip(shown or folder, f"cannot read its {IGNORE_FILE} ({why}): left out, so that what it excludes is not indexed")
+        return False
+    specs.append((folder, _spec(text.splitlines())))
+    return True
 
 
 def _follow(link: Path, real_root: str, walked: set[str], on_skip: SkipFn | None) -> bool | None:
