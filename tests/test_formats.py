@@ -132,6 +132,26 @@ def test_an_html_charset_is_read_as_browsers_read_it_and_a_wrong_one_is_not_trus
             if _says_one_byte(c)] == ["cp1252", "iso8859-2", "koi8-r"]
 
 
+@pytest.mark.parametrize("head", ['<meta charset="utf-16">',
+                                  '<meta http-equiv="Content-Type" content="text/html; charset=UTF-16LE">',
+                                  '<meta charset="utf-32">'])
+def test_a_meta_tag_declaring_utf16_is_read_as_utf8_as_browsers_do(tmp_path, head):
+    """WHATWG: a <meta> declaring UTF-16 or UTF-32 means UTF-8 (the tag itself was read as ASCII). Taken
+    at its word, an ASCII or UTF-8 page of even length was indexed as CJK garbage."""
+    from ragcli.ingest.formats import reader_version
+    from ragcli.ingest.reader import FileNotes, iter_passages
+
+    markup = f"<html><head>{head}<title>Pump</title></head><body><p>Restart the pump – gently.</p></body></html>"
+    raw = markup.encode("utf-8")
+    page = tmp_path / "page.html"
+    for body in (raw, raw + b" "):  # even and odd lengths
+        page.write_bytes(body)
+        notes = FileNotes()
+        [passage] = iter_passages(page, page.name, notes)
+        assert (passage.title, passage.text, notes.encoding) == ("Pump", "Restart the pump – gently.", "utf-8")
+    assert reader_version(page) >= 3  # pages read as garbage before are read again
+
+
 def test_markdown_front_matter_is_metadata_not_text_and_lines_keep_their_numbers(tmp_path):
     """A blog post's YAML (or Hugo's TOML) front matter is no rule and setext heading: no "---"
     passage, no "title: My Postdate: …" heading; its title names the post; a heading over two

@@ -27,10 +27,11 @@ SUPPORTED_SUFFIXES = TEXT_SUFFIXES | MARKDOWN_SUFFIXES | HTML_SUFFIXES | PDF_SUF
 # version a file was read with, and its next run reads a file an older version read again (counted as
 # updated), so an upgrade needs no `--rebuild`. Bump a format's number when its passages change.
 # Markdown 2: a heading with nothing under it is a passage. HTML 2: a page declaring a one-byte
-# charset over UTF-8 bytes is read as UTF-8. JSONL 2: a line that is not UTF-8 is read in the file's
+# charset over UTF-8 bytes is read as UTF-8. HTML 3: a page declaring UTF-16 or UTF-32 in a <meta> is
+# read as UTF-8 (it was read as UTF-16: CJK garbage). JSONL 2: a line that is not UTF-8 is read in the file's
 # encoding, not skipped as a bad line; a record's "id" 0 is its id, a title that is no text is
 # written out, and the parts of a long record without an id are its hash's "#0", "#1", ….
-_READER_VERSIONS = {**{suffix: 2 for suffix in MARKDOWN_SUFFIXES}, **{suffix: 2 for suffix in HTML_SUFFIXES},
+_READER_VERSIONS = {**{suffix: 2 for suffix in MARKDOWN_SUFFIXES}, **{suffix: 3 for suffix in HTML_SUFFIXES},
                     **{suffix: 2 for suffix in JSONL_SUFFIXES}}
 
 
@@ -215,8 +216,12 @@ BOILERPLATE_ROLES = ("navigation", "banner", "contentinfo", "complementary", "se
 
 
 # What browsers decode a page declared in these as (the WHATWG Encoding Standard): pages that say
-# iso-8859-1 are written in Windows-1252 (curly quotes, dashes and € in 0x80-0x9F).
-_WHATWG = {"iso8859-1": "cp1252", "ascii": "cp1252", "iso8859-9": "cp1254"}
+# iso-8859-1 are written in Windows-1252 (curly quotes, dashes and € in 0x80-0x9F). A <meta> that
+# says UTF-16 or UTF-32 means UTF-8: the parser read the tag as ASCII bytes, so the page is no UTF-16
+# (real UTF-16 has a BOM or NUL bytes, and is decoded as any text file is); taken at its word, an
+# ASCII page of even length was indexed as CJK garbage.
+_WHATWG = {"iso8859-1": "cp1252", "ascii": "cp1252", "iso8859-9": "cp1254",
+           **{name: "utf-8" for name in ("utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be")}}
 
 
 def declared_encoding(raw: bytes) -> str | None:
