@@ -416,6 +416,27 @@ def test_a_lone_surrogate_escape_in_jsonl_is_replaced_not_fatal(tmp_path):
     assert TantivyIndex.open(tmp_path / "index").search("walrus", 1)[0].text == "a \ufffd b walrus"
 
 
+@pytest.mark.parametrize("codec, parser", [("utf-8-sig", "orjson"), ("utf-8-sig", "json"), ("utf-16", "orjson")])
+def test_jsonl_lines_starting_with_a_byte_order_mark_are_records(tmp_path, monkeypatch, codec, parser):
+    """`cat a.jsonl b.jsonl` of two Windows exports puts b's byte-order mark at the start of a line: that
+    record (and, in the json fallback, every line of its batch after a bad one) was "not JSON"."""
+    import sys
+
+    from ragcli.ingest.formats import reader_version
+
+    if parser == "json":
+        monkeypatch.setitem(sys.modules, "orjson", None)  # ImportError: the stdlib json path
+    part = '{"title": "%s", "text": "Record %s about walruses."}\n'
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_bytes((part % ("A", "a")).encode(codec) + (part % ("B", "b") + "\n" + part % ("C", "c")).encode(codec))
+    warnings: list[str] = []
+    r = build_index([corpus], tmp_path / "index", on_warning=warnings.append)
+    assert (r.passages_added, r.bad_lines, warnings) == (3, {}, [])
+    titles = sorted(d.title for d in TantivyIndex.open(tmp_path / "index").search("walruses", 5))
+    assert titles == ["A", "B", "C"]
+    assert reader_version(corpus) >= 3  # corpora that lost such lines are read again
+
+
 def test_add_change_delete_cycle_reports_counts(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()

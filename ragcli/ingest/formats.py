@@ -30,9 +30,10 @@ SUPPORTED_SUFFIXES = TEXT_SUFFIXES | MARKDOWN_SUFFIXES | HTML_SUFFIXES | PDF_SUF
 # charset over UTF-8 bytes is read as UTF-8. HTML 3: a page declaring UTF-16 or UTF-32 in a <meta> is
 # read as UTF-8 (it was read as UTF-16: CJK garbage). JSONL 2: a line that is not UTF-8 is read in the file's
 # encoding, not skipped as a bad line; a record's "id" 0 is its id, a title that is no text is
-# written out, and the parts of a long record without an id are its hash's "#0", "#1", ….
+# written out, and the parts of a long record without an id are its hash's "#0", "#1", …. JSONL 3: a
+# line starting with a byte-order mark (concatenated Windows exports) is a record, not a bad line.
 _READER_VERSIONS = {**{suffix: 2 for suffix in MARKDOWN_SUFFIXES}, **{suffix: 3 for suffix in HTML_SUFFIXES},
-                    **{suffix: 2 for suffix in JSONL_SUFFIXES}}
+                    **{suffix: 3 for suffix in JSONL_SUFFIXES}}
 
 
 def reader_version(path: Path) -> int:

@@ -148,7 +148,11 @@ def _jsonl_records(batches: Iterable[tuple[int, list[bytes]]], notes: FileNotes)
         if values is not None:
             yield from enumerate(values, start=first)
             continue
-        numbered = [(first + i, raw) for i, raw in enumerate(lines) if raw.strip()]
+        # a line starting with a byte-order mark (`cat a.jsonl b.jsonl` of Windows exports; a UTF-16
+        # corpus's too, re-encoded) was "not JSON": the mark goes, here, off the hot path (a batch
+        # without one parsed above, at no cost)
+        numbered = [(first + i, raw[3:] if raw[:3] == _BOM else raw) for i, raw in enumerate(lines)]
+        numbered = [(n, raw) for n, raw in numbered if raw.strip()]
         if not numbered:
             continue
         values = array([raw for _, raw in numbered])
@@ -167,6 +171,7 @@ def _jsonl_records(batches: Iterable[tuple[int, list[bytes]]], notes: FileNotes)
             yield n, value
 
 
+_BOM = "\ufeff".encode("utf-8")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
