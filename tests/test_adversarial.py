@@ -163,3 +163,23 @@ def test_a_giant_word_is_cut_into_passages_of_bounded_size(text):
     spans = chunk_text(text)
     assert all(0 < b - a <= MAX_PASSAGE_CHARS for a, b in spans)
     assert "".join(text[a:b] for a, b in spans).replace(" ", "") == text.replace(" ", "")
+
+
+@pytest.mark.parametrize("codec", ["utf-32-le", "utf-32-be"])
+def test_utf32_without_a_byte_order_mark_is_read_as_utf32_not_utf16(tmp_path, codec):
+    """UTF-32 of ASCII-range text has NULs at every other byte too, so it was read as UTF-16: text full
+    of NULs, no word of it searchable, and no warning. Three NULs in every four bytes are UTF-32."""
+    from ragcli.ingest.encoding import decode
+
+    text = "Notes on the quokka, écrit à Perth – ten lines of it.\n" * 3
+    for sample in (text, "Plain ASCII notes on the quokka.\n"):
+        assert (decode(sample.encode(codec)).text, decode(sample.encode(codec)).encoding) == (sample, codec)
+    utf16 = "Notes on the quokka.\n".encode("utf-16-le")  # not taken for UTF-32
+    assert decode(utf16).encoding == "utf-16-le"
+    (tmp_path / "wide.txt").write_bytes(text.encode(codec))
+    (tmp_path / "wide.jsonl").write_bytes('{"title": "W", "text": "The wombat is wide."}\n'.encode(codec))
+    report = build_index([tmp_path], tmp_path / "index")
+    assert sorted((Path(f.path).name, f.encoding, f.passages) for f in report.files) == [
+        ("wide.jsonl", codec, 1), ("wide.txt", codec, 1)]
+    index = TantivyIndex.open(tmp_path / "index")
+    assert index.search("quokka", 1) and index.search("wombat", 1)

@@ -1,8 +1,9 @@
 """Bytes of a text file -> str, whatever encoding an editor or a Windows tool saved it in.
 
-In order: a byte-order mark (UTF-8, UTF-16, UTF-32); NUL bytes, which are UTF-16 without a mark
-when every other byte is NUL (ASCII-range text), stray in text when the other bytes are text (a log
-file's NUL-filled tail after a crash: read as spaces), and binary otherwise; UTF-8; UTF-8 with a few
+In order: a byte-order mark (UTF-8, UTF-16, UTF-32); NUL bytes, which are UTF-32 without a mark
+when three bytes of every four are NUL, UTF-16 without one when every other byte is (ASCII-range
+text), stray in text when the other bytes are text (a log file's NUL-filled tail after a crash: read
+as spaces), and binary otherwise; UTF-8; UTF-8 with a few
 damaged bytes (replaced, and counted); a detector (charset-normalizer) for legacy 8-bit and CJK
 encodings, trusted only above a confidence floor to say *that* the bytes are text, while
 ``codepages`` says *which* encoding they are in. What is left is not text, and skipped with why.
@@ -51,7 +52,7 @@ def decode(raw: bytes) -> Decoded:
         return Decoded(text, name, bad)
     head = raw[:SNIFF_BYTES]
     if b"\x00" in head:  # valid UTF-8 too, but text files hold no NUL
-        name = bomless_utf16(head)
+        name = bomless_wide(head)
         if name is not None:
             text, bad = _decode_counting(raw, name)
             return Decoded(text, name, bad)
@@ -136,6 +137,27 @@ def stray_nuls(head: bytes) -> bool:
         return False
     controls = len(rest) - len(rest.translate(None, _CONTROL))
     return controls <= MAX_CONTROL_SHARE * len(rest)
+
+
+def bomless_wide(head: bytes) -> str | None:
+    """UTF-32 or UTF-16 without a byte-order mark (``bomless_utf32``, then ``bomless_utf16``: UTF-32 of
+    ASCII-range text has NULs at every other byte too, and was read as UTF-16, full of NULs)."""
+    return bomless_utf32(head) or bomless_utf16(head)
+
+
+def bomless_utf32(head: bytes) -> str | None:
+    """UTF-32 without a byte-order mark: of every 4 bytes the top one NUL and the next at most 0x10
+    (Unicode ends at U+10FFFF), the low ones NUL for ASCII-range characters (little-endian has the
+    top byte last), and the whole reading as text."""
+    whole = head[: len(head) // 4 * 4]
+    if len(whole) < 8:
+        return None
+    for name, low, plane, top in (("utf-32-le", 0, 2, 3), ("utf-32-be", 3, 1, 0)):
+        if whole[top::4].count(0) * 4 != len(whole) or max(whole[plane::4]) > 0x10:
+            continue
+        if whole[low::4].strip(b"\x00") and _reads_as_text(whole, name):
+            return name
+    return None
 
 
 def bomless_utf16(head: bytes) -> str | None:

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from ragcli.ingest.encoding import SNIFF_BYTES, bom, bomless_utf16, damaged_utf8, decode, is_utf8, stray_nuls
+from ragcli.ingest.encoding import SNIFF_BYTES, bom, bomless_wide, damaged_utf8, decode, is_utf8, stray_nuls
 from ragcli.ingest.formats import FileNotes, SkipFile
 from ragcli.ingest.passages import Passage, chunk_text, normalise, record_pid, record_title
 
@@ -29,14 +29,14 @@ JSONL_BATCH_BYTES = 1 << 20  # lines read, decoded and parsed per call (per-line
 
 def _jsonl_batches(path: Path, notes: FileNotes) -> Iterator[tuple[int, list[bytes]]]:
     """(number of the first line, about 1 MB of raw UTF-8 lines), streamed: a multi-GB corpus never
-    sits in memory. A UTF-16 or UTF-32 corpus (a byte-order mark, or NULs in every other byte) is
+    sits in memory. A UTF-16 or UTF-32 corpus (a byte-order mark, or NULs where those put them) is
     re-encoded to UTF-8 line by line on the way."""
     try:
         hashed = _Hashed(io.FileIO(path, "rb"))
         with io.BufferedReader(hashed, HASHED_BUFFER_BYTES) as fh:
             head = fh.read(SNIFF_BYTES)
             marked = bom(head)
-            codec = marked[1] if marked else bomless_utf16(head) if b"\x00" in head else "utf-8"
+            codec = marked[1] if marked else bomless_wide(head) if b"\x00" in head else "utf-8"
             if codec is None and stray_nuls(head):  # a line with a NUL in it is a bad line, as any
                 codec = "utf-8"
             if codec is None:
