@@ -152,6 +152,20 @@ def test_a_meta_tag_declaring_utf16_is_read_as_utf8_as_browsers_do(tmp_path, hea
     assert reader_version(page) >= 3  # pages read as garbage before are read again
 
 
+@pytest.mark.parametrize("eol", ["\n", "\r\n", "\r"])
+def test_markdown_front_matter_is_found_whatever_the_line_ends(tmp_path, eol):
+    """Front matter in a file with lone-CR line ends (classic Mac) was not recognised: it became the
+    title and the first passage."""
+    post = tmp_path / "post.md"
+    post.write_bytes(eol.join(["---", 'title: "My Post"', "date: 2020-01-01", "---", "", "Intro about frogs.", ""])
+                     .encode("utf-8"))
+    [p] = read_passages(post, "post.md")
+    assert (p.title, p.text, p.location) == ("My Post", "Intro about frogs.", "post.md:6")
+    from ragcli.ingest.formats import reader_version
+
+    assert reader_version(post) >= 3  # notes indexed with their front matter as text are read again
+
+
 def test_markdown_front_matter_is_metadata_not_text_and_lines_keep_their_numbers(tmp_path):
     """A blog post's YAML (or Hugo's TOML) front matter is no rule and setext heading: no "---"
     passage, no "title: My Postdate: …" heading; its title names the post; a heading over two

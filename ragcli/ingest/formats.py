@@ -32,7 +32,8 @@ SUPPORTED_SUFFIXES = TEXT_SUFFIXES | MARKDOWN_SUFFIXES | HTML_SUFFIXES | PDF_SUF
 # encoding, not skipped as a bad line; a record's "id" 0 is its id, a title that is no text is
 # written out, and the parts of a long record without an id are its hash's "#0", "#1", …. JSONL 3: a
 # line starting with a byte-order mark (concatenated Windows exports) is a record, not a bad line.
-_READER_VERSIONS = {**{suffix: 2 for suffix in MARKDOWN_SUFFIXES}, **{suffix: 3 for suffix in HTML_SUFFIXES},
+# Markdown 3: front matter in a file with lone-CR line ends is metadata, not the first passage.
+_READER_VERSIONS = {**{suffix: 3 for suffix in MARKDOWN_SUFFIXES}, **{suffix: 3 for suffix in HTML_SUFFIXES},
                     **{suffix: 3 for suffix in JSONL_SUFFIXES}}
 
 
@@ -148,7 +149,10 @@ def markdown_sections(path: Path, text: str) -> list[Section]:
     return sections
 
 
-_FRONT_MATTER = re.compile(r"\A(---|\+\+\+)[ \t]*\r?\n(.*?\r?\n)(?:\1|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
+# line ends as starts_of_lines counts them: \r\n, \n or a lone \r (old Mac files: their front matter
+# was read as the title and first passage)
+_FRONT_MATTER = re.compile(r"\A(---|\+\+\+)[ \t]*(?:\r\n|\r|\n)(.*?(?:\r\n|\r|\n))(?:\1|\.\.\.)[ \t]*(?:\r\n|\r|\n|\Z)",
+                           re.S)
 _FRONT_TITLE = re.compile(r"^title\s*[:=]\s*(.+?)\s*$", re.M)
 
 
@@ -158,7 +162,7 @@ def _without_front_matter(text: str) -> tuple[str, str]:
     m = _FRONT_MATTER.match(text)
     if not m or not _metadata(m.group(2)):
         return text, ""
-    title = _FRONT_TITLE.search(m.group(2))
+    title = _FRONT_TITLE.search(re.sub(r"\r\n?", "\n", m.group(2)))  # (its $ ends a line at \n only)
     blank = "".join(line[len(line.rstrip("\r\n")):] for line in split_lines(m.group(0)))
     return blank + text[m.end():], title.group(1).strip("\"'") if title else ""
 
