@@ -175,6 +175,23 @@ def test_an_empty_corpus_leaves_no_index_and_an_existing_one_untouched(tmp_path,
         build_index([small_corpus], index)
 
 
+def test_a_folder_of_empty_files_is_said_to_hold_only_empty_files(tmp_path):
+    """A folder holding only empty files said it "holds no readable text (supported: text, Markdown, …)",
+    as if their type were the problem."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for name in ("a.txt", "b.md"):
+        (notes / name).write_text("")
+    with pytest.raises(EmptyCorpusError) as exc:
+        build_index([notes], tmp_path / "idx")
+    assert exc.value.message.endswith("notes holds only empty files (2 files of 0 bytes)")
+    assert "supported" not in (exc.value.hint or "") and not (tmp_path / "idx").exists()
+    (notes / "c.docx").write_text("")  # a file of a type not read: then the types are worth naming
+    with pytest.raises(EmptyCorpusError) as exc:
+        build_index([notes], tmp_path / "idx")
+    assert "no readable text" in exc.value.message and "supported" in exc.value.hint
+
+
 def test_rebuild_replaces_the_contents_in_one_commit(tmp_path, small_corpus):
     index = tmp_path / "idx"
     build_index([small_corpus], index)

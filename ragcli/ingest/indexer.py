@@ -149,7 +149,7 @@ def build_index(
                 # of it was committed before it failed); uncommitted work is dropped as the writer closes
                 if (files and not run.holds_passages(files) and not (report.updated or report.removed)
                         and (created or not (run.commits or run.pending_removed))):
-                    raise _empty(paths, report, None if created else index_dir)
+                    raise _empty(paths, report, None if created else index_dir, files)
                 run.commit()
                 writer.finish()
         except BaseException as exc:  # nothing to index, Ctrl-C, a full disk: an index created for nothing goes again
@@ -293,7 +293,8 @@ def _open_target(index_dir: Path, rebuild: bool) -> tuple[TantivyIndex, bool]:
         raise unwritable_index(index_dir, str(exc)) from None
 
 
-def _empty(paths: list[Path], report: IndexReport, kept: Path | None) -> EmptyCorpusError:
+def _empty(paths: list[Path], report: IndexReport, kept: Path | None,
+           files: list[FileInfo] = ()) -> EmptyCorpusError:
     named = ", ".join(display_path(p) for p in paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
     skipped = ""
     if report.skipped:  # why each was skipped: a file that could not be read is no type problem
@@ -305,9 +306,13 @@ def _empty(paths: list[Path], report: IndexReport, kept: Path | None) -> EmptyCo
     if kept is not None:
         notes.append(f"the index at {kept} was left as it was")
     hint = "; ".join(notes) or None
+    left = f"the index at {kept} was left as it was" if kept is not None else None
     if not report.skipped and all(_empty_file(p) for p in paths):  # not "no readable text (supported: …)"
-        return EmptyCorpusError(f"nothing to index: {named} {'is' if len(paths) == 1 else 'are'} empty",
-                                hint=f"the index at {kept} was left as it was" if kept is not None else None)
+        return EmptyCorpusError(f"nothing to index: {named} {'is' if len(paths) == 1 else 'are'} empty", hint=left)
+    if files and not report.skipped and not report.walk.other_types and all(f.size == 0 for f in files):
+        # a folder of empty files: no file-type problem, which "supported: …" suggested
+        return EmptyCorpusError(f"nothing to index: {named} hold{'s' if len(paths) == 1 else ''} only empty "
+                                f"files ({counted(len(files), 'file')} of 0 bytes)", hint=left)
     return EmptyCorpusError(f"nothing to index: {named} hold{'s' if len(paths) == 1 else ''} no readable "
                             f"text{skipped}", hint=hint)
 
