@@ -291,6 +291,30 @@ def test_a_short_legacy_note_is_decoded_in_its_own_encoding(codec, text):
 
 
 
+def test_encodings_are_recorded_and_counted_under_one_spelling(tmp_path):
+    """Encoding names came in the detector's spelling and ragcli's own ("koi8_r", "iso8859_2",
+    "utf_16_le" beside "utf-16-le"): `ragcli info` counted one encoding twice. Each is recorded as
+    Python's codecs spell it, and an index recorded by an older ragcli is counted so too."""
+    import codecs
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "ru.txt").write_bytes("Привет, как дела? Встреча перенесена на четверг.".encode("koi8_r"))
+    (notes / "pl.txt").write_bytes("Proszę przesłać mi raport do środy. Dziękuję, Łukasz.".encode("iso8859_2"))
+    (notes / "wide.txt").write_bytes(codecs.BOM_UTF16_LE + "A Windows export.".encode("utf-16-le"))
+    index = tmp_path / "idx"
+    build_index([notes], index)
+    manifest = TantivyIndex.open(index).load_manifest()
+    assert sorted(e["encoding"] for e in manifest.values()) == ["iso8859-2", "koi8-r", "utf-16-le"]
+    old = TantivyIndex.open(index)
+    for key, entry in list(manifest.items()):  # as an older ragcli recorded them
+        entry["encoding"] = {"koi8-r": "koi8_r", "utf-16-le": "utf_16_le"}.get(entry["encoding"], entry["encoding"])
+        manifest[key + ".copy"] = {**entry, "encoding": {"koi8_r": "koi8-r", "utf_16_le": "utf-16-le"}.get(
+            entry["encoding"], entry["encoding"])}
+    old.save_manifest(manifest)
+    assert TantivyIndex.open(index).stats()["encodings"] == {"iso8859-2": 2, "koi8-r": 2, "utf-16-le": 2}
+
+
 @pytest.mark.parametrize("lead", ["x" * 17000 + " ", "x\r" * 8500 + " ", "a,b,c;" * 3000])
 @pytest.mark.parametrize("codec,text", [("cp1251", "Москва является столицей России. "),
                                         ("cp932", "会議は木曜日に延期されました。"), ("cp1252", "Grüße aus Köln, café. ")])

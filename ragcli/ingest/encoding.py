@@ -32,9 +32,22 @@ MIN_CONFIDENCE = 0.9  # the detector's 1 - chaos (charset-normalizer's "mess" ra
 @dataclass(frozen=True)
 class Decoded:
     text: str
-    encoding: str  # Python's codec name, e.g. "utf-8", "utf-16-le", "cp1252"
+    encoding: str  # Python's codec name, e.g. "utf-8", "utf-16-le", "cp1252" (as ``codec_name`` spells it)
     replaced: int = 0  # bytes that no character fitted, replaced by U+FFFD (damaged UTF-8)
     nuls: int = 0  # stray NUL bytes, read as spaces
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "encoding", codec_name(self.encoding))
+
+
+def codec_name(name: str) -> str:
+    """The one spelling Python's codecs give an encoding ("koi8-r" for koi8_r, "iso8859-2" for
+    iso8859_2, "utf-16-le" for utf_16_le): the detector's and ragcli's own spellings differed, and
+    `ragcli info` counted one encoding under two names."""
+    try:
+        return codecs.lookup(name).name
+    except LookupError:
+        return name
 
 
 def bom(raw: bytes) -> tuple[bytes, str] | None:

@@ -276,7 +276,9 @@ class TantivyIndex:
         manifest = self.load_manifest()
         encodings: dict[str, int] = {}
         for key, entry in manifest.items():
-            name = entry.get("encoding") or ("none (PDF)" if key.lower().endswith(".pdf") else "not recorded")
+            name = entry.get("encoding")
+            # one spelling per encoding, for what an older ragcli recorded too ("koi8_r" beside "koi8-r")
+            name = _codec_name(name) if name else "none (PDF)" if key.lower().endswith(".pdf") else "not recorded"
             encodings[name] = encodings.get(name, 0) + 1
         return {
             "passages": self.num_passages(),
@@ -422,3 +424,12 @@ def _place(location: str) -> tuple:
 def _first(doc: Any, name: str) -> str:
     values = doc.get_all(name)
     return str(values[0]) if values else ""
+
+
+def _codec_name(name: str) -> str:
+    import codecs
+
+    try:
+        return codecs.lookup(name).name
+    except LookupError:
+        return name
