@@ -451,6 +451,17 @@ def test_jsonl_lines_starting_with_a_byte_order_mark_are_records(tmp_path, monke
     assert reader_version(corpus) >= 3  # corpora that lost such lines are read again
 
 
+def test_a_jsonl_text_that_is_null_is_said_to_be_null(tmp_path):
+    """`{"text": null}` was reported as having no "text" field: the field is there, and null."""
+    from ragcli.ingest.formats import FileNotes
+
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text('{"title": "A", "text": null}\n{"title": "B"}\n{"title": "C", "text": "fine"}\n')
+    notes = FileNotes()
+    assert [p.text for p in read_passages(corpus, notes=notes)] == ["fine"]
+    assert notes.examples == ['line 1 has a "text" that is null', 'line 2 has no "text" field']
+
+
 def test_add_change_delete_cycle_reports_counts(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()

@@ -277,7 +277,8 @@ def _jsonl_passages(records: Iterable[tuple[int, object]], shown: str, key: str,
         text = record.get("text") if type(record) is dict else None
         if type(text) is not str:
             notes.bad_line(f"line {lineno} is not a JSON object" if type(record) is not dict
-                           else f"line {lineno} has no \"text\" field" if text is None
+                           else f"line {lineno} has no \"text\" field" if "text" not in record
+                           else f"line {lineno} has a \"text\" that is null" if text is None
                            else f"line {lineno} has a \"text\" that is not a string ({type(text).__name__})")
             continue
         good += 1
