@@ -547,6 +547,20 @@ def test_pdf_without_a_text_layer_is_skipped_with_the_reason(tmp_path):
         read_passages(scan)
 
 
+def test_a_file_named_pdf_that_is_no_pdf_says_so(tmp_path):
+    """An HTML page or a text file saved as .pdf was "unreadable PDF: PdfStreamError: Stream has ended
+    unexpectedly"; one with junk before its header within the first 1 KB is still read."""
+    fake = tmp_path / "page.pdf"
+    fake.write_text("<html><body>Saved from a browser.</body></html>\n")
+    with pytest.raises(SkipFile) as exc:
+        read_passages(fake)
+    assert str(exc.value) == "not a PDF (no %PDF- header)"
+    real = tmp_path / "prefixed.pdf"
+    make_pdf(real, ["Gazelles run fast."])
+    real.write_bytes(b"junk before the header\n" + real.read_bytes())
+    assert [p.text for p in read_passages(real)] == ["Gazelles run fast."]
+
+
 def test_a_malformed_pdf_is_skipped_with_the_reason_and_the_folder_still_indexed(tmp_path):
     """pypdf meets a broken file with any exception (AttributeError, its LimitReachedError ...): one
     malformed PDF ended `ragcli index` with an internal error for the whole folder. Now it is skipped

@@ -324,6 +324,13 @@ def pdf_sections(path: Path) -> list[Section]:
     import logging
 
     logging.getLogger("pypdf").setLevel(logging.ERROR)  # "EOF marker not found" and the like: the skip says it
+    try:  # a page saved as .pdf, a text file: "unreadable PDF: PdfStreamError…" said nothing useful
+        with open(path, "rb") as fh:
+            head = fh.read(1024)  # readers accept the header anywhere in the first 1 KB
+    except OSError as exc:
+        raise SkipFile(f"cannot read: {exc.strerror or exc}") from None
+    if b"%PDF-" not in head:
+        raise SkipFile("not a PDF (no %PDF- header)")
     # pypdf meets broken files with any exception (AttributeError, TypeError, RecursionError, its own
     # LimitReachedError ...): one malformed PDF stopped a whole folder's indexing. A page that fails
     # is left out; a file that fails is skipped with the reason.
