@@ -302,7 +302,7 @@ def test_a_base_model_on_llama_server_is_not_taken_for_a_chat_model_by_its_folde
     GGUF without a template: a base model in a folder named "models-for-chat" was sent ChatML prompts
     (answers ending "<|im_end|>\n<|im_start|>"). Only the file's name counts, and the stand-in is no
     template (--prompt-style chat then falls back to completion prompts with a notice, as in-process)."""
-    from ragcli.generation.openai import LLAMA_SERVER_FALLBACK_TEMPLATE
+    from ragcli.generation.openai_probe import LLAMA_SERVER_FALLBACK_TEMPLATE
 
     path = "/srv/models-for-chat/gemma-3-270m-q4_k_m.gguf"
     with StubServer(Script(model=path, model_path=path, chat_template=LLAMA_SERVER_FALLBACK_TEMPLATE)) as stub:

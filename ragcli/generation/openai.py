@@ -15,7 +15,7 @@ Stops are applied here, by the same ``StopFilter`` as in-process, on the tokens 
 token for token until the first token where llama.cpp's batching changed a near tie (see README).
 
 HTTP, retries and faults (one ``ServerError`` line, exit 10) are ``openai_http.ServerClient``'s; the
-JSON shapes are read in ``openai_wire``.
+JSON shapes are read in ``openai_wire``; what the server is, ``openai_probe``'s.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from typing import Any, Iterator, Mapping, Sequence
 from ragcli.errors import ServerError, UsageError
 from ragcli.generation import ControlTexts, GenStats, StopFilter, apply_stops
 from ragcli.generation.openai_http import BACKOFF, CONTEXT_HINT, RETRIES, ServerClient
+from ragcli.generation.openai_probe import identify
 from ragcli.generation.openai_wire import TOP_N, Chunk, Piece
 from ragcli.types import Token
 from ragcli.prompts import Prompt
@@ -61,14 +62,6 @@ def estimate_tokens(text: str) -> int:
         piece = m.group(0)
         n += math.ceil(len(piece) / 4) if piece[0].isascii() and piece[0].isalpha() else 1
     return math.ceil(n * 1.1)
-
-
-# llama.cpp's ChatML stand-in (CHATML_TEMPLATE_SRC), which llama-server's /props reports for a GGUF that
-# carries no chat template of its own
-LLAMA_SERVER_FALLBACK_TEMPLATE = (
-    "{%- for message in messages -%}\n  {{- '<|im_start|>' + message.role + '\n' + message.content + "
-    "'<|im_end|>\n' -}}\n{%- endfor -%}\n{%- if add_generation_prompt -%}\n  {{- '<|im_start|>assistant\n' -}}\n"
-    "{%- endif -%}")
 
 
 class OpenAIGenerator:
@@ -109,67 +102,14 @@ class OpenAIGenerator:
 
     # ---------------------------------------------------------------- what the server is
     def _probe(self, model: str, n_ctx: int, prompt_style: str) -> None:
-        listed = self.http.get_json("models", missing_ok=True)
-        data = listed.get("data") if isinstance(listed, dict) else None
-        entries = [m for m in data or [] if isinstance(m, dict) and m.get("id")]
-        names = [str(m["id"]) for m in entries]
-        if model:
-            entry = next((m for m in entries if model == m["id"] or model in (m.get("aliases") or [])), None)
-            if names and entry is None:
-                raise ServerError(f"the server at {self.base} has no model {model!r}; it serves: {', '.join(names)}",
-                                  hint="pass one of them with --api-model, or leave --api-model empty")
-        elif len(names) == 1:
-            entry, model = entries[0], names[0]
-        elif not isinstance(listed, dict):  # no model list at all: a wrong path, or not such a server
-            raise ServerError(f"the server at {self.base} gives no model list (GET {self.base}/models): it does not "
-                              "answer as an OpenAI-compatible server",
-                              hint="check --base-url (e.g. http://127.0.0.1:8080 for llama-server); a server that "
-                                   "lists no models needs --api-model NAME")
-        else:
-            raise ServerError(f"the server at {self.base} serves {len(names)} models"
-                              + (f" ({', '.join(names)})" if names else "") + "; say which with --api-model")
-        self.model = self.http.model = model
-        props = self.http.get_json(self.root + "/props", missing_ok=True)
-        self.props = props if isinstance(props, dict) and "default_generation_settings" in props else {}
-        entry = entry or {}
-        if self.props:
-            self.kind = "llama.cpp"
-            self.n_ctx = int(self.props["default_generation_settings"].get("n_ctx") or n_ctx)
-            path = str(self.props.get("model_path") or "")
-            meta = entry.get("meta") or {}
-            self.identity = f"{os.path.basename(path)} n_params={meta.get('n_params')} size={meta.get('size')}"
-            self.reported = f"{self.identity} build={self.props.get('build_info')}"
-        elif "max_model_len" in entry:
-            self.kind, self.n_ctx = "vllm", int(entry["max_model_len"])
-            self.identity = str(entry.get("root") or model)
-            self.reported = f"{self.identity} max_model_len={entry['max_model_len']}"
-        else:
-            self.kind, self.n_ctx, self.reported = "openai", n_ctx, str(entry.get("owned_by") or "")
-            self.identity = ""
+        facts = identify(self.http, model, n_ctx, prompt_style)
+        self.model = self.http.model = facts.model
+        self.props, self.kind, self.n_ctx = facts.props, facts.kind, facts.n_ctx
+        self.identity, self.reported = facts.identity, facts.reported
+        self.endpoint, self.chat_template = facts.endpoint, facts.chat_template
+        self.notices += facts.notices
         if self.kind in ("llama.cpp", "vllm"):  # the servers that parse control tokens in text and say which
             self._control = ControlTexts(ask=self._controls)
-        # the model behind the name, not the server's build: what stands for a file hash (eval resume)
-        self.identity = model if self.identity in ("", model) else f"{model} {self.identity}"
-        self.endpoint = "chat" if prompt_style == "chat" else "completions"
-        self.chat_template = None
-        if self.kind == "llama.cpp":
-            from ragcli.generation.chat import template_problem, use_chat
-
-            template = self.props.get("chat_template") or None
-            if template == LLAMA_SERVER_FALLBACK_TEMPLATE:
-                template = None  # what llama-server serves for a GGUF without a template: a base model
-            if prompt_style == "chat" and template is None:
-                self.endpoint = "completions"  # as in-process: its chat endpoint would wrap it in ChatML anyway
-                self.notices.append("--prompt-style chat: the model has no chat template; using completion prompts")
-            # the names, not the folders: llama-server's model id is the file's whole path
-            name = f"{os.path.basename(model)} {os.path.basename(str(self.props.get('model_path') or ''))}"
-            if self.endpoint == "completions":
-                self.chat_template = template if use_chat(prompt_style, template, name) else None
-            problem = template_problem(self.chat_template) if self.chat_template else None
-            if problem:  # (the server's own /v1/chat/completions renders it, but gives no prompt to continue)
-                self.chat_template = None
-                self.notices.append(f"the model's chat template cannot be rendered here ({problem}); "
-                                    "using completion prompts")
         self.logprobs, self.has_top = True, False
         first = self._probe_logprobs()
         if first is None and self.endpoint == "completions":  # no /v1/completions: a chat-only server
