@@ -176,15 +176,18 @@ def test_a_masked_draft_with_few_content_words_left_is_searched_with_the_questio
 
 def test_a_draft_whose_every_word_is_uncertain_is_searched_and_shown_as_it_is(settings):
     # nothing is left once masked: the draft itself is the query, and the live view shows that text,
-    # not a row of gaps that hides what was searched
+    # not a row of gaps that hides what was searched; with fewer than ANCHOR_BELOW content words in it,
+    # the question goes in front, as for a masked draft (a lone "." was searched, and found nothing)
     s = settings.copy(theta=0.5, beta=0.4)
-    draft = toks(" Hermes.", 0.9, low={"Hermes.": 0.1})
-    gen = FakeGenerator([FIRST, draft + [(" More", 0.9)], toks(" Again.", 0.9) + toks(END, 0.9)])
-    events, r = run(Flare, gen, s)
-    assert r.queries == ["Who founded Rome?", "Hermes."]
-    trig = of(events, RetrievalTriggered)[1]
-    assert trig.query.shown is None and trig.query.text == "Hermes."
-    assert "every word was uncertain" in trig.reason
+    for words, query in ((" Hermes.", "Who founded Rome? Hermes."), (" .", "Who founded Rome? ."),
+                         (" Remus killed Romulus near Tiber.", "Remus killed Romulus near Tiber.")):
+        draft = toks(words, 0.9, low={w: 0.1 for w in words.split()})
+        gen = FakeGenerator([FIRST, draft + [(" More", 0.9)], toks(" Again.", 0.9) + toks(END, 0.9)])
+        events, r = run(Flare, gen, s)
+        assert r.queries == ["Who founded Rome?", query]
+        trig = of(events, RetrievalTriggered)[1]
+        assert (trig.query.shown or trig.query.text) == query and "▁" not in query
+        assert "every word was uncertain" in trig.reason
 
 
 def test_masked_query_trims_and_gaps():
@@ -512,6 +515,11 @@ def test_a_long_question_keeps_its_subject_and_the_draft_gets_its_own_budget(set
     asked = strategy.question_query(f"{notes} Given all that, what are the moons of Mars?").text
     assert asked.endswith("what are the moons of Mars?") and asked.startswith("Note 0 says")
     assert "Note 5 " not in asked  # the start fills what the ask leaves of the 32 content words
+    # a preamble of a few words said many times: 7 distinct content words were "short", and the query
+    # was its first 96 words, the question at its end never searched
+    said = "I have been reading the notes for a while. I am confused about several things. " * 30
+    asked = strategy.question_query(f"{said}So who designed Sentinel?").text
+    assert asked.endswith("So who designed Sentinel?") and len(asked.split()) <= 3 * settings.max_query_words
 
 
 def test_a_final_read_of_a_long_answer_writes_the_whole_paragraph_again(settings):

@@ -236,14 +236,16 @@ class Flare(Strategy):
         if prompts.concludes(draft.text):
             # "So the answer is: ▁▁▁" says nothing to search for: the question does, with what is left
             after_question = _AFTER_CONCLUSION.sub("", query.text)
-        elif not query.text.strip():  # everything was masked: fall back to the unmasked draft, shown as searched
-            query = Query(self.trim_query(draft.text), "masked", None)
-            reason += "; every word was uncertain: the draft searched as it is"
-        elif len(content_words(query.text)) < ANCHOR_BELOW:  # too little left to search with alone
-            after_question = query.text
+        else:
+            if not query.text.strip():  # everything was masked: fall back to the unmasked draft, shown as searched
+                query = Query(self.trim_query(draft.text), "masked", None)
+                reason += "; every word was uncertain: the draft searched as it is"
+            if len(content_words(query.text)) < ANCHOR_BELOW:  # too little to search with alone (a lone "."
+                after_question = query.text  # was searched, and found nothing)
         if after_question is not None:
             searched = self.search_text(question)
-            query = Query(self.trim_query(searched, after_question), "masked", f"{searched} {query.shown}")
+            query = Query(self.trim_query(searched, after_question), "masked",
+                          f"{searched} {query.shown or query.text}")
         docs = yield from self.retrieve(query, reason, fresh=st.fresh_docs == "yes")
         return docs
 

@@ -22,9 +22,12 @@ def question_words(text: str, n: int) -> str:
     """``text`` (a question) up to its ``n``-th content word; a longer one (a question after pasted
     context, "<5,000 characters of notes> … what are the moons of Mars?") keeps its last question
     (the last sentence ending in "?", else its last sentence) first, then its start: the first ``n``
-    content words were the preamble alone, and the search never saw what was asked."""
-    if len(content_words(text)) <= n:
-        return first_content_words(text, n)
+    content words were the preamble alone, and the search never saw what was asked. Long is what
+    ``first_content_words`` would cut (its words counted each time they come, at most 3 × ``n`` words
+    in all): counted once each, a preamble repeating a few words was "short", and its question lost."""
+    whole = first_content_words(text, n)
+    if whole == " ".join(text.split()):
+        return whole
     sentences = split_sentences(text)
     ask = next((s for s in reversed(sentences) if s.rstrip().endswith(("?", "？"))), sentences[-1] if sentences else "")
     ask = first_content_words(ask, n)
