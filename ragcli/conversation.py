@@ -273,7 +273,21 @@ class Conversation:
         from ragcli.prompts import follow_up_request
 
         return (follow_up_request(question, [(e.question, e.answer) for e in self.thread]),
-                f"{question} {prev.subject}".strip())
+                f"{question} {self._carried(question)}".strip())
+
+    def _carried(self, question: str) -> str:
+        """What of the thread's subject a follow-up searches with: all of it, but for one that asks the
+        same of a subject it names ("And Sentinel?", "What about Sigmund Jähn?"): without the names the
+        thread's answers gave, which answered the question for the earlier subject, not this one.
+        Searched with them it found the earlier page again ("And Sentinel?" after "Who owns the
+        dashboard?" "Loki." searched "Loki" and answered "Loki." from the same page). The names its
+        questions asked about stay: "Which one is older?" may come next."""
+        carried = self.thread[-1].subject
+        if not (_ELLIPTICAL_START.match(question) and names(question)):
+            return carried
+        asked = {w.lower() for e in self.thread for w in names(e.question).split()}
+        answered = {w.lower() for e in self.thread for w in named_in_answer(e.answer).split()} - asked
+        return " ".join(w for w in carried.split() if w.lower() not in answered)
 
     def remember(self, exchange: Exchange, follow_up: bool) -> None:
         """Keep ``exchange`` (answered, or cancelled with no answer) for the follow-ups to come. Its
@@ -288,5 +302,5 @@ class Conversation:
             exchange.subject = subject(request_topic(exchange.question), given)
             self.thread = [exchange]
         else:
-            exchange.subject = subject(names(exchange.question), prev.subject, given)
+            exchange.subject = subject(names(exchange.question), self._carried(exchange.question), given)
             self.thread = (self.thread + [exchange])[-THREAD_EXCHANGES:]

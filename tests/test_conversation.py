@@ -114,3 +114,22 @@ def test_a_subject_is_the_content_words_as_written_each_once():
     assert subject(*texts) == "Neil Peart born drummer Rush"
     assert subject(*texts).lower().split() == content_words(" ".join(texts))
     assert subject(*texts, n=2) == "Neil Peart"
+
+
+def test_and_x_asks_the_same_of_a_new_subject_without_the_names_it_replaces():
+    """"And Sentinel?" after "Who owns the dashboard?" "Loki." searched "And Sentinel? owns dashboard
+    Loki": the earlier answer's name brought back its page, and the answer was "Loki." again (with
+    SmolLM2, "And Priya Natarajan?" the same). The ask ("owns dashboard") stays, the answer's names
+    go; the names the questions asked about stay, for a "Which one is older?" to come."""
+    talk = Conversation()
+    talk.remember(Exchange("Who owns the dashboard?", "Loki."), follow_up=False)
+    _, search = talk.texts("And Sentinel?")
+    assert search == "And Sentinel? owns dashboard"
+    talk.remember(Exchange("And Sentinel?", "Priya."), follow_up=True)
+    assert talk.texts("When was it built?")[1] == "When was it built? Sentinel owns dashboard Priya"
+    talk = Conversation()
+    talk.remember(Exchange("Who was the first German in space?", "Sigmund Jähn."), follow_up=False)
+    assert talk.texts("What about Sweden?")[1] == "What about Sweden? first German space"
+    # naming nothing new, or pointing back at the subject: the answer's names stay
+    for question in ("And when did he fly?", "Tell me more.", "Also, where?"):
+        assert talk.texts(question)[1] == f"{question} first German space Sigmund Jähn"
