@@ -11,7 +11,9 @@ sentence joining facts from two documents cites both; a document after the first
 than the question's common ones ("born" and "later" copied from the question, found in an unrelated
 page, made it a second source and carried an invented date past ``SUPPORT``); its names count. The documents picked are cited only if they hold
 at least half (``SUPPORT``) of the sentence's content words: "born" and "England" in some biography do
-not make it the source of an invented birthplace.
+not make it the source of an invented birthplace. A phrase of one or two content words ("10.", "Loki.")
+comes only from a page that holds one of the question's other words too, where it has two or more: "10"
+in a meeting's date was cited as the number of turbines the question asked about.
 
 A reply of yes or no ("Yes.", "No, it was not.", "Yes, that is correct.") has no content words of its
 own: it affirms or denies what the question asks, so it is attributed by the question's content words, under the same rules (the
@@ -28,6 +30,7 @@ from ragcli.types import Document
 from ragcli.words import content_words
 
 MIN_GAIN = 2
+SHORT_WORDS = 2  # a sentence of this many content words or fewer is a phrase: its page must hold a question word too
 SUPPORT = 0.5  # share of a sentence's content words the cited documents must hold between them
 # the words a reply of yes or no (answers.YES_NO_WORDS) may add without saying anything else
 # ("Yes, that is correct.", "Ja, das stimmt.", "Oui, c'est vrai.")
@@ -63,9 +66,14 @@ def citations(answer: str, docs: Sequence[Document], question: str = "") -> tupl
             continue
         uncovered, picked = set(words), []
         need = min(MIN_GAIN, len(words))
+        # a phrase of a word or two ("10.", "Loki.") is in many pages by chance (a date in a title): only
+        # a page that also speaks of what was asked (one of the question's other words) is its source,
+        # where the question says enough to tell ("Which plant is that?" names nothing a page must hold)
+        about = asked - words if len(words) <= SHORT_WORDS else set()
+        about = about if len(about) >= 2 else set()
         while uncovered and docs:
             counted_now = uncovered - echoed if picked else uncovered
-            gains = [len(counted_now & d) for d in doc_words]
+            gains = [len(counted_now & d) if not about or about & d else 0 for d in doc_words]
             best = max(range(len(docs)), key=lambda i: (gains[i], -i))  # ties: the higher-ranked document
             if gains[best] < need:
                 break

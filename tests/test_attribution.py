@@ -194,3 +194,22 @@ def test_a_chinese_or_japanese_sentence_is_cited_to_the_page_it_was_taken_from()
     assert attribution.citations(both, [fuji, tokyo]) == ((0, len(both), (0, 1)),)
     assert cited("大阪は美しい都市で、たこ焼きが有名です。", [fuji, tokyo]) == ()
     assert content_words("2020年举办了奥运会", any_language=True)[:3] == ["2020", "年举", "举办"]
+
+
+def test_a_phrase_is_cited_only_to_a_page_that_speaks_of_what_was_asked():
+    """"10." for "How many turbines are planned at Borkum Riffgrund?" was cited to the page of a
+    meeting on 10 May (its title's date): any page holding the one word was its source."""
+    from ragcli.attribution import citations
+
+    meeting = Document("m", "Meeting notes 10 May 2023", "We agreed the release plan and the on-call rota.")
+    sites = Document("s", "sites", "Borkum Riffgrund: 78 turbines are planned. Gwynt y Mor has 40 turbines.")
+    question = "How many turbines are planned at Borkum Riffgrund?"
+    assert citations("10.", [meeting, sites], question) == ((0, 3, ()),)
+    assert citations("78.", [meeting, sites], question) == ((0, 3, (1,)),)
+    assert citations("There are 78 turbines planned at Borkum Riffgrund.", [meeting, sites], question)[0][2] == (1,)
+    rush = Document("r", "Rush (band)", "Rush was a Canadian rock band. Neil Peart was its drummer.")
+    assert citations("Rush.", [rush], "Which band had Neil Peart as its drummer?")[0][2] == (0,)
+    assert citations("Neil Peart.", [rush], "Neil Peart?")[0][2] == (0,)  # the question's own words: any page
+    # a question with one word of its own says too little to tell the page by
+    assert citations("Rush.", [rush], "Which one is that?")[0][2] == (0,)
+    assert citations("Loki.", [Document("f", "faq", "Logs are shipped to Loki.")], "Who owns the dashboard?")[0][2] == ()
