@@ -114,7 +114,7 @@ def test_the_eval_index_is_built_again_when_the_indexing_code_changes(tmp_path, 
     """The cached eval index was keyed by the corpus alone: after a change to how text is cut into
     passages (or the index schema), evals went on scoring against the old passages."""
     from ragcli.eval import cli as eval_cli
-    from ragcli.retrieval import index as index_mod
+    from ragcli.retrieval import schema as schema_mod
 
     corpus = tmp_path / "c.jsonl"
     corpus.write_text("".join(json.dumps({"title": f"T{i}", "text": f"text {i}"}) + "\n" for i in range(3)))
@@ -128,7 +128,7 @@ def test_the_eval_index_is_built_again_when_the_indexing_code_changes(tmp_path, 
     monkeypatch.setattr(Path, "read_bytes", edited)
     second = eval_cli._eval_index(corpus, corpus)
     monkeypatch.setattr(Path, "read_bytes", real_read)
-    monkeypatch.setattr(index_mod, "SCHEMA_VERSION", index_mod.SCHEMA_VERSION + 1)
+    monkeypatch.setattr(schema_mod, "SCHEMA_VERSION", schema_mod.SCHEMA_VERSION + 1)
     third = eval_cli._eval_index(corpus, corpus)
     assert len({first, second, third}) == 3
     assert TantivyIndex.open(second).num_passages() == 3
