@@ -267,7 +267,7 @@ def bench_index_ceiling(results: dict, rounds: int = 11) -> None:
 
     import tantivy
 
-    from ragcli.ingest import indexer, jsonl, reader
+    from ragcli.ingest import jsonl, reader, update
     from ragcli.ingest.indexer import build_index
     from ragcli.retrieval.schema import build_schema
 
@@ -276,7 +276,7 @@ def bench_index_ceiling(results: dict, rounds: int = 11) -> None:
     ratios = []
     with mock.patch.object(jsonl, "chunk_text", lambda text, target=100: [(0, len(text))]), \
             mock.patch.object(jsonl, "normalise", lambda text: text), \
-            mock.patch.object(indexer, "file_hash", lambda path, algorithm="sha1": "0"):
+            mock.patch.object(update, "file_hash", lambda path, algorithm="sha1": "0"):
         for _ in range(rounds):
             with tempfile.TemporaryDirectory() as tmp:
                 idx = tantivy.Index(build_schema(), path=tmp)

@@ -522,22 +522,22 @@ def test_a_file_interrupted_after_a_commit_leaves_the_index_with_its_passages(tm
 def test_a_new_corpus_is_read_once_and_hashed_as_it_is_read(tmp_path, monkeypatch, encoding, bom):
     """A corpus not indexed before is hashed while it streams in: no pass over its GBs first. The
     manifest's hash is the file's, and a touched but unchanged corpus is still not read again."""
-    from ragcli.ingest import indexer, parsers
+    from ragcli.ingest import parsers, update
 
     corpus = tmp_path / "corpus.jsonl"
     lines = "".join(json.dumps({"title": f"T{i}", "text": f"Record {i} about zanzibarquill and Ærø."},
                                ensure_ascii=False) + "\n" for i in range(3000))
     corpus.write_bytes(bom + lines.encode(encoding))
-    real_hash = indexer.file_hash
+    real_hash = update.file_hash
 
     def no_second_pass(path, algorithm="sha1"):
         raise AssertionError(f"{path} was hashed in a pass of its own")
 
-    monkeypatch.setattr(indexer, "file_hash", no_second_pass)
+    monkeypatch.setattr(update, "file_hash", no_second_pass)
     report = build_index([corpus], tmp_path / "index", commit_every=1000)
     assert report.passages_total == 3000
     assert TantivyIndex.open(tmp_path / "index").load_manifest()[str(corpus)]["sha1"] == real_hash(corpus)
-    monkeypatch.setattr(indexer, "file_hash", real_hash)
+    monkeypatch.setattr(update, "file_hash", real_hash)
     os.utime(corpus, ns=(1, 1))
     read = []
     monkeypatch.setattr(parsers, "iter_passages", lambda *a, **k: read.append(a) or iter(()))
@@ -785,10 +785,10 @@ def test_parallel_parsing_gives_the_same_index_and_reports_skips(tmp_path):
     assert [p for p, _ in r2.skipped] == [p for p, _ in r1.skipped] and len(r2.skipped) == 1 and w2
     # no processes for one job, nor for files the manifest says are unchanged
     files = list(indexer.iter_files([docs]))
-    assert indexer.Parsers.start(indexer._to_parse(files, {}), 1).pool is None
+    assert indexer.Parsers.start(indexer.to_parse(files, {}), 1).pool is None
     manifest = TantivyIndex.open(tmp_path / "serial").load_manifest()
-    assert [f.path.name for f in indexer._to_parse(files, manifest)] == ["broken.pdf"]  # (tried again each run)
-    assert indexer.Parsers.start(indexer._to_parse(files, manifest), 4).pool is None
+    assert [f.path.name for f in indexer.to_parse(files, manifest)] == ["broken.pdf"]  # (tried again each run)
+    assert indexer.Parsers.start(indexer.to_parse(files, manifest), 4).pool is None
 
 
 def test_a_file_saved_while_parser_processes_read_ahead_is_read_again_next_run(tmp_path, monkeypatch):

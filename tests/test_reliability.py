@@ -247,7 +247,7 @@ def test_unreadable_files_are_skipped(small_corpus, settings, monkeypatch):
         return real(self)
 
     monkeypatch.setattr(Path, "read_bytes", read_bytes)
-    monkeypatch.setattr("ragcli.ingest.indexer.file_hash", lambda p: "x" if p.name != "locked.txt" else read_bytes(p))
+    monkeypatch.setattr("ragcli.ingest.update.file_hash", lambda p: "x" if p.name != "locked.txt" else read_bytes(p))
     warnings = []
     report = build_index([small_corpus], Path(settings.index), on_warning=warnings.append)
     assert any("locked.txt" in p for p, _ in report.skipped)
@@ -258,13 +258,13 @@ def test_unreadable_files_are_skipped(small_corpus, settings, monkeypatch):
 def test_huge_files_are_capped_with_a_warning(small_corpus, settings, monkeypatch):
     from ragcli.ingest import reader
 
-    from ragcli.ingest import indexer
+    from ragcli.ingest import update
 
     monkeypatch.setattr(reader, "MAX_FILE_BYTES", 400)
     (small_corpus / "big.txt").write_text("word " * 100)
     hashed = []
-    file_hash = indexer.file_hash
-    monkeypatch.setattr(indexer, "file_hash", lambda path: hashed.append(path.name) or file_hash(path))
+    file_hash = update.file_hash
+    monkeypatch.setattr(update, "file_hash", lambda path: hashed.append(path.name) or file_hash(path))
     warnings = []
     build_index([small_corpus], Path(settings.index), on_warning=warnings.append)
     assert any("big.txt" in w and "larger than" in w for w in warnings)

@@ -316,7 +316,8 @@ def _eval_index_plan(dataset: Path, corpus: Path | None):
 
     from ragcli.config import user_cache_dir
     from ragcli.eval.dataset import corpus_records, load_examples
-    from ragcli.ingest.indexer import build_index, file_hash
+    from ragcli.ingest.indexer import build_index
+    from ragcli.ingest.reader import file_hash
     from ragcli.retrieval.schema import META_FILE
 
     source = corpus or dataset  # both checked by eval_run (and load_examples) before it comes here

@@ -392,7 +392,7 @@ def run_metadata(settings: Settings, dataset: Path, index_dir: str, model_path: 
 
 
 def _sha256(path: Path) -> str:
-    from ragcli.ingest.indexer import file_hash
+    from ragcli.ingest.reader import file_hash
 
     return file_hash(path, "sha256")
 
