@@ -34,22 +34,30 @@ def test_f1_hand_computed_and_multiple_golds():
 
 
 def test_yes_no():
-    def scores(answer, gold):
-        return m.answer_scores(answer, [gold])
+    asked = "Are both of them American?"
 
-    assert scores("No, they are not.", "no") == (1.0, 1.0)
-    assert scores("Yes — both were born in 1950.", "yes") == (1.0, 1.0)
-    assert scores("No. Ed Wood was American.", "no") == (1.0, 1.0)
+    def scores(answer, gold, question=asked):
+        return m.answer_scores(answer, [gold], question)
+
+    for answer, gold in (("No, they are not.", "no"), ("Yes — both were born in 1950.", "yes"),
+                         ("No. Ed Wood was American.", "no"), ("Yes they are.", "yes"), ("No they are not", "no"),
+                         ("Yes (both are American).", "yes"), ("**Yes**, they are.", "yes"), ("No - not quite.", "no")):
+        assert scores(answer, gold) == (1.0, 1.0), answer
     assert scores("yes", "no") == (0.0, 0.0)
     # a refusal is not a "no", nor is any sentence that merely begins with the word: a constant
     # "No information is available." scored 54 EM on StrategyQA's yes/no questions
-    for refusal in ("No information is available in the documents.", "No one knows.", "No such film exists.",
-                    "There is no information about this.", "No doubt, yes."):
+    for refusal in ("No information is available in the documents.", "No one knows.", "No-one knows.",
+                    "No such film exists.", "There is no information about this.", "No doubt, yes."):
         assert scores(refusal, "no") == (0.0, 0.0), refusal
     assert scores("No doubt, yes.", "yes") == (0.0, 0.0)
     assert scores("Both are located in Canada, so yes", "yes") == (0.0, 0.0)
     assert scores("Yes, both are Canadian.", "yes") == (1.0, 1.0)
-    assert m.extract_answer("No, they are not.") == "No"
+    # a question that does not ask yes or no: the answer's phrase is scored as it is ("Yes, A or B was
+    # born first." keeps its partial F1, as the official script gives it)
+    either = "Who was born first, Jamie Curry or Alyaksey Vasilewski?"
+    assert scores("Yes, Jamie Curry or Alyaksey Vasilewski was born first.", "Alyaksey Vasilewski", either)[1] > 0.3
+    assert m.extract_answer("No, they are not.", asked) == "No" == m.extract_answer("No, they are not.")
+    assert m.extract_answer("No, Paris.", "Which city is it?") == "No, Paris"
     assert m.extract_answer("Nobody, in the end.") == "Nobody, in the end"
     assert m.answer_scores("Paris.", []) == (None, None)  # a long-form request: no reference answer
     assert m.f1_score("no", ["yes"]) == 0.0
@@ -591,7 +599,36 @@ def test_a_closed_book_results_file_resumes_with_retrieving_runs_and_back(tmp_pa
         code, _, err = _eval_cli(monkeypatch, capsys, [str(data), "--strategy", strategies, "--corpus", str(corpus),
                                                        "--out", str(out)])
         assert code == 0, err
-    assert len(out.read_text().splitlines()) == 1 + 4  # the header, then 2 questions × 2 runs, none asked twice
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len([r for r in records if "run" in r]) == 4  # 2 questions × 2 runs, none asked twice
+    headers = [r for r in records if r.get("type") == "header" and "run" not in r]
+    assert [h["settings"]["index"] == "" for h in headers] == [True, False]  # the retrieving runs' index, added
+    # which the next resume is checked against: another corpus's index is refused
+    other = tmp_path / "other.jsonl"
+    other.write_text(corpus.read_text().replace("more", "else"))
+    code, _, err = _eval_cli(monkeypatch, capsys, [str(data), "--strategy", "single", "--corpus", str(other),
+                                                   "--out", str(out)])
+    assert code == 2 and "index:" in err
+
+
+def test_a_results_file_from_before_evals_searched_no_web_resumes_unless_crag_runs(tmp_path, monkeypatch, capsys):
+    """Evals stopped searching the web unless --web is given: every file written before says web: true,
+    and resuming one was refused for runs that never search it."""
+    data, corpus = _dataset(tmp_path)
+    out = tmp_path / "r.jsonl"
+    code, _, err = _eval_cli(monkeypatch, capsys, [str(data), "--strategy", "single", "--corpus", str(corpus),
+                                                   "--out", str(out)])
+    assert code == 0, err
+    lines = out.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["settings"]["web"] = True  # as an older ragcli wrote it
+    out.write_text("\n".join([json.dumps(header)] + lines[1:]) + "\n")
+    code, _, err = _eval_cli(monkeypatch, capsys, [str(data), "--strategy", "single,none", "--corpus", str(corpus),
+                                                   "--out", str(out)])
+    assert code == 0, err
+    code, _, err = _eval_cli(monkeypatch, capsys, [str(data), "--strategy", "crag", "--corpus", str(corpus),
+                                                   "--out", str(out)])
+    assert code == 2 and "web: True there, False here" in err
 
 
 def test_a_grid_compares_each_run_with_the_single_run_of_its_own_values(tmp_path, monkeypatch, capsys):

@@ -101,21 +101,18 @@ def eval_run(
             raise UsageError(f"--strategy oracle reads each question's gold paragraphs: question {textless.id!r} has "
                              "one without \"text\"", hint="give the gold paragraphs their text, or leave oracle out")
     build = None
-    if not all(spec.strategy in WITHOUT_INDEX for spec in specs):
+    if not all(spec.strategy in runner.WITHOUT_INDEX for spec in specs):
         build = _open_index(base, dataset, corpus)
     elif base.source("index") == "flag":  # a path given is checked, whether the runs retrieve or not
         from ragcli.retrieval.index import TantivyIndex
 
         TantivyIndex.open(base.index)
-    else:  # closed-book: nothing to build, but where the eval's index would be is what its file records, so
-        try:  # that a retrieving run resumes it (one with "" there was refused: "index: '' there, '…' here")
-            base.index = str(_eval_index_plan(dataset, corpus)[0])
-        except UsageError:  # a data set without paragraphs: no index at all
-            base.index = ""
+    else:
+        base.index = ""  # closed-book: nothing to build (it failed on a data set without paragraphs)
     if not restart:  # settings, dataset and corpus before the index is built and the model loads (minutes
         # for a big one, to be told then the file was made from another corpus); the model's hash after
-        runner.check_resumable(out, runner.run_metadata(base, dataset, base.index, None, long_form=long_form),
-                               model=False)
+        early = runner.run_metadata(base, dataset, base.index, None, long_form=long_form)
+        runner.check_resumable(out, {**early, "runs": [spec.key for spec in specs]}, model=False)
     if build is not None:
         build()
     meta = _run_header(engine, base, dataset, specs, len(examples), long_form=long_form)
@@ -169,7 +166,6 @@ def _run_specs(base: Settings, strategy: str, grid: dict[str, str]) -> list:
     return runner.expand_grid(names, grid_values)
 
 
-WITHOUT_INDEX = frozenset({"none", "oracle"})  # runs that search no index: closed-book, the gold paragraphs
 
 
 def _open_index(base: Settings, dataset: Path, corpus: Path | None):

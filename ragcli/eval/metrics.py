@@ -7,14 +7,19 @@ import re
 from collections import Counter
 from typing import Iterable, Sequence
 
-from ragcli.answers import YES_NO, normalize_answer, short_answer
+from ragcli.answers import YES_NO, asks_yes_or_no, normalize_answer, short_answer
 
 __all__ = ["YES_NO", "answer_scores", "exact_match", "extract_answer", "f1_score", "normalize_answer", "recall"]
 
-# A yes or no standing alone at the start of the short answer, then its explanation after a stop or a
-# comma ("No, they are not." answers "no"); not a "No" that begins a sentence of another meaning
-# ("No information is given.", "No one knows.", "No doubt, yes."), which answers nothing.
-_YES_NO_LEAD = re.compile(r"\s*(yes|no)\s*(?:[,;:.!?\u2014\u2013-].*)?", re.IGNORECASE | re.DOTALL)
+# A yes or no standing alone at the start of the short answer of a question asking yes or no, then its
+# explanation ("No, they are not.", "Yes they are.", "**Yes** (both are American).") answers "no" or
+# "yes"; a "No" that begins a sentence of another meaning ("No information is given.", "No one knows.",
+# "No-one knows.", "No doubt, yes.") answers nothing.
+_YES_NO_LEAD = re.compile(
+    r"""\s*[*_"'\u201c\u2018(\[]*(yes|no)[*_"'\u201d\u2019)\]]*"""
+    r"(?:\s*[,;:.!?\u2014\u2013(]|\s+-\s|\s+(?:they|it|he|she|we|i|you|both|neither|either|not|there|that|this|"
+    r"those|these|each|all|none|only|because|since|as|but)\b|\s*$).*",
+    re.IGNORECASE | re.DOTALL)
 
 
 def exact_match(prediction: str, golds: Sequence[str]) -> float:
@@ -41,19 +46,22 @@ def _f1(prediction: str, gold: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def answer_scores(answer: str, golds: Sequence[str]) -> tuple[float | None, float | None]:
+def answer_scores(answer: str, golds: Sequence[str], question: str | None = None) -> tuple[float | None, float | None]:
     """(EM, F1) of an answer's short answer (``extract_answer``) against the reference answers; (None,
     None) without any (a long-form request)."""
     if not golds:
         return None, None
-    short = extract_answer(answer)
+    short = extract_answer(answer, question)
     return exact_match(short, golds), f1_score(short, golds)
 
 
-def extract_answer(text: str) -> str:
+def extract_answer(text: str, question: str | None = None) -> str:
     """The short answer EM and F1 score (``ragcli.answers.short_answer``); one that opens with a
-    yes or no standing alone is that word ("No, they are not." -> "No")."""
+    yes or no standing alone is that word ("No, they are not." -> "No") where the ``question`` asks
+    yes or no (or is not given): "No, Paris." to "Which city …?" is a phrase to score as it is."""
     short = short_answer(text)
+    if question is not None and not asks_yes_or_no(question):
+        return short
     lead = _YES_NO_LEAD.fullmatch(short)
     return lead.group(1) if lead else short
 

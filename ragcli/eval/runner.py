@@ -71,7 +71,7 @@ def expand_grid(strategies: list[str], grid: dict[str, list[Any]]) -> list[RunSp
 def score(example: Example, answer: str, retrieved: list[str], context: list[str] = ()) -> dict[str, float]:
     """EM and F1 of the short answer; recall of the gold paragraphs among everything retrieved, the
     first 15 of it, and the documents in the prompt that wrote the final answer (``context``)."""
-    em, f1 = answer_scores(answer, example.answers)  # (None for a long-form request: no reference answer)
+    em, f1 = answer_scores(answer, example.answers, example.question)  # (None for a long-form request)
     gold = example.gold_pids
     held = set(gold)
     base_ids = [record_of(pid, held) for pid in retrieved]
@@ -112,7 +112,7 @@ def run_one(engine: Engine, spec: RunSpec, example: Example, base: Settings) -> 
         "question": example.question,
         "gold": list(example.answers),
         "answer": final.answer,
-        "prediction": extract_answer(final.answer),
+        "prediction": extract_answer(final.answer, example.question),
         "retrieved": retrieved,
         "retrievals": stats.retrievals,
         "retrieval_rate": stats.retrieval_rate,
@@ -135,6 +135,21 @@ def is_header(record: dict) -> bool:
     """Whether a record of a results file is its header: "type" "header", and no "run" (a result copies
     its question's "type", which a data set may call anything)."""
     return record.get("type") == "header" and "run" not in record
+
+
+def _last_header(out: Path) -> dict:
+    """The results file's last header (its first, unless retrieving runs joined closed-book ones)."""
+    last: dict = {}
+    with out.open(encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            if line.startswith('{"type": "header"'):  # (as run_eval writes one: rows start with "run")
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(record, dict) and is_header(record):
+                    last = record
+    return last
 
 
 def _first_record(out: Path) -> dict | None:
@@ -173,6 +188,19 @@ def load_done(out: Path | None) -> dict[tuple[str, str], dict]:
 # settings that never change an answer: a resumed run may differ in them ("model" is compared by its hash;
 # each run sets its own strategy, named in its key)
 RESUME_IGNORES = frozenset({"threads", "highlight", "require_gpu", "model", "strategy"})
+WITHOUT_INDEX = frozenset({"none", "oracle"})  # runs that search no index: closed-book, the gold paragraphs
+
+
+def _retrieving(record: dict) -> bool:
+    """Whether a header's (or this run's) runs search an index (a record without "runs": assume so)."""
+    runs = record.get("runs")
+    return runs is None or any(str(run).split()[0] not in WITHOUT_INDEX for run in runs)
+
+
+def _searching_web(record: dict) -> bool:
+    """Whether a header's (or this run's) runs may search the web: CRAG's, or any with --correct."""
+    runs = record.get("runs") or ()
+    return any(str(run).split()[0] == "crag" for run in runs) or bool((record.get("settings") or {}).get("correct"))
 
 
 def check_resumable(out: Path | None, meta: dict | None, *, model: bool = True) -> None:
@@ -186,6 +214,7 @@ def check_resumable(out: Path | None, meta: dict | None, *, model: bool = True) 
     restart = "rerun with --restart to start it over, or use another --out"
     if not is_header(header):
         raise UsageError(f"{out} holds results without the settings they were made with", hint=restart)
+    header = _last_header(out)  # (a header is added where retrieving runs joined closed-book ones)
     differ = _differences(header, meta, model)
     if differ:
         raise UsageError(f"{out} holds results made with other settings: {'; '.join(differ)}", hint=restart)
@@ -196,8 +225,16 @@ def _differences(header: dict, meta: dict, model: bool) -> list[str]:
     setting the file does not record is newer than it: the file's run had its default."""
     there, here = header.get("settings") or {}, meta.get("settings") or {}
     there = {**{key: value for key, value in Settings().to_dict().items() if key in here}, **there}
+    ignored = set(RESUME_IGNORES)
+    if not (_searching_web(header) or _searching_web(meta)):  # (an eval's web search went off by default:
+        ignored.add("web")  # files made before said web: true for runs that never search it)
+    # a closed-book file's rows used no index: retrieving runs may join it (its header then gets one of
+    # theirs, ``run_eval``: the next resume compares that), and closed-book runs any file
+    indexed = _retrieving(header) and _retrieving(meta)
+    if not indexed:
+        ignored.add("index")
     differ = [f"{key}: {there.get(key)!r} there, {here.get(key)!r} here" for key in sorted(set(there) | set(here))
-              if key not in RESUME_IGNORES and there.get(key) != here.get(key)]
+              if key not in ignored and there.get(key) != here.get(key)]
     for key, name, on in (("model_sha256", "model", model), ("dataset_sha256", "dataset", True)):
         if on and key in meta and header.get(key) != meta[key]:
             differ.append(f"{name}: sha256 {str(header.get(key))[:12]} there, {str(meta[key])[:12]} here")
@@ -210,7 +247,8 @@ def _differences(header: dict, meta: dict, model: bool) -> list[str]:
             differ.append(f"server model: {server_there.get(field)!r} there, {server_here.get(field)!r} here")
     # the same --index re-indexed in between (files added, changed): other documents, and another
     # --theta auto threshold, which is calibrated on the index's own sentences
-    if header.get("index_content") and meta.get("index_content") and header["index_content"] != meta["index_content"]:
+    if (indexed and header.get("index_content") and meta.get("index_content")
+            and header["index_content"] != meta["index_content"]):
         differ.append(f"index content: {header['index_content'][:12]} there, {meta['index_content'][:12]} here "
                       "(the index was changed)")
     if bool(header.get("long_form")) != bool(meta.get("long_form")):  # a file from before the key: plain
@@ -241,7 +279,10 @@ def run_eval(engine: Engine, specs: list[RunSpec], examples: list[Example], base
         _repair_tail(out)
         fh = out.open("a", encoding="utf-8")
         has_header = is_header(_first_record(out) or {})  # (interrupted before its first result)
-        if not done and meta is not None and not has_header:
+        if meta is not None and (not done and not has_header
+                                 or has_header and _retrieving(meta) and not _retrieving(_last_header(out))):
+            # the first header; or retrieving runs joining closed-book ones: their index is recorded,
+            # and the next resume is checked against it
             fh.write(json.dumps({"type": "header", **meta}, ensure_ascii=False) + "\n")
             fh.flush()
     try:
@@ -331,8 +372,12 @@ def _rescored(row: dict) -> dict:
     """``row`` with its EM and F1 from today's metrics (a row without its answer or references as it is)."""
     if not isinstance(row.get("answer"), str) or not isinstance(row.get("gold"), list):
         return row
-    em, f1 = answer_scores(row["answer"], row["gold"])
-    return row if (em, f1) == (row.get("em"), row.get("f1")) else {**row, "em": em, "f1": f1}
+    question = row.get("question") if isinstance(row.get("question"), str) else None
+    em, f1 = answer_scores(row["answer"], row["gold"], question)
+    prediction = extract_answer(row["answer"], question)
+    if (em, f1, prediction) == (row.get("em"), row.get("f1"), row.get("prediction")):
+        return row
+    return {**row, "em": em, "f1": f1, "prediction": prediction}
 
 
 def _means(items: list[dict]) -> dict[str, float]:
