@@ -283,7 +283,8 @@ class Conversation:
         dashboard?" "Loki." searched "Loki" and answered "Loki." from the same page). The names its
         questions asked about stay: "Which one is older?" may come next."""
         carried = self.thread[-1].subject
-        if not (_ELLIPTICAL_START.match(question) and names(question)):
+        refers = any(w.lower() in REFERRING for w in WORD.findall(question))  # "And when did he fly with NASA?"
+        if refers or not (_ELLIPTICAL_START.match(question) and names(question)):
             return carried
         asked = {w.lower() for e in self.thread for w in names(e.question).split()}
         answered = {w.lower() for e in self.thread for w in named_in_answer(e.answer).split()} - asked

@@ -130,6 +130,9 @@ def test_and_x_asks_the_same_of_a_new_subject_without_the_names_it_replaces():
     talk = Conversation()
     talk.remember(Exchange("Who was the first German in space?", "Sigmund Jähn."), follow_up=False)
     assert talk.texts("What about Sweden?")[1] == "What about Sweden? first German space"
-    # naming nothing new, or pointing back at the subject: the answer's names stay
-    for question in ("And when did he fly?", "Tell me more.", "Also, where?"):
+    # naming nothing new, or pointing back at the subject: the answer's names stay ("NASA" is no new
+    # subject where "he" is the earlier one, nor in the turns after it)
+    for question in ("And when did he fly?", "And did he fly with NASA?", "Tell me more.", "Also, where?"):
         assert talk.texts(question)[1] == f"{question} first German space Sigmund Jähn"
+    talk.remember(Exchange("And when did he fly with NASA?", "In 1983."), follow_up=True)
+    assert "Sigmund Jähn" in talk.texts("Where was he born?")[1]
