@@ -69,7 +69,8 @@ def citations(answer: str, docs: Sequence[Document], question: str = "") -> tupl
         # a phrase of a word or two ("10.", "Loki.") is in many pages by chance (a date in a title): only
         # a page that also speaks of what was asked (one of the question's other words) is its source,
         # where the question says enough to tell ("Which plant is that?" names nothing a page must hold)
-        about = asked - words if len(words) <= SHORT_WORDS else set()
+        # and the phrase is none of its own words ("Loki." to "Which came first, Loki or Sentinel?")
+        about = asked - words if len(words) <= SHORT_WORDS and not words <= asked else set()
         about = about if len(about) >= 2 else set()
         while uncovered and docs:
             counted_now = uncovered - echoed if picked else uncovered

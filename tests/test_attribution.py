@@ -212,4 +212,9 @@ def test_a_phrase_is_cited_only_to_a_page_that_speaks_of_what_was_asked():
     assert citations("Neil Peart.", [rush], "Neil Peart?")[0][2] == (0,)  # the question's own words: any page
     # a question with one word of its own says too little to tell the page by
     assert citations("Rush.", [rush], "Which one is that?")[0][2] == (0,)
+    # an answer that is one of the question's own words: the page holding it is its source
+    loki, sentinel = Document("l", "Loki", "Loki was launched in 2015."), Document("s", "Sentinel", "Sentinel in 2018.")
+    for question, answer in (("Which was released first, Loki or Sentinel?", "Loki."),
+                             ("Is Loki older than Sentinel?", "Yes, Loki."), ("Loki 和 Sentinel 哪个先发布？", "Loki。")):
+        assert citations(answer, [sentinel, loki], question)[0][2] == (1,), question
     assert citations("Loki.", [Document("f", "faq", "Logs are shipped to Loki.")], "Who owns the dashboard?")[0][2] == ()
