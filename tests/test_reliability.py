@@ -537,6 +537,7 @@ def test_a_folder_that_cannot_be_entered_is_reported_and_the_rest_indexed(tmp_pa
         (docs / "locked").chmod(0o755)
     assert proc.returncode == 0, proc.stderr
     assert "internal error" not in proc.stderr and "not reachable: cannot read" in proc.stderr
+    assert ".ragcliignore" not in proc.stderr  # it has none: the folder is what cannot be read
     assert "1 added" in proc.stderr
     assert list(TantivyIndex.open(tmp_path / "idx").load_manifest()) == [str(docs.resolve() / "ok" / "a.txt")]
 

@@ -254,8 +254,14 @@ def _read_ignore(folder: Path, specs: list[tuple[Path, object]], on_skip: SkipFn
     whole, so that what the file excludes is not indexed in silence."""
     ignore = folder / IGNORE_FILE
     try:
-        if not ignore.is_file():
-            return True
+        there = ignore.is_file()
+    except OSError as exc:  # the folder cannot be entered (mode 644): no file in it can be read either
+        if on_skip is not None:
+            on_skip(shown or folder, f"cannot read folder: {exc.strerror or exc}")
+        return False
+    if not there:
+        return True
+    try:
         text = decode(ignore.read_bytes()).text
     except FileNotFoundError:  # gone since
         return True
