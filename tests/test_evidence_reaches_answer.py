@@ -563,3 +563,17 @@ def test_a_reasoning_answers_final_read_writes_its_conclusion_from_the_page_foun
     assert read and "romulus" in {d.id for d in read[0].documents}  # the final search found the page
     assert final(events).answer == "Rome was founded by Romulus. So the answer is: Mars."
     assert not [e for e in events if getattr(e, "message", "").startswith("the final read wrote nothing")]
+
+
+def test_a_reasoning_cut_mid_sentence_is_not_followed_by_the_conclusions_cue(settings):
+    """Steps cut by --max-tokens ("Romulus was the son of") are finished by the read, not made into
+    "… son of So the answer is:"."""
+    gen = FakeGenerator(default=toks(" Mars. So the answer is: Mars.", 0.95) + toks("\n\nQuestion:", 0.9))
+    strategy = build(Flare, gen, OverlapRetriever([BRIDGE, ANSWER_PAGE]), settings.copy(k=1, answer_style="cot"))
+    strategy.question, strategy.style = QUESTION, "cot"
+    strategy.gather([BRIDGE, ANSWER_PAGE], 0)
+    for reasoning, cue in (("Rome was founded by Romulus. Romulus was the son of", False),
+                           ("Rome was founded by Romulus.", True)):
+        list(strategy.read_gathered(QUESTION, f"{reasoning} So the answer is: Jupiter.", [BRIDGE], style="cot",
+                                    reasoning=reasoning))
+        assert gen.prompts[-1].endswith("So the answer is:") is cue, gen.prompts[-1][-60:]

@@ -60,7 +60,8 @@ class FinalRead:
             query = self._final_query(question, before)
             self.stats.retrieval_opportunities += 1
             last = yield from self.retrieve(query, reason, fresh=True)
-        concluding = style == "cot" and bool(reasoning)
+        # (steps cut mid-sentence by --max-tokens are finished by the read first: "… son of So the answer is:")
+        concluding = style == "cot" and bool(reasoning) and ends_with_stop(reasoning)
         lead = f"{reasoning} {prompts.CONCLUSION}" if concluding else reasoning
         build = lambda d: prompts.answer_prompt(question, d, lead, style)  # noqa: E731
         if budget is None:  # a paragraph is written again whole; a short answer in a short one's tokens
