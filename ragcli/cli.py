@@ -151,7 +151,7 @@ def index(
         + (f", {report.unreachable} not reachable" if report.unreachable else "")
         + (f"; {counted(bad, 'bad JSONL line')} skipped in {counted(len(report.bad_lines), 'file')}" if bad else "")
         + f"): {counted(report.passages_added, 'passage')} added, {report.passages_total} in the index, "
-        f"{report.seconds:.1f}s ({report.passages_per_second:.0f} passages/s) → {settings.index}",
+        f"{report.seconds:.1f}s ({report.passages_per_second:.0f} passages/s) → {markup_safe(settings.index)}",
         soft_wrap=True,
     )
 
@@ -176,7 +176,8 @@ def info(
     from ragcli.render.text import text_console
     from rich.table import Table
 
-    table = Table(show_header=False, title=f"index {settings.index}", title_justify="left")
+    # a path or value is shown as it is, never read as markup ("/tmp/[red]idx" lost its "[red]")
+    table = Table(show_header=False, title=markup_safe(f"index {settings.index}"), title_justify="left")
     for key, value in stats.items():
         if key in ("updated", "created") and value:
             value = datetime.datetime.fromtimestamp(value).isoformat(timespec="seconds")
@@ -184,7 +185,7 @@ def info(
             key, value = "size on disk", f"{value / 1e6:.1f} MB" if value >= 1e5 else f"{value / 1e3:.0f} kB"  # not "0.0 MB"
         if key == "encodings":
             key, value = "encodings (files)", ", ".join(f"{name}: {count}" for name, count in value.items())
-        table.add_row(key.replace("_", " "), str(value))
+        table.add_row(key.replace("_", " "), markup_safe(str(value)))
     text_console().print(table)
 
 
@@ -281,7 +282,7 @@ def _log_answer(question: str, settings: dict, events: list) -> None:
         log.record(question, settings, events)
         log.close()
     except (HistoryError, sqlite3.Error, OSError) as exc:  # logging must never cost the user their answer
-        stderr_console().print(f"[yellow]warning:[/] could not write the history log: {exc}", soft_wrap=True)
+        stderr_console().print(f"[yellow]warning:[/] could not write the history log: {markup_safe(str(exc))}", soft_wrap=True)
 
 
 @app.command()
@@ -379,7 +380,8 @@ def config_show(
 
     table = Table("setting", "value", "from")
     for name, value in settings.to_dict().items():
-        table.add_row(name.replace("_", "-"), str(value), settings.source(name))
+        # values and sources as they are: "--index '/tmp/notes[/]x'" was a MarkupError, a config in "[dim]cfg" lost it
+        table.add_row(name.replace("_", "-"), markup_safe(str(value)), markup_safe(settings.source(name)))
     text_console().print(table)
 
 

@@ -34,7 +34,7 @@ def history_list(
 
     for row in log.recent(min(limit, 2**63 - 1)):  # (SQLite's largest integer)
         when = datetime.datetime.fromtimestamp(row["created"]).strftime("%Y-%m-%d %H:%M")  # cut after a word, with "…"
-        table.add_row(str(row["id"]), when, row["strategy"], markup_safe(shorten(row["question"], 60)),
+        table.add_row(str(row["id"]), when, markup_safe(str(row["strategy"])), markup_safe(shorten(row["question"], 60)),
                       markup_safe(shorten(with_cut(row["answer"], row["stop_reason"]), 80)))
     text_console().print(table)
 
@@ -72,7 +72,7 @@ def _show_entry(c, row: dict) -> None:
     from ragcli.types import Document, RunStats
 
     c.soft_wrap = not c.is_terminal  # `history show 15 > f.txt`: lines as they are (ask's answer is not cut at 80 either)
-    c.print(f"[bold]{markup_safe(row['question'])}[/]  [dim]({row['strategy']})[/]")
+    c.print(f"[bold]{markup_safe(row['question'])}[/]  [dim]({markup_safe(str(row['strategy']))})[/]")
     finished = next((e for e in row["events"] if e["event"] == "answer"), {})
     c.print(escape(marked_answer(row["answer"], finished.get("citations") or (), finished.get("stop_reason", "end"))))
     sources = [Document(d.get("id", ""), d.get("title", ""), d.get("text", ""), source=d.get("source", "index"),

@@ -329,7 +329,7 @@ class Repl:
             table = Table("setting", "value", "from")
             for name, value in self.settings.to_dict().items():
                 if not named or name in named:
-                    table.add_row(name.replace("_", "-"), escape(str(value)), self.settings.source(name))  # as `config show`
+                    table.add_row(name.replace("_", "-"), escape(safe(str(value))), escape(safe(self.settings.source(name))))  # as `config show`
             self.console.print(table)
         elif cmd == "/sources":
             if not self.transcript:

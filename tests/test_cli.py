@@ -558,3 +558,50 @@ def test_an_index_locked_by_another_run_is_exit_4(tmp_path, capsys):
     with exclusive_lock(ix):
         code, _, err = call(["index", str(src), "--index", str(ix)], capsys)
     assert code == 4 and "locked by PID" in err
+
+
+def test_paths_and_values_are_printed_as_they_are_never_as_markup(small_corpus, tmp_path, capsys, monkeypatch):
+    """A path or value holding "[/]" was a MarkupError (exit 1, after `index` had written the index);
+    one holding "[bold]" or "[red]" lost it ("→ /tmp/idx3", "index /tmp/idx", a value "m")."""
+    monkeypatch.setenv("COLUMNS", "400")  # whole cells, whatever the tables' widths
+    flat = lambda text: " ".join(text.replace("│", " ").split())  # noqa: E731
+    for odd in ("y[/]idx", "[bold]idx3", "[red]idx"):
+        idx = str(tmp_path / odd)
+        code, out, err = call(["index", str(small_corpus), "--index", idx], capsys)
+        assert code == 0 and f"→ {idx}" in err, err
+        code, out, err = call(["info", "--index", idx], capsys)
+        assert code == 0 and f"index {idx}" in out, err
+        code, out, err = call(["config", "show", "--index", idx], capsys)
+        assert code == 0 and f"index {idx} flag" in flat(out), err
+        code, out, err = call(["doctor", "--index", idx + "-none", "--no-web"], capsys)
+        assert code == 1 and f"{idx}-none" in flat(out), err
+    code, out, err = call(["config", "show", "--api-model", "[red]m", "--base-url", "http://localhost:9/v1"], capsys)
+    assert code == 0 and "api-model [red]m flag" in flat(out), err
+    folder = tmp_path / "[dim]cfg"
+    folder.mkdir()
+    (folder / "config.toml").write_text("k = 7\n", encoding="utf-8")
+    monkeypatch.setenv("RAGCLI_CONFIG", str(folder / "config.toml"))
+    code, out, err = call(["config", "show"], capsys)
+    assert code == 0 and f"k 7 config ({folder / 'config.toml'})" in flat(out), err
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "c[/]ache"))
+    code, out, err = call(["models"], capsys)
+    assert code == 0 and f"models in {tmp_path / 'c[/]ache'}" in out, err
+
+
+def test_eval_tables_show_file_and_run_names_as_they_are():
+    from rich.console import Console
+
+    from ragcli.eval.report import compare_pairs, compare_table, paired_table, summary_table
+
+    questions = {f"q{i}": {"dataset": "[b]ds", "f1": i % 2, "answer_context_recall": 0.5} for i in range(10)}
+    summary = {"runs": {"single": {"n": 10, "f1": 50.0, "questions": questions},
+                        "flare [red]x": {"n": 10, "f1": 50.0, "questions": questions}}}
+    tables = {"10 questions from [/]d.jsonl": summary_table(summary["runs"], "10 questions from [/]d.jsonl"),
+              "b[/].json minus [red]a.json": compare_table(summary, summary, "[red]a.json", "b[/].json"),
+              "against [b]single": paired_table(compare_pairs(summary, None, "[red]a.json", "", "single"),
+                                                "against [b]single")}
+    for title, table in tables.items():
+        console = Console(width=300, record=True)
+        console.print(table)
+        text = console.export_text()
+        assert title in text and "flare [red]x" in text, text

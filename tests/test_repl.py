@@ -509,3 +509,11 @@ def test_a_question_of_punctuation_alone_is_refused_as_ask_refuses_it(settings, 
     repl, code, err, out = drive(make_repl(settings, built_index, gen), "What is Rhodotypos?\r???\r/exit\r")
     assert code == 0 and "error: the question has no words" in err
     assert len(repl.transcript) == 1 and len(gen.calls) == len([c for c in gen.calls if "???" not in c["prompt"]])
+
+
+def test_show_prints_where_a_setting_came_from_as_it_is_never_as_markup(settings, built_index):
+    """A config file in a folder "[dim]cfg" was shown as "config (/x/cfg/config.toml)" by /show."""
+    s = settings.copy(strategy="none")
+    s._sources["k"] = "config (/x/[dim]cfg/config.toml)"
+    repl, code, err, out = drive(make_repl(s, built_index), "/show k\r/exit\r")
+    assert "config (/x/[dim]cfg/config.toml)" in err

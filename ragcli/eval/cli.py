@@ -123,12 +123,12 @@ def eval_run(
     if summary is not None:
         summary.parent.mkdir(parents=True, exist_ok=True)
         summary.write_text(json.dumps({"meta": meta, "runs": runs}, indent=2), encoding="utf-8")
-        console.print(f"summary → {summary}")
+        console.print(f"summary → {markup_safe(str(summary))}")
     if plot is not None:
         from ragcli.eval import report
 
         report.plot_sweep(runs, plot)
-        console.print(f"plot → {plot}")
+        console.print(f"plot → {markup_safe(str(plot))}")
 
 
 def _check_writable(path: Path | None, flag: str) -> None:
@@ -342,7 +342,7 @@ def _eval_index_plan(dataset: Path, corpus: Path | None):
                     src = Path(tmp) / f"{dataset.stem}-paragraphs.jsonl"
                     src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records),
                                    encoding="utf-8")
-                stderr_console().print(f"building the eval index from {source.name} → {target}")
+                stderr_console().print(f"building the eval index from {markup_safe(source.name)} → {markup_safe(str(target))}")
                 build_index([src], building, writer_threads=1)  # one thread: passages (and samples) in the order read
             try:
                 os.replace(building, target)  # only a complete index is ever found at `target`

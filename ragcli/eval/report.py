@@ -82,14 +82,15 @@ def _metric_tables(title: str, rows: list[tuple[str, dict[str, str], str | None]
     """A run per row (label, {metric: cell}, style), a metric per column: whole, then as what the
     answers scored and what they cost, then each of those in halves."""
     from rich.table import Table
+    from rich.text import Text
 
-    def table(title: str, columns: list[tuple[str, str, str]]):
-        t = Table(title=title or None, title_justify="left")
+    def table(title: str, columns: list[tuple[str, str, str]]):  # names as they are, never markup (a file "[b]s.json")
+        t = Table(title=Text(title) if title else None, title_justify="left")
         t.add_column("run", overflow="fold")
         for _, label, _ in columns:
             t.add_column(label, justify="right", no_wrap=True)
         for label, cells, style in rows:
-            t.add_row(label, *(cells.get(name, "") for name, _, _ in columns), style=style)
+            t.add_row(Text(label), *(cells.get(name, "") for name, _, _ in columns), style=style)
         return t
 
     cost = COLUMNS[ANSWER_COLUMNS:]
@@ -172,8 +173,9 @@ def paired_table(pairs: list[tuple[str, dict[str, Any], str, dict[str, Any]]], t
 
     def table(title: str, metrics, caption: str | None):
         from rich.table import Table
+        from rich.text import Text
 
-        t = Table(title=title, title_justify="left", caption=caption)
+        t = Table(title=Text(title), title_justify="left", caption=caption)  # names as they are, never markup
         t.add_column("comparison", overflow="fold")  # the labels wrap where the terminal is narrow
         t.add_column("data set", overflow="fold")
         t.add_column("n", no_wrap=True, justify="right")
@@ -181,7 +183,7 @@ def paired_table(pairs: list[tuple[str, dict[str, Any], str, dict[str, Any]]], t
             t.add_column(f"{label} A → B", justify="right", no_wrap=True)
             t.add_column(f"Δ{label} [95% CI]", justify="right", no_wrap=True)
         for comparison, ds, n, cells, style in rows:
-            t.add_row(comparison, ds, n, *(c for metric, _ in metrics for c in cells[metric]), style=style)
+            t.add_row(Text(comparison), Text(ds), n, *(c for metric, _ in metrics for c in cells[metric]), style=style)
         return t
 
     return Fitted([table(title, PAIRED_METRICS, caption)],
