@@ -19,9 +19,10 @@ import typer
 from ragcli import __version__
 from ragcli.cli_support import markup_safe, stderr_console, with_settings
 from ragcli.config import Settings
-from ragcli.errors import HistoryError, Interrupted, RagcliError, UsageError
+from ragcli.errors import HistoryError, Interrupted, RagcliError, Terminated, UsageError
 from ragcli.eval.cli import eval_app
-from ragcli.exits import PIPE_CLOSED, click_exceptions, failure, output_closed, report, to_devnull, usage_error_event
+from ragcli.exits import (PIPE_CLOSED, click_exceptions, failure, output_closed, report, terminations_raised, to_devnull,
+                          usage_error_event)
 from ragcli.history_cli import history_app
 from ragcli.models_cli import models_app
 
@@ -249,15 +250,17 @@ def ask(
     renderer = None
     events = []
     try:
-        if as_json and quiet:  # -q was silently ignored
-            raise UsageError("--json and --quiet ask for two outputs", hint="--json prints every event, -q the answer alone")
-        question, encoding = _read_question(question)
-        settings = Settings.resolve(flags)
-        engine = Engine(settings)
-        renderer = make_renderer(json=as_json, quiet=quiet, highlight=settings.highlight_threshold)
-        for event in itertools.chain(_not_utf8(encoding), engine.ask(question)):
-            events.append(event)
-            renderer.handle(event)
+        with terminations_raised():  # SIGTERM/SIGHUP end the run as Ctrl-C does: the error event below, exit 143
+            if as_json and quiet:  # -q was silently ignored
+                raise UsageError("--json and --quiet ask for two outputs",
+                                 hint="--json prints every event, -q the answer alone")
+            question, encoding = _read_question(question)
+            settings = Settings.resolve(flags)
+            engine = Engine(settings)
+            renderer = make_renderer(json=as_json, quiet=quiet, highlight=settings.highlight_threshold)
+            for event in itertools.chain(_not_utf8(encoding), engine.ask(question)):
+                events.append(event)
+                renderer.handle(event)
     except BaseException as exc:
         if as_json:  # the stream ends with what went wrong; `run` still says it on stderr and exits
             from ragcli.events import RunFailed
@@ -304,7 +307,8 @@ def chat(
         engine.retriever
     except IndexMissingError as exc:  # /index PATH can build it from inside the session
         stderr_console().print(f"[yellow]warning:[/] {markup_safe(exc.message)}; /index PATH builds one", soft_wrap=True)
-    Repl(engine, log=None if no_log else _log_answer).run()
+    with terminations_raised():  # the terminal closed (SIGHUP) or a kill: the session ends, exit 129/143
+        Repl(engine, log=None if no_log else _log_answer).run()
 
 
 def _not_utf8(encoding: str | None) -> list:
@@ -414,7 +418,7 @@ def run(argv: list[str] | None = None) -> None:
             report(Interrupted("interrupted"), debug=_state["debug"])
         if isinstance(rc, int) and rc:
             raise SystemExit(rc)
-    except (RagcliError, KeyboardInterrupt, *aborts) as exc:
+    except (RagcliError, KeyboardInterrupt, Terminated, *aborts) as exc:
         report(exc, debug=_state["debug"])
     except exits as exc:
         raise SystemExit(exc.exit_code) from None

@@ -82,3 +82,25 @@ class HistoryError(RagcliError):
 
 class Interrupted(RagcliError):
     exit_code = 130
+
+
+class Terminated(BaseException):
+    """The process was told to stop (SIGTERM: `timeout`, `kill`, a service manager; SIGHUP: the terminal
+    closed) while `ask`, `chat` or `eval run` ran (``ragcli.exits.terminations_raised``). Raised from the
+    signal's handler as Ctrl-C raises KeyboardInterrupt, and a BaseException as that is, so that no
+    ``except Exception`` takes it for a failure to work around; exit 128 + the signal's number (143, 129)."""
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        self.signum = signum
+        self.exit_code = 128 + signum
+        try:
+            name = signal.Signals(signum).name
+        except ValueError:
+            name = f"signal {signum}"
+        super().__init__(f"terminated ({name})")
+
+    @property
+    def message(self) -> str:
+        return str(self)

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
+from typing import Iterator
 
 import typer
 
-from ragcli.errors import Interrupted, RagcliError
+from ragcli.errors import Interrupted, RagcliError, Terminated
 
 PIPE_CLOSED = 0  # `ragcli search --json q | head -1`: the reader took what it wanted (as ripgrep, fd, bat)
 
@@ -57,6 +59,8 @@ def usage_error_event(exc: Exception, argv: list[str]) -> None:
 def failure(exc: BaseException) -> tuple[str, str | None, int]:
     """(message, hint, exit code) of a failure: the one mapping from errors to exit codes, for the
     ``error:`` line and for the ``--json`` error event alike."""
+    if isinstance(exc, Terminated):  # SIGTERM 143, SIGHUP 129
+        return exc.message, None, exc.exit_code
     if isinstance(exc, RagcliError):
         return ("interrupted", None, 130) if isinstance(exc, Interrupted) else (exc.message, exc.hint, exc.exit_code)
     if isinstance(exc, (KeyboardInterrupt, *click_exceptions()[1])):
@@ -86,6 +90,52 @@ def report(exc: BaseException, *, debug: bool = False) -> None:
 
         traceback.print_exception(exc)
     message, hint, code = failure(exc)
-    msg = "interrupted" if code == 130 else f"error: {message}" + (f" ({hint})" if hint else "")
+    msg = ("interrupted" if code == 130 else message if isinstance(exc, Terminated)
+           else f"error: {message}" + (f" ({hint})" if hint else ""))
     print(msg, file=sys.stderr)
     raise SystemExit(code)
+
+
+TERMINATING = ("SIGTERM", "SIGHUP")
+
+
+@contextmanager
+def terminations_raised() -> Iterator[None]:
+    """While a run goes on, SIGTERM and SIGHUP raise ``Terminated`` in the main thread, as Ctrl-C raises
+    KeyboardInterrupt: the run ends through the same path as any failure (a `--json` stream's last line
+    is its `error` event, exit 143; `timeout 4 ragcli ask --json` ended on a "step" event, killed). Only
+    signals left at their default are taken (`nohup` ignores SIGHUP: still ignored); the first one puts
+    the previous handlers back, so a second one stops the process as it would have; and they are put
+    back when the run ends. Outside the main thread, nothing is changed."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous: dict[int, object] = {}
+
+    def restore() -> None:
+        for signum, handler in previous.items():
+            try:
+                signal.signal(signum, handler)
+            except (OSError, ValueError):
+                pass
+
+    def raise_terminated(signum, frame) -> None:
+        restore()
+        raise Terminated(signum)
+
+    for name in TERMINATING:
+        signum = getattr(signal, name, None)
+        if signum is None:  # (Windows has no SIGHUP)
+            continue
+        try:
+            if signal.getsignal(signum) is signal.SIG_DFL:
+                previous[signum] = signal.signal(signum, raise_terminated)
+        except (OSError, ValueError):
+            pass
+    try:
+        yield
+    finally:
+        restore()

@@ -605,3 +605,68 @@ def test_eval_tables_show_file_and_run_names_as_they_are():
         console.print(table)
         text = console.export_text()
         assert title in text and "flare [red]x" in text, text
+
+
+SLOW_ASK = """
+import sys, time
+from ragcli import cli, engine
+from ragcli.generation.fake import FakeGenerator
+
+class Slow(FakeGenerator):
+    def stream(self, *args, **kwargs):
+        for token in super().stream(*args, **kwargs):
+            time.sleep(0.02)
+            yield token
+
+gen = Slow(default=[(f" w{i}", 0.9) for i in range(3000)])  # no repetition to stop it: 60 s
+engine.make_generator = lambda settings: gen
+cli.run(sys.argv[1:])
+"""
+
+
+@pytest.mark.parametrize("signame, code", [("SIGTERM", 143), ("SIGHUP", 129)])
+def test_a_run_killed_mid_stream_ends_its_json_with_the_error_event(signame, code, tmp_path):
+    """`timeout 4 ragcli ask --json …` (SIGTERM) ended on a "step" event, exit 124/143 from the kill
+    itself: the README promises scripts an `error` event last, as Ctrl-C gives (130)."""
+    import signal
+
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_ASK, "ask", "--json", "Which band?", "--strategy", "none",
+                             "--index", str(tmp_path / "none"), "--no-log", "--max-tokens", "2000"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = proc.stdout.readline()  # running: its first event is out
+    assert first, proc.stderr.read()
+    proc.send_signal(getattr(signal, signame))
+    out, err = proc.communicate(timeout=60)
+    last = json.loads(out.splitlines()[-1])
+    assert proc.returncode == code, err
+    assert last["event"] == "error" and last["exit_code"] == code and signame in last["message"], last
+    assert err.strip().splitlines()[-1] == f"terminated ({signame})"
+
+
+def test_termination_handlers_are_put_back_and_an_ignored_hangup_stays_ignored():
+    import signal
+
+    from ragcli.exits import terminations_raised
+
+    before = signal.getsignal(signal.SIGTERM)
+    hup = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as under `nohup`
+    try:
+        with terminations_raised():
+            assert signal.getsignal(signal.SIGTERM) is not before
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+        assert signal.getsignal(signal.SIGTERM) is before
+    finally:
+        signal.signal(signal.SIGHUP, hup)
+
+
+def test_a_chat_session_told_to_stop_exits_143(tmp_path):
+    """A `kill` of a chat waiting for its next question ended it with no word (status -15)."""
+    import signal
+
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_ASK, "chat", "--index", str(tmp_path / "none"), "--no-log"],
+                            cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    while "ragcli chat" not in (line := proc.stderr.readline()):  # its banner: waiting for a question
+        assert line, proc.stdout.read()
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143 and err.strip().splitlines()[-1] == "terminated (SIGTERM)", err

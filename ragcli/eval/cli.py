@@ -12,7 +12,8 @@ import typer
 
 from ragcli.cli_support import markup_safe, stderr_console, with_settings
 from ragcli.config import Settings, flag_name
-from ragcli.errors import InputPathError, Interrupted, UsageError
+from ragcli.errors import InputPathError, Interrupted, Terminated, UsageError
+from ragcli.exits import terminations_raised
 
 
 
@@ -226,8 +227,9 @@ def _run_with_progress(engine, specs: list, examples: list, base: Settings, **kw
                 f"F1={100 * row['f1']:.0f}" if row.get("f1") is not None else f"sourced={100 * (row.get('sourced') or 0):.0f}"))
 
         try:
-            rows = runner.run_eval(engine, specs, examples, base, on_result=on_result, **kwargs)
-        except (KeyboardInterrupt, Interrupted):
+            with terminations_raised():  # SIGTERM/SIGHUP stop it as Ctrl-C does (exit 143/129), the file resumable
+                rows = runner.run_eval(engine, specs, examples, base, on_result=on_result, **kwargs)
+        except (KeyboardInterrupt, Interrupted, Terminated):
             if kwargs.get("out") is not None:  # where the results so far are, and that they are not lost
                 console.print(f"the results so far are in {escape(str(kwargs['out']))}: the same command "
                               "resumes from them")
