@@ -217,8 +217,10 @@ def search(
     docs = idx.search(query, k)
     ms = (time.perf_counter() - t) * 1000
     if as_json:
+        from ragcli.render.jsonl import json_line
+
         for d in docs:
-            typer.echo(json.dumps(d.to_dict(), ensure_ascii=False))
+            typer.echo(json_line(d.to_dict()))
         return
     from ragcli.render.text import text_console
     from ragcli.words import counted

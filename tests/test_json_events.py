@@ -202,3 +202,24 @@ def test_the_readme_documents_every_event_kind():
     section = readme.split("## JSON events", 1)[1].split("\n## ", 1)[0]
     for kind in golden():
         assert f"`{kind}`" in section, f"README's JSON events section does not describe `{kind}`"
+
+
+def test_no_line_break_of_any_common_reader_is_left_raw_in_a_json_line(small_corpus, tmp_path, capsys):
+    """U+2028, U+2029 and U+0085 went out raw (ensure_ascii=False): str.splitlines() and JavaScript line
+    readers broke an event, or a search hit, in two. Escaped, they read back the same; the rest stays UTF-8."""
+    odd = "Rush\u2028is\u2029a\x85band, café 東京"
+    out = io.StringIO()
+    renderer = JsonlRenderer(out)
+    doc = Document("p1", odd, odd, 1.0, "index", "notes.md:1")
+    shown = [ev.Notice(odd, "info"), ev.DocumentsRetrieved(Query(odd, "question"), (doc,), 0.1)]
+    for event in shown:
+        renderer.handle(event)
+    lines = out.getvalue().splitlines()
+    assert len(lines) == len(shown) and json.loads(lines[0])["message"] == odd
+    assert "café 東京" in lines[0] and "\\u2028" in lines[0] and "\\u0085" in lines[0]
+    (small_corpus / "odd.md").write_text(f"# {odd}\n\nZyxwvut {odd}\n", encoding="utf-8")
+    idx = str(tmp_path / "idx")
+    call(["index", str(small_corpus), "--index", idx], capsys)
+    code, text, err = call(["search", "zyxwvut", "--index", idx, "--json"], capsys)
+    assert code == 0 and len(text.splitlines()) == 1, err
+    assert odd in json.loads(text.splitlines()[0])["text"]

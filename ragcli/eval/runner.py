@@ -24,6 +24,7 @@ from ragcli.eval.dataset import Example
 from ragcli.eval.metrics import answer_scores, extract_answer, recall
 from ragcli.events import AnswerFinished, Calibrated, DocumentsRetrieved, event_to_dict
 from ragcli.ingest.passages import record_of
+from ragcli.render.jsonl import json_line
 from ragcli.retrieval import StaticRetriever
 
 RECALL_BUDGET = 15
@@ -283,7 +284,7 @@ def run_eval(engine: Engine, specs: list[RunSpec], examples: list[Example], base
                                  or has_header and _retrieving(meta) and not _retrieving(_last_header(out))):
             # the first header; or retrieving runs joining closed-book ones: their index is recorded,
             # and the next resume is checked against it
-            fh.write(json.dumps({"type": "header", **meta}, ensure_ascii=False) + "\n")
+            fh.write(json_line({"type": "header", **meta}) + "\n")
             fh.flush()
     try:
         for spec in specs:
@@ -297,7 +298,7 @@ def run_eval(engine: Engine, specs: list[RunSpec], examples: list[Example], base
                 row = next(results)
                 rows.append(row)
                 if fh is not None:
-                    fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    fh.write(json_line(row) + "\n")  # (no U+2028 a line reader breaks at)
                     fh.flush()
                 if on_result:
                     on_result(row, False)

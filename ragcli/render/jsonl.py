@@ -6,8 +6,19 @@ The first line also carries ``"schema"``, the version of this format.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from ragcli.events import SCHEMA_VERSION, Event, event_to_dict
+
+# Line breaks to Python's str.splitlines() and to JavaScript line readers that JSON leaves raw (it escapes
+# only the characters below U+0020): a record with a page's U+2028 came out as two broken lines there
+_LINE_BREAKS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
+
+
+def json_line(data: Any) -> str:
+    """``data`` as one line of JSON: UTF-8 as it is, but no character any common reader takes for a line
+    break (those three only ever occur inside strings, where the escape means the same)."""
+    return json.dumps(data, ensure_ascii=False).translate(_LINE_BREAKS)
 
 
 class JsonlRenderer:
@@ -20,7 +31,7 @@ class JsonlRenderer:
         if self.first:
             data = {"event": data.pop("event"), "schema": SCHEMA_VERSION, **data}
             self.first = False
-        self.out.write(json.dumps(data, ensure_ascii=False) + "\n")
+        self.out.write(json_line(data) + "\n")
         self.out.flush()
 
     def close(self) -> None:
