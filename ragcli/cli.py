@@ -376,15 +376,17 @@ def config_show(
     as_json: Annotated[bool, typer.Option("--json", help="The settings in effect, as one JSON object.")] = False,
     flags: dict | None = None,
 ) -> None:
-    """Print every setting in effect and where it came from (default, config, env, flag)."""
+    """Print every setting in effect and where it came from (default, config, env, flag; --json: under "sources")."""
     settings = Settings.resolve(flags)
-    if as_json:
-        typer.echo(json.dumps(settings.to_dict(), indent=2))
+    if as_json:  # the settings as before, one key each, and where each came from under "sources"
+        data = settings.to_dict()
+        typer.echo(json.dumps({**data, "sources": {name: settings.source(name) for name in data}}, indent=2))
         return
     from ragcli.render.text import text_console
-    from rich.table import Table
+    from rich.table import Column, Table
 
-    table = Table("setting", "value", "from")
+    # folded, never cut: "/root/.config/ragcli/conf…" in 80 columns or a pipe hid which file (as doctor's)
+    table = Table("setting", Column("value", overflow="fold"), Column("from", overflow="fold"))
     for name, value in settings.to_dict().items():
         # values and sources as they are: "--index '/tmp/notes[/]x'" was a MarkupError, a config in "[dim]cfg" lost it
         table.add_row(name.replace("_", "-"), markup_safe(str(value)), markup_safe(settings.source(name)))

@@ -16,7 +16,7 @@ from typing import Callable, Iterator
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
+from rich.table import Column, Table
 from rich.text import Text
 
 from ragcli import attribution
@@ -326,7 +326,7 @@ class Repl:
             for name in named:
                 if name not in self.settings.names():
                     raise self.settings.unknown(name)
-            table = Table("setting", "value", "from")
+            table = Table("setting", Column("value", overflow="fold"), Column("from", overflow="fold"))  # as `config show`
             for name, value in self.settings.to_dict().items():
                 if not named or name in named:
                     table.add_row(name.replace("_", "-"), escape(safe(str(value))), escape(safe(self.settings.source(name))))  # as `config show`

@@ -670,3 +670,25 @@ def test_a_chat_session_told_to_stop_exits_143(tmp_path):
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 143 and err.strip().splitlines()[-1] == "terminated (SIGTERM)", err
+
+
+def test_config_show_folds_long_paths_and_its_json_says_where_each_setting_came_from(tmp_path, capsys,
+                                                                                     monkeypatch):
+    """In 80 columns, or piped, the config file's path was cut ("config (/tmp/…/a-folder-with…"), which
+    is the one thing that column is for; --json had the values and not where they came from."""
+    config = tmp_path / "a-folder-with-a-long-name-for-the-configuration" / "another-level" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text("k = 7\n", encoding="utf-8")
+    monkeypatch.setenv("RAGCLI_CONFIG", str(config))
+    monkeypatch.setenv("RAGCLI_THETA", "0.7")
+    index = str(tmp_path / "an-index-folder-whose-name-is-also-too-long-for-its-column" / "idx")
+    code, out, err = call(["config", "show", "--index", index], capsys)
+    assert code == 0 and "…" not in out, out
+    rows = [line.split("│") for line in out.splitlines() if line.count("│") == 4]
+    column = lambda n: "".join(row[n].strip() for row in rows)  # noqa: E731
+    assert f"config({config})" in column(3) and index in column(2)  # (a line may break at its space)
+    code, out, err = call(["config", "show", "--json", "--k", "3"], capsys)
+    data = json.loads(out)
+    assert code == 0 and data["k"] == 3 and data["theta"] == 0.7 and data["index"]  # the settings as they were
+    assert data["sources"]["k"] == "flag" and data["sources"]["theta"] == "env RAGCLI_THETA"
+    assert data["sources"]["max_tokens"] == "default" and set(data["sources"]) == set(data) - {"sources"}

@@ -517,3 +517,12 @@ def test_show_prints_where_a_setting_came_from_as_it_is_never_as_markup(settings
     s._sources["k"] = "config (/x/[dim]cfg/config.toml)"
     repl, code, err, out = drive(make_repl(s, built_index), "/show k\r/exit\r")
     assert "config (/x/[dim]cfg/config.toml)" in err
+
+
+def test_show_folds_a_long_config_path_as_config_show_does(settings, built_index):
+    s = settings.copy(strategy="none")
+    where = "config (/home/someone/" + "a-folder-with-a-long-name/" * 4 + "config.toml)"
+    s._sources["k"] = where
+    repl, code, err, out = drive(make_repl(s, built_index), "/show k\r/exit\r")
+    cells = "".join(line.split("│")[3].strip() for line in err.splitlines() if line.count("│") == 4)
+    assert "…" not in err and where.replace(" ", "") in cells, err
