@@ -618,3 +618,38 @@ def test_the_plain_answer_wraps_wide_characters_by_the_columns_they_take():
     rows = _fill("東京は日本の首都です。京都は古い都です。大阪は商業の町です。", 20).split("\n")
     assert len(rows) > 1 and not any(row.startswith(("。", "、")) for row in rows)  # a closing mark stays with its word
     assert "100\u00a0km" in _fill("It is 100\u00a0km from 東京 to somewhere far away indeed yes", 20)  # no break there
+
+
+def test_the_plain_trace_wraps_between_words_on_a_terminal_and_never_splits_a_location(monkeypatch):
+    """NO_COLOR on a terminal: the trace went to stderr unwrapped, and the terminal broke it mid-word
+    and inside "…copy.jsonl#L258"; the answer on stdout was wrapped. Into a file: a line each, as before."""
+    import os
+    import shutil
+
+    from ragcli.events import DocumentsRetrieved, SentenceCommitted
+    from ragcli.types import Query, Sentence
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(shutil, "get_terminal_size", lambda *a: os.terminal_size((40, 20)))
+    where = "examples/sample/wiki_paragraphs_copy.jsonl#L258"
+    pdf = "annual reports/report 2023.pdf p. 17"
+    docs = (Document("d1", "Hassan Zee, the Pakistani-American film director", "t", 9.0, "index", where),
+            Document("d2", "Annual report of the company", "t", 3.1, "index", pdf))
+    said = "Rome was founded by Romulus, who was the son of Mars, in the year 753 BC on the Palatine Hill."
+    events = [DocumentsRetrieved(Query("who directed it", "question"), docs, 0.1),
+              SentenceCommitted(Sentence(said, ()))]
+    for err, wrapped in ((Tty(), True), (io.StringIO(), False)):
+        renderer = PlainRenderer(io.StringIO(), err)
+        for event in events:
+            renderer.handle(event)
+        lines = err.getvalue().splitlines()
+        if not wrapped:
+            assert len(lines) == 3 and lines[0].endswith(where) and lines[1].endswith(pdf)
+            continue
+        assert all(len(line) <= 40 for line in lines), lines
+        assert "    wiki_paragraphs_copy.jsonl#L258" in lines and f"    {pdf}" in lines  # whole, under the text
+        words = " ".join(line.strip() for line in lines).split()
+        assert " ".join(words).endswith("sentence: " + said)  # broken between words only

@@ -16,8 +16,8 @@ from ragcli.events import (
     RetrievalTriggered,
     SentenceCommitted,
 )
-from ragcli.render.text import (CUT_SHORT, already_read_line, calibration_line, folded_source_lines, is_tty, marked_answer,
-                                one_line, read_line, safe, source_lines, summary_line)
+from ragcli.render.text import (CUT_SHORT, already_read_line, calibration_line, fold_path, folded_source_lines, is_tty,
+                                marked_answer, one_line, read_line, safe, source_lines, summary_line)
 
 
 def _fill(line: str, width: int) -> str:
@@ -52,6 +52,33 @@ def _fill(line: str, width: int) -> str:
     return "\n".join(rows + [row])
 
 
+_KEPT = "\ue000"  # a location's spaces while a trace line is wrapped: "report.pdf p. 3" is one word then
+
+
+def _wrap_trace(line: str, width: int, keep: str = "") -> str:
+    """A trace line for a terminal ``width`` columns wide: wrapped between words (``_fill``), its rows
+    after the first indented under its text, and ``keep`` (a document's location) never split at its
+    spaces; a word still wider than its row (a long path or URL) folds after a "/" and never inside
+    a line number (``fold_path``), not where the terminal would cut it ("…/notes.md#L1" over "7")."""
+    from rich.cells import cell_len
+
+    if cell_len(line) <= width:
+        return line
+    hidden = line.replace(keep, keep.replace(" ", _KEPT)) if keep and " " in keep else line
+    lead = len(hidden) - len(hidden.lstrip(" "))
+    indent = " " * min(lead + 2, width // 3)
+    first = _fill(hidden, width).split("\n")[0]
+    rest = hidden[len(first):].strip(" ") if hidden.startswith(first) else ""
+    rows = [(first, width)] + ([(row, width - len(indent)) for row in _fill(rest, width - len(indent)).split("\n")]
+                               if rest else [])
+    out = []
+    for i, (row, room) in enumerate(rows):
+        row = row.replace(_KEPT, " ")
+        pieces = fold_path(row, room).split("\n") if cell_len(row) > room else [row]
+        out += [(indent if i or j else "") + piece for j, piece in enumerate(pieces)]
+    return "\n".join(out)
+
+
 class PlainRenderer:
     def __init__(self, out, err, warnings=None) -> None:
         self.out = out
@@ -71,17 +98,32 @@ class PlainRenderer:
 
         return shutil.get_terminal_size().columns
 
-    def _trace(self, line: str) -> None:
+    def _trace(self, line: str, keep: str = "") -> None:
+        """One trace line on stderr; on a terminal (NO_COLOR) wrapped at its width as the answer is,
+        with ``keep`` (a location) never split (``_wrap_trace``)."""
         if self.err is not None:
+            if is_tty(self.err):
+                line = _wrap_trace(line, self._err_width(), keep)
             self.err.write(line + "\n")
             self.err.flush()
+
+    def _err_width(self) -> int:
+        """The width of the terminal stderr is (`ask … > answer.txt` in NO_COLOR: not stdout's fallback 80)."""
+        import os
+
+        if not os.environ.get("COLUMNS"):  # (as shutil.get_terminal_size, which reads stdout, honours it)
+            try:
+                return os.get_terminal_size(self.err.fileno()).columns
+            except (AttributeError, ValueError, OSError):
+                pass
+        return self._width()
 
     def handle(self, event: Event) -> None:
         if isinstance(event, RetrievalTriggered):
             self._trace(f"search [{event.query.origin}] {one_line(event.query.shown or event.query.text)}  ({safe(event.reason)})")
         elif isinstance(event, DocumentsRetrieved):
             for i, d in enumerate(event.documents, start=1):
-                self._trace(f"  {i}. {one_line(d.title)} ({d.score:.2f}) {one_line(d.location)}")
+                self._trace(f"  {i}. {one_line(d.title)} ({d.score:.2f}) {one_line(d.location)}", keep=one_line(d.location))
             if event.already_read:
                 self._trace(f"  ({already_read_line(event)})")
             elif not event.documents:
