@@ -653,3 +653,24 @@ def test_the_plain_trace_wraps_between_words_on_a_terminal_and_never_splits_a_lo
         assert "    wiki_paragraphs_copy.jsonl#L258" in lines and f"    {pdf}" in lines  # whole, under the text
         words = " ".join(line.strip() for line in lines).split()
         assert " ".join(words).endswith("sentence: " + said)  # broken between words only
+
+
+def test_an_escape_shown_in_a_title_is_never_split_after_its_backslash():
+    """A title with an ESC, shown by safe() as "plain\\x1b[2Jname", folded in "also in the prompt" as
+    "plain\\" over "x1b[2Jname": a backslash that reads as the end of the title, and "x1b" as text.
+    A backslash of a Windows path still breaks."""
+    from ragcli.render.text import fold_path, folded_source_lines
+
+    titles = ["Ulf Merbold", "Christer Fuglesang", "plain\x1b[2Jname", "line\u2028break"]
+    docs = [Document(f"d{i}", t, "text", 1.0, "index", f"notes.jsonl#L{i}") for i, t in enumerate(titles)]
+    for width in range(32, 90):
+        lines = folded_source_lines(docs, ((0, 5, (0,)),), width)
+        at = next(i for i, line in enumerate(lines) if line.startswith("  also in the prompt: "))
+        rest = [line.strip() for line in lines[at:]]
+        assert not any(re.search(r"\\(x[0-9a-f]?|u[0-9a-f]{0,3})?$", line) for line in rest), (width, rest)
+        joined = "\n".join(rest)
+        assert width < 46 or ("plain\\x1b[2Jname" in joined and "line\\u2028break" in joined), (width, joined)
+    for width in range(6, 30):
+        lines = fold_path("[3] plain\\x1b[2Jname, [4] line\\u2028break", width).split("\n")
+        assert not any(re.search(r"\\(x[0-9a-f]?|u[0-9a-f]{0,3})?$", line) for line in lines), (width, lines)
+    assert fold_path("C:\\Users\\someone\\notes.txt", 12).split("\n")[0] == "C:\\Users\\"

@@ -199,20 +199,28 @@ def search_table(docs: Sequence[Document], title: str, console):
     return table([fold_path(safe(d.location), width) for d in docs])
 
 
+_ESCAPE = r"x[0-9a-f]{2}|u[0-9a-f]{4}"  # after a "\\": a character ``safe`` shows as its code point
+
+
 def fold_path(location: str, width: int) -> str:
-    """``location`` on lines of at most ``width`` columns, broken after a "/", "\\" or space, or before
-    its line number, so that "…/wiki_paragraphs.jsonl#L17" is never cut inside "17" (it read as line 1);
+    """``location`` on lines of at most ``width`` columns, broken after a "/", "\\" (not one starting an
+    escape ``safe`` wrote, "\\x1b") or space, or before its line number, so that "…/wiki_paragraphs.jsonl#L17" is never cut inside "17" (it read as line 1);
     never after a source's number ("[3] Sigmund Jähn" of "also in the prompt": "[3]" ended a line, and
     read as the number of the title above it)."""
     from rich.cells import cell_len, set_cell_size
 
     lines, line = [], ""
-    for piece in re.split(r"(?<=[/\\])|(?<= )(?<!\[\d\] )(?<!\[\d\d\] )(?<!\[\d\d\d\] )(?![\d§])|(?=#L\d|:\d|\sp\.\s\d|\s§)", location):
+    # (a "\\" that starts an escape ``safe`` wrote, "\\x1b", is no place to break: "plain\\" over "x1b[2Jname")
+    for piece in re.split(r"(?<=/)|(?<=\\)(?!" + _ESCAPE + r")|(?<= )(?<!\[\d\] )(?<!\[\d\d\] )(?<!\[\d\d\d\] )(?![\d§])"
+                          r"|(?=#L\d|:\d|\sp\.\s\d|\s§)", location):
         if line and cell_len(line) + cell_len(piece) > width:
             lines.append(line)
             line = ""
         while cell_len(piece) > width:  # one name wider than the column: cut, as it would be anyway
             head = set_cell_size(piece, width).rstrip() or piece[:1]
+            inside = re.search(r"\\(?:x[0-9a-f]?|u[0-9a-f]{0,3})?$", head)  # a cut inside "\\x1b": before it
+            if inside and inside.start() and re.match(_ESCAPE, piece[inside.start() + 1:]):
+                head = head[:inside.start()]
             lines.append(head)
             piece = piece[len(head):].lstrip(" ")  # the space at a cut starts no line
         line += piece
