@@ -174,6 +174,12 @@ class Repl:
             text = text.strip()
             if not text:
                 continue
+            word = text.lower()
+            if word in ("exit", "quit"):  # typed without the slash: asked, it was answered "Exit." and logged
+                return 0
+            if "/" + word in COMMANDS:  # "clear", "help": a command meant, not a question to send
+                self.console.print(f"did you mean /{word}? (not sent as a question)")
+                continue
             try:
                 with self._typing_held():
                     if text.startswith("/"):

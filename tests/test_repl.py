@@ -526,3 +526,16 @@ def test_show_folds_a_long_config_path_as_config_show_does(settings, built_index
     repl, code, err, out = drive(make_repl(s, built_index), "/show k\r/exit\r")
     cells = "".join(line.split("│")[3].strip() for line in err.splitlines() if line.count("│") == 4)
     assert "…" not in err and where.replace(" ", "") in cells, err
+
+
+def test_exit_quit_clear_and_help_typed_without_the_slash_are_never_sent_as_questions(settings, built_index):
+    """"exit" was asked (answered "Exit.", and logged in the history); "clear" and "help" too."""
+    for leave in ("exit", "Quit"):
+        logged = []
+        gen = FakeGenerator(default=ANSWER)
+        args = make_repl(settings.copy(strategy="none"), built_index, generator=gen,
+                         log=lambda q, s, e: logged.append(q))
+        repl, code, err, out = drive(args, f"clear\rhelp\r{leave}\rNever asked?\r/exit\r")
+        assert code == 0 and gen.prompts == [] and logged == [] and repl.transcript == []
+        assert "did you mean /clear?" in err and "did you mean /help?" in err
+
