@@ -70,6 +70,7 @@ class Repl:
         self.transcript: list[Exchange] = []
         self.conversation = Conversation()
         self._saved: set[Path] = set()  # files /save wrote in this session: saved again without -f
+        self._unfinished: str | None = None  # the last question asked, while its answer is not complete
         self.log = log
         # Questions piped in (`ragcli chat < questions.txt`) are read as lines: prompt_toolkit drew its
         # prompt and line edits into the output ("›^M" and echoed lines among the answers)
@@ -252,6 +253,7 @@ class Repl:
         if not any(c.isalnum() for c in question):  # "???" went as a follow-up, its thread's words its search
             raise UsageError("the question has no words", hint="ask in words; /help lists the commands")
         asked, search = self.conversation.texts(question)
+        self._unfinished = question  # until its answer is complete: /sources says whose documents it shows
         try:
             for event in self.engine.ask(asked, self.settings, search=search):
                 if isinstance(event, AnswerFinished) and asked != question:
@@ -271,6 +273,7 @@ class Repl:
             renderer.close()
         if final is None:
             return None
+        self._unfinished = None
         exchange = Exchange(question, final.answer, list(final.sources), self.settings.strategy, final.citations,
                             follow_up=search is not None, stop_reason=final.stop_reason)
         self.transcript.append(exchange)
@@ -341,6 +344,8 @@ class Repl:
             if not self.transcript:
                 self.console.print("no answer yet")
             last = self.transcript[-1] if self.transcript else Exchange("", "")
+            if self.transcript and self._unfinished is not None:  # cancelled (Ctrl-C) or failed since
+                self.console.print(f"[dim]sources of the last complete answer: {escape(one_line(last.question))}[/]")
             cited = attribution.cited(last.citations)
             for i, d in enumerate(last.sources, start=1):
                 mark = " [green](cited)[/]" if i - 1 in cited else ""

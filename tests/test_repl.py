@@ -539,3 +539,15 @@ def test_exit_quit_clear_and_help_typed_without_the_slash_are_never_sent_as_ques
         assert code == 0 and gen.prompts == [] and logged == [] and repl.transcript == []
         assert "did you mean /clear?" in err and "did you mean /help?" in err
 
+
+def test_sources_after_a_cancelled_answer_says_whose_documents_they_are(settings, built_index):
+    """After a Ctrl-C, /sources showed the previous answer's documents as if they were this one's."""
+    def boom(prompt):
+        raise KeyboardInterrupt
+
+    gen = FakeGenerator([ANSWER, boom], default=ANSWER)
+    args = make_repl(settings.copy(strategy="single"), built_index, generator=gen)
+    repl, code, err, out = drive(args, "Which shrub grows in Japan?\r/sources\rTell me about Rush.\r/sources\r/exit\r")
+    assert "cancelled" in err and "Field notes" in out
+    assert err.count("sources of the last complete answer: Which shrub grows in Japan?") == 1
+    assert err.index("cancelled") < err.index("sources of the last complete answer")
