@@ -21,8 +21,8 @@ from ragcli.cli_support import markup_safe, stderr_console, with_settings
 from ragcli.config import Settings
 from ragcli.errors import HistoryError, Interrupted, RagcliError, Terminated, UsageError
 from ragcli.eval.cli import eval_app
-from ragcli.exits import (PIPE_CLOSED, click_exceptions, failure, output_closed, report, terminations_raised, to_devnull,
-                          usage_error_event)
+from ragcli.exits import (PIPE_CLOSED, click_exceptions, failure, output_closed, report, terminated_behind,
+                          terminations_raised, to_devnull, usage_error_event)
 from ragcli.history_cli import history_app
 from ragcli.models_cli import models_app
 
@@ -272,7 +272,11 @@ def ask(
         raise
     finally:
         if renderer is not None:
-            renderer.close()
+            try:
+                renderer.close()
+            except OSError:  # the terminal hung up (the window closed, SIGHUP): the termination stands
+                if not isinstance(sys.exc_info()[1], Terminated):
+                    raise
     if not no_log:
         _log_answer(question, settings.to_dict(), events)
 
@@ -440,5 +444,5 @@ def run(argv: list[str] | None = None) -> None:
     except Exception as exc:  # noqa: BLE001 - a bug: one line, exit 1, traceback with --debug
         if _state["debug"]:
             raise
-        report(exc)
+        report(terminated_behind(exc) or exc)
     raise SystemExit(0)

@@ -92,8 +92,22 @@ def report(exc: BaseException, *, debug: bool = False) -> None:
     message, hint, code = failure(exc)
     msg = ("interrupted" if code == 130 else message if isinstance(exc, Terminated)
            else f"error: {message}" + (f" ({hint})" if hint else ""))
-    print(msg, file=sys.stderr)
+    try:
+        print(msg, file=sys.stderr)
+    except (OSError, ValueError):  # the terminal is gone (a hangup: the window closed): the exit code says it
+        pass
     raise SystemExit(code)
+
+
+def terminated_behind(exc: BaseException) -> Terminated | None:
+    """The termination ``exc`` was raised while handling, if any: writing to a terminal that hung up
+    fails (EIO) as the run ends, and that error took the place of the SIGHUP that ended it."""
+    seen = exc.__context__
+    while seen is not None:
+        if isinstance(seen, Terminated):
+            return seen
+        seen = seen.__context__
+    return None
 
 
 TERMINATING = ("SIGTERM", "SIGHUP")

@@ -692,3 +692,37 @@ def test_config_show_folds_long_paths_and_its_json_says_where_each_setting_came_
     assert code == 0 and data["k"] == 3 and data["theta"] == 0.7 and data["index"]  # the settings as they were
     assert data["sources"]["k"] == "flag" and data["sources"]["theta"] == "env RAGCLI_THETA"
     assert data["sources"]["max_tokens"] == "default" and set(data["sources"]) == set(data) - {"sources"}
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_terminal_that_hangs_up_ends_the_run_with_129(as_json, tmp_path):
+    """The terminal window closed under a running `ask`: the kernel's SIGHUP was taken, but writing to
+    the terminal failed then (EIO) as the live view closed and as the line was said, and that error
+    took its place: exit 1, "internal error", where a kill's SIGHUP gave 129."""
+    import os
+    import pty
+    import select
+    import time
+
+    out = tmp_path / "events.jsonl"
+    args = [sys.executable, "-c", SLOW_ASK, "ask", "Which band?", "--strategy", "none", "--index",
+            str(tmp_path / "none"), "--no-log", "--max-tokens", "2000"] + (["--json"] if as_json else [])
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: its terminal is the pty
+        os.chdir(ROOT)
+        if as_json:
+            os.dup2(os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), 1)
+        os.execv(sys.executable, args)
+    seen, start = b"", time.monotonic()
+    while time.monotonic() - start < 30 and (as_json and not (out.exists() and out.stat().st_size) or
+                                             not as_json and b"w3" not in seen):
+        if select.select([fd], [], [], 0.1)[0]:
+            try:
+                seen += os.read(fd, 65536)
+            except OSError:
+                break
+    os.close(fd)  # the window closes
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 129
+    if as_json:
+        assert json.loads(out.read_text().splitlines()[-1])["exit_code"] == 129
