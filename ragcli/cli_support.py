@@ -53,12 +53,18 @@ def stderr_console():
     return text_console(stderr=True)
 
 
-
 def markup_safe(text: str) -> str:
+    """``text`` (control characters shown as escapes, ``safe``) as Rich markup that prints it as it is,
+    wherever it stands in a markup string. Rich's ``escape`` doubles one trailing backslash to protect a
+    tag that may follow, and the doubled one is printed where none does ("--index 'C:\\idx\\'" showed
+    "idx\\\\"); so the trailing backslashes are doubled and an empty tag follows them, which they
+    stand before as Rich's markup wants: printed once each, followed by a tag or not."""
     from rich.markup import escape
 
     from ragcli.render import safe
 
-    return escape(safe(text))
-
-
+    shown = safe(text)
+    trailing = len(shown) - len(shown.rstrip("\\"))
+    if not trailing:
+        return escape(shown)
+    return escape(shown[:-trailing]) + "\\" * (2 * trailing) + "[dim][/dim]"

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Column, Table
 from rich.text import Text
 
 from ragcli import attribution
+from ragcli.cli_support import markup_safe
 from ragcli.config import Settings, user_state_dir
 from ragcli.conversation import Conversation, Exchange
 from ragcli.engine import Engine
@@ -123,7 +123,7 @@ class Repl:
             def _warn(self, exc: OSError) -> None:
                 if not self.failed:
                     self.failed = True
-                    console.print(f"[yellow]warning:[/] input history not saved: {escape(str(exc))}")
+                    console.print(f"[yellow]warning:[/] input history not saved: {markup_safe(str(exc))}")
 
             def load_history_strings(self):
                 try:
@@ -155,7 +155,7 @@ class Repl:
     # ---------------------------------------------------------------- loop
     def run(self) -> int:
         self.console.print(f"[bold]ragcli[/] chat · strategy [cyan]{self.settings.strategy}[/] · index "
-                           f"{escape(self.settings.index)} · /help for commands, Ctrl-D to leave")
+                           f"{markup_safe(self.settings.index)} · /help for commands, Ctrl-D to leave")
         interrupts = 0
         while True:
             try:
@@ -191,10 +191,10 @@ class Repl:
             except KeyboardInterrupt:  # during /index or /search: that command stops, the session goes on
                 self.console.print("[yellow]cancelled[/]")
             except RagcliError as exc:
-                self.console.print(f"[red]error:[/] {escape(exc.message)}" + (f" ({escape(exc.hint)})" if exc.hint else ""))
+                self.console.print(f"[red]error:[/] {markup_safe(exc.message)}" + (f" ({markup_safe(exc.hint)})" if exc.hint else ""))
             except OSError as exc:  # e.g. /save to a folder that does not exist: the session goes on
                 said = f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else str(exc)
-                self.console.print(f"[red]error:[/] {escape(said)}")
+                self.console.print(f"[red]error:[/] {markup_safe(said)}")
 
     @contextmanager
     def _typing_held(self) -> Iterator[None]:
@@ -296,7 +296,7 @@ class Repl:
                 setattr(self.settings, key, getattr(before, key))
             self.settings._sources = before._sources
             raise
-        self.console.print(f"{name.replace('_', '-')} → {escape(safe(str(self.settings.to_dict()[name])))}")
+        self.console.print(f"{name.replace('_', '-')} → {markup_safe(str(self.settings.to_dict()[name]))}")
         if self.settings.backend != before.backend and name != "backend":  # implied by a base URL, or taken back
             self.console.print(f"backend → {self.settings.backend}")
 
@@ -338,19 +338,19 @@ class Repl:
             table = Table("setting", Column("value", overflow="fold"), Column("from", overflow="fold"))  # as `config show`
             for name, value in self.settings.to_dict().items():
                 if not named or name in named:
-                    table.add_row(name.replace("_", "-"), escape(safe(str(value))), escape(safe(self.settings.source(name))))  # as `config show`
+                    table.add_row(name.replace("_", "-"), markup_safe(str(value)), markup_safe(self.settings.source(name)))  # as `config show`
             self.console.print(table)
         elif cmd == "/sources":
             if not self.transcript:
                 self.console.print("no answer yet")
             last = self.transcript[-1] if self.transcript else Exchange("", "")
             if self.transcript and self._unfinished is not None:  # cancelled (Ctrl-C) or failed since
-                self.console.print(f"[dim]sources of the last complete answer: {escape(one_line(last.question))}[/]")
+                self.console.print(f"[dim]sources of the last complete answer: {markup_safe(one_line(last.question))}[/]")
             cited = attribution.cited(last.citations)
             for i, d in enumerate(last.sources, start=1):
                 mark = " [green](cited)[/]" if i - 1 in cited else ""
-                self.out.print(f"[bold][{i}] {escape(one_line(d.title))}[/]{mark} [dim]{escape(one_line(d.location))}[/]")
-                self.out.print(escape(safe(d.text)) + "\n")
+                self.out.print(f"[bold][{i}] {markup_safe(one_line(d.title))}[/]{mark} [dim]{markup_safe(one_line(d.location))}[/]")
+                self.out.print(markup_safe(d.text) + "\n")
         elif cmd == "/search":
             if not args:
                 self.console.print("usage: /search QUERY")
@@ -371,7 +371,7 @@ class Repl:
 
             try:
                 report = build_index([Path(os.path.expanduser(a)) for a in args], Path(self.settings.index),
-                                     on_warning=lambda m: self.console.print(f"[yellow]warning:[/] {escape(safe(m))}"))
+                                     on_warning=lambda m: self.console.print(f"[yellow]warning:[/] {markup_safe(m)}"))
             finally:  # batches committed before a Ctrl-C are searchable now, not after the next /index
                 self.engine.reload_index()
             self.console.print(f"indexed: {report.added} added, {report.updated} updated, {report.removed} removed; "
@@ -384,7 +384,7 @@ class Repl:
         elif cmd == "/clear":
             self.console.clear()
         else:
-            self.console.print(f"unknown command {escape(cmd)} (/help lists them)")
+            self.console.print(f"unknown command {markup_safe(cmd)} (/help lists them)")
         return None
 
     def save(self, rest: str) -> None:
@@ -400,15 +400,15 @@ class Repl:
             return
         path = Path(os.path.expanduser(name))  # (Path.expanduser raises on "~nobody")
         if path.is_dir():
-            self.console.print(f"[red]error:[/] {escape(name)} is a folder: name a file in it")
+            self.console.print(f"[red]error:[/] {markup_safe(name)} is a folder: name a file in it")
             return
         if path.exists() and not force and path.resolve() not in self._saved:
-            self.console.print(f"[red]error:[/] {escape(name)} exists (/save -f {escape(name)} replaces it)")
+            self.console.print(f"[red]error:[/] {markup_safe(name)} exists (/save -f {markup_safe(name)} replaces it)")
             return
         path.write_text(self.markdown(), encoding="utf-8")
         self._saved.add(path.resolve())
         n = len(self.transcript)
-        self.console.print(f"saved {n} exchange{'' if n == 1 else 's'} → {escape(name)}")
+        self.console.print(f"saved {n} exchange{'' if n == 1 else 's'} → {markup_safe(name)}")
 
     def markdown(self) -> str:
         lines = ["# ragcli transcript", ""]

@@ -674,3 +674,31 @@ def test_an_escape_shown_in_a_title_is_never_split_after_its_backslash():
         lines = fold_path("[3] plain\\x1b[2Jname, [4] line\\u2028break", width).split("\n")
         assert not any(re.search(r"\\(x[0-9a-f]?|u[0-9a-f]{0,3})?$", line) for line in lines), (width, lines)
     assert fold_path("C:\\Users\\someone\\notes.txt", 12).split("\n")[0] == "C:\\Users\\"
+
+
+def test_a_wrapped_trace_line_with_chinese_and_a_double_space_loses_nothing():
+    """The wrapping of CJK text makes runs of spaces one: the rest of the line after its first row was
+    then not found in it, and dropped ("search [question] 東京 (the" and no "question)")."""
+    from rich.cells import cell_len
+
+    from ragcli.render.plain import _wrap_trace
+
+    where = "/data/東京/大学/歴史/ノート/とても長い名前のファイル.md#L12"
+    for line, keep in ((f"  1.  (3.20) {where}", where), ("     search [question] 東京 はどこ  (the question) and more", "")):
+        rows = _wrap_trace(line, 30, keep).split("\n")
+        assert all(cell_len(row) <= 30 for row in rows), rows
+        assert "".join("".join(rows).split()) == "".join(line.split()), rows  # every character still there
+
+
+def test_a_value_ending_in_a_backslash_is_printed_once_whatever_follows_it():
+    """Rich's escape doubles a trailing backslash, for a tag that may follow: `config show --index
+    'C:\\idx\\'` showed "idx\\\\" in its cell, where nothing follows."""
+    from rich.console import Console
+
+    from ragcli.cli_support import markup_safe
+
+    for value in ("C:\\idx\\", "two\\\\", "a[b]\\", "[/]x", "plain"):
+        for markup, shown in ((markup_safe(value), value), (f"[bold]{markup_safe(value)}[/] after", f"{value} after")):
+            console = Console(width=80, record=True, color_system=None, file=io.StringIO())
+            console.print(markup)
+            assert console.export_text().rstrip("\n") == shown, (value, markup)

@@ -68,7 +68,7 @@ def _wrap_trace(line: str, width: int, keep: str = "") -> str:
     lead = len(hidden) - len(hidden.lstrip(" "))
     indent = " " * min(lead + 2, width // 3)
     first = _fill(hidden, width).split("\n")[0]
-    rest = hidden[len(first):].strip(" ") if hidden.startswith(first) else ""
+    rest = _after(hidden, first)
     rows = [(first, width)] + ([(row, width - len(indent)) for row in _fill(rest, width - len(indent)).split("\n")]
                                if rest else [])
     out = []
@@ -77,6 +77,21 @@ def _wrap_trace(line: str, width: int, keep: str = "") -> str:
         pieces = fold_path(row, room).split("\n") if cell_len(row) > room else [row]
         out += [(indent if i or j else "") + piece for j, piece in enumerate(pieces)]
     return "\n".join(out)
+
+
+def _after(text: str, row: str) -> str:
+    """What of ``text`` is left after its first row ``row``, which ``_fill`` may have written with runs
+    of spaces made one (CJK text: the rest of a line with a double space in it was lost)."""
+    i = 0
+    for ch in row:
+        if ch == " ":
+            continue
+        while i < len(text) and text[i] == " ":
+            i += 1
+        if i >= len(text) or text[i] != ch:
+            return text[len(row):].strip(" ")  # (not a row of it: as before)
+        i += 1
+    return text[i:].strip(" ")
 
 
 class PlainRenderer:
