@@ -160,3 +160,16 @@ def test_crags_action_at_its_bounds():
 
 def test_the_closest_sentence_is_the_first_on_a_tie():
     assert closest_sentence("Rome is old. Rome is big.", {"rome"}) == "Rome is old."
+
+
+def test_the_answers_context_is_the_prompt_of_its_last_conclusion(settings):
+    """(the first "answer is" sentence's prompt was taken: eval's answer-context recall and the sources
+    pointed at the pages of a conclusion the answer had moved past)"""
+    from ragcli.types import Sentence
+
+    strategy = Flare(FakeGenerator(), RecordingRetriever(), settings)
+    strategy.style = "short"
+    strategy.commit(Sentence("The answer is Remus.", ()), docs=DOCS[:1])
+    strategy.commit(Sentence("He was the twin.", ()), docs=DOCS[1:2])
+    strategy.commit(Sentence("So the answer is Romulus.", ()), docs=DOCS[2:4])
+    assert [d.id for d in strategy.context_documents()] == ["d2", "d3"]
