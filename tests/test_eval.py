@@ -1166,3 +1166,17 @@ def test_an_interrupted_eval_says_where_its_results_are_and_that_they_resume(tmp
     with pytest.raises(KeyboardInterrupt):
         eval_cli._run_with_progress(None, [], [], None, out=None)
     assert capsys.readouterr().err == ""  # no --out: nothing kept to resume from
+
+
+def test_a_yes_or_no_lead_is_taken_where_the_references_are_yes_or_no_though_the_question_does_not_open_so():
+    """A yes/no question with "either … or" in it, or words before its verb, still asks yes or no
+    where its reference answer is one: "No, neither did." answers "no" (scored 0, as "no, neither
+    did" against "no", since 87d0a71 took the question alone to decide)."""
+    for question in ("Did either Kublai Khan or his grandfather practice monogamy?",
+                     "In 2010, did the team win the league?",
+                     "Gary Goldman and Eddie Murphy, are they both screenwriters?"):
+        assert m.answer_scores("No, neither did.", ["no"], question) == (1.0, 1.0), question
+        assert m.extract_answer("No, neither did.", question, ["no"]) == "No"
+    # an either-or question's names stay scored as written
+    either = "Who was born first, Jamie Curry or Alyaksey Vasilewski?"
+    assert m.extract_answer("No, Jamie Curry.", either, ["Jamie Curry"]) == "No, Jamie Curry"

@@ -51,16 +51,19 @@ def answer_scores(answer: str, golds: Sequence[str], question: str | None = None
     None) without any (a long-form request)."""
     if not golds:
         return None, None
-    short = extract_answer(answer, question)
+    short = extract_answer(answer, question, golds)
     return exact_match(short, golds), f1_score(short, golds)
 
 
-def extract_answer(text: str, question: str | None = None) -> str:
+def extract_answer(text: str, question: str | None = None, golds: Sequence[str] = ()) -> str:
     """The short answer EM and F1 score (``ragcli.answers.short_answer``); one that opens with a
     yes or no standing alone is that word ("No, they are not." -> "No") where the ``question`` asks
-    yes or no (or is not given): "No, Paris." to "Which city …?" is a phrase to score as it is."""
+    yes or no (or is not given), or its reference answers (``golds``) are yes or no: "No, Paris." to
+    "Which city …?" is a phrase to score as it is, "No, neither did." to "Did either A or B …?" (no
+    auxiliary first, or an "or") answers "no"."""
     short = short_answer(text)
-    if question is not None and not asks_yes_or_no(question):
+    yes_no_golds = bool(golds) and all(normalize_answer(g) in YES_NO for g in golds)
+    if question is not None and not asks_yes_or_no(question) and not yes_no_golds:
         return short
     lead = _YES_NO_LEAD.fullmatch(short)
     return lead.group(1) if lead else short

@@ -113,7 +113,7 @@ def run_one(engine: Engine, spec: RunSpec, example: Example, base: Settings) -> 
         "question": example.question,
         "gold": list(example.answers),
         "answer": final.answer,
-        "prediction": extract_answer(final.answer, example.question),
+        "prediction": extract_answer(final.answer, example.question, example.answers),
         "retrieved": retrieved,
         "retrievals": stats.retrievals,
         "retrieval_rate": stats.retrieval_rate,
@@ -375,7 +375,7 @@ def _rescored(row: dict) -> dict:
         return row
     question = row.get("question") if isinstance(row.get("question"), str) else None
     em, f1 = answer_scores(row["answer"], row["gold"], question)
-    prediction = extract_answer(row["answer"], question)
+    prediction = extract_answer(row["answer"], question, row["gold"])
     if (em, f1, prediction) == (row.get("em"), row.get("f1"), row.get("prediction")):
         return row
     return {**row, "em": em, "f1": f1, "prediction": prediction}
