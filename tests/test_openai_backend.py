@@ -939,3 +939,22 @@ def test_doctor_lists_the_server_models_calibrations(capsys, tmp_path, monkeypat
                                "--index", str(tmp_path)], capsys)
     assert "θ = 0.123 (short answers, 50% of 30 drafts, /notes k=3 lookahead=64 prompt=auto)" in out
     assert "0.987" not in out and "internal error" not in out + err
+
+
+def test_a_props_request_refused_for_the_model_names_the_model():
+    """The server's answer to /props, asked once the model is known, names that model when it is
+    refused for it ("has no model 'qwen'"), as before openai_probe (fa9de58): the client learnt the
+    name only after the probe, and said "has no model ''"."""
+    import httpx
+
+    from ragcli.errors import ServerError
+    from ragcli.generation.openai_probe import identify
+
+    def handler(request):
+        if request.url.path.endswith("/models"):
+            return httpx.Response(200, json={"data": [{"id": "qwen"}]})
+        return httpx.Response(404, json={"error": {"message": "model qwen is not loaded"}})
+
+    with pytest.raises(ServerError) as caught:
+        identify(_client_of(handler, retries=0), "", 4096, "auto")
+    assert "has no model 'qwen'" in caught.value.message, caught.value.message

@@ -57,6 +57,7 @@ def identify(http, model: str, n_ctx: int, prompt_style: str) -> ServerFacts:
     else:
         raise ServerError(f"the server at {http.base} serves {len(names)} models"
                           + (f" ({', '.join(names)})" if names else "") + "; say which with --api-model")
+    http.model = model  # (named in a 404's message: "has no model 'qwen'", as before this probe had a module)
     props = http.get_json(http.root + "/props", missing_ok=True)
     props = props if isinstance(props, dict) and "default_generation_settings" in props else {}
     entry = entry or {}
