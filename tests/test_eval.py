@@ -1180,3 +1180,18 @@ def test_a_yes_or_no_lead_is_taken_where_the_references_are_yes_or_no_though_the
     # an either-or question's names stay scored as written
     either = "Who was born first, Jamie Curry or Alyaksey Vasilewski?"
     assert m.extract_answer("No, Jamie Curry.", either, ["Jamie Curry"]) == "No, Jamie Curry"
+
+
+def test_a_results_file_whose_header_was_rewritten_compact_still_resumes(tmp_path):
+    """A header written without spaces (`jq -c . r.jsonl`, another JSON writer) is still the file's
+    header: since 87d0a71 the settings were read from the last line starting '{"type": "header"',
+    none was found, and the run was refused as made with other settings ("dataset: sha256 None there")."""
+    from ragcli.eval import runner
+
+    meta = {"settings": {"k": 3}, "dataset_sha256": "abc", "runs": ["single"]}
+    row = {"run": "single", "id": "q1", "type": "bridge", "answer": "Paris."}
+    out = tmp_path / "r.jsonl"
+    out.write_text(json.dumps({"type": "header", **meta}, separators=(",", ":")) + "\n" + json.dumps(row) + "\n")
+    runner.check_resumable(out, meta, model=False)  # the same settings: resumed
+    with pytest.raises(Exception, match="k: 3 there, 4 here"):
+        runner.check_resumable(out, {**meta, "settings": {"k": 4}}, model=False)
