@@ -690,6 +690,21 @@ def test_a_wrapped_trace_line_with_chinese_and_a_double_space_loses_nothing():
         assert "".join("".join(rows).split()) == "".join(line.split()), rows  # every character still there
 
 
+def test_a_wrapped_trace_line_with_chinese_and_a_tab_loses_nothing():
+    """The wrapping of CJK text makes a tab a space too (a model's answer in the read's line keeps its
+    tabs: ``safe`` shows other controls only): the rest after the first row was looked for from the
+    wrong place, and part of the answer was printed twice or lost."""
+    from rich.cells import cell_len
+
+    from ragcli.render.plain import _wrap_trace
+
+    line = "revised after reading 4 documents: 東京\t\tは日本の首都です。 人口は一千四百万人です。 大阪は第二の都市です。"
+    for width in (40, 50, 60):
+        rows = _wrap_trace(line, width).split("\n")
+        assert all(cell_len(row) <= width for row in rows), rows
+        assert "".join("".join(rows).split()) == "".join(line.split()), rows  # every character once
+
+
 def test_a_value_ending_in_a_backslash_is_printed_once_whatever_follows_it():
     """Rich's escape doubles a trailing backslash, for a tag that may follow: `config show --index
     'C:\\idx\\'` showed "idx\\\\" in its cell, where nothing follows."""

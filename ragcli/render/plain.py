@@ -81,12 +81,13 @@ def _wrap_trace(line: str, width: int, keep: str = "") -> str:
 
 def _after(text: str, row: str) -> str:
     """What of ``text`` is left after its first row ``row``, which ``_fill`` may have written with runs
-    of spaces made one (CJK text: the rest of a line with a double space in it was lost)."""
+    of spaces and tabs made one space (CJK text: the rest of a line with a double space or a tab in it
+    was lost, or printed twice)."""
     i = 0
     for ch in row:
-        if ch == " ":
+        if ch in " \t":
             continue
-        while i < len(text) and text[i] == " ":
+        while i < len(text) and text[i] in " \t":
             i += 1
         if i >= len(text) or text[i] != ch:
             return text[len(row):].strip(" ")  # (not a row of it: as before)
