@@ -705,6 +705,21 @@ def test_a_wrapped_trace_line_with_chinese_and_a_tab_loses_nothing():
         assert "".join("".join(rows).split()) == "".join(line.split()), rows  # every character once
 
 
+def test_a_backslash_before_a_bracket_that_is_no_tag_is_printed():
+    """Rich reads a backslash before any "[" as escaping it, and its ``escape`` protects only those
+    before a tag: a note's LaTeX display math "\\[ x^2 \\]" in /sources lost its first backslash,
+    a path "C:\\[2024]\\notes" in `config show` the one before "[2024]"."""
+    from rich.console import Console
+
+    from ragcli.cli_support import markup_safe
+
+    for value in ("\\[ x^2 \\]", "C:\\[2024]\\notes", "a\\\\[]b", "\\[", "x\\[bold]y", "[/a]\\[]@/["):
+        for markup, shown in ((markup_safe(value), value), (f"[bold]{markup_safe(value)}[/] after", f"{value} after")):
+            console = Console(width=80, record=True, color_system=None, file=io.StringIO())
+            console.print(markup)
+            assert console.export_text().rstrip("\n") == shown, (value, markup)
+
+
 def test_a_value_ending_in_a_backslash_is_printed_once_whatever_follows_it():
     """Rich's escape doubles a trailing backslash, for a tag that may follow: `config show --index
     'C:\\idx\\'` showed "idx\\\\" in its cell, where nothing follows."""
