@@ -274,8 +274,8 @@ def ask(
         if renderer is not None:
             try:
                 renderer.close()
-            except OSError:  # the terminal hung up (the window closed, SIGHUP): the termination stands
-                if not isinstance(sys.exc_info()[1], Terminated):
+            except OSError as exc:  # the terminal hung up (the window closed, SIGHUP): the termination stands
+                if terminated_behind(exc) is None:  # (sys.exc_info() here is this OSError, not the SIGHUP)
                     raise
     if not no_log:
         _log_answer(question, settings.to_dict(), events)

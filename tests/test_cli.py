@@ -726,3 +726,32 @@ def test_a_terminal_that_hangs_up_ends_the_run_with_129(as_json, tmp_path):
     assert os.waitstatus_to_exitcode(status) == 129
     if as_json:
         assert json.loads(out.read_text().splitlines()[-1])["exit_code"] == 129
+
+
+def test_a_hangup_whose_output_fails_as_it_closes_ends_with_129_under_debug_too(monkeypatch, tmp_path, capsys):
+    """The renderer's close failing (EIO: the terminal is gone) after a SIGHUP was to leave the
+    termination standing; the check read the OSError itself as the exception in flight, so the OSError
+    went on: with --debug, its traceback and exit 1 (without, ``run`` found the SIGHUP behind it)."""
+    import errno
+    import signal
+
+    from ragcli import cli, engine, render
+    from ragcli.errors import Terminated
+
+    def hung_up(self, question, *args, **kwargs):
+        raise Terminated(signal.SIGHUP)
+        yield  # (a generator, as Engine.ask is)
+
+    class GoneTerminal:
+        def handle(self, event):
+            pass
+
+        def close(self):
+            raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(engine.Engine, "ask", hung_up)
+    monkeypatch.setattr(render, "make_renderer", lambda **kwargs: GoneTerminal())
+    with pytest.raises(SystemExit) as done:
+        cli.run(["--debug", "ask", "Which band?", "--strategy", "none", "--no-log", "--index", str(tmp_path / "none")])
+    assert done.value.code == 129
+    assert capsys.readouterr().err.strip().splitlines()[-1] == "terminated (SIGHUP)"
