@@ -173,3 +173,17 @@ def test_the_answers_context_is_the_prompt_of_its_last_conclusion(settings):
     strategy.commit(Sentence("He was the twin.", ()), docs=DOCS[1:2])
     strategy.commit(Sentence("So the answer is Romulus.", ()), docs=DOCS[2:4])
     assert [d.id for d in strategy.context_documents()] == ["d2", "d3"]
+
+
+def test_a_long_question_of_few_content_words_is_not_searched_twice_over():
+    """A question longer than 3 × n words but with fewer than n content words (stop words, a pasted
+    table's "|" and "---") is long since bae8015; its one sentence was then both its last question and
+    its start, and the query said its first words twice (as one asking first, then explaining, did)."""
+    from ragcli.strategies.querytext import first_content_words
+
+    text = ("Is it the case that it is or it was the one that they had in the way that it was when it was "
+            "the thing that is in the place where it is and so on?")
+    assert question_words(text, 4) == first_content_words(text, 4)
+    # a question first, then what it is about: the start it is given is what follows it
+    first = "Who designed Sentinel? " + "I have been reading the notes for a while and I am confused. " * 5
+    assert question_words(first, 4) == "I have been reading the notes Who designed Sentinel?"

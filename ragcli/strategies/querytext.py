@@ -29,10 +29,16 @@ def question_words(text: str, n: int) -> str:
     if whole == " ".join(text.split()):
         return whole
     sentences = split_sentences(text)
-    ask = next((s for s in reversed(sentences) if s.rstrip().endswith(("?", "？"))), sentences[-1] if sentences else "")
-    ask = first_content_words(ask, n)
+    asked = next((s for s in reversed(sentences) if s.rstrip().endswith(("?", "？"))), sentences[-1] if sentences else "")
+    ask = first_content_words(asked, n)
     room = n - sum(1 for w in WORD.findall(ask) if is_content_word(w))
-    return f"{first_content_words(text, room)} {ask}".strip() if room > 0 else ask
+    if room <= 0:
+        return ask
+    # the start of the rest: the question itself is searched once (a question of one sentence, or one
+    # asked before what it is about, gave its first words twice)
+    at = text.rfind(asked) if asked else -1
+    rest = f"{text[:at]} {text[at + len(asked):]}" if at >= 0 else text
+    return f"{first_content_words(rest, room)} {ask}".strip()
 
 
 def first_content_words(text: str, n: int) -> str:
