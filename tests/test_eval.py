@@ -84,6 +84,33 @@ def test_answers_are_read_as_texts_and_a_record_that_is_not_one_is_refused_by_li
         load_examples(data)
 
 
+def test_a_data_set_with_a_byte_order_mark_or_in_utf16_is_read_and_one_not_utf8_is_refused_by_line(tmp_path):
+    """A data set saved by Notepad (a UTF-8 byte-order mark) or PowerShell's ``>`` (UTF-16 with one)
+    is read; a line in a Windows code page is refused with its file and line, as a bad record is (the
+    first was "not a dataset record (Unexpected UTF-8 BOM)", the last a UnicodeDecodeError traceback)."""
+    from ragcli.errors import UsageError
+
+    record = '{"id": "1", "question": "Caf\u00e9 \u2028 or bar?", "answers": ["x"]}\n{"id": "2", "question": "Q?", "answers": ["y"]}\n'
+    expected = [("1", "Caf\u00e9 \u2028 or bar?"), ("2", "Q?")]
+    data = tmp_path / "qs.jsonl"
+    for encoded in (b"\xef\xbb\xbf" + record.encode("utf-8"), record.encode("utf-16"),
+                    record.encode("utf-32"), record.encode("utf-8")):
+        data.write_bytes(encoded)
+        assert [(e.id, e.question) for e in load_examples(data)] == expected
+    data.write_bytes(b'{"id": "1", "question": "Q?", "answers": ["x"]}\n'
+                     b'{"id": "2", "question": "Caf\xe9?", "answers": ["x"]}\n')
+    with pytest.raises(UsageError, match=f"^{data}:2 is not UTF-8 \\(byte 0xe9 at column 29\\)$"):
+        load_examples(data)
+
+
+def test_a_summary_saved_again_with_a_byte_order_mark_is_read(tmp_path):
+    from ragcli.eval.report import load_summary
+
+    summary = tmp_path / "s.json"
+    summary.write_bytes(b"\xef\xbb\xbf" + json.dumps({"meta": {}, "runs": {"single": {}}}).encode())
+    assert load_summary(summary)["runs"] == {"single": {}}  # was "not a summary file: Unexpected UTF-8 BOM"
+
+
 def test_extract_answer():
     assert m.extract_answer("He was born in 1903. So the answer is John von Neumann.") == "John von Neumann"
     assert m.extract_answer("The answer is: Paris") == "Paris"

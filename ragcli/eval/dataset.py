@@ -2,13 +2,44 @@
 
 from __future__ import annotations
 
+import codecs
 import json
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 from ragcli.errors import InputPathError, UsageError
 from ragcli.types import Document
+
+
+_WIDE_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+              (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) of a data set's lines: UTF-8, with or without a byte-order mark, or UTF-16
+    or UTF-32 with one (PowerShell's ``>`` writes UTF-16). A line that is not UTF-8 is refused by
+    number (it was a traceback; a file starting with a byte-order mark was "not a dataset record")."""
+    with path.open("rb") as fh:
+        head = fh.read(4)
+        wide = next((name for mark, name in _WIDE_BOMS if head.startswith(mark)), None)
+        if wide is not None:
+            fh.seek(0)
+            try:
+                text = fh.read().decode(wide)
+            except UnicodeDecodeError as exc:
+                raise UsageError(f"{path} is not {wide.upper()} throughout (byte {exc.start})",
+                                 hint="save the data set as UTF-8") from None
+            yield from enumerate(text.split("\n"), start=1)  # not splitlines: a JSON string may hold U+2028
+            return
+        fh.seek(len(codecs.BOM_UTF8) if head.startswith(codecs.BOM_UTF8) else 0)
+        for lineno, raw in enumerate(fh, start=1):
+            try:
+                yield lineno, raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise UsageError(f"{path}:{lineno} is not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})",
+                                 hint="save the data set as UTF-8 (from a Windows code page: iconv -f cp1252 -t utf-8)") from None
 
 
 @dataclass(frozen=True)
@@ -91,33 +122,32 @@ def load_examples(path: Path, *, dataset: str | None = None, type_: str | None =
     seen_types: set[str] = set()
     ids: dict[str, int] = {}
     unanswered = 0
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                r = json.loads(line)
-                ex = Example(str(r["id"]), _question(r["question"]), _answers(r.get("answers")),
-                             r.get("dataset", ""), r.get("type", ""), _paragraphs(r.get("paragraphs")))
-            except KeyError as exc:
-                raise UsageError(f"{path}:{lineno} is not a dataset record: it has no \"{exc.args[0]}\" field",
-                                 hint='each line needs "id" and "question"; "answers" and "paragraphs" for scores') from None
-            except (ValueError, TypeError, AttributeError) as exc:
-                raise UsageError(f"{path}:{lineno} is not a dataset record ({exc})") from None
-            seen_datasets.add(ex.dataset)
-            seen_types.add(ex.type)
-            if datasets and ex.dataset not in datasets:
-                continue
-            if types and ex.type not in types:
-                continue
-            if not ex.answers and need_answers:  # unanswerable (SQuAD 2.0): no EM/F1 possible
-                unanswered += 1
-                continue
-            if ex.id in ids:  # of the questions run: a resumed run scored the last one's result for each
-                raise UsageError(f"{path}:{lineno} repeats the id {ex.id!r} of line {ids[ex.id]}",
-                                 hint="give each question an id of its own: results are kept and resumed by id")
-            ids[ex.id] = lineno
-            out.append(ex)
+    for lineno, line in _lines(path):
+        if not line.strip():
+            continue
+        try:
+            r = json.loads(line)
+            ex = Example(str(r["id"]), _question(r["question"]), _answers(r.get("answers")),
+                         r.get("dataset", ""), r.get("type", ""), _paragraphs(r.get("paragraphs")))
+        except KeyError as exc:
+            raise UsageError(f"{path}:{lineno} is not a dataset record: it has no \"{exc.args[0]}\" field",
+                             hint='each line needs "id" and "question"; "answers" and "paragraphs" for scores') from None
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise UsageError(f"{path}:{lineno} is not a dataset record ({exc})") from None
+        seen_datasets.add(ex.dataset)
+        seen_types.add(ex.type)
+        if datasets and ex.dataset not in datasets:
+            continue
+        if types and ex.type not in types:
+            continue
+        if not ex.answers and need_answers:  # unanswerable (SQuAD 2.0): no EM/F1 possible
+            unanswered += 1
+            continue
+        if ex.id in ids:  # of the questions run: a resumed run scored the last one's result for each
+            raise UsageError(f"{path}:{lineno} repeats the id {ex.id!r} of line {ids[ex.id]}",
+                             hint="give each question an id of its own: results are kept and resumed by id")
+        ids[ex.id] = lineno
+        out.append(ex)
     _check_named(path, "data set", "--dataset", datasets, seen_datasets)
     _check_named(path, "type", "--type", types, seen_types)
     if per_dataset is not None or skip_per_dataset:

@@ -113,7 +113,7 @@ def load_summary(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise InputPathError(f"summary not found: {path}")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8-sig"))  # one saved again by Notepad starts with a BOM
     except ValueError as exc:
         raise UsageError(f"{path} is not a summary file: {exc}") from None
     if "runs" not in data:
