@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import re
 from typing import Annotated, Any, Callable, Optional
 
 import typer
@@ -55,22 +54,8 @@ def stderr_console():
 
 
 def markup_safe(text: str) -> str:
-    """``text`` (control characters shown as escapes, ``safe``) as Rich markup that prints it as it is,
-    wherever it stands in a markup string. Rich's ``escape`` doubles one trailing backslash to protect a
-    tag that may follow, and the doubled one is printed where none does ("--index 'C:\\idx\\'" showed
-    "idx\\\\"); so the trailing backslashes are doubled and an empty tag follows them, which they
-    stand before as Rich's markup wants: printed once each, followed by a tag or not. Rich also drops
-    the backslash before a "[" that starts no tag ("\\[ x \\]" of a note's LaTeX, "C:\\[2024]"), which
-    ``escape`` leaves as it is: there one more backslash stands before the "["."""
-    from rich.markup import escape
+    """``text`` as Rich markup that prints it as it is (``render.text.markup_safe``; imported when first
+    used: the render layer costs ~60 ms at start-up, which `ragcli --help` does not pay)."""
+    from ragcli.render.text import markup_safe as as_markup
 
-    from ragcli.render import safe
-
-    shown = safe(text)
-    trailing = len(shown) - len(shown.rstrip("\\"))
-    body = _NO_TAG_AFTER_BACKSLASH.sub(r"\\\g<0>", escape(shown[:len(shown) - trailing]))
-    return body + ("\\" * (2 * trailing) + "[dim][/dim]" if trailing else "")
-
-
-# a "[" after a backslash that Rich reads as no tag (``rich.markup.RE_TAGS``), and so leaves escaped
-_NO_TAG_AFTER_BACKSLASH = re.compile(r"(?<=\\)\[(?![a-z#/@][^[]*?])")
+    return as_markup(text)

@@ -66,23 +66,21 @@ def history_show(
 
 
 def _show_entry(c, row: dict) -> None:
-    from rich.markup import escape
-
     from ragcli.render.text import folded_source_lines, marked_answer, read_line, source_lines, summary_line
     from ragcli.types import Document, RunStats
 
     c.soft_wrap = not c.is_terminal  # `history show 15 > f.txt`: lines as they are (ask's answer is not cut at 80 either)
     c.print(f"[bold]{markup_safe(row['question'])}[/]  [dim]({markup_safe(str(row['strategy']))})[/]")
     finished = next((e for e in row["events"] if e["event"] == "answer"), {})
-    c.print(escape(marked_answer(row["answer"], finished.get("citations") or (), finished.get("stop_reason", "end"))))
+    c.print(markup_safe(marked_answer(row["answer"], finished.get("citations") or (), finished.get("stop_reason", "end"))))
     sources = [Document(d.get("id", ""), d.get("title", ""), d.get("text", ""), source=d.get("source", "index"),
                         location=d.get("location", "")) for d in row["sources"]]
     citations = finished.get("citations")  # (entries logged before citations: all sources)
     for line in (folded_source_lines(sources, citations, c.width) if c.is_terminal else source_lines(sources, citations)):
-        c.print(escape(line), soft_wrap=True)  # folded beneath itself on a terminal, never at column 0
+        c.print(markup_safe(line), soft_wrap=True)  # folded beneath itself on a terminal, never at column 0
     for e in row["events"]:
         if e["event"] == "retrieve":
-            origin = escape(f"[{e['query']['origin']}]")  # "[question]" is not a markup tag
+            origin = markup_safe(f"[{e['query']['origin']}]")  # "[question]" is not a markup tag
             shown = e["query"].get("shown") or e["query"]["text"]  # a masked draft with its ▁▁▁, as the live view
             c.print(f"[magenta]search[/] {origin} {markup_safe(shown)}")
         elif e["event"] == "sentence":

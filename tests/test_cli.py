@@ -539,6 +539,34 @@ def test_the_search_table_never_breaks_a_line_number_at_any_width():
         assert "#L1777" in console.export_text(), width
 
 
+def test_the_search_table_and_history_show_print_backslashes_and_brackets_as_written():
+    """Rich drops a backslash before a "[" that starts no tag, and prints a trailing one doubled after
+    its ``escape``: a note's LaTeX "\\[ x^2 \\]" in `ragcli search` lost its backslashes, and so did an
+    answer, a source or a query in `ragcli history show` (only the REPL and `ask` went through
+    ``markup_safe``)."""
+    from rich.console import Console
+
+    from ragcli.history_cli import _show_entry
+    from ragcli.render.text import search_table
+    from ragcli.types import Document, RunStats
+
+    title, text, where = "Area \\[ x^2 \\]", "Saved under C:\\[2024]\\notes\\", "notes\\[draft].md:3"
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(search_table([Document("p1", title, text, 1.5, "index", where)], "1 passage", console))
+    shown = console.export_text()
+    assert title in shown and text in shown and where in shown, shown
+    answer = "It is \\[ x^2 \\] in C:\\[2024]\\"
+    row = {"question": "What is \\[a]?", "strategy": "single", "answer": answer, "stop_reason": "end",
+           "sources": [{"id": "p1", "title": title, "text": text, "location": where}],
+           "events": [{"event": "retrieve", "query": {"origin": "question", "text": "What is \\[a]?"}},
+                      {"event": "answer", "citations": []}],
+           "stats": {f: 0 for f in RunStats.__dataclass_fields__}}
+    console = Console(width=200, record=True, file=io.StringIO())
+    _show_entry(console, row)
+    shown = console.export_text()
+    assert answer in shown and title in shown and "search [question] What is \\[a]?" in shown, shown
+
+
 def test_debug_is_taken_after_the_command_too(capsys, tmp_path):
     """The internal-error hint says to add --debug; after the command it was "No such option: --debug"."""
     code, out, err = call(["strategies", "--debug"], capsys)

@@ -208,8 +208,6 @@ def _run_with_progress(engine, specs: list, examples: list, base: Settings, **kw
     """``runner.run_eval`` under a progress bar on stderr (when it is a terminal)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    from rich.markup import escape
-
     from ragcli.eval import runner
     from ragcli.words import counted
 
@@ -231,12 +229,12 @@ def _run_with_progress(engine, specs: list, examples: list, base: Settings, **kw
                 rows = runner.run_eval(engine, specs, examples, base, on_result=on_result, **kwargs)
         except (KeyboardInterrupt, Interrupted, Terminated):
             if kwargs.get("out") is not None:  # where the results so far are, and that they are not lost
-                console.print(f"the results so far are in {escape(str(kwargs['out']))}: the same command "
+                console.print(f"the results so far are in {markup_safe(str(kwargs['out']))}: the same command "
                               "resumes from them")
             raise
     if reused:  # a re-run printed its table in a second, saying nothing of where the results came from
         out = kwargs.get("out")
-        console.print(f"{counted(reused, 'result')} of {len(rows)} resumed from {escape(str(out))} "
+        console.print(f"{counted(reused, 'result')} of {len(rows)} resumed from {markup_safe(str(out))} "
                       "(--restart runs them again)")
     return rows
 

@@ -19,6 +19,26 @@ def safe(text: str) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}" if ord(m.group(0)) < 0x100 else f"\\u{ord(m.group(0)):04x}", text)
 
 
+def markup_safe(text: str) -> str:
+    """``text`` (control characters shown as escapes, ``safe``) as Rich markup that prints it as it is,
+    wherever it stands in a markup string. Rich's ``escape`` doubles one trailing backslash to protect a
+    tag that may follow, and the doubled one is printed where none does ("--index 'C:\\idx\\'" showed
+    "idx\\\\"); so the trailing backslashes are doubled and an empty tag follows them, which they
+    stand before as Rich's markup wants: printed once each, followed by a tag or not. Rich also drops
+    the backslash before a "[" that starts no tag ("\\[ x \\]" of a note's LaTeX, "C:\\[2024]"), which
+    ``escape`` leaves as it is: there one more backslash stands before the "["."""
+    from rich.markup import escape
+
+    shown = safe(text)
+    trailing = len(shown) - len(shown.rstrip("\\"))
+    body = _NO_TAG_AFTER_BACKSLASH.sub(r"\\\g<0>", escape(shown[:len(shown) - trailing]))
+    return body + ("\\" * (2 * trailing) + "[dim][/dim]" if trailing else "")
+
+
+# a "[" after a backslash that Rich reads as no tag (``rich.markup.RE_TAGS``), and so leaves escaped
+_NO_TAG_AFTER_BACKSLASH = re.compile(r"(?<=\\)\[(?![a-z#/@][^[]*?])")
+
+
 def is_tty(stream) -> bool:
     try:
         return stream.isatty()
@@ -179,7 +199,6 @@ def search_table(docs: Sequence[Document], title: str, console):
     column breaks after a "/" or before its line number (``fold_path``), at the width Rich gives the
     column in this console (measured: an estimate was off by one at some widths, and "#L177" broke
     as "#L17" over "7")."""
-    from rich.markup import escape
     from rich.table import Table
 
     def table(locations: Sequence[str]):
@@ -189,8 +208,8 @@ def search_table(docs: Sequence[Document], title: str, console):
         t.add_column("title / location", ratio=1, overflow="fold")  # "servers.md:1…" hid which lines
         t.add_column("text", ratio=2)
         for i, (d, where) in enumerate(zip(docs, locations), start=1):
-            t.add_row(str(i), f"{d.score:.2f}", f"{escape(one_line(d.title))}\n[dim]{escape(where)}[/]",
-                      escape(safe(d.text[:300])) + ("…" if len(d.text) > 300 else ""))
+            t.add_row(str(i), f"{d.score:.2f}", f"{markup_safe(one_line(d.title))}\n[dim]{markup_safe(where)}[/]",
+                      markup_safe(d.text[:300]) + ("…" if len(d.text) > 300 else ""))
         return t
 
     probe = "\u2591" * 1000  # the column is as wide as the longest run of it in the rendered probe
