@@ -17,7 +17,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ragcli import __version__
-from ragcli.cli_support import markup_safe, stderr_console, with_settings
+from ragcli.cli_support import markup_safe, path_arg, stderr_console, with_settings
 from ragcli.config import Settings
 from ragcli.errors import HistoryError, Interrupted, RagcliError, Terminated, UsageError
 from ragcli.eval.cli import eval_app
@@ -87,7 +87,7 @@ def main(
 @app.command()
 @with_settings("index")
 def index(
-    paths: Annotated[list[Path], typer.Argument(help="Files or folders (.txt, .md, .rst, .html, .pdf, code, .jsonl).", show_default=False, readable=False)],
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders (.txt, .md, .rst, .html, .pdf, code, .jsonl).", show_default=False, readable=False, parser=path_arg)],
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Start the index over.")] = False,
     exclude: Annotated[Optional[list[str]], typer.Option("--exclude", "-x", help="gitignore-style pattern to skip (repeatable); a .ragcliignore file works too.")] = None,
     hidden: Annotated[bool, typer.Option("--hidden", help="Include hidden files and folders (never .git, .hg or .svn).")] = False,

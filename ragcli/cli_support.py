@@ -59,3 +59,16 @@ def markup_safe(text: str) -> str:
     from ragcli.render.text import markup_safe as as_markup
 
     return as_markup(text)
+
+
+def path_arg(text: str):
+    """A file or folder named to `ragcli index` or `/index`, as a Path. An empty one is refused:
+    Path('') is '.', and `ragcli index "$NOTES"` with NOTES unset indexed the whole current folder
+    (`ls ''` and `git add ''` refuse it too)."""
+    from pathlib import Path
+
+    from ragcli.errors import InputPathError
+
+    if not text:
+        raise InputPathError("empty path: '' names no file or folder", hint="name one; '.' is the current folder")
+    return Path(text)

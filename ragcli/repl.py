@@ -19,7 +19,7 @@ from rich.table import Column, Table
 from rich.text import Text
 
 from ragcli import attribution
-from ragcli.cli_support import markup_safe
+from ragcli.cli_support import markup_safe, path_arg
 from ragcli.config import Settings, user_state_dir
 from ragcli.conversation import Conversation, Exchange
 from ragcli.engine import Engine
@@ -370,7 +370,7 @@ class Repl:
             from ragcli.ingest.indexer import build_index
 
             try:
-                report = build_index([Path(os.path.expanduser(a)) for a in args], Path(self.settings.index),
+                report = build_index([path_arg(os.path.expanduser(a)) for a in args], Path(self.settings.index),
                                      on_warning=lambda m: self.console.print(f"[yellow]warning:[/] {markup_safe(m)}"))
             finally:  # batches committed before a Ctrl-C are searchable now, not after the next /index
                 self.engine.reload_index()

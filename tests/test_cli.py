@@ -783,3 +783,13 @@ def test_a_hangup_whose_output_fails_as_it_closes_ends_with_129_under_debug_too(
         cli.run(["--debug", "ask", "Which band?", "--strategy", "none", "--no-log", "--index", str(tmp_path / "none")])
     assert done.value.code == 129
     assert capsys.readouterr().err.strip().splitlines()[-1] == "terminated (SIGHUP)"
+
+
+def test_an_empty_path_to_index_is_refused_not_read_as_the_current_folder(tmp_path, capsys, monkeypatch):
+    """`ragcli index "$NOTES"` with NOTES unset indexed the whole current folder: Path('') is '.'
+    (`ls ''` and `git add ''` refuse it)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "private.txt").write_text("The safe's code is 4711.")
+    code, out, err = call(["index", "", "--index", str(tmp_path / "idx")], capsys)
+    assert code == 2 and "empty path" in err, err
+    assert not (tmp_path / "idx").exists()

@@ -551,3 +551,14 @@ def test_sources_after_a_cancelled_answer_says_whose_documents_they_are(settings
     assert "cancelled" in err and "Field notes" in out
     assert err.count("sources of the last complete answer: Which shrub grows in Japan?") == 1
     assert err.index("cancelled") < err.index("sources of the last complete answer")
+
+
+def test_index_with_an_empty_path_is_refused_not_read_as_the_current_folder(settings, built_index, tmp_path,
+                                                                           monkeypatch):
+    """`/index ''` (or `/index ""`) indexed the folder the session was started in, whole."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "private.txt").write_text("The safe's code is 4711.")
+    repl, code, err, out = drive(make_repl(settings.copy(strategy="none"), built_index),
+                                 "/index ''\r/search safe code\r/exit\r")
+    assert "empty path" in err and "indexed:" not in err, err
+    assert "4711" not in out
