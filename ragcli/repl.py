@@ -346,6 +346,8 @@ class Repl:
             last = self.transcript[-1] if self.transcript else Exchange("", "")
             if self.transcript and self._unfinished is not None:  # cancelled (Ctrl-C) or failed since
                 self.console.print(f"[dim]sources of the last complete answer: {markup_safe(one_line(last.question))}[/]")
+            if self.transcript and not last.sources:  # (strategy none: nothing was printed at all)
+                self.console.print(f"no documents: the answer (strategy {last.strategy}) was written without any")
             cited = attribution.cited(last.citations)
             for i, d in enumerate(last.sources, start=1):
                 mark = " [green](cited)[/]" if i - 1 in cited else ""

@@ -562,3 +562,11 @@ def test_index_with_an_empty_path_is_refused_not_read_as_the_current_folder(sett
                                  "/index ''\r/search safe code\r/exit\r")
     assert "empty path" in err and "indexed:" not in err, err
     assert "4711" not in out
+
+
+def test_sources_of_an_answer_without_documents_says_so(settings, built_index):
+    """`/sources` after an answer written without documents (`/strategy none`) printed nothing at all."""
+    repl, code, err, out = drive(make_repl(settings.copy(strategy="none"), built_index),
+                                 "Which shrub grows in Japan?\r/sources\r/exit\r")
+    assert len(repl.transcript) == 1 and not repl.transcript[0].sources
+    assert "no documents" in err, err
