@@ -308,6 +308,7 @@ def chat(
 
     settings = Settings.resolve(flags)
     engine = Engine(settings)
+    engine.strategy_class(settings.strategy)  # an eval-only one ("oracle"): refused as `ask` and /strategy refuse it
     engine.generator  # a missing or broken model stops here (exit 6, as `ask`), not at the first question
     try:
         engine.retriever

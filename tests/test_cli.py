@@ -793,3 +793,16 @@ def test_an_empty_path_to_index_is_refused_not_read_as_the_current_folder(tmp_pa
     code, out, err = call(["index", "", "--index", str(tmp_path / "idx")], capsys)
     assert code == 2 and "empty path" in err, err
     assert not (tmp_path / "idx").exists()
+
+
+def test_chat_refuses_an_eval_only_strategy_before_the_session_starts(tmp_path, capsys, monkeypatch):
+    """`ragcli chat --strategy oracle` (or RAGCLI_STRATEGY=oracle) opened a session whose banner said
+    "strategy oracle" and whose every question failed with "unknown strategy", exit 0 on leaving;
+    `ask` and `/strategy` refuse it at once."""
+    from ragcli import repl
+
+    started, loaded = [], []
+    monkeypatch.setattr(repl.Repl, "run", lambda self: started.append(self) or 0)
+    monkeypatch.setattr(engine, "make_generator", lambda settings: loaded.append(1) or FakeGenerator(default=toks(" Yes.", 0.9)))
+    code, _, err = call(["chat", "--strategy", "oracle", "--index", str(tmp_path / "idx")], capsys)
+    assert code == 2 and "unknown strategy 'oracle'" in err and not started and not loaded, err
