@@ -23,7 +23,7 @@ from ragcli.cli_support import markup_safe, path_arg
 from ragcli.config import Settings, user_state_dir
 from ragcli.conversation import Conversation, Exchange
 from ragcli.engine import Engine
-from ragcli.errors import RagcliError, UsageError
+from ragcli.errors import IndexMissingError, RagcliError, UsageError
 from ragcli.events import AnswerFinished, Event
 from ragcli.render import safe
 from ragcli.render.text import fold_path, hanging, marked_answer, one_line, shorten, source_lines, text_console
@@ -191,7 +191,10 @@ class Repl:
             except KeyboardInterrupt:  # during /index or /search: that command stops, the session goes on
                 self.console.print("[yellow]cancelled[/]")
             except RagcliError as exc:
-                self.console.print(f"[red]error:[/] {markup_safe(exc.message)}" + (f" ({markup_safe(exc.hint)})" if exc.hint else ""))
+                hint = exc.hint
+                if isinstance(exc, IndexMissingError) and hint == IndexMissingError.hint:  # a shell command; here:
+                    hint = "/index PATH builds it"
+                self.console.print(f"[red]error:[/] {markup_safe(exc.message)}" + (f" ({markup_safe(hint)})" if hint else ""))
             except OSError as exc:  # e.g. /save to a folder that does not exist: the session goes on
                 said = f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else str(exc)
                 self.console.print(f"[red]error:[/] {markup_safe(said)}")

@@ -570,3 +570,12 @@ def test_sources_of_an_answer_without_documents_says_so(settings, built_index):
                                  "Which shrub grows in Japan?\r/sources\r/exit\r")
     assert len(repl.transcript) == 1 and not repl.transcript[0].sources
     assert "no documents" in err, err
+
+
+def test_a_missing_index_in_the_repl_points_to_slash_index(settings, built_index, tmp_path):
+    """A question or /search without an index said "run `ragcli index PATH` first": a shell command,
+    while /index PATH builds it from inside the session (as the banner's warning says)."""
+    repl, code, err, out = drive(make_repl(settings.copy(index=str(tmp_path / "none"), strategy="single"), built_index),
+                                 "Which shrub grows in Japan?\r/search shrub\r/exit\r")
+    assert err.count("no index at") == 2 and err.count("/index PATH") == 2, err
+    assert "ragcli index PATH" not in err
