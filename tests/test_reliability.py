@@ -90,6 +90,19 @@ def test_question_longer_than_the_context_window(monkeypatch, built_index, setti
     assert err.strip().splitlines()[-1].startswith("error: the question and answer need more than the 300-token context")
 
 
+def test_an_answer_budget_larger_than_the_context_window_names_max_tokens(monkeypatch, built_index, settings, capsys):
+    """`ask --strategy single --max-tokens 5000 "Who is Keith Moon?"` (4096-token window) said "shorten the
+    question or raise --ctx": the four-word question was not what did not fit, the answer's 5000 tokens were."""
+    monkeypatch.setattr(engine_mod, "make_generator", lambda s: FakeGenerator(default=toks(" x.", 0.9), n_ctx=300))
+    code, _, err = call(["ask", "Who is Keith Moon?", "--index", settings.index, "--strategy", "none",
+                         "--max-tokens", "500"], capsys)
+    last = err.strip().splitlines()[-1]
+    assert code == 7 and last.startswith("error: the question and answer need more than the 300-token context"), err
+    assert "--max-tokens" in last and "shorten the question" not in last, last
+    code, _, err = call(["ask", "why " * 400, "--index", settings.index, "--strategy", "none", "--max-tokens", "20"], capsys)
+    assert code == 7 and "--max-tokens" not in err and "shorten the question" in err, err
+
+
 # ------------------------------------------------------------------------------- model files
 def test_truncated_and_wrong_model_files(tmp_path):
     from ragcli.generation.llama import LlamaGenerator

@@ -48,9 +48,14 @@ class DocumentFitting:
         kept = list(docs)
         while not fits(kept):  # each candidate tokenized once
             if not kept:
+                hint = getattr(self.gen, "context_hint", LOCAL_CONTEXT_HINT)
+                asked = self.gen.count_tokens(build([]))
+                if reserve == self.settings.max_tokens and reserve >= asked:  # the answer's room, not the question
+                    hint = "lower --max-tokens or raise --ctx" if hint == LOCAL_CONTEXT_HINT else f"lower --max-tokens; {hint}"
                 raise ContextOverflowError(
-                    f"the question and answer need more than the {self.gen.n_ctx}-token context window",
-                    hint=getattr(self.gen, "context_hint", LOCAL_CONTEXT_HINT),
+                    f"the question and answer need more than the {self.gen.n_ctx}-token context window "
+                    f"(the prompt: {asked} tokens; the answer: up to {reserve})",
+                    hint=hint,
                 )
             d = kept[0]
             if len(kept) > 1 or len(d.text) <= MIN_SHORTENED_CHARS:  # another page to drop, or too short to cut
