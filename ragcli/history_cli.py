@@ -29,10 +29,14 @@ def history_list(
     from ragcli.logs import AnswerLog
 
     log = AnswerLog()
+    rows = log.recent(min(limit, 2**63 - 1))  # (SQLite's largest integer)
+    if not rows:  # an empty table said no more than its headers
+        text_console().print("no answers logged yet (`ragcli ask` and `ragcli chat` log each answer)")
+        return
     table = Table("id", "when", "strategy", "question", "answer")
     import datetime
 
-    for row in log.recent(min(limit, 2**63 - 1)):  # (SQLite's largest integer)
+    for row in rows:
         when = datetime.datetime.fromtimestamp(row["created"]).strftime("%Y-%m-%d %H:%M")  # cut after a word, with "…"
         table.add_row(str(row["id"]), when, markup_safe(str(row["strategy"])), markup_safe(shorten(row["question"], 60)),
                       markup_safe(shorten(with_cut(row["answer"], row["stop_reason"]), 80)))

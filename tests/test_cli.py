@@ -806,3 +806,10 @@ def test_chat_refuses_an_eval_only_strategy_before_the_session_starts(tmp_path, 
     monkeypatch.setattr(engine, "make_generator", lambda settings: loaded.append(1) or FakeGenerator(default=toks(" Yes.", 0.9)))
     code, _, err = call(["chat", "--strategy", "oracle", "--index", str(tmp_path / "idx")], capsys)
     assert code == 2 and "unknown strategy 'oracle'" in err and not started and not loaded, err
+
+
+def test_an_empty_history_says_so(capsys):
+    """`ragcli history` before any answer was logged printed an empty table: headers and nothing under
+    them (as `search` once did for no match)."""
+    code, out, err = call(["history"], capsys)
+    assert code == 0 and "no answers logged yet" in out + err and "┃" not in out, out
