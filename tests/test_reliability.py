@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
 from ragcli import cli, engine as engine_mod
-from ragcli.errors import IndexCorruptError, IndexWriteError, ModelError
+from ragcli.errors import IndexCorruptError, IndexWriteError, ModelError, Terminated
 from ragcli.events import AnswerFinished, Notice, StepStarted
 from ragcli.generation.fake import FakeGenerator, toks
 from ragcli.ingest.indexer import build_index
@@ -570,3 +570,45 @@ def test_a_file_named_in_a_folder_that_cannot_be_entered_is_a_usage_error(tmp_pa
         locked.chmod(0o755)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip() == "error: cannot read d/locked/b.txt: Permission denied"
+
+
+def _signal_in_a_c_callback(signum):
+    """What llama.cpp does while a model loads: it calls back into Python (llama-cpp-python's log
+    callback, for every line it logs), and a signal that arrives meanwhile is handled inside that
+    callback. Here: libc's qsort calling a Python comparison that is signalled."""
+    import ctypes
+
+    libc = ctypes.CDLL(None)
+    compare_t = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+
+    def compare(a, b):
+        os.kill(os.getpid(), signum)
+        for _ in range(1000):  # the handler runs at the next instructions: here, in the callback
+            pass
+        return 0
+
+    values = (ctypes.c_int * 2)(2, 1)
+    libc.qsort(values, 2, ctypes.sizeof(ctypes.c_int), compare_t(compare))
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_a_kill_while_the_model_loads_is_not_lost(signum, tmp_path, monkeypatch):
+    """Ctrl-C while llama.cpp loaded the model was raised inside its log callback, where ctypes prints
+    "Exception ignored" (onto the silenced stderr) and goes on: `ragcli chat` opened its session anyway
+    and `ask` answered, exit 0 (a 7B model's load: seconds of Ctrl-C unheard). A SIGTERM then, the same."""
+    import llama_cpp
+
+    from ragcli.exits import terminations_raised
+    from ragcli.generation.llama import LlamaGenerator
+
+    class Loading:
+        def __init__(self, **kwargs):
+            _signal_in_a_c_callback(signum)
+            raise ValueError("not a real model")
+
+    monkeypatch.setattr(llama_cpp, "Llama", Loading)
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF" + b"\x00" * 60)
+    expected = KeyboardInterrupt if signum == signal.SIGINT else Terminated
+    with pytest.raises(expected), terminations_raised():
+        LlamaGenerator(model)

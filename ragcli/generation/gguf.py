@@ -57,7 +57,7 @@ def read_metadata(path: Path) -> dict[str, str]:
     from llama_cpp import Llama
 
     try:
-        with quiet_stderr():
+        with signals_held(), quiet_stderr():
             return dict(Llama(model_path=str(path), vocab_only=True, verbose=False).metadata)
     except (ValueError, RuntimeError) as exc:
         raise ModelError(f"llama.cpp could not read {path}: {exc}") from None
@@ -184,3 +184,35 @@ class quiet_stderr:
             os.close(self._fd)
             os.close(self._null)
         return False
+
+
+@contextmanager
+def signals_held():
+    """Hold Ctrl-C (and SIGTERM/SIGHUP while ``terminations_raised`` takes them) until llama.cpp has
+    loaded a model, then raise it. While it loads, llama.cpp calls back into Python for every line it
+    logs, and a signal's handler that raised there raised inside a ctypes callback, where the exception
+    is printed ("Exception ignored", onto the silenced stderr) and dropped: `ragcli chat` opened its
+    session after a Ctrl-C and `ask` answered, exit 0. Only Python handlers are held (one that
+    ignores the signal, or the default, stays); outside the main thread, nothing is changed."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    held: dict[int, object] = {}
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        signum = getattr(signal, name, None)
+        try:
+            if signum is not None and callable(signal.getsignal(signum)):
+                held[signum] = signal.signal(signum, lambda n, frame: caught.append(n))
+        except (OSError, ValueError):
+            pass
+    try:
+        yield
+    finally:
+        for signum, handler in held.items():
+            signal.signal(signum, handler)
+        if caught:  # as it would have been handled, now outside the callback
+            held[caught[0]](caught[0], None)

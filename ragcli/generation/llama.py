@@ -38,7 +38,8 @@ from typing import Iterator, Mapping, Sequence
 
 from ragcli.errors import ModelError
 from ragcli.generation import LOCAL_CONTEXT_HINT, ControlTexts, GenStats, StopFilter
-from ragcli.generation.gguf import check_gguf, embedded_model_path, gguf_context_length, gguf_fingerprint, quiet_stderr
+from ragcli.generation.gguf import (check_gguf, embedded_model_path, gguf_context_length, gguf_fingerprint, quiet_stderr,
+                                   signals_held)
 from ragcli.types import Token
 
 
@@ -117,7 +118,7 @@ class LlamaGenerator:
         threads = threads if threads > 0 else available_cpus()
         kwargs.update(n_threads=threads, n_threads_batch=threads)
         try:
-            with quiet_stderr():
+            with signals_held(), quiet_stderr():  # a Ctrl-C meanwhile is raised once it has loaded
                 self.llm = Llama(**kwargs)
         except (ValueError, RuntimeError) as exc:
             check_gguf(model_path, complete=True)  # a file cut short: said as such
