@@ -99,11 +99,12 @@ class Repl:
                     for cmd in COMMANDS:
                         if cmd.startswith(parts[0]):
                             yield Completion(cmd, start_position=-len(parts[0]))
-                elif len(parts) == 2:
-                    options = {"/strategy": list(STRATEGIES), "/set": settings_names, "/show": ["settings"]}
+                elif len(parts) == 2 or parts[0] == "/show":  # /show takes any number of setting names
+                    options = {"/strategy": list(STRATEGIES), "/set": settings_names,
+                               "/show": ["settings"] + settings_names}
                     for opt in options.get(parts[0], []):
-                        if opt.startswith(parts[1]):
-                            yield Completion(opt, start_position=-len(parts[1]))
+                        if opt.startswith(parts[-1]):
+                            yield Completion(opt, start_position=-len(parts[-1]))
 
         bindings = KeyBindings()
 

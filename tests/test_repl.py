@@ -593,3 +593,17 @@ def test_index_in_the_repl_says_what_it_did_not_read(settings, built_index, tmp_
                                  f"/index {folder}\r/index {folder}\r/exit\r")
     assert "not read: 2 files of other types (1 .docx, 1 .png)" in " ".join(err.split()), err
     assert "1 unchanged" in err, err
+
+
+def test_tab_completes_the_settings_show_takes(settings, built_index):
+    """`/show [SETTING …]` takes setting names, but Tab after "/show " offered "settings" alone:
+    "/show th" completed nothing, while "/set th" completed theta."""
+    from prompt_toolkit.document import Document
+
+    engine, err, out, _ = make_repl(settings, built_index)
+    with create_pipe_input() as pipe:
+        repl = Repl(engine, console=err, out=out, input=pipe, output=DummyOutput())
+        complete = lambda text: [c.text for c in repl._session.completer.get_completions(Document(text), None)]  # noqa: E731
+        assert "theta" in complete("/show th") and "settings" in complete("/show ")
+        assert "top-p" in complete("/show theta to")  # a second setting to show
+        assert "theta" in complete("/set th") and complete("/set theta 0") == []  # the value is not a name
