@@ -22,7 +22,7 @@ from ragcli.config import Settings
 from ragcli.errors import HistoryError, Interrupted, RagcliError, Terminated, UsageError
 from ragcli.eval.cli import eval_app
 from ragcli.exits import (PIPE_CLOSED, click_exceptions, failure, output_closed, report, terminated_behind,
-                          terminations_raised, to_devnull, usage_error_event)
+                          terminations_raised, to_devnull, unencodable_replaced, usage_error_event)
 from ragcli.history_cli import history_app
 from ragcli.models_cli import models_app
 
@@ -420,6 +420,7 @@ def run(argv: list[str] | None = None) -> None:
     """Console-script entry point: the one place where errors become messages and exit codes."""
     usage_errors, aborts, exits = click_exceptions()
     quiet_before = to_devnull()
+    unencodable_replaced()
     argv = _debug_first(sys.argv[1:] if argv is None else list(argv))
     try:
         rc = app(args=argv, standalone_mode=False, prog_name="ragcli")

@@ -32,6 +32,20 @@ def output_closed(exc: SystemExit | None, quiet_before: bool) -> bool:
     return True
 
 
+def unencodable_replaced() -> None:
+    """stdout in an encoding other than UTF-8 (PYTHONIOENCODING=latin-1, an ISO-8859-1 locale): what it
+    cannot hold is written as "?" (stderr has Python's backslash escapes already). Writing an answer's
+    "…" or a page's en dash raised UnicodeEncodeError, an internal error (exit 1) in place of the answer;
+    `--json` escapes such characters itself (``JsonlRenderer``), losing nothing."""
+    encoding = (getattr(sys.stdout, "encoding", None) or "").lower().replace("_", "-")
+    if encoding in ("utf-8", "utf8"):
+        return
+    try:
+        sys.stdout.reconfigure(errors="replace")
+    except (AttributeError, ValueError, OSError):  # not a text file of its own (a test's capture, a wrapper)
+        pass
+
+
 def to_devnull(fd: int = 1) -> bool:
     """Whether ``fd`` writes to the null device."""
     try:

@@ -813,3 +813,33 @@ def test_an_empty_history_says_so(capsys):
     them (as `search` once did for no match)."""
     code, out, err = call(["history"], capsys)
     assert code == 0 and "no answers logged yet" in out + err and "┃" not in out, out
+
+
+FAKE_ASK = """
+import sys
+from ragcli import cli, engine
+from ragcli.generation.fake import FakeGenerator, toks
+
+gen = FakeGenerator(default=toks(" Keith Moon (1946 \\u2013 1978) drummed \\u2026 for the Who \\U0001f941.", 0.9))
+engine.make_generator = lambda settings: gen
+cli.run(sys.argv[1:])
+"""
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_an_output_that_is_not_utf8_gets_the_answer_not_an_internal_error(encoding, built_index, settings):
+    """With stdout in an encoding other than UTF-8 (PYTHONIOENCODING=latin-1, an ISO-8859-1 locale),
+    `ask` failed with "internal error: UnicodeEncodeError" (exit 1) at the answer's first "…" or en dash,
+    and `search` at a page's; what the encoding cannot hold is written as "?" now, and `--json` escapes it
+    (\\u2013), losing nothing."""
+    env = {**os.environ, "PYTHONIOENCODING": encoding, "RAGCLI_INDEX": settings.index}
+    run = lambda *argv: subprocess.run([sys.executable, "-c", FAKE_ASK, *argv], cwd=ROOT, env=env,  # noqa: E731
+                                       capture_output=True)
+    proc = run("ask", "Who was Keith Moon?", "--strategy", "single", "--no-log")
+    assert proc.returncode == 0 and b"Keith Moon (1946 ? 1978) drummed ? for the Who ?." in proc.stdout, proc.stderr
+    proc = run("search", "Keith Moon drummer")
+    assert proc.returncode == 0 and b"Keith John Moon" in proc.stdout, proc.stderr
+    proc = run("ask", "--json", "Who was Keith Moon?", "--strategy", "single", "--no-log")
+    assert proc.returncode == 0, proc.stderr
+    answer = [json.loads(line) for line in proc.stdout.decode("ascii").splitlines()][-1]
+    assert answer["answer"] == "Keith Moon (1946 \u2013 1978) drummed \u2026 for the Who \U0001f941."
