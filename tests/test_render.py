@@ -732,3 +732,19 @@ def test_a_value_ending_in_a_backslash_is_printed_once_whatever_follows_it():
             console = Console(width=80, record=True, color_system=None, file=io.StringIO())
             console.print(markup)
             assert console.export_text().rstrip("\n") == shown, (value, markup)
+
+
+def test_the_other_sources_fit_a_terminal_narrower_than_their_lead():
+    """Below 32 columns "  also in the prompt: " (22) left less than the 10 columns its rest was folded
+    to: every row ran past the terminal's edge, which wrapped it at column 0 mid-name ("[2]" over
+    "Bloody", "Lycant" over "hrope"). The rest goes under the lead then, folded to the width."""
+    from ragcli.render.text import folded_source_lines
+
+    titles = ["Keith Moon", "Bloody Moon", "Lycanthrope (film)", "Christer Fuglesang"]
+    docs = [Document(f"d{i}", t, "text", 1.0, "index", f"notes.jsonl#L{i}") for i, t in enumerate(titles)]
+    for width in range(22, 32):  # ("  also in the prompt:" itself is 21 columns)
+        lines = folded_source_lines(docs, ((0, 5, (0,)),), width)
+        assert all(len(line) <= width for line in lines), (width, lines)
+        assert not any(re.search(r"\[\d+\]$", line.strip()) for line in lines), (width, lines)
+        joined = " ".join(line.strip() for line in lines)
+        assert all(t in joined for t in titles[1:]), (width, lines)

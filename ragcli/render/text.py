@@ -78,6 +78,11 @@ def folded_source_rows(sources: Sequence[Document], citations: Sequence | None, 
 
     out = []
     for lead, rest in source_rows(sources, citations):
+        if rest and width - cell_len(lead) < 10:  # "  also in the prompt: " in 30 columns: the rest under it
+            indent = " " * min(6, max(width - 10, 0))
+            out.append([lead.rstrip()] + [indent + piece for piece in
+                                          fold_path(rest, max(width - len(indent), 1)).split("\n")])
+            continue
         pieces = fold_path(rest, max(width - cell_len(lead), 10)).split("\n") if rest else [""]
         out.append([lead + pieces[0]] + [" " * cell_len(lead) + piece for piece in pieces[1:]])
     return out
