@@ -39,6 +39,9 @@ class Script:
     logprob_at: dict[int, float] = field(default_factory=dict)  # a word's logprob other than the default
     tokens_per_word: int = 1  # llama: model tokens behind one entry (an emoji of 3 byte tokens), as usage counts
     control: tuple[str, ...] = ()  # control tokens /tokenize parses (llama-server: unless parse_special is false)
+    # llama: as llama-server does, every chunk carries its timings (predicted_n: tokens generated so far), and
+    # a word whose tokens max_tokens cuts is never sent (its bytes are not whole UTF-8), only counted
+    timings: bool = False
 
 
 class StubServer:
@@ -183,13 +186,19 @@ def _handler(stub: StubServer):
             self.end_headers()
             chat = "messages" in body
             asked = int(body.get("max_tokens") or 16)
-            n = min(-(-asked // s.tokens_per_word), len(s.words))  # words begun within the tokens asked
+            words = s.words
+            if s.timings:  # a prompt ending with the answer's first words is continued after them
+                prompt = str(body.get("prompt") or "")
+                done = next((k for k in range(len(words), 0, -1) if prompt.endswith("".join(words[:k]))), 0)
+                words = words[done:]
+            n = min(-(-asked // s.tokens_per_word), len(words))  # words begun within the tokens asked
+            whole = min(asked // s.tokens_per_word, len(words)) if s.timings else n  # words finished
             held = ""
-            finish = "length" if n < len(s.words) else "stop"
+            finish = "length" if n < len(words) else "stop"
             said = ""  # what was generated so far (llama-server and vLLM look for the stop strings themselves)
             stops = [x for x in (body.get("stop") or []) if x] if s.dialect in ("llama", "vllm") else []
             stop_reason = None
-            for i, word in enumerate(s.words[:n]):
+            for i, word in enumerate(words[:n]):
                 said += word
                 matched = next((x for x in stops if x in said), None)
                 if matched is not None:
@@ -206,6 +215,8 @@ def _handler(stub: StubServer):
                     self.close_connection = True
                     self.connection.shutdown(2)  # drop it mid-body: no final chunk, no [DONE]
                     return
+                if i >= whole:  # begun, not finished: llama-server sends no token that is not whole UTF-8
+                    break
                 if i in s.held:  # as llama-server holds a token back: its logprob now, its text later
                     self._event(self._chunk(word, i, body, chat, None, shown=""))
                     held += word
@@ -219,6 +230,8 @@ def _handler(stub: StubServer):
                 final["choices"][0]["stop_reason"] = stop_reason
             final["usage"] = {"prompt_tokens": 7, "completion_tokens": min(asked, n * s.tokens_per_word),
                               "prompt_tokens_details": {"cached_tokens": 3}}
+            if s.timings and s.dialect == "llama":
+                final["timings"] = {"prompt_n": 4, "cache_n": 3, "predicted_n": min(asked, n * s.tokens_per_word)}
             self._event(final)
             self._send_raw(b"data: [DONE]\n\n")
             self._send_raw(b"")
@@ -250,8 +263,11 @@ def _handler(stub: StubServer):
                     choice["logprobs"] = {"content": [entry]}
             else:
                 choice["logprobs"] = None
-            return {"object": "chat.completion.chunk" if chat else "text_completion", "model": s.model,
-                    "choices": [choice]}
+            out = {"object": "chat.completion.chunk" if chat else "text_completion", "model": s.model,
+                   "choices": [choice]}
+            if s.timings and s.dialect == "llama" and word:
+                out["timings"] = {"prompt_n": 4, "cache_n": 3, "predicted_n": (i + 1) * s.tokens_per_word}
+            return out
 
         def _event(self, obj: dict) -> None:
             self._send_raw(b"data: " + json.dumps(obj).encode() + b"\n\n")

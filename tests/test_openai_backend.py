@@ -222,6 +222,29 @@ def test_a_ban_on_the_first_tokens_survives_characters_of_several_tokens():
         assert len(tokens) == 2 + 3 and g.stats.tokens_generated == 12
 
 
+def test_a_character_cut_by_max_tokens_is_finished_as_in_process():
+    """llama-server never sends a token whose bytes end inside a character (its timings count it): an
+    answer whose --max-tokens cap falls inside an emoji of 3 byte tokens lost it (max_tokens 1 or 2 gave
+    no text at all, 5 one emoji where in-process gives two). As in-process, up to 3 more tokens finish it."""
+    emoji = ["\U0001F60D", "\U0001F431", "\U0001F436", "\U0001F426"]
+    with StubServer(Script(words=emoji, tokens_per_word=3, timings=True)) as stub:
+        g = gen(stub)
+        for n, want in ((1, 1), (2, 1), (3, 1), (4, 2), (5, 2), (6, 2)):
+            tokens = list(g.stream("Q", max_tokens=n))
+            assert "".join(t.text for t in tokens) == "".join(emoji[:want]), n
+            assert g.last_finish == "length"
+        before = len(stub.completions())
+        assert [t.text for t in g.stream("Q", max_tokens=6)] == emoji[:2]  # no character cut: one request
+        assert len(stub.completions()) - before == 1
+    with StubServer(Script(words=emoji, tokens_per_word=3, timings=True, logprobs=False)) as stub:
+        assert "".join(t.text for t in gen(stub).stream("Q", max_tokens=4)) == "".join(emoji[:2])  # text alone
+    with StubServer(Script(logprobs=False)) as stub:  # a server that sends text without logprobs or counts
+        g = gen(stub)
+        before = len(stub.completions())
+        assert "".join(t.text for t in g.stream("Q", max_tokens=3)) == "Paris is the"
+        assert len(stub.completions()) - before == 1
+
+
 def test_usage_counts_prompt_and_cached_tokens_and_finish_reasons():
     with StubServer() as stub:
         g = gen(stub)

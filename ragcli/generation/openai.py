@@ -31,6 +31,7 @@ from ragcli.errors import ServerError, UsageError
 from ragcli.generation import ControlTexts, GenStats, StopFilter, apply_stops
 from ragcli.generation.openai_http import BACKOFF, CONTEXT_HINT, RETRIES, ServerClient
 from ragcli.generation.openai_probe import identify
+from ragcli.generation.llama import CHARACTER_TOKENS
 from ragcli.generation.openai_wire import TOP_N, Chunk, Piece
 from ragcli.types import Token
 from ragcli.prompts import Prompt
@@ -125,8 +126,9 @@ class OpenAIGenerator:
                                 "and strategies that need them (flare) are refused")
 
     def _probe_logprobs(self) -> bool | None:
-        """One token with logprobs: True if they came, False if not, None if the endpoint is missing."""
-        body = self._body("The", 1, (), {}, TOP_N)
+        """One token with logprobs: True if they came, False if not, None if the endpoint is missing.
+        Room for the tokens of one character (llama-server sends none of a character it has not finished)."""
+        body = self._body("The", 1 + CHARACTER_TOKENS, (), {}, TOP_N)
         resp = self.http.send("POST", self._path(), body, stream=True, missing_ok=True)
         if resp is None:
             return None
@@ -136,6 +138,8 @@ class OpenAIGenerator:
                 for p in chunk.pieces:
                     saw = saw or p.logprob is not None
                     self.has_top = self.has_top or bool(p.top)
+                if chunk.pieces:
+                    break
         return saw
 
     def fingerprint(self) -> str:
@@ -240,23 +244,31 @@ class OpenAIGenerator:
                suppress_first: Mapping[str, int] | None = None) -> Iterator[Token]:
         """``slot`` is the server's business (llama-server picks the slot holding the longest common
         prefix and keeps others in its RAM prompt cache); ``suppress_first`` bans its strings for the
-        first N tokens by asking for those N first, then for the rest without the ban."""
+        first N tokens by asking for those N first, then for the rest without the ban. A character the
+        ``max_tokens`` cap cuts is finished by up to CHARACTER_TOKENS more, as in-process."""
         self.stats.calls += 1
         self.last_finish = "length"
         stops = StopFilter(stop)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         base_bias = self._logit_bias(bias or {})
         count = 0
-        for n, banned in _phases(suppress_first or {}, max_tokens):
+        phases = [(n, banned, False) for n, banned in _phases(suppress_first or {}, max_tokens)]
+        for n, banned, finishing in phases:  # (grows by a phase that finishes a character cut by the cap)
             logit_bias = {**base_bias, **self._logit_bias({s: None for s in banned})}
             full = prompt.extended(stops.text) if isinstance(prompt, Prompt) else prompt + stops.text
             body = self._body(full, n, stop, logit_bias, TOP_N if self.logprobs else 0)
             finish, got, counted, held, on_stop = None, 0, None, [], False
+            sent, timed, whole = 0, True, False  # the server's count at its last token sent; whether each had one
+            if finishing:  # the cut character's bytes come again, from its first
+                decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
             with closing(self._events(body, full)) as events:
                 for chunk in events:
                     finish = chunk.finish or finish
                     on_stop = on_stop or chunk.stop_string
                     counted = chunk.generated if chunk.generated is not None else counted
+                    if chunk.pieces or chunk.text:  # (text alone from a server sending no logprobs)
+                        timed = timed and chunk.generated is not None
+                        sent = chunk.generated if chunk.generated is not None else sent
                     for token in self._tokens(chunk, decoder, held):
                         got += 1
                         self.stats.tokens_generated += 1
@@ -266,12 +278,25 @@ class OpenAIGenerator:
                         if stops.stopped:
                             self.last_finish = "stop"
                             return
+                        whole = finishing and bool(token.text) and not decoder.getstate()[0]
+                        if whole:
+                            break
+                    if whole:
+                        break
             if counted is not None and counted > got:
                 # llama-server sends one entry for the tokens of one character (an emoji, a CJK sign):
                 # its own count says how many were generated, and whether the phase was cut short
                 self.stats.tokens_generated += counted - got
                 got = counted
             count += got
+            if whole:  # the character is finished: the answer is as long as asked
+                break
+            if (not finishing and finish == "length" and count >= max_tokens
+                    and (decoder.getstate()[0] or (self.kind == "llama.cpp" and timed and (counted or 0) > sent))):
+                # the cap cut a character: its bytes wait in the decoder (vLLM's "bytes:" tokens), or
+                # llama-server generated tokens it never sent (it sends no part of a character)
+                phases.append((1 + CHARACTER_TOKENS, [], True))
+                continue
             if finish is None and got >= n:  # a stream that ended with [DONE] and no finish_reason
                 finish = "length"
             if finish != "length":
