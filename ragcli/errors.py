@@ -72,6 +72,7 @@ class ServerError(RagcliError):
     timed out, kept answering 429/5xx, cut a stream off, or lacks what a strategy needs (logprobs)."""
 
     exit_code = 10
+    answered = False  # the server answered the request (an error status, a stream it ended): it is up
 
 
 class HistoryError(RagcliError):

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+LOGITS_ALL = "logprobs is not supported for models created with logits_all=False"  # llama-cpp-python's ValueError
 WORDS = ["Paris", " is", " the", " capital", " of", " France", ".", " It", " is", " big", "."]
 
 
@@ -42,6 +43,9 @@ class Script:
     # llama: as llama-server does, every chunk carries its timings (predicted_n: tokens generated so far), and
     # a word whose tokens max_tokens cuts is never sent (its bytes are not whole UTF-8), only counted
     timings: bool = False
+    # a request asking for logprobs fails, as on llama-cpp-python's server without logits_all: "500" (its
+    # answer to a whole request), or "cut" (a stream: 200, then the connection closes with no event)
+    logprobs_fail: str = ""
 
 
 class StubServer:
@@ -176,6 +180,18 @@ def _handler(stub: StubServer):
                 return
             if s.stall:
                 stub.release.wait(s.stall)
+            if s.logprobs_fail and (body.get("logprobs") or body.get("top_logprobs")):
+                if s.logprobs_fail == "500":
+                    self._json(500, {"error": {"message": LOGITS_ALL, "type": "internal_server_error"}})
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                self.wfile.flush()
+                self.close_connection = True
+                self.connection.shutdown(2)  # the app's exception after the headers: no event, no last chunk
+                return
             self._stream(body)
 
         def _stream(self, body: dict) -> None:

@@ -542,6 +542,26 @@ def test_no_logprobs_said_once_flare_refused_single_runs(capsys, built_index, se
         assert tokens and all(t["logprob"] == 0 and t["top"] == [] for t in tokens)
 
 
+@pytest.mark.parametrize("how", ["500", "cut"])
+def test_a_server_that_fails_when_asked_for_logprobs_serves_without_them(capsys, built_index, settings, how):
+    """llama-cpp-python's server started without logits_all raises on every request asking for logprobs
+    (HTTP 500, or a stream closed before its first event): the start-up probe failed after its retries
+    ("cut the stream off mid-answer ... ask again", exit 10) and nothing ran. It is a server without
+    logprobs: said with its reason; strategies that need them are refused (as any such server's), the
+    others run."""
+    with StubServer(Script(logprobs_fail=how)) as stub:
+        g = gen(stub)
+        assert not g.logprobs and any("log-probabilities" in n for n in g.notices)
+        if how == "500":
+            assert any("logits_all" in n for n in g.notices)
+        assert "".join(t.text for t in g.stream("Q", max_tokens=3)) == "Paris is the"
+        if how == "cut":  # (the command's probe waits out its retries: once is enough)
+            return
+        args = ["--backend", "openai", "--base-url", stub.url, "--index", settings.index]
+        code, out, err = call(["ask", "Which shrub?", "--strategy", "single", *args], capsys)
+        assert code == 0 and out.startswith("Paris is the capital of France."), err
+
+
 def test_timeout_before_and_during_the_answer(capsys, tmp_path):
     with StubServer(Script(stall=5.0)) as stub:
         t = time.perf_counter()

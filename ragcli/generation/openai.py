@@ -112,18 +112,37 @@ class OpenAIGenerator:
         if self.kind in ("llama.cpp", "vllm"):  # the servers that parse control tokens in text and say which
             self._control = ControlTexts(ask=self._controls)
         self.logprobs, self.has_top = True, False
-        first = self._probe_logprobs()
-        if first is None and self.endpoint == "completions":  # no /v1/completions: a chat-only server
-            self.endpoint = "chat"
-            self.notices.append(f"the server at {self.base} has no /v1/completions; using /v1/chat/completions")
+        refused = ""  # why the server failed a request for logprobs that it answers without them
+        try:
             first = self._probe_logprobs()
+            if first is None and self.endpoint == "completions":  # no /v1/completions: a chat-only server
+                self.endpoint = "chat"
+                self.notices.append(f"the server at {self.base} has no /v1/completions; using /v1/chat/completions")
+                first = self._probe_logprobs()
+        except ServerError as exc:
+            # llama-cpp-python's server without logits_all fails every request asking for logprobs (HTTP 500,
+            # or a stream closed before its first event) and answers the same request without them
+            if not exc.answered or not self._answers_without_logprobs():
+                raise
+            first, refused = False, " (asked for them, it " + str(exc).replace(f"the server at {self.base} ", "", 1) + ")"
         if first is None:
             raise ServerError(f"the server at {self.base} has neither /v1/completions nor /v1/chat/completions")
         self.logprobs = bool(first)
         self.stats = GenStats()  # the probe is not the user's work
         if not self.logprobs:
-            self.notices.append(f"the server at {self.base} returns no token log-probabilities: tokens show p=1, "
-                                "and strategies that need them (flare) are refused")
+            self.notices.append(f"the server at {self.base} returns no token log-probabilities{refused}: tokens "
+                                "show p=1, and strategies that need them (flare) are refused")
+
+    def _answers_without_logprobs(self) -> bool:
+        """Whether the server answers the probe's request without asking for logprobs."""
+        body = self._body("The", 1 + CHARACTER_TOKENS, (), {}, 0)
+        try:
+            with closing(self._events(body, "The")) as events:
+                for _ in events:
+                    pass
+        except ServerError:
+            return False
+        return True
 
     def _probe_logprobs(self) -> bool | None:
         """One token with logprobs: True if they came, False if not, None if the endpoint is missing.

@@ -215,7 +215,9 @@ class ServerClient:
         if code == 404 and "model" in low:
             return ServerError(f"the server at {self.base} has no model {self.model!r}: {message}",
                                hint="see the served models at /v1/models; pass one with --api-model")
-        return ServerError(f"the server at {self.base} answered HTTP {code}{retried}: {message}")
+        error = ServerError(f"the server at {self.base} answered HTTP {code}{retried}: {message}")
+        error.answered = True
+        return error
 
     def timeout_error(self, mid: bool = False) -> ServerError:
         what = "sent nothing more" if mid else "did not answer"
@@ -278,8 +280,10 @@ class ServerClient:
             except (httpx.TransportError, _Cut) as exc:
                 self.check_open()
                 if got or attempt >= self.retries:
-                    raise ServerError(f"the server at {self.base} cut the stream off mid-answer: {reason(exc)}",
-                                      hint="the answer is incomplete: ask again; an eval resumes when run again with the same --out") from None
+                    error = ServerError(f"the server at {self.base} cut the stream off mid-answer: {reason(exc)}",
+                                        hint="the answer is incomplete: ask again; an eval resumes when run again with the same --out")
+                    error.answered = True
+                    raise error from None
                 self._sleep(self.backoff * 2 ** attempt)
             finally:
                 resp.close()
