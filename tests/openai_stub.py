@@ -46,6 +46,8 @@ class Script:
     # a request asking for logprobs fails, as on llama-cpp-python's server without logits_all: "500" (its
     # answer to a whole request), or "cut" (a stream: 200, then the connection closes with no event)
     logprobs_fail: str = ""
+    bos_token: str = ""  # llama: /props' bos_token
+    add_bos: bool = False  # /tokenize adds a BOS (id 1) with add_special (llama-server's) / add_special_tokens (vLLM's)
 
 
 class StubServer:
@@ -147,7 +149,7 @@ def _handler(stub: StubServer):
             elif self.path == "/props" and s.dialect == "llama":
                 self._json(200, {"default_generation_settings": {"n_ctx": s.n_ctx}, "total_slots": 1,
                                  "model_path": s.model_path, "build_info": "stub",
-                                 "chat_template": s.chat_template})
+                                 "chat_template": s.chat_template, "bos_token": s.bos_token})
             else:
                 self._json(404, {"error": {"message": "File Not Found", "type": "not_found_error"}})
 
@@ -161,6 +163,8 @@ def _handler(stub: StubServer):
                 else:
                     text = body.get("content", body.get("prompt", ""))
                 ids = stub_tokens(text, s.control, parse=s.dialect == "vllm" or body.get("parse_special", True))
+                if s.add_bos and body.get("add_special", body.get("add_special_tokens", True)):
+                    ids = [1, *ids]
                 self._json(200, {"tokens": ids, "count": len(ids)})
                 return
             if self.path == "/apply-template" and s.dialect == "llama":

@@ -95,6 +95,15 @@ def test_templates_that_write_the_models_bos_and_eos_get_them_between_turns():
     assert render(prompt, CHATML, eos="</s>", bos="<s>") == render(prompt, CHATML)  # ChatML writes neither
 
 
+def test_a_bos_text_the_template_opens_with_stays_where_the_tokenizer_adds_no_bos():
+    """SmolLM2's BOS is "<|im_start|>" and its tokenizer adds none: stripped as a BOS the tokenizer would
+    add, the prompt began "system\n" with no turn opened."""
+    prompt = prompts.answer_prompt("Who wrote Hamlet?", [DOC])
+    assert render(prompt, CHATML, bos="<|im_start|>").startswith("system\n")  # the tokenizer adds it back
+    assert render(prompt, CHATML, bos="<|im_start|>", bos_added=False) == render(prompt, CHATML)
+    assert render("Hi", GEMMA_LIKE, bos="<bos>", bos_added=False).startswith("<bos><start_of_turn>user\nHi")
+
+
 def test_templates_of_hugging_face_models_render_generation_blocks_loop_controls_and_dates():
     """Templates trained for assistant-only loss wrap the reply in {% generation %}; others call
     strftime_now or {% break %}: llama.cpp and transformers render them, ragcli crashed (exit 1)."""

@@ -86,6 +86,8 @@ def test_the_chat_template_is_used_and_answers_end_at_its_end_of_turn_token(samp
     assert gen.chat and gen._end_of_turn == frozenset(gen.tokenize("<|im_end|>", bos=False))
     assert gen.format(prompts.answer_prompt("Who wrote Hamlet?")).endswith(
         "<|im_start|>user\nQuestion: Who wrote Hamlet?<|im_end|>\n<|im_start|>assistant\n")
+    # its BOS is the "<|im_start|>" the template opens with, and its tokenizer adds none: the text keeps it
+    assert gen.prompt_tokens(prompts.answer_prompt("Who wrote Hamlet?"))[:2] == gen.tokenize("<|im_start|>system", bos=False)
     text = "".join(t.text for t in gen.stream(prompts.answer_prompt("Who wrote Hamlet?"), max_tokens=64, slot="eot"))
     assert gen.last_finish == "eog" and text.strip()  # ended by <|im_end|>, not by the token cap
     assert "im_end" not in text and "im_start" not in text

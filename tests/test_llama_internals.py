@@ -35,6 +35,7 @@ def test_contexts_and_batches_are_built_the_way_slots_build_them():
 def test_the_low_level_functions_keep_their_signatures():
     assert len(llama_cpp.llama_token_to_piece.argtypes) == 6  # vocab, token, buf, length, lstrip, special
     assert callable(llama_cpp.llama_vocab_is_eog) and callable(llama_cpp.llama_supports_gpu_offload)
+    assert callable(llama_cpp.llama_vocab_get_add_bos)
 
 
 def test_llama_exposes_what_the_generator_reads():

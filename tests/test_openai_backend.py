@@ -307,6 +307,21 @@ def test_an_instruct_model_on_llama_server_gets_its_chat_template_in_completions
         assert g.count_tokens("plain") > 1  # counted as the model sees it, template included
 
 
+def test_a_template_that_opens_with_the_bos_text_keeps_it_where_the_tokenizer_adds_no_bos():
+    """SmolLM2's BOS is "<|im_start|>", which its template writes first, and its tokenizer adds no BOS:
+    the text sent lost its first "<|im_start|>" (left to a tokenizer that adds none), and the model read
+    "system\nYou are…" with no turn opened, unlike llama-server's own chat endpoint. A BOS the tokenizer
+    adds (Gemma's "<bos>") is still left to it."""
+    from ragcli.prompts import answer_prompt
+
+    for add_bos, start in ((False, "<|im_start|>system\n"), (True, "system\n")):
+        script = Script(chat_template=CHATML, model_path="/models/SmolLM2-135M-Instruct.Q4_1.gguf",
+                        bos_token="<|im_start|>", add_bos=add_bos)
+        with StubServer(script) as stub:
+            list(gen(stub).stream(answer_prompt("Who wrote Hamlet?"), max_tokens=1))
+            assert stub.completions()[-1]["body"]["prompt"].startswith(start), add_bos
+
+
 def test_a_chat_template_ragcli_cannot_render_falls_back_to_completion_prompts_with_a_notice():
     """A template with a tag no Jinja environment has (llama-server renders its own way) was an
     internal error (exit 1) in the middle of the first answer: now a notice, and completion prompts."""

@@ -116,16 +116,17 @@ def messages(prompt, *, exemplars: bool = True) -> list[dict[str, str]]:
 
 
 def _render(template: str, convo: list[dict[str, str]], *, generation_prompt: bool = True, eos: str = "",
-            bos: str = "") -> str:
+            bos: str = "", bos_added: bool = True) -> str:
     """The conversation through the template, with the model's own BOS and EOS texts where it writes
-    them (Zephyr, Mistral and Llama 2 close or open every turn with them), but no BOS in front: the
-    tokenizer adds that one."""
+    them (Zephyr, Mistral and Llama 2 close or open every turn with them), but no BOS in front where
+    the tokenizer adds that one (``bos_added``; SmolLM2's adds none, and its BOS is the "<|im_start|>"
+    its template opens with)."""
     compiled = _compiled(template)
 
     def go(msgs):
         text = compiled.render(messages=msgs, add_generation_prompt=generation_prompt, bos_token=bos,
                                eos_token=eos, raise_exception=_raise)
-        return text[len(bos):] if bos and text.startswith(bos) else text
+        return text[len(bos):] if bos and bos_added and text.startswith(bos) else text
 
     try:
         return go(convo)
@@ -139,18 +140,20 @@ def _render(template: str, convo: list[dict[str, str]], *, generation_prompt: bo
 
 
 def render(prompt, template: str, *, exemplars: bool = True, eos: str = "", bos: str = "",
-           defuse: Callable[[str], str] | None = None) -> str:
+           bos_added: bool = True, defuse: Callable[[str], str] | None = None) -> str:
     """The prompt as the chat model sees it: the conversation, the assistant header, the answer so far.
     A plain string (not a ``Prompt``) is sent as one user message. ``defuse`` rewrites what the
     messages and the answer so far say (documents, questions: not the template's own markers);
-    ``eos`` and ``bos`` are the model's end- and begin-of-sequence texts, for templates that write them."""
+    ``eos`` and ``bos`` are the model's end- and begin-of-sequence texts, for templates that write them;
+    ``bos_added``: whether the tokenizer adds the BOS (a leading one is then left to it)."""
     from ragcli.prompts import Prompt
 
     same = defuse or (lambda text: text)
     if not isinstance(prompt, Prompt):
-        return _render(template, [{"role": "user", "content": same(str(prompt))}], eos=eos, bos=bos)
+        return _render(template, [{"role": "user", "content": same(str(prompt))}], eos=eos, bos=bos,
+                       bos_added=bos_added)
     convo = [{**m, "content": same(m["content"])} for m in messages(prompt, exemplars=exemplars)]
-    return _render(template, convo, eos=eos, bos=bos) + same(prompt.answer_prefix())
+    return _render(template, convo, eos=eos, bos=bos, bos_added=bos_added) + same(prompt.answer_prefix())
 
 
 _MARK = "\x00ragcli-reply\x00"

@@ -22,7 +22,7 @@ Why this module reaches past llama-cpp-python's public ``Llama`` API (each use i
   for the last token only (the 262k-vocabulary output layer is most of a batch's cost), and the next
   token's logits without ``logits_all``.
 - ``Llama._ctx`` / ``Llama._batch``: the main slot is the context ``Llama`` already made.
-- ``llama_cpp.llama_token_to_piece`` and ``llama_vocab_is_eog`` on ``Llama._model.vocab``: a token's raw
+- ``llama_cpp.llama_token_to_piece``, ``llama_vocab_is_eog`` and ``llama_vocab_get_add_bos`` on ``Llama._model.vocab``: a token's raw
   bytes (``detokenize`` merges and strips) and end-of-generation tokens of any template (``<end_of_turn>``,
   ``<|im_end|>``).
 """
@@ -181,8 +181,11 @@ class LlamaGenerator:
             return str(prompt)
         from ragcli.generation.chat import render
 
+        import llama_cpp
+
         return render(prompt, self.chat_template, defuse=self._defuse, eos=self._special_text(self.llm.token_eos()),
-                      bos=self._special_text(self.llm.token_bos()))
+                      bos=self._special_text(self.llm.token_bos()),
+                      bos_added=bool(llama_cpp.llama_vocab_get_add_bos(self.llm._model.vocab)))
 
     def _special_text(self, token: int) -> str:
         """The text of a special token (EOS, BOS) as a chat template writes it; "" for none."""

@@ -339,8 +339,10 @@ class OpenAIGenerator:
             return self._defuse(str(prompt))
         from ragcli.generation.chat import render
 
+        bos = str(self.props.get("bos_token") or "")
+        added = self._tokenize("", special=True) if bos else None  # [BOS] where the server's tokenizer adds one
         return render(prompt, self.chat_template, defuse=self._defuse, eos=str(self.props.get("eos_token") or ""),
-                      bos=str(self.props.get("bos_token") or ""))
+                      bos=bos, bos_added=added is None or bool(added))
 
     def _defuse(self, text: str) -> str:
         """``text`` with each control token it spells broken by a word joiner (``ControlTexts``). The
