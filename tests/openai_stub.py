@@ -47,6 +47,7 @@ class Script:
     # answer to a whole request), or "cut" (a stream: 200, then the connection closes with no event)
     logprobs_fail: str = ""
     bos_token: str = ""  # llama: /props' bos_token
+    eog_entry: bool = False  # llama: an answer that ends sends its end-of-generation token as an entry with no text
     add_bos: bool = False  # /tokenize adds a BOS (id 1) with add_special (llama-server's) / add_special_tokens (vLLM's)
 
 
@@ -245,10 +246,17 @@ def _handler(stub: StubServer):
                     held = ""
                 if s.token_delay:
                     time.sleep(s.token_delay)
+            eog = s.eog_entry and finish == "stop" and stop_reason is None  # (llama-server counts it too)
+            if eog:
+                entry = {"id": 2, "token": "", "bytes": [], "logprob": -0.05,
+                         "top_logprobs": [{"id": 2, "token": "", "bytes": [], "logprob": -0.05}]}
+                self._event({"object": "text_completion", "model": s.model,
+                             "choices": [{"index": 0, "finish_reason": None, "text": "",
+                                          "logprobs": {"content": [entry]}}]})
             final = self._chunk("", n, body, chat, finish)
             if s.dialect == "vllm":
                 final["choices"][0]["stop_reason"] = stop_reason
-            final["usage"] = {"prompt_tokens": 7, "completion_tokens": min(asked, n * s.tokens_per_word),
+            final["usage"] = {"prompt_tokens": 7, "completion_tokens": min(asked, n * s.tokens_per_word) + eog,
                               "prompt_tokens_details": {"cached_tokens": 3}}
             if s.timings and s.dialect == "llama":
                 final["timings"] = {"prompt_n": 4, "cache_n": 3, "predicted_n": min(asked, n * s.tokens_per_word)}

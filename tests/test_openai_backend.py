@@ -245,6 +245,19 @@ def test_a_character_cut_by_max_tokens_is_finished_as_in_process():
         assert len(stub.completions()) - before == 1
 
 
+def test_the_end_of_generation_token_is_not_counted_as_generated_as_in_process():
+    """llama-server sends the end-of-generation token (<|im_end|>, <eos>) as an entry with no text and
+    counts it in its timings and usage: every answer that ended so counted one token more than
+    in-process, which stops before it (SmolLM2: 'The capital of France is Paris.' 8 tokens, 7 in-process)."""
+    with StubServer(Script(eog_entry=True)) as stub:
+        g = gen(stub)
+        tokens = list(g.stream("Q", max_tokens=50))
+        assert "".join(t.text for t in tokens) == "".join(stub.script.words) and g.last_finish == "eog"
+        assert g.stats.tokens_generated == len(stub.script.words)
+        list(g.stream("Q", max_tokens=4))  # cut by the cap: every token counts
+        assert g.stats.tokens_generated == len(stub.script.words) + 4
+
+
 def test_usage_counts_prompt_and_cached_tokens_and_finish_reasons():
     with StubServer() as stub:
         g = gen(stub)

@@ -276,7 +276,7 @@ class OpenAIGenerator:
             logit_bias = {**base_bias, **self._logit_bias({s: None for s in banned})}
             full = prompt.extended(stops.text) if isinstance(prompt, Prompt) else prompt + stops.text
             body = self._body(full, n, stop, logit_bias, TOP_N if self.logprobs else 0)
-            finish, got, counted, held, on_stop = None, 0, None, [], False
+            finish, got, counted, held, on_stop, last = None, 0, None, [], False, None
             sent, timed, whole = 0, True, False  # the server's count at its last token sent; whether each had one
             if finishing:  # the cut character's bytes come again, from its first
                 decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -288,6 +288,7 @@ class OpenAIGenerator:
                     if chunk.pieces or chunk.text:  # (text alone from a server sending no logprobs)
                         timed = timed and chunk.generated is not None
                         sent = chunk.generated if chunk.generated is not None else sent
+                    last = chunk.pieces[-1] if chunk.pieces else last
                     for token in self._tokens(chunk, decoder, held):
                         got += 1
                         self.stats.tokens_generated += 1
@@ -302,6 +303,19 @@ class OpenAIGenerator:
                             break
                     if whole:
                         break
+            ended = finish not in (None, "length")
+            # the model ended: on a stop string the server found in tokens whose text it never sent
+            # (what says whether an empty answer was a line break, asked again: Strategy.generate):
+            # vLLM names it, llama-server's held tokens spell it; or at its end of generation
+            ended_on_stop = ended and bool(on_stop or (held and apply_stops(stops.text + "".join(held), stop)[1]))
+            if ended and not ended_on_stop and self.kind == "llama.cpp":
+                # llama-server counts the end-of-generation token and sends it as an entry with no text
+                # (its own alternative has none either): in-process stops before it and counts neither
+                if last is not None and last.data == b"" and held and not held[-1]:
+                    got -= 1
+                    self.stats.tokens_generated -= 1
+                if counted:
+                    counted -= 1
             if counted is not None and counted > got:
                 # llama-server sends one entry for the tokens of one character (an emoji, a CJK sign):
                 # its own count says how many were generated, and whether the phase was cut short
@@ -319,10 +333,6 @@ class OpenAIGenerator:
             if finish is None and got >= n:  # a stream that ended with [DONE] and no finish_reason
                 finish = "length"
             if finish != "length":
-                # the model ended: on a stop string the server found in tokens whose text it never sent
-                # (what says whether an empty answer was a line break, asked again: Strategy.generate):
-                # vLLM names it, llama-server's held tokens spell it; or at its end of generation
-                ended_on_stop = on_stop or (held and apply_stops(stops.text + "".join(held), stop)[1])
                 self.last_finish = "stop" if ended_on_stop else "eog"
                 break
             if got < n or count >= max_tokens:  # the context is full, or the answer is as long as asked
