@@ -47,6 +47,10 @@ class Script:
     # answer to a whole request), or "cut" (a stream: 200, then the connection closes with no event)
     logprobs_fail: str = ""
     bos_token: str = ""  # llama: /props' bos_token
+    # llama, chat: continuing a final assistant message, the first delta says that message again before
+    # the first token's text (llama-server's diff of the message it continues); alone, without logprobs,
+    # when no whole token came
+    echo_prefill: bool = False
     eog_entry: bool = False  # llama: an answer that ends sends its end-of-generation token as an entry with no text
     add_bos: bool = False  # /tokenize adds a BOS (id 1) with add_special (llama-server's) / add_special_tokens (vLLM's)
 
@@ -219,6 +223,8 @@ def _handler(stub: StubServer):
             said = ""  # what was generated so far (llama-server and vLLM look for the stop strings themselves)
             stops = [x for x in (body.get("stop") or []) if x] if s.dialect in ("llama", "vllm") else []
             stop_reason = None
+            continued = chat and s.echo_prefill and body["messages"] and body["messages"][-1]["role"] == "assistant"
+            echo = body["messages"][-1]["content"] if continued else ""
             for i, word in enumerate(words[:n]):
                 said += word
                 matched = next((x for x in stops if x in said), None)
@@ -239,13 +245,16 @@ def _handler(stub: StubServer):
                 if i >= whole:  # begun, not finished: llama-server sends no token that is not whole UTF-8
                     break
                 if i in s.held:  # as llama-server holds a token back: its logprob now, its text later
-                    self._event(self._chunk(word, i, body, chat, None, shown=""))
+                    self._event(self._chunk(word, i, body, chat, None, shown="", prefix=echo))
                     held += word
                 else:
-                    self._event(self._chunk(word, i, body, chat, None, shown=held + word))
+                    self._event(self._chunk(word, i, body, chat, None, shown=held + word, prefix=echo))
                     held = ""
+                echo = ""
                 if s.token_delay:
                     time.sleep(s.token_delay)
+            if echo:  # said alone, no token whole yet
+                self._event(self._chunk("", n, body, chat, None, prefix=echo))
             eog = s.eog_entry and finish == "stop" and stop_reason is None  # (llama-server counts it too)
             if eog:
                 entry = {"id": 2, "token": "", "bytes": [], "logprob": -0.05,
@@ -265,12 +274,12 @@ def _handler(stub: StubServer):
             self._send_raw(b"")
 
         def _chunk(self, word: str, i: int, body: dict, chat: bool, finish: str | None,
-                   shown: str | None = None) -> dict:
+                   shown: str | None = None, prefix: str = "") -> dict:
             s = stub.script
             text = word if shown is None else shown
             choice: dict[str, Any] = {"index": 0, "finish_reason": finish}
             if chat:
-                choice["delta"] = {"content": text}
+                choice["delta"] = {"content": prefix + text}
             else:
                 choice["text"] = text
             want = body.get("top_logprobs") if chat else body.get("logprobs")
@@ -293,7 +302,7 @@ def _handler(stub: StubServer):
                 choice["logprobs"] = None
             out = {"object": "chat.completion.chunk" if chat else "text_completion", "model": s.model,
                    "choices": [choice]}
-            if s.timings and s.dialect == "llama" and word:
+            if s.timings and s.dialect == "llama" and word and not chat:  # (its chat chunks have none)
                 out["timings"] = {"prompt_n": 4, "cache_n": 3, "predicted_n": (i + 1) * s.tokens_per_word}
             return out
 

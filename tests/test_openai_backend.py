@@ -245,6 +245,25 @@ def test_a_character_cut_by_max_tokens_is_finished_as_in_process():
         assert len(stub.completions()) - before == 1
 
 
+def test_llama_servers_chat_echo_of_the_answer_so_far_is_not_read_as_generated():
+    """llama-server's /v1/chat/completions, continuing the final assistant message (the answer so far),
+    says that message again in its first delta, before the first token's text. The text is read from
+    the logprob entries, but a delta without one (the first token was part of a character: nothing
+    whole yet) was read as generated: the answer so far came back as its own continuation ('猫猫')."""
+    from ragcli.prompts import answer_prompt
+
+    emoji = ["\U0001F60D", "\U0001F431"]
+    script = Script(words=emoji, tokens_per_word=3, timings=True, echo_prefill=True, chat_template=CHATML,
+                    model_path="/models/SmolLM2-135M-Instruct.Q4_1.gguf")
+    with StubServer(script) as stub:
+        g = gen(stub, prompt_style="chat")
+        assert g.endpoint == "chat"
+        prompt = answer_prompt("Which cats?", (), "Cats like ")
+        for n, want in ((1, 1), (2, 1), (3, 1), (6, 2)):  # (a character cut by the cap is finished)
+            text = "".join(t.text for t in g.stream(prompt, max_tokens=n))
+            assert "Cats" not in text and text == "".join(emoji[:want]), n
+
+
 def test_the_end_of_generation_token_is_not_counted_as_generated_as_in_process():
     """llama-server sends the end-of-generation token (<|im_end|>, <eos>) as an entry with no text and
     counts it in its timings and usage: every answer that ended so counted one token more than

@@ -276,12 +276,15 @@ class OpenAIGenerator:
             logit_bias = {**base_bias, **self._logit_bias({s: None for s in banned})}
             full = prompt.extended(stops.text) if isinstance(prompt, Prompt) else prompt + stops.text
             body = self._body(full, n, stop, logit_bias, TOP_N if self.logprobs else 0)
+            echo = self._echoed(body)
             finish, got, counted, held, on_stop, last = None, 0, None, [], False, None
             sent, timed, whole = 0, True, False  # the server's count at its last token sent; whether each had one
             if finishing:  # the cut character's bytes come again, from its first
                 decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
             with closing(self._events(body, full)) as events:
                 for chunk in events:
+                    if echo and chunk.text:  # the answer so far, said again: not generated
+                        chunk.text, echo = chunk.text[len(echo):] if chunk.text.startswith(echo) else chunk.text, ""
                     finish = chunk.finish or finish
                     on_stop = on_stop or chunk.stop_string
                     counted = chunk.generated if chunk.generated is not None else counted
@@ -340,6 +343,14 @@ class OpenAIGenerator:
         out = stops.flush()
         if out is not None:
             yield out
+
+    def _echoed(self, body: dict) -> str:
+        """What llama-server's chat endpoint says again in its first delta: the final assistant message
+        it continues (the answer so far), before the first token's text."""
+        convo = body.get("messages") or []
+        if self.kind != "llama.cpp" or not convo or convo[-1]["role"] != "assistant":
+            return ""
+        return convo[-1]["content"]
 
     # ---------------------------------------------------------------- tokens
     def format(self, prompt: str) -> str:
