@@ -208,6 +208,18 @@ def test_a_token_llama_server_held_back_speaks_for_the_text_it_released_with():
         assert g.stats.tokens_generated == 4
 
 
+def test_text_llama_server_held_back_when_the_cap_came_is_kept_as_in_process():
+    """llama-server holds back a token that may start a stop string (its entry has no text) and never
+    sends its text if --max-tokens ends the answer first: ' green\n' (stop '\n\n') came back ' green',
+    where in-process yields the held text when the answer ends. Its text is read from its own entry
+    among the alternatives."""
+    with StubServer(Script(held=(2,), logprob_at={2: -2.5})) as stub:
+        g = gen(stub)
+        tokens = list(g.stream("Q", max_tokens=3, stop=("\n\n",)))
+        assert "".join(t.text for t in tokens) == "Paris is the" and g.last_finish == "length"
+        assert tokens[-1].logprob == pytest.approx(-2.5) and g.stats.tokens_generated == 3
+
+
 def test_a_ban_on_the_first_tokens_survives_characters_of_several_tokens():
     """llama-server sends the byte tokens of one emoji as one entry: the first request of a
     suppress-first ban (5 tokens) gets 2 entries for its 5 tokens, which is not a full context; the

@@ -335,6 +335,12 @@ class OpenAIGenerator:
                 continue
             if finish is None and got >= n:  # a stream that ended with [DONE] and no finish_reason
                 finish = "length"
+            if finish == "length" and count >= max_tokens and "".join(held):
+                # the cap came while llama-server held text back for a stop string: it never sends it,
+                # in-process yields it as the answer ends (the held tokens' own entries spell it)
+                out = stops.feed(Token("".join(held), 0.0))
+                if out is not None:
+                    yield out
             if finish != "length":
                 self.last_finish = "stop" if ended_on_stop else "eog"
                 break
