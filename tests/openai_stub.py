@@ -256,12 +256,14 @@ def _handler(stub: StubServer):
             if echo:  # said alone, no token whole yet
                 self._event(self._chunk("", n, body, chat, None, prefix=echo))
             eog = s.eog_entry and finish == "stop" and stop_reason is None  # (llama-server counts it too)
-            if eog:
-                entry = {"id": 2, "token": "", "bytes": [], "logprob": -0.05,
-                         "top_logprobs": [{"id": 2, "token": "", "bytes": [], "logprob": -0.05}]}
+            if eog:  # its entry releases the text held back (its own alternative has none)
+                lp = s.logprob_at.get(n, -0.05)
+                entry = {"id": 2, "token": held, "bytes": list(held.encode()), "logprob": lp,
+                         "top_logprobs": [{"id": 2, "token": "", "bytes": [], "logprob": lp}]}
                 self._event({"object": "text_completion", "model": s.model,
-                             "choices": [{"index": 0, "finish_reason": None, "text": "",
+                             "choices": [{"index": 0, "finish_reason": None, "text": held,
                                           "logprobs": {"content": [entry]}}]})
+                held = ""
             final = self._chunk("", n, body, chat, finish)
             if s.dialect == "vllm":
                 final["choices"][0]["stop_reason"] = stop_reason

@@ -219,6 +219,19 @@ def test_text_llama_server_held_back_when_the_cap_came_is_kept_as_in_process():
         assert "".join(t.text for t in tokens) == "Paris is the" and g.last_finish == "length"
         assert tokens[-1].logprob == pytest.approx(-2.5) and g.stats.tokens_generated == 3
 
+def test_the_end_of_generation_token_releasing_held_text_does_not_speak_for_it():
+    """llama-server sends the text it held back for a stop string with the end-of-generation token's
+    entry (' Paris.' on the entry of <|im_end|>): that token's probability spoke for the text (the
+    least likely of the merged tokens), and it counted as generated; in-process the held tokens'
+    own probabilities speak for it and the end of generation is no token."""
+    script = Script(held=(9, 10), logprob_at={9: -0.5, 10: -0.7, 11: -3.0}, eog_entry=True)
+    with StubServer(script) as stub:
+        g = gen(stub)
+        tokens = list(g.stream("Q", max_tokens=20, stop=(" big.!",)))
+        assert "".join(t.text for t in tokens) == "".join(stub.script.words) and g.last_finish == "eog"
+        assert tokens[-1].text == " big." and tokens[-1].logprob == pytest.approx(-0.7)
+        assert g.stats.tokens_generated == len(stub.script.words)
+
 
 def test_a_ban_on_the_first_tokens_survives_characters_of_several_tokens():
     """llama-server sends the byte tokens of one emoji as one entry: the first request of a

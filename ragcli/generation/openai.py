@@ -237,12 +237,17 @@ class OpenAIGenerator:
             text = self._piece_text(p, chunk, decoder)
             if text is None:
                 continue
+            logprob = p.logprob if p.logprob is not None else 0.0
             if held is not None:
                 if text:
                     held.clear()  # released: the held tokens' text came with this one
+                    if p.data and _own_text(p) == "":
+                        # a token of no text of its own (llama-server's end of generation) releasing what was
+                        # held: the held tokens speak for that text, as in-process, where no such token is
+                        logprob = 0.0
                 elif p.data == b"":  # held back: what it says, by its own entry among the alternatives
-                    held.append(next((t for (t, _), i in zip(p.top, p.top_ids) if i == p.id), ""))
-            yield Token(text, p.logprob if p.logprob is not None else 0.0, p.id, p.entropy, p.top[:TOP_N])
+                    held.append(_own_text(p) or "")
+            yield Token(text, logprob, p.id, p.entropy, p.top[:TOP_N])
 
     @staticmethod
     def _piece_text(p: Piece, chunk: Chunk, decoder) -> str | None:
@@ -314,7 +319,7 @@ class OpenAIGenerator:
             if ended and not ended_on_stop and self.kind == "llama.cpp":
                 # llama-server counts the end-of-generation token and sends it as an entry with no text
                 # (its own alternative has none either): in-process stops before it and counts neither
-                if last is not None and last.data == b"" and held and not held[-1]:
+                if last is not None and _own_text(last) == "":
                     got -= 1
                     self.stats.tokens_generated -= 1
                 if counted:
@@ -541,6 +546,13 @@ class OpenAIGenerator:
             picked = [lp for lp, off in zip(lps, offsets) if len(prompt) <= off < end]
         self.stats.prompt_tokens_evaluated += len(picked)
         return float(sum(lp for lp in picked if lp is not None))
+
+
+def _own_text(p: Piece) -> str | None:
+    """The text of a llama-server entry's own token, from its alternatives (the entry's text is what the
+    server sent with it: "" for a token held back, the held text for the one releasing it); None when it
+    is not among them."""
+    return next((t for (t, _), i in zip(p.top, p.top_ids) if i == p.id), None)
 
 
 def _messages(prompt: str, defuse=lambda text: text) -> tuple[list[dict[str, str]], bool]:
