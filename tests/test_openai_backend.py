@@ -19,8 +19,9 @@ import pytest
 from ragcli import cli
 from ragcli.engine import Engine
 from ragcli.errors import ContextOverflowError, Interrupted, ServerError, UsageError
-from ragcli.generation.openai import (CHAT_TOKENS_ONCE, CHAT_TOKENS_PER_MESSAGE, OpenAIGenerator, _messages,
-                                      estimate_tokens)
+from ragcli.generation.openai import OpenAIGenerator
+from ragcli.generation.openai_tokens import (CHAT_TOKENS_ONCE, CHAT_TOKENS_PER_MESSAGE, chat_messages,
+                                             estimate_tokens)
 from ragcli.generation.openai_http import api_base
 from ragcli.generation.openai_wire import entropy_bound, error_text, parse_chunk, retry_after
 from tests.conftest import ROOT
@@ -487,7 +488,7 @@ def test_chat_endpoint_counts_the_servers_template_around_the_messages():
 
     page = Document("d1", "Hamlet", "Hamlet is a tragedy by William Shakespeare.", 1.0, "h.txt", "h.txt:1")
     for prompt in (answer_prompt("Who wrote Hamlet?", [page]), answer_prompt("Who wrote Hamlet?", [page], "It was")):
-        convo, continued = _messages(prompt)
+        convo, continued = chat_messages(prompt)
         assert len(convo) >= 3 and continued == prompt.endswith("It was")
         exact = len(stub_tokens(chatml(convo)))
         for dialect in ("llama", "vllm"):
