@@ -588,6 +588,7 @@ def test_a_strategy_or_value_named_twice_runs_once_and_a_single_grid_is_still_co
     assert code == 0, err
     runs = json.loads(summary.read_text())["runs"]
     assert set(runs) == {"none", "single k=2", "single k=3"} and runs["single k=2"]["n"] == 2
+    assert runs["single k=3"]["n"] == 2  # the value named twice is asked once per question
     assert "against single k=2" in out and "single k=2 → none" in out
 
 
@@ -739,6 +740,27 @@ def test_a_few_questions_all_the_same_way_are_no_significant_difference():
     assert noise.p == pytest.approx(1.0) and not noise.significant
 
 
+def test_the_paired_interval_is_a_95_percent_one_over_every_question():
+    """The means are each run's and the difference is B − A; the interval is the 95 % one (on many
+    questions it agrees with the normal one, mean ± 1.96 standard errors), every question resampled
+    (the one that alone differs too), and a random sign-flip p-value is never 0."""
+    import numpy as np
+
+    from ragcli.eval.stats import paired_bootstrap
+
+    p = paired_bootstrap([10.0, 20.0], [30.0, 50.0])
+    assert (p.n, p.a, p.b, p.diff) == (2, 15.0, 40.0, 25.0) and (p.low, p.high) == (20.0, 30.0)
+    last = paired_bootstrap([0.0, 0.0], [0.0, 100.0])  # resamples of 2: mean 0, 50 or 100
+    assert (last.low, last.high) == (0.0, 100.0)
+    d = np.random.default_rng(1).normal(5.0, 20.0, 400)
+    many = paired_bootstrap([0.0] * 400, list(d))
+    half = 1.96 * d.std(ddof=1) / np.sqrt(400)
+    assert many.low == pytest.approx(d.mean() - half, abs=0.15) and many.high == pytest.approx(d.mean() + half, abs=0.15)
+    assert many.diff == pytest.approx(d.mean()) and many.significant
+    drawn = paired_bootstrap([0.0] * 40, [1.0] * 40)  # more than EXACT_FLIPS differ: signs drawn at random
+    assert 0 < drawn.p < 0.001 and drawn.significant
+
+
 def test_the_paired_table_explains_its_star_only_when_a_row_has_one():
     from rich.console import Console
 
@@ -825,6 +847,8 @@ def test_compare_names_each_side_by_its_file_and_says_which_way_it_subtracts(tmp
     out = " ".join(capsys.readouterr().out.split())
     assert "new/summary.json minus old/summary.json" in out and "(new/summary.json − old/summary.json)" in out
     assert "single (old/summary.json) → single (new/summary.json)" in out
+    # flare's F1 went from 50 to 30: each table says B's figure and B − A
+    assert "flare (n 20→20) │ – │ 30.0 (-20.0)" in out and "flare (new/summary.json) │ all │ 20 │ 50.0 → 30.0 │ -20.0 [" in out
     other = summary("other", 0.5, 0.5)  # another data set: no question in common
     data = json.loads(other.read_text())
     for run in data["runs"].values():
@@ -1222,3 +1246,48 @@ def test_a_results_file_whose_header_was_rewritten_compact_still_resumes(tmp_pat
     runner.check_resumable(out, meta, model=False)  # the same settings: resumed
     with pytest.raises(Exception, match="k: 3 there, 4 here"):
         runner.check_resumable(out, {**meta, "settings": {"k": 4}}, model=False)
+
+
+def test_recall_at_15_counts_only_the_first_15_passages_found():
+    from ragcli.eval.dataset import Example
+    from ragcli.eval.runner import score
+
+    gold = Example("q", "Who?", ("x",), paragraphs=({"pid": "g1", "is_supporting": True},
+                                                     {"pid": "g2", "is_supporting": True}))
+    found = ["g1"] + [f"o{i}" for i in range(14)] + ["g2"]  # the second gold page is the 16th found
+    got = score(gold, "x", found)
+    assert got["recall"] == 1.0 and got["recall_at_15"] == 0.5
+
+
+def test_each_data_sets_row_of_a_run_averages_its_own_questions():
+    rows = [{"run": "single", "id": f"{ds}{i}", "dataset": ds, "em": em, "f1": em, "recall": None,
+             "retrieval_rate": 1.0, "retrievals": 1, "tokens_generated": 10, "prompt_tokens_evaluated": 5, "seconds": 1.0}
+            for ds, ems in (("hotpot", (1.0, 1.0)), ("musique", (0.0, 0.0, 1.0, 0.0))) for i, em in enumerate(ems)]
+    entry = summarize(rows)["single"]
+    assert entry["n"] == 6 and entry["em"] == pytest.approx(50.0)
+    assert {ds: (e["n"], e["em"]) for ds, e in entry["by_dataset"].items()} == {"hotpot": (2, 100.0), "musique": (4, 25.0)}
+    assert entry["questions"]["musique2"] == {"dataset": "musique", "em": 1.0, "f1": 1.0, "answer_context_recall": None}
+
+
+def test_resuming_a_file_of_another_dataset_or_of_runs_that_graded_on_the_web_is_refused(tmp_path):
+    """The dataset's hash must match; and where a run passes its retrievals through CRAG's grading
+    (--correct), the web setting changes its answers as it does CRAG's."""
+    from ragcli.config import Settings
+    from ragcli.errors import UsageError
+    from ragcli.eval.runner import check_resumable
+
+    out = tmp_path / "r.jsonl"
+
+    def header(**settings):
+        return {"settings": Settings().copy(**settings).to_dict(), "runs": ["single"], "dataset_sha256": "a" * 64}
+
+    def resume(there: dict, here: dict) -> None:
+        out.write_text(json.dumps({"type": "header", **there}) + "\n" + json.dumps({"run": "single", "id": "q1"}) + "\n")
+        check_resumable(out, here)
+
+    resume(header(), header())
+    with pytest.raises(UsageError, match=r"other settings: dataset: sha256 a{12} there, b{12} here$"):
+        resume(header(), {**header(), "dataset_sha256": "b" * 64})
+    resume(header(web=True), header(web=False))  # a run that never searches the web: as before
+    with pytest.raises(UsageError, match="web: True there, False here"):
+        resume(header(web=True, correct=True), header(web=False, correct=True))
