@@ -992,6 +992,7 @@ def test_words_of_any_script_are_found_as_the_index_cut_them(tmp_path):
         assert [d.title for d in index.search(query, 3)] == [name], query
     # scored as tantivy's query parser scored the same words: a word twice counts once, two forms twice
     assert index.search("film film", 1)[0].score == pytest.approx(index.search("film", 1)[0].score)
+    assert index.search("Film FILM film", 1)[0].score == pytest.approx(index.search("film", 1)[0].score)  # (any case)
     assert index.search("films film", 1)[0].score == pytest.approx(2 * index.search("film", 1)[0].score)
 
 
@@ -1324,3 +1325,21 @@ def test_a_records_id_0_is_its_id_and_a_title_that_is_no_text_is_written_out(tmp
     gold = _paragraphs([{k: v for k, v in r.items() if k != "id"} for r in records[2:]])
     assert [p["pid"] for p in gold] == [p.pid for p in got[2:]]  # the same pid for the same record
     assert normalise("two") == got[2].text
+
+
+def test_a_word_found_only_in_a_title_finds_its_passage_and_a_long_query_keeps_its_first_160_words(tmp_path):
+    """Titles are searched as well as text; a query is cut to its first MAX_QUERY_TERMS distinct words,
+    the last of them still searched."""
+    from ragcli.retrieval.query import MAX_QUERY_TERMS
+
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in (
+        {"id": "z", "title": "Zanzibar", "text": "An island off the coast of Africa."},
+        {"id": "o", "title": "Other", "text": "Nothing to see here."},
+        {"id": "last", "title": "Last", "text": "The word quokka is here."},
+        {"id": "past", "title": "Past", "text": "The word wombat is here."})))
+    build_index([corpus], tmp_path / "idx")
+    index = TantivyIndex.open(tmp_path / "idx")
+    assert [d.id for d in index.search("zanzibar", 5)] == ["z"]
+    filler = " ".join(f"x{i:03d}" for i in range(MAX_QUERY_TERMS - 1))  # words no passage holds
+    assert [d.id for d in index.search(f"{filler} quokka wombat", 5)] == ["last"]  # the 160th word, not the 161st
