@@ -1291,3 +1291,24 @@ def test_resuming_a_file_of_another_dataset_or_of_runs_that_graded_on_the_web_is
     resume(header(web=True), header(web=False))  # a run that never searches the web: as before
     with pytest.raises(UsageError, match="web: True there, False here"):
         resume(header(web=True, correct=True), header(web=False, correct=True))
+
+
+def test_limit_and_sample_take_that_many_questions_a_sample_drawn_at_random_by_its_seed(tmp_path):
+    data = tmp_path / "qs.jsonl"
+    data.write_text("".join(json.dumps({"id": f"q{i}", "question": f"Q {i}?", "answers": ["x"]}) + "\n" for i in range(50)))
+    ids = lambda **kw: [e.id for e in load_examples(data, **kw)]  # noqa: E731
+    assert ids(limit=2) == ["q0", "q1"] and len(ids(limit=60)) == 50
+    drawn = {seed: ids(sample=5, seed=seed) for seed in range(3)}
+    assert all(len(set(d)) == 5 for d in drawn.values()) and drawn[0] == ids(sample=5, seed=0)
+    assert len({tuple(d) for d in drawn.values()}) == 3 and drawn[0] != ids(limit=5)
+
+
+def test_a_grid_of_one_value_is_the_setting_every_run_uses(tmp_path, monkeypatch, capsys):
+    data, corpus = _dataset(tmp_path)
+    out = tmp_path / "r.jsonl"
+    code, _, err = _eval_cli(monkeypatch, capsys, [str(data), "--strategy", "single", "--k", "1", "--corpus", str(corpus),
+                                                   "--out", str(out)])
+    assert code == 0, err
+    header, *rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert header["settings"]["k"] == 1 and [r["run"] for r in rows] == ["single", "single"]
+    assert [len(r["retrieved"]) for r in rows] == [1, 1]
