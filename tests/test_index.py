@@ -313,6 +313,11 @@ def test_encodings_are_recorded_and_counted_under_one_spelling(tmp_path):
             entry["encoding"], entry["encoding"])}
     old.save_manifest(manifest)
     assert TantivyIndex.open(index).stats()["encodings"] == {"iso8859-2": 2, "koi8-r": 2, "utf-16-le": 2}
+    manifest["more.txt"] = {"encoding": "koi8_r", "passages": 1}
+    manifest["scan.pdf"] = {"passages": 1}
+    old.save_manifest(manifest)
+    counted = TantivyIndex.open(index).stats()["encodings"]  # the most used first, as `ragcli info` lists them
+    assert list(counted.items())[0] == ("koi8-r", 3) and list(counted.items())[-1] == ("none (PDF)", 1)
 
 
 @pytest.mark.parametrize("lead", ["x" * 17000 + " ", "x\r" * 8500 + " ", "a,b,c;" * 3000])
@@ -1343,3 +1348,46 @@ def test_a_word_found_only_in_a_title_finds_its_passage_and_a_long_query_keeps_i
     assert [d.id for d in index.search("zanzibar", 5)] == ["z"]
     filler = " ".join(f"x{i:03d}" for i in range(MAX_QUERY_TERMS - 1))  # words no passage holds
     assert [d.id for d in index.search(f"{filler} quokka wombat", 5)] == ["last"]  # the 160th word, not the 161st
+
+
+def test_a_pid_two_files_share_is_sampled_as_its_first_passage_in_place_order(tmp_path):
+    """Calibration's sample takes one passage per sampled pid: of several with it, the first by place,
+    whatever order the index holds them in."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name in ("b", "a"):
+        (folder / f"{name}.jsonl").write_text(json.dumps({"id": "shared", "title": name, "text": f"Text of {name}."}) + "\n")
+    for order in ((folder,), (folder / "b.jsonl", folder / "a.jsonl")):
+        index = tmp_path / f"idx{len(order)}"
+        for part in order:
+            build_index([part], index)
+        assert [(d.id, d.title) for d in TantivyIndex.open(index).sample(3)] == [("shared", "a")]
+
+
+def test_an_index_whose_metadata_has_a_key_this_ragcli_does_not_know_still_opens(built_index):
+    """A newer ragcli may record more about an index: an older one opens it all the same."""
+    meta = built_index.directory / "ragcli.json"
+    data = json.loads(meta.read_text())
+    meta.write_text(json.dumps({**data, "added_by_a_newer_ragcli": 1}))
+    reopened = TantivyIndex.open(built_index.directory)
+    assert reopened.meta.passages == built_index.meta.passages and reopened.search("Rhodotypos shrub", 1)
+
+
+def test_a_cjk_word_only_the_title_holds_is_found_inside_it(tmp_path):
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in (
+        {"id": "tower", "title": "東京タワーの歴史", "text": "A steel lattice tower, finished in 1958."},
+        {"id": "other", "title": "Other", "text": "Nothing to see here."})))
+    build_index([corpus], tmp_path / "idx")
+    assert [d.id for d in TantivyIndex.open(tmp_path / "idx").search("東京", 5)] == ["tower"]
+
+
+@pytest.mark.parametrize("why, hint", [("No space left on device", "free disk space"),
+                                       ("Disk quota exceeded", "free disk space"),
+                                       ("Permission denied", "give --index a folder you can write to")])
+def test_an_unwritable_index_is_told_the_fix_for_its_cause(why, hint):
+    from ragcli.retrieval.writer import unwritable_index
+
+    error = unwritable_index(Path("idx"), why)
+    assert str(error) == f"cannot write the index at idx: {why}" and error.hint.startswith(hint)
+

@@ -198,6 +198,12 @@ def test_an_index_is_never_written_into_or_deleted_from_a_folder_of_other_files(
             build_index([small_corpus], project, rebuild=rebuild)
         assert sorted(p.name for p in project.iterdir()) == ["meta.json", "thesis.tex"], rebuild
         assert (project / "meta.json").read_text() == '{"name": "my project"}'
+    (project / "thesis.tex").unlink()  # a meta.json alone is the project's too: tantivy's names segments and schema
+    for rebuild in (False, True):
+        with pytest.raises(UsageError, match="not a ragcli index"):
+            build_index([small_corpus], project, rebuild=rebuild)
+        assert (project / "meta.json").read_text() == '{"name": "my project"}', rebuild
+    (project / "thesis.tex").write_text("do not delete")
     with pytest.raises(UsageError, match="is a file"):
         build_index([small_corpus], project / "thesis.tex")
     # and so for every command that reads an index ("no index at …, run `ragcli index PATH` first" led there)
