@@ -1391,3 +1391,19 @@ def test_an_unwritable_index_is_told_the_fix_for_its_cause(why, hint):
     error = unwritable_index(Path("idx"), why)
     assert str(error) == f"cannot write the index at idx: {why}" and error.hint.startswith(hint)
 
+
+def test_a_cjk_word_asked_twice_counts_once_as_any_other_word_does(tmp_path):
+    """A query's words count once however often it repeats them ("film film" scores as "film"); its
+    CJK pairs were each searched as often as they were written: "東京 東京 大阪" weighed Tokyo twice,
+    and "東京東京東京 大阪" ranked the Tokyo page above the one that names Osaka twice."""
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in (
+        {"id": "tokyo", "title": "a", "text": "東京は日本の首都です。"},
+        {"id": "osaka", "title": "b", "text": "大阪は日本の都市です。大阪"})))
+    build_index([corpus], tmp_path / "idx")
+    index = TantivyIndex.open(tmp_path / "idx")
+    once = [(d.id, d.score) for d in index.search("東京 大阪", 2)]
+    assert [i for i, _ in once] == ["osaka", "tokyo"]
+    for repeated in ("東京 東京 大阪", "東京東京 大阪 大阪"):
+        got = [(d.id, d.score) for d in index.search(repeated, 2)]
+        assert [i for i, _ in got] == ["osaka", "tokyo"] and [s for _, s in got] == pytest.approx([s for _, s in once])

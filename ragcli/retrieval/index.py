@@ -344,7 +344,8 @@ class TantivyIndex:
 
         terms = query_terms(query, *self._analyzers())
         schema = self._index.schema
-        pairs = cjk_terms(query[:MAX_QUERY_CHARS]) if self.meta.schema_version >= 2 else []
+        # each pair once, as each word is (``query_terms``): a CJK word written twice weighed twice
+        pairs = list(dict.fromkeys(cjk_terms(query[:MAX_QUERY_CHARS]))) if self.meta.schema_version >= 2 else []
         clauses = [(field, term) for term in terms for field in SEARCHED_FIELDS] + [(CJK_FIELD, p) for p in pairs]
         if not clauses or k <= 0:
             return []
