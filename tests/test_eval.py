@@ -170,6 +170,8 @@ def test_pairs_of_one_data_set_leave_the_others_out():
     a = {"q1": {"dataset": "x", "f1": 0.0}, "q2": {"dataset": "y", "f1": 1.0}}
     b = {"q1": {"dataset": "x", "f1": 1.0}, "q2": {"dataset": "y", "f1": 0.0}}
     assert pair(a, b, "f1", "x") == ([0.0], [1.0]) and pair(a, b, "f1") == ([0.0, 1.0], [1.0, 0.0])
+    b["q2"]["f1"] = None  # not scored in B (a summary from before the metric): left out, not a crash
+    assert pair(a, b, "f1") == ([0.0], [1.0]) and pair(b, a, "f1") == ([1.0], [0.0])
 
 
 def test_recall_counts_a_records_parts_and_a_pid_with_a_hash():
@@ -244,6 +246,9 @@ def test_tiny_end_to_end_eval_summary_is_exact(tmp_path, settings):
     assert runs["single"]["recall"] == pytest.approx(75.0)
     assert runs["single"]["retrievals_per_question"] == 1.0 and runs["single"]["retrieval_rate"] == 100.0
     assert runs["oracle"]["recall"] == 100.0
+    # a row's trace keeps the sentences, not each token they were written in (a results file per token)
+    kinds = {e["event"] for r in rows for e in r["events"]}
+    assert "token" not in kinds and {"sentence", "answer"} <= kinds
     # sourced: q1's two sentences ("It is Topic 3.") are in Topic 3's paragraph; q2's bare "no" claims
     # nothing and is left out of the mean (as are rows resumed from files written before the metric)
     assert runs["none"]["sourced"] == 0.0 and runs["single"]["sourced"] == 100.0 and runs["oracle"]["sourced"] == 100.0
@@ -1015,7 +1020,10 @@ def test_grid_run_names_are_never_cut_at_any_width():
         for table in tables:
             console = Console(width=width, record=True, file=io.StringIO())
             console.print(table)
-            assert "…" not in console.export_text(), width
+            text = console.export_text()
+            assert "…" not in text, width
+            # Rich folds a label its column cannot hold ("theta=0." over "3"): whole wherever a level fits
+            assert width < 63 or {"theta=0.3", "theta=0.5"} <= set(re.findall(r"[^\s│┃]+", text)), (width, text)
 
 
 def test_a_half_written_last_line_is_cut_off_in_place(tmp_path):
@@ -1312,3 +1320,33 @@ def test_a_grid_of_one_value_is_the_setting_every_run_uses(tmp_path, monkeypatch
     header, *rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert header["settings"]["k"] == 1 and [r["run"] for r in rows] == ["single", "single"]
     assert [len(r["retrieved"]) for r in rows] == [1, 1]
+
+
+def test_compare_names_two_files_by_as_little_of_their_paths_as_tells_them_apart():
+    from ragcli.eval.report import distinct_names
+
+    assert distinct_names(Path("runs/a.json"), Path("runs/b.json")) == ("a.json", "b.json")
+    assert distinct_names(Path("old/summary.json"), Path("new/summary.json")) == ("old/summary.json", "new/summary.json")
+    assert distinct_names(Path("runs/s.json"), Path("runs/s.json")) == ("A", "B")
+
+
+def test_a_run_over_one_data_set_has_no_per_data_set_rows_and_a_paired_row_counts_every_question():
+    from rich.console import Console
+
+    from ragcli.eval.report import paired_table, summary_table
+
+    def shown(table):
+        console = Console(width=250, record=True, file=io.StringIO())
+        console.print(table)
+        return console.export_text()
+
+    entry = {"n": 4, "f1": 50.0, "by_dataset": {"hotpotqa": {"n": 4, "f1": 50.0}}}
+    assert "hotpotqa" not in shown(summary_table({"single": entry}))
+    two = {**entry, "by_dataset": {"hotpotqa": {"n": 2, "f1": 40.0}, "musique": {"n": 2, "f1": 60.0}}}
+    assert "hotpotqa" in shown(summary_table({"single": two})) and "musique" in shown(summary_table({"single": two}))
+    # 6 questions scored for F1, 3 of them with gold paragraphs for ctx R: the row's n is 6
+    questions = lambda f1: {f"q{i}": {"dataset": "d", "f1": f1 * (i % 2),  # noqa: E731
+                                      "answer_context_recall": 0.5 if i < 3 else None} for i in range(6)}
+    row = next(line for line in shown(paired_table([("A", {"questions": questions(0.2)}, "B",
+                                                      {"questions": questions(0.8)})], "t")).splitlines() if line.startswith("│ A → B"))
+    assert row.split("│")[3].strip() == "6", row
