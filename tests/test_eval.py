@@ -246,6 +246,7 @@ def test_tiny_end_to_end_eval_summary_is_exact(tmp_path, settings):
     assert runs["single"]["recall"] == pytest.approx(75.0)
     assert runs["single"]["retrievals_per_question"] == 1.0 and runs["single"]["retrieval_rate"] == 100.0
     assert runs["oracle"]["recall"] == 100.0
+    assert [r["retrieved"] for r in rows if r["run"] == "oracle"] == [["p_03", "p_04"], ["p_05"]]  # its gold pages, only
     # a row's trace keeps the sentences, not each token they were written in (a results file per token)
     kinds = {e["event"] for r in rows for e in r["events"]}
     assert "token" not in kinds and {"sentence", "answer"} <= kinds
@@ -1350,3 +1351,21 @@ def test_a_run_over_one_data_set_has_no_per_data_set_rows_and_a_paired_row_count
     row = next(line for line in shown(paired_table([("A", {"questions": questions(0.2)}, "B",
                                                       {"questions": questions(0.8)})], "t")).splitlines() if line.startswith("│ A → B"))
     assert row.split("│")[3].strip() == "6", row
+
+
+def test_a_line_cut_inside_a_character_by_an_interruption_resumes(tmp_path, settings):
+    """A result cut mid-write can end inside a multi-byte character: resuming reads past it, cuts it
+    off and asks that question again."""
+    data, corpus = _dataset(tmp_path)
+    eng = _engine(settings, tmp_path, corpus)
+    examples = load_examples(data)
+    specs = expand_grid(["none"], {})
+    out = tmp_path / "r.jsonl"
+    run_eval(eng, specs, examples[:1], settings, out=out, meta={"m": 1})
+    with out.open("ab") as fh:
+        fh.write('{"run": "none", "id": "q2", "answer": "caf\u00e9'.encode()[:-1])  # half of the é
+    flags = []
+    rows = run_eval(eng, specs, examples, settings, out=out, meta={"m": 1}, on_result=lambda row, resumed: flags.append(resumed))
+    assert flags == [True, False] and [r["id"] for r in rows] == ["q1", "q2"]
+    assert [json.loads(line).get("id") for line in out.read_text(encoding="utf-8").splitlines()] == [None, "q1", "q2"]
+
