@@ -1369,3 +1369,14 @@ def test_a_line_cut_inside_a_character_by_an_interruption_resumes(tmp_path, sett
     assert flags == [True, False] and [r["id"] for r in rows] == ["q1", "q2"]
     assert [json.loads(line).get("id") for line in out.read_text(encoding="utf-8").splitlines()] == [None, "q1", "q2"]
 
+
+def test_an_out_file_that_is_not_utf8_is_refused_as_no_results_file(tmp_path, monkeypatch, capsys):
+    """--out naming a file of other bytes (UTF-16, a binary) was an internal error (UnicodeDecodeError,
+    exit 1): it is refused as any file without a results header is, and left as it was."""
+    data, corpus = _dataset(tmp_path)
+    out = tmp_path / "r.jsonl"
+    content = "\ufeffnot results\n".encode("utf-16-le")
+    out.write_bytes(content)
+    code, _, err = _eval_cli(monkeypatch, capsys, [str(data), "--strategy", "none", "--out", str(out)])
+    assert code == 2 and "holds results without the settings they were made with" in " ".join(err.split()), err
+    assert out.read_bytes() == content

@@ -155,8 +155,8 @@ def _last_header(out: Path) -> dict:
 
 def _first_record(out: Path) -> dict | None:
     """The first line of a results file, parsed (its header, where it has one): None for an empty
-    file, {} for a line that is no JSON object."""
-    with out.open(encoding="utf-8") as fh:
+    file, {} for a line that is no JSON object (or no UTF-8: a file of other bytes)."""
+    with out.open(encoding="utf-8", errors="replace") as fh:
         first = fh.readline()
     if not first.strip():
         return None
