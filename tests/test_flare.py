@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragcli.events import AnswerFinished, DraftSentence, Notice, RetrievalTriggered, SentenceCommitted
+from ragcli.events import AnswerFinished, DraftSentence, Notice, RetrievalTriggered, SentenceCommitted, TokenGenerated
 from ragcli.generation.fake import FakeGenerator, toks
 from ragcli.retrieval import StaticRetriever
 from ragcli.strategies.flare import Flare, FlareInstruct, masked_query
@@ -233,6 +233,14 @@ def test_prompt_never_exceeds_context_window_documents_trimmed_first(settings):
     first = gen.calls[0]["prompt"]
     assert "[1] Big 0" in first and "[2] Big 1" not in first  # lowest-ranked dropped first
     assert of(events, AnswerFinished)
+    # and said, once, before the prompt runs: pages left out were read by no one (nothing said so)
+    (note,) = [e for e in of(events, Notice) if "to fit the" in e.message]
+    assert note.level == "warning" and note.message.startswith("2 of 3 document(s) left out")
+    assert "700-token context window with 64 tokens kept" in note.message and "(raise --ctx)" in note.message
+    assert events.index(note) < events.index(next(e for e in events if isinstance(e, TokenGenerated)))
+    events, _ = run(Flare, FakeGenerator([FIRST, toks(" Done here.", 0.9) + toks(END, 0.9)], n_ctx=4096),
+                    settings.copy(theta=0.5, lookahead=64, k=3), retriever=RecordingRetriever(big))
+    assert not [e for e in of(events, Notice) if "to fit the" in e.message]  # nothing cut: nothing said
 
 
 def test_stops_at_max_steps(settings):

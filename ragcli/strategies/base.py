@@ -95,6 +95,8 @@ class Strategy(DocumentFitting, FinalRead):
         self._gen0 = (0, 0, 0)
         self.stop_reason: str | None = None  # set when a limit (repetition, timeout) ended the answer
         self._said_timeout = False  # the --timeout notice was given
+        self.fit_note: str | None = None  # documents left out of a prompt or cut to fit it, said before it runs
+        self._said_fit = False  # (once an answer)
         self._prompt_docs: list[Document] = []  # documents in the main prompt now (for reuse_order)
         self.style = "short"  # answer style of the current question (prompts.answer_style)
         self.evidence: dict[tuple[str, str], Evidence] = {}  # every document retrieved for this answer, by key
@@ -111,6 +113,7 @@ class Strategy(DocumentFitting, FinalRead):
         self.style = prompts.answer_style(question, self.settings.answer_style)
         self._t0 = time.perf_counter()
         self._said_timeout = False
+        self.fit_note, self._said_fit = None, False
         s = self.gen.stats
         self._gen0 = (s.prompt_tokens_evaluated, s.tokens_generated, s.prompt_tokens_reused)
         yield from self.answer(question)
@@ -214,6 +217,10 @@ class Strategy(DocumentFitting, FinalRead):
         (the stop strings end it there), it is asked once more with line breaks held off for the
         first token (vLLM's ``min_tokens``, for stop strings). The bundled model did this in 24 of 600
         final reads on the dev pool, where it is unsure ("\\n" at p 0.045, " Jessica" at 0.033)."""
+        if self.fit_note is not None:  # the prompt's documents were cut to fit the context: said once
+            if not self._said_fit:
+                yield self.notice(self.fit_note, "warning")
+            self.fit_note, self._said_fit = None, True
         args = dict(max_tokens=max_tokens, stop=stop, slot=slot, draft=draft, until_sentence=until_sentence,
                     bias=bias, watch=watch)
         chunk = yield from self._generate(prompt, suppress_first=suppress_first, **args)

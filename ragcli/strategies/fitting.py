@@ -65,8 +65,23 @@ class DocumentFitting:
             text = (" ".join(words[: len(words) * 2 // 3]) if len(words) > 20
                     else d.text[: len(d.text) * 2 // 3].rstrip())
             kept[0] = Document(d.id, d.title, text + " …", d.score, d.source, d.location)
+        cut = bool(kept) and kept[0] is not docs[0]
+        if len(kept) < len(docs) or cut:
+            local = getattr(self.gen, "context_hint", LOCAL_CONTEXT_HINT) == LOCAL_CONTEXT_HINT
+            self.fit_note = _fit_note(len(docs), len(kept), cut, self.gen.n_ctx, reserve,
+                                      reserve == self.settings.max_tokens, local)
         if self.settings.page_order == "near" and len(kept) > 1:
             near = kept[::-1]
             if fits(near):  # token boundaries differ by order
                 return near
         return kept
+
+
+def _fit_note(given: int, kept: int, cut: bool, n_ctx: int, reserve: int, whole_answer: bool, local: bool) -> str:
+    """What fitting did to a prompt's documents, for the user: pages left out or cut were read by no
+    one, and nothing said so (an answer written from one shortened page of three looked complete)."""
+    done = [f"{given - kept} of {given} document(s) left out" if kept < given else "",
+            "the best one shortened" if cut else ""]
+    fix = "raise --ctx" if local else "give the server a larger context"
+    return (f"{' and '.join(d for d in done if d)} to fit the {n_ctx}-token context window with {reserve} "
+            f"tokens kept for the answer ({fix}{', or lower --max-tokens' if whole_answer else ''})")
