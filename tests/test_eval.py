@@ -94,10 +94,11 @@ def test_a_data_set_with_a_byte_order_mark_or_in_utf16_is_read_and_one_not_utf8_
     expected = [("1", "Caf\u00e9 \u2028 or bar?"), ("2", "Q?")]
     data = tmp_path / "qs.jsonl"
     for encoded in (b"\xef\xbb\xbf" + record.encode("utf-8"), record.encode("utf-16"),
-                    record.encode("utf-32"), record.encode("utf-8")):
+                    record.encode("utf-32"), record.encode("utf-8"), record.replace("\n", "\r").encode("utf-8"),
+                    record.replace("\n", "\r\n").encode("utf-16")):  # lines as text mode reads them, lone "\r" too
         data.write_bytes(encoded)
         assert [(e.id, e.question) for e in load_examples(data)] == expected
-    data.write_bytes(b'{"id": "1", "question": "Q?", "answers": ["x"]}\n'
+    data.write_bytes(b'{"id": "1", "question": "Q?", "answers": ["x"]}\r'
                      b'{"id": "2", "question": "Caf\xe9?", "answers": ["x"]}\n')
     with pytest.raises(UsageError, match=f"^{data}:2 is not UTF-8 \\(byte 0xe9 at column 29\\)$"):
         load_examples(data)

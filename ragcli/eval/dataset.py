@@ -31,15 +31,19 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
             except UnicodeDecodeError as exc:
                 raise UsageError(f"{path} is not {wide.upper()} throughout (byte {exc.start})",
                                  hint="save the data set as UTF-8") from None
-            yield from enumerate(text.split("\n"), start=1)  # not splitlines: a JSON string may hold U+2028
+            # not splitlines: a JSON string may hold U+2028 (a line break only outside JSON: \r, \n are escaped in it)
+            yield from enumerate(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), start=1)
             return
         fh.seek(len(codecs.BOM_UTF8) if head.startswith(codecs.BOM_UTF8) else 0)
-        for lineno, raw in enumerate(fh, start=1):
-            try:
-                yield lineno, raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise UsageError(f"{path}:{lineno} is not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})",
-                                 hint="save the data set as UTF-8 (from a Windows code page: iconv -f cp1252 -t utf-8)") from None
+        lineno = 0
+        for chunk in fh:  # lines as text mode reads them: "\n", "\r\n" or a lone "\r" (an old Mac export) ends one
+            for raw in chunk.splitlines():
+                lineno += 1
+                try:
+                    yield lineno, raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise UsageError(f"{path}:{lineno} is not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})",
+                                     hint="save the data set as UTF-8 (from a Windows code page: iconv -f cp1252 -t utf-8)") from None
 
 
 @dataclass(frozen=True)
