@@ -136,34 +136,14 @@ def terminations_raised() -> Iterator[None]:
     the previous handlers back, so a second one stops the process as it would have; and they are put
     back when the run ends. Outside the main thread, nothing is changed."""
     import signal
-    import threading
 
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+    from ragcli.signals import replaced_handlers, restore
+
     previous: dict[int, object] = {}
 
-    def restore() -> None:
-        for signum, handler in previous.items():
-            try:
-                signal.signal(signum, handler)
-            except (OSError, ValueError):
-                pass
-
     def raise_terminated(signum, frame) -> None:
-        restore()
+        restore(previous)
         raise Terminated(signum)
 
-    for name in TERMINATING:
-        signum = getattr(signal, name, None)
-        if signum is None:  # (Windows has no SIGHUP)
-            continue
-        try:
-            if signal.getsignal(signum) is signal.SIG_DFL:
-                previous[signum] = signal.signal(signum, raise_terminated)
-        except (OSError, ValueError):
-            pass
-    try:
+    with replaced_handlers(TERMINATING, raise_terminated, lambda now: now is signal.SIG_DFL, previous):
         yield
-    finally:
-        restore()

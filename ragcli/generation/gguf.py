@@ -194,25 +194,13 @@ def signals_held():
     is printed ("Exception ignored", onto the silenced stderr) and dropped: `ragcli chat` opened its
     session after a Ctrl-C and `ask` answered, exit 0. Only Python handlers are held (one that
     ignores the signal, or the default, stays); outside the main thread, nothing is changed."""
-    import signal
-    import threading
+    from ragcli.signals import replaced_handlers
 
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
     caught: list[int] = []
     held: dict[int, object] = {}
-    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
-        signum = getattr(signal, name, None)
-        try:
-            if signum is not None and callable(signal.getsignal(signum)):
-                held[signum] = signal.signal(signum, lambda n, frame: caught.append(n))
-        except (OSError, ValueError):
-            pass
     try:
-        yield
+        with replaced_handlers(("SIGINT", "SIGTERM", "SIGHUP"), lambda n, frame: caught.append(n), callable, held):
+            yield
     finally:
-        for signum, handler in held.items():
-            signal.signal(signum, handler)
-        if caught:  # as it would have been handled, now outside the callback
+        if caught:  # as it would have been handled, now outside the callback (the handlers are back)
             held[caught[0]](caught[0], None)
