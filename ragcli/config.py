@@ -272,6 +272,9 @@ class Settings:
             if not (low <= value <= high) or value != value:  # value != value: NaN
                 bounds = f"at least {_bound(low)}" if high == math.inf else f"between {_bound(low)} and {_bound(high)}"
                 raise UsageError(f"{label} must be {bounds}, got {value!r}")
+        if name == "index" and not value.strip():  # Path('') is '.': `--index ''` (or "$IDX" unset) used the
+            # current folder as the index, where `ragcli index ''` is refused (an empty --model is the bundled one)
+            raise UsageError(f"{label} is empty: '' names no folder", hint="name one; '.' is the current folder")
         if name in PATHS:  # "~/notes-index" from a config file or the environment: the home folder
             value = os.path.expanduser(value)
         setattr(self, name, value)

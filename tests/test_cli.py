@@ -795,6 +795,21 @@ def test_an_empty_path_to_index_is_refused_not_read_as_the_current_folder(tmp_pa
     assert not (tmp_path / "idx").exists()
 
 
+@pytest.mark.parametrize("command", [["chat"], ["ask", "Who founded the band?"], ["search", "band"]])
+def test_an_empty_index_flag_is_refused_not_read_as_the_current_folder(command, tmp_path, capsys, monkeypatch):
+    """`ragcli chat --index ''` (and `ask`) opened the current folder as the index, where `ragcli index ''`
+    is refused: a usage error naming the flag, before any model loads or session starts."""
+    from ragcli import repl
+
+    monkeypatch.chdir(tmp_path)
+    started, loaded = [], []
+    monkeypatch.setattr(repl.Repl, "run", lambda self: started.append(self) or 0)
+    monkeypatch.setattr(engine, "make_generator", lambda settings: loaded.append(1) or FakeGenerator(default=toks(" Yes.", 0.9)))
+    code, out, err = call([*command, "--index", ""], capsys)
+    assert code == 2 and "--index is empty" in err, err
+    assert not started and not loaded and not out
+
+
 def test_chat_refuses_an_eval_only_strategy_before_the_session_starts(tmp_path, capsys, monkeypatch):
     """`ragcli chat --strategy oracle` (or RAGCLI_STRATEGY=oracle) opened a session whose banner said
     "strategy oracle" and whose every question failed with "unknown strategy", exit 0 on leaving;
