@@ -22,7 +22,7 @@ from ragcli.config import Settings
 from ragcli.errors import HistoryError, Interrupted, RagcliError, Terminated, UsageError
 from ragcli.eval.cli import eval_app
 from ragcli.exits import (PIPE_CLOSED, click_exceptions, failure, output_closed, report, terminated_behind,
-                          terminations_raised, to_devnull, unencodable_replaced, usage_error_event)
+                          terminations_raised, to_devnull, unencodable_replaced, unquoted_hint, usage_error_event)
 from ragcli.history_cli import history_app
 from ragcli.models_cli import models_app
 
@@ -441,7 +441,10 @@ def run(argv: list[str] | None = None) -> None:
         raise SystemExit(PIPE_CLOSED) from None
     except usage_errors as exc:  # unknown option, missing argument, bad value: usage and exit 2
         exc.show()
-        usage_error_event(exc, sys.argv[1:] if argv is None else argv)
+        hint = unquoted_hint(exc, argv)  # `ragcli ask Who is Keith Moon`: "Got unexpected extra arguments"
+        if hint:
+            print(f"hint: {hint}", file=sys.stderr)
+        usage_error_event(exc, argv, hint)
         raise SystemExit(exc.exit_code) from None
     except Exception as exc:  # noqa: BLE001 - a bug: one line, exit 1, traceback with --debug
         if _state["debug"]:

@@ -55,7 +55,7 @@ def to_devnull(fd: int = 1) -> bool:
     return (st.st_dev, st.st_ino) == (null.st_dev, null.st_ino)
 
 
-def usage_error_event(exc: Exception, argv: list[str]) -> None:
+def usage_error_event(exc: Exception, argv: list[str], hint: str | None = None) -> None:
     """`ask --json` with an option it cannot parse (`--k abc`) fails before `ask` runs: its stream
     still ends with the error event a script waits for, as any other failed run's does."""
     ctx = getattr(exc, "ctx", None)
@@ -66,8 +66,37 @@ def usage_error_event(exc: Exception, argv: list[str]) -> None:
     from ragcli.render import make_renderer
 
     renderer = make_renderer(json=True)
-    renderer.handle(RunFailed(exc.format_message(), "see `ragcli ask --help`", exc.exit_code))
+    renderer.handle(RunFailed(exc.format_message(), hint or "see `ragcli ask --help`", exc.exit_code))
     renderer.close()
+
+
+def unquoted_hint(exc: Exception, argv: list[str]) -> str | None:
+    """`ragcli ask Who is Keith Moon`: the shell made four arguments of the question, and click said
+    only "Got unexpected extra arguments (is Keith Moon)". For a command of one argument given several
+    words: the command with them quoted as one. The words are argv's, less its options and their values."""
+    ctx = getattr(exc, "ctx", None)
+    if ctx is None or ctx.command.name not in argv:
+        return None
+    params = ctx.command.params
+    arguments = [p for p in params if p.param_type_name == "argument"]
+    if len(arguments) != 1 or arguments[0].nargs != 1:
+        return None
+    valued = {o for p in params if p.param_type_name == "option" and not p.is_flag and not p.count for o in p.opts}
+    words, rest, literal = [], iter(argv[argv.index(ctx.command.name) + 1:]), False
+    for arg in rest:
+        if literal or arg == "-" or not arg.startswith("-"):
+            words.append(arg)
+        elif arg == "--":
+            literal = True
+        elif arg in valued:  # its value is the next argument ("--strategy single"), not a word
+            next(rest, None)
+    if len(words) < 2:
+        return None
+    import shlex
+
+    quoted = shlex.quote(" ".join(words))
+    return (f"quote the {arguments[0].name} as one argument: ragcli {ctx.command.name} "
+            f"{'-- ' if words[0].startswith('-') else ''}{quoted}")
 
 
 def failure(exc: BaseException) -> tuple[str, str | None, int]:

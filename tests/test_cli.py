@@ -810,6 +810,27 @@ def test_an_empty_index_flag_is_refused_not_read_as_the_current_folder(command, 
     assert not started and not loaded and not out
 
 
+@pytest.mark.parametrize("argv, hint", [
+    (["ask", "Who", "is", "Keith", "Moon?"], "ragcli ask 'Who is Keith Moon?'"),
+    (["ask", "--strategy", "single", "Who", "is", "--k", "2", "Keith", "Moon", "-q"], "ragcli ask 'Who is Keith Moon'"),
+    (["ask", "--", "-who", "is"], "ragcli ask -- '-who is'"),
+    (["search", "tantivy", "query", "syntax"], "quote the query as one argument: ragcli search 'tantivy query syntax'"),
+])
+def test_an_unquoted_question_gets_a_hint_to_quote_it(argv, hint, capsys):
+    """`ragcli ask Who is Keith Moon` said only click's "Got unexpected extra arguments (is Keith Moon)":
+    one more line names the command with the question quoted (its options and their values left out)."""
+    code, out, err = call(argv, capsys)
+    assert code == 2 and not out
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("hint: quote the ") and last.endswith(hint), err
+
+
+def test_an_unquoted_question_with_json_ends_the_stream_with_the_hint(capsys):
+    code, out, err = call(["ask", "--json", "Who", "is", "Keith", "Moon"], capsys)
+    event = json.loads(out.strip().splitlines()[-1])
+    assert code == 2 and event["event"] == "error" and event["hint"].endswith("ragcli ask 'Who is Keith Moon'"), out
+
+
 def test_chat_refuses_an_eval_only_strategy_before_the_session_starts(tmp_path, capsys, monkeypatch):
     """`ragcli chat --strategy oracle` (or RAGCLI_STRATEGY=oracle) opened a session whose banner said
     "strategy oracle" and whose every question failed with "unknown strategy", exit 0 on leaving;
