@@ -31,6 +31,18 @@ def make_generator(settings: Settings) -> Generator:
     return LlamaGenerator.from_settings(settings)
 
 
+def fetch_model(settings: Settings) -> None:
+    """What a model needs before it can load, done while the one in use stays loaded: a model named
+    ``hf:...`` downloaded (or found in the cache). A download that failed (offline) had let go of the
+    session's working model first, leaving none."""
+    from ragcli.models import HF_PREFIX
+
+    if settings.backend == "llama" and settings.model.startswith(HF_PREFIX):
+        from ragcli import models
+
+        models.resolve(settings.model)
+
+
 def check_backend(generator: Generator, cls, settings: Settings) -> None:
     """Refuse, before any output, a strategy the backend cannot serve: a server without token
     log-probabilities cannot run a trigger on them (flare), one without echo cannot rerank by them."""
@@ -75,6 +87,7 @@ class Engine:
         if self._generator is None or (self._model_key not in (key, ("injected",))):
             if self._closed:
                 raise Interrupted("interrupted")
+            fetch_model(self.settings)
             self._release_generator()
             self._generator = make_generator(self.settings)
             self._model_key = key

@@ -289,16 +289,22 @@ class Repl:
     # ---------------------------------------------------------------- slash commands
     def _set(self, name: str, value: str) -> None:
         """`/set NAME VALUE`: a base URL makes the backend openai, as `--base-url` does (the local model
-        answered); refused, the settings stay as they were."""
+        answered); refused, the settings stay as they were. A model loads now, the one in use staying
+        until it has (an `hf:` one that failed to download, offline, left the session without any, and
+        every later question tried the download again)."""
         before = self.settings.copy()
         self.settings.set(name, value, label=name.replace("_", "-"))
         self.settings._sources[name] = "/set"
         try:
             self.settings.server_named([name], lambda n: "/set " + n.replace("_", "-"))
-        except RagcliError:  # (the engine holds this same Settings: put back in place)
+            if name == "model":
+                self.engine.generator
+        except BaseException as exc:  # refused, failed or Ctrl-C (the engine holds this same Settings: put back in place)
             for key in (name, "backend"):
                 setattr(self.settings, key, getattr(before, key))
             self.settings._sources = before._sources
+            if name == "model" and isinstance(exc, RagcliError):
+                raise type(exc)(exc.message, hint="the model in use stays" + (f"; {exc.hint}" if exc.hint else "")) from None
             raise
         self.console.print(f"{name.replace('_', '-')} → {markup_safe(str(self.settings.to_dict()[name]))}")
         if self.settings.backend != before.backend and name != "backend":  # implied by a base URL, or taken back

@@ -430,6 +430,41 @@ def test_set_model_checks_the_file_as_it_is_set_and_keeps_the_model_in_use(setti
     assert repl.settings.model == settings.model
 
 
+def test_a_model_that_fails_to_download_leaves_the_model_in_use_loaded(settings, built_index, monkeypatch):
+    """`/set model hf:...` offline: the model in use was let go before the download was tried, the
+    download failed, and the session had no model; every question after tried the download again.
+    The hub is faked at its boundary; the old model stays loaded and answers until the new one loads."""
+    from ragcli import engine as engine_module, models
+    from tests.test_models import FakeHub
+
+    made = []
+
+    class Closing(FakeGenerator):
+        closed = False
+
+        def close(self):
+            self.closed = True
+
+    def make(s):  # as LlamaGenerator.from_settings: the model's file found (or downloaded) as it loads
+        path = models.resolve(s.model) if s.model else None
+        made.append(Closing(default=toks(f" {path.name if path else 'Rhodotypos'}.", 0.9) + toks("\n\nQuestion:", 0.9)))
+        return made[-1]
+
+    hubs = [FakeHub({"x.gguf": 64}, fail_after=10), FakeHub({"x.gguf": 64})]  # offline, then online
+    monkeypatch.setattr(models, "HuggingFaceHub", lambda: hubs.pop(0))
+    monkeypatch.setattr(engine_module, "make_generator", make)
+    engine = Engine(settings.copy(index=str(built_index.directory), strategy="single"))
+    engine.generator  # the session's model, loaded as `ragcli chat` starts
+    _, _, err, out = drive((engine, *make_repl(settings, built_index)[1:]),
+                           "/set model hf:org/repo/x.gguf\rWhich shrub grows in Japan?\r/exit\r")
+    text = " ".join(err.split())
+    assert "error: cannot download: connection reset (the model in use stays)" in text, text
+    assert len(made) == 1 and not made[0].closed and engine.settings.model == "" and "Rhodotypos" in out
+    _, _, err, out = drive((engine, *make_repl(settings, built_index)[1:]),
+                           "/set model hf:org/repo/x.gguf\rWhich shrub grows in Japan?\r/exit\r")
+    assert "model → hf:org/repo/x.gguf" in err and len(made) == 2 and made[0].closed and "x.gguf" in out, err
+
+
 def test_set_base_url_makes_the_backend_openai_as_the_flag_does(settings, built_index):
     """`/set base-url URL` then a question: the local model answered, /show backend said llama."""
     repl, code, err, out = drive(make_repl(settings.copy(strategy="none"), built_index),
