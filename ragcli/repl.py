@@ -25,7 +25,7 @@ from ragcli.conversation import Conversation, Exchange
 from ragcli.engine import Engine
 from ragcli.errors import IndexMissingError, RagcliError, UsageError
 from ragcli.events import AnswerFinished, Event
-from ragcli.render import safe
+from ragcli.render import live_trace, safe
 from ragcli.render.text import fold_path, hanging, marked_answer, one_line, shorten, source_lines, text_console
 
 COMMANDS = {
@@ -64,6 +64,11 @@ class Repl:
         self.engine = engine
         self.settings = engine.settings
         self.console = console or text_console(stderr=True)
+        # the trace as `ask` writes it: live on a terminal, plain lines into a file or NO_COLOR (a console
+        # given, as tests give one, is drawn on live)
+        self._live = console is not None or live_trace(sys.stderr)
+        if console is None:  # (and its lines whole, as the trace's: the banner was cut at 80 columns)
+            self.console.soft_wrap = not self.console.is_terminal
         self.out = out or text_console()
         if out is None:  # `chat > answers.md`: lines as they are, not cut at 80 columns (as `ask` writes them)
             self.out.soft_wrap = not self.out.is_terminal
@@ -249,9 +254,14 @@ class Repl:
         return text
 
     def ask(self, question: str) -> Exchange | None:
-        from ragcli.render.live import RichLiveRenderer
+        if self._live:
+            from ragcli.render.live import RichLiveRenderer
 
-        renderer = RichLiveRenderer(highlight=self.settings.highlight_threshold, err=self.console, out=self.out)
+            renderer = RichLiveRenderer(highlight=self.settings.highlight_threshold, err=self.console, out=self.out)
+        else:
+            from ragcli.render.plain import PlainRenderer
+
+            renderer = PlainRenderer(self.out.file, self.console.file)
         events: list[Event] = []
         final: AnswerFinished | None = None
         if not any(c.isalnum() for c in question):  # "???" went as a follow-up, its thread's words its search

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import io
+import sys
+
+import pytest
 
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
@@ -292,6 +295,27 @@ def test_questions_piped_in_are_read_as_lines_with_nothing_of_the_prompt_in_the_
     shown = out.export_text()
     assert shown.startswith("Rhodotypos.[1] It is a shrub from Japan.[1]") and "›" not in shown
     assert "not UTF-8: read as cp1252" in err.export_text()
+
+
+@pytest.mark.parametrize("no_color", ["", "1"])
+def test_the_trace_into_a_file_is_plain_lines_as_asks_is(no_color, settings, built_index, monkeypatch):
+    """`ragcli chat < questions.txt 2> trace.txt` wrote the live view's layout ("   sentence │ …") into
+    the file, where `ask` writes its plain trace ("sentence: …") when stderr is not a terminal; NO_COLOR
+    on a terminal is plain for both too."""
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setenv("NO_COLOR", no_color)
+    monkeypatch.setattr("sys.stdin", io.StringIO("Which shrub grows in Japan?\n"))
+    monkeypatch.setattr("sys.stdout", io.StringIO())
+    monkeypatch.setattr("sys.stderr", Tty() if no_color else io.StringIO())
+    engine = Engine(settings.copy(strategy="single"), generator=FakeGenerator(default=ANSWER))
+    assert Repl(engine).run() == 0
+    trace = sys.stderr.getvalue()
+    assert "search [question] Which shrub grows in Japan?" in trace and "│" not in trace, trace
+    assert trace.splitlines()[0].endswith("/help for commands, Ctrl-D to leave") or no_color, trace
+    assert sys.stdout.getvalue().startswith("Rhodotypos.[1] It is a shrub from Japan.[1]\n\nSources:")
 
 
 def test_with_the_answers_redirected_the_prompt_is_drawn_on_the_terminal(settings, built_index, monkeypatch):
