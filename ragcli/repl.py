@@ -11,6 +11,7 @@ import os
 import shlex
 import sys
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -20,11 +21,11 @@ from rich.text import Text
 
 from ragcli import attribution
 from ragcli.cli_support import markup_safe, path_arg
-from ragcli.config import Settings, user_state_dir
+from ragcli.config import Settings, as_set_commands, user_state_dir
 from ragcli.conversation import Conversation, Exchange
 from ragcli.engine import Engine
 from ragcli.errors import IndexMissingError, RagcliError, UsageError
-from ragcli.events import AnswerFinished, Event
+from ragcli.events import AnswerFinished, Event, Notice
 from ragcli.render import live_trace, safe
 from ragcli.render.text import fold_path, hanging, marked_answer, one_line, shorten, source_lines, text_console
 
@@ -46,8 +47,6 @@ COMMANDS = {
 def _cited_for(final: AnswerFinished, question: str) -> AnswerFinished:
     """A follow-up's answer with its sources attributed for the user's own question: a "Yes." agrees
     with what was asked ("Was he born there?"), not with the earlier exchange the engine was also given."""
-    from dataclasses import replace
-
     cited, per_sentence = attribution.attribute(final.answer, final.sources, question)
     return replace(final, cited=cited, citations=per_sentence)
 
@@ -200,7 +199,8 @@ class Repl:
                 hint = exc.hint
                 if isinstance(exc, IndexMissingError) and hint == IndexMissingError.hint:  # a shell command; here:
                     hint = "/index PATH builds it"
-                self.console.print(f"[red]error:[/] {markup_safe(exc.message)}" + (f" ({markup_safe(hint)})" if hint else ""))
+                message, hint = as_set_commands(exc.message), hint and as_set_commands(hint)  # "raise --ctx": /set
+                self.console.print(f"[red]error:[/] {markup_safe(message)}" + (f" ({markup_safe(hint)})" if hint else ""))
             except OSError as exc:  # e.g. /save to a folder that does not exist: the session goes on
                 said = f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else str(exc)
                 self.console.print(f"[red]error:[/] {markup_safe(said)}")
@@ -273,7 +273,9 @@ class Repl:
                 if isinstance(event, AnswerFinished) and asked != question:
                     event = _cited_for(event, question)
                 events.append(event)
-                renderer.handle(event)
+                # shown with settings as /set changes them ("--keep-first no to drop them"); logged as they came
+                renderer.handle(replace(event, message=as_set_commands(event.message)) if isinstance(event, Notice)
+                                else event)
                 if isinstance(event, AnswerFinished):
                     final = event
         except KeyboardInterrupt:

@@ -244,3 +244,24 @@ def test_an_empty_server_flag_clears_a_server_set_elsewhere():
     s = Settings.resolve({"base_url": "", "api_model": ""}, env={"RAGCLI_BASE_URL": "http://x"},
                          config_path=Path("/nonexistent"))
     assert (s.backend, s.base_url, s.api_model) == ("llama", "", "")
+
+
+@pytest.mark.parametrize("cli, repl", [
+    ("shorten the question or raise --ctx", "shorten the question or raise ctx (/set ctx N)"),
+    ("(--keep-first no to drop them)", "(/set keep-first no to drop them)"),
+    ("is it running? check --base-url", "is it running? check base-url (/set base-url URL)"),
+    ("e.g. --base-url http://127.0.0.1:8080 for it", "e.g. /set base-url http://127.0.0.1:8080 for it"),
+    ("use --strategy single|crag|ircot|..., or a server", "use /set strategy single|crag|ircot|..., or a server"),
+    ("web search is off (--no-web); none", "web search is off (/set web no); none"),
+    ("a context of 9999 tokens (--ctx) is more", "a context of 9999 tokens (/set ctx N) is more"),
+    ("--upper (0.6) is below --lower (0.2)", "upper (0.6) is below lower (0.2)"),
+    ("--prompt-style chat: no template", "/set prompt-style chat: no template"),
+    ("give --model the .gguf file in it", "give model (/set model PATH) the .gguf file in it"),
+    ("pass --model PATH.gguf", "pass /set model PATH.gguf"),
+    ("--json prints every event, -q the answer alone", "--json prints every event, -q the answer alone"),
+    ("ragcli index --rebuild --index /x PATH", "ragcli index --rebuild --index /x PATH"),
+])
+def test_a_hint_worded_for_the_command_line_names_set_commands_in_the_repl(cli, repl):
+    from ragcli.config import as_set_commands
+
+    assert as_set_commands(cli) == repl

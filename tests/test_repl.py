@@ -489,6 +489,35 @@ def test_a_model_that_fails_to_download_leaves_the_model_in_use_loaded(settings,
     assert "model → hf:org/repo/x.gguf" in err and len(made) == 2 and made[0].closed and "x.gguf" in out, err
 
 
+def test_hints_in_the_repl_name_the_set_commands_not_the_flags(settings, built_index, monkeypatch):
+    """In chat, settings change with /set: "(--keep-first no to drop them)", "raise --ctx" and the
+    fitting warning "(raise --ctx, or lower --max-tokens)" named flags the user cannot pass there. The
+    notices and errors are shown with /set commands; logged as the strategy wrote them."""
+    from ragcli.errors import ContextOverflowError
+    from ragcli.events import Notice
+
+    real_ask, logged = Engine.ask, []
+
+    def ask(self, question, settings=None, **kwargs):
+        if question.startswith("Tell"):  # the real flare notice for a long answer
+            yield from real_ask(self, question, settings, **kwargs)
+            return
+        yield Notice("the documents fit a 700-token context window with 64 tokens kept for the answer "
+                     "(raise --ctx, or lower --max-tokens)", "warning")
+        raise ContextOverflowError("the prompt does not fit", hint="shorten the question or raise --ctx")
+
+    monkeypatch.setattr(Engine, "ask", ask)
+    engine, err, out, _ = make_repl(settings.copy(strategy="flare"), built_index)
+    _, code, err, _ = drive((engine, err, out, lambda q, s, events: logged.extend(events)),
+                            "Tell me about Rhodotypos.\rWhich shrub grows in Japan?\r/exit\r")
+    text = " ".join(err.replace("│", " ").split())  # (the live view's rows joined)
+    assert "every sentence (/set keep-first no to drop them)" in text, text
+    assert "64 tokens kept for the answer (raise ctx (/set ctx N), or lower max-tokens (/set max-tokens N))" in text
+    assert "error: the prompt does not fit (shorten the question or raise ctx (/set ctx N))" in text
+    assert " --" not in text
+    assert any("(--keep-first no to drop them)" in getattr(e, "message", "") for e in logged)
+
+
 def test_set_base_url_makes_the_backend_openai_as_the_flag_does(settings, built_index):
     """`/set base-url URL` then a question: the local model answered, /show backend said llama."""
     repl, code, err, out = drive(make_repl(settings.copy(strategy="none"), built_index),
@@ -497,7 +526,7 @@ def test_set_base_url_makes_the_backend_openai_as_the_flag_does(settings, built_
     assert "backend → openai" in err
     repl, code, err, out = drive(make_repl(settings.copy(strategy="none", backend="llama"), built_index),
                                  "/set backend llama\r/set api-model m\r/exit\r")
-    assert "error: /set api-model is for --backend openai, not llama: /set backend llama" in " ".join(err.split())
+    assert "error: /set api-model is for /set backend openai, not llama: /set backend llama" in " ".join(err.split())
     assert repl.settings.api_model == "" and repl.settings.backend == "llama"
 
 

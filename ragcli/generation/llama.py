@@ -343,7 +343,7 @@ class LlamaGenerator:
         try:
             slot.ctx.decode(slot.batch)
         except RuntimeError as exc:
-            raise ModelError(f"llama.cpp failed to evaluate the prompt: {exc}", hint="lower --ctx or -k") from None
+            raise ModelError(f"llama.cpp failed to evaluate the prompt: {exc}", hint="lower --ctx or --k") from None
         slot.tokens.extend(part)
 
     def _eval(self, slot: _Slot, tokens: Sequence[int]) -> None:
