@@ -199,6 +199,21 @@ def test_long_lines_wrap_under_their_text_not_under_the_label():
         assert all(len(row) <= 60 for row in rows)
 
 
+def test_in_a_terminal_narrower_than_34_columns_lines_still_wrap_under_their_text():
+    """Below 34 columns (a text column under 20) printed lines wrapped at column 0, under the label,
+    while the streamed line beside them wrapped under its text."""
+    err = Console(record=True, width=30, force_terminal=True)
+    r = RichLiveRenderer(highlight=0.4, err=err, out=Console(file=io.StringIO()))
+    notice = "long answer: the question's 1 document(s) stay in the prompt for every sentence"
+    r.handle(Notice(notice))
+    r.handle(SentenceCommitted(Sentence("Ulf Merbold (born June 20, 1941) is the first West German citizen.")))
+    r.close()
+    rows = err.export_text().splitlines()
+    assert rows[0].startswith("     notice │ long answer:") and rows[-1].startswith("            │ "), rows
+    assert all(row[12:14] == "│ " and len(row) <= 30 for row in rows), rows
+    assert " ".join(row[14:].strip() for row in rows).startswith(notice + " Ulf Merbold (born June 20,")
+
+
 def test_answer_on_stdout_is_word_wrapped_only_on_a_terminal():
     class Tty(io.StringIO):
         def isatty(self):

@@ -39,6 +39,7 @@ COMMITTED = "bold"
 
 LABEL_WIDTH = 14  # "   sentence │ "
 CONTINUED = " " * (LABEL_WIDTH - 2) + "│ "
+TEXT_MIN = 10  # the text column's least width: a terminal narrower than LABEL_WIDTH + this overflows it
 LOW_SHOWN = 6  # low tokens listed by name on a draft line; the count of the rest follows
 
 
@@ -72,7 +73,7 @@ class _Streaming:
 
     @property
     def width(self) -> int:
-        return max(self.console.width - LABEL_WIDTH, 10)
+        return max(self.console.width - LABEL_WIDTH, TEXT_MIN)
 
     def append(self, piece: Text) -> None:
         with self._lock:
@@ -140,10 +141,11 @@ class RichLiveRenderer:
 
                sentence │ Ulf Merbold (born June 20, 1941) is the first West German citizen and
                         │ second German native (after Sigmund Jähn) to have flown in space.
-        """
+
+        down to a text column as narrow as the streamed line's (below 34 columns it wrapped at column 0)."""
         width = self.err.width - LABEL_WIDTH
         if (not isinstance(line, Text) or line.plain[LABEL_WIDTH - 2:LABEL_WIDTH] != "│ "
-                or width < 20 or line.cell_len <= self.err.width and "\n" not in line.plain):
+                or width < TEXT_MIN or line.cell_len <= self.err.width and "\n" not in line.plain):
             return line
         head, body = line.divide([LABEL_WIDTH])
         out = head.copy()
