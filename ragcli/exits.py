@@ -12,6 +12,7 @@ from typing import Iterator
 import typer
 
 from ragcli.errors import Interrupted, RagcliError, Terminated
+from ragcli.streams import writes_utf8
 
 PIPE_CLOSED = 0  # `ragcli search --json q | head -1`: the reader took what it wanted (as ripgrep, fd, bat)
 
@@ -37,8 +38,7 @@ def unencodable_replaced() -> None:
     cannot hold is written as "?" (stderr has Python's backslash escapes already). Writing an answer's
     "…" or a page's en dash raised UnicodeEncodeError, an internal error (exit 1) in place of the answer;
     `--json` escapes such characters itself (``JsonlRenderer``), losing nothing."""
-    encoding = (getattr(sys.stdout, "encoding", None) or "").lower().replace("_", "-")
-    if encoding in ("utf-8", "utf8"):
+    if writes_utf8(sys.stdout):
         return
     try:
         sys.stdout.reconfigure(errors="replace")

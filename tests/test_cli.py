@@ -879,3 +879,23 @@ def test_an_output_that_is_not_utf8_gets_the_answer_not_an_internal_error(encodi
     assert proc.returncode == 0, proc.stderr
     answer = [json.loads(line) for line in proc.stdout.decode("ascii").splitlines()][-1]
     assert answer["answer"] == "Keith Moon (1946 \u2013 1978) drummed \u2026 for the Who \U0001f941."
+
+
+@pytest.mark.parametrize("name, utf8", [("utf-8", True), ("UTF8", True), ("utf_8", True), ("U8", True),
+                                        ("cp65001", True), ("latin-1", False), ("ascii", False),
+                                        ("utf-16", False)])
+def test_utf8_output_is_known_under_each_of_its_names(name, utf8, monkeypatch):
+    """One check for "is stdout UTF-8?" (``streams.writes_utf8``), where `exits` and `--json` each had
+    their own spelling test ("utf-8", "utf8"): Windows' cp65001, Python's alias of UTF-8, had `--json`
+    escape every non-ASCII character and stdout reconfigured to write "?"."""
+    from ragcli.exits import unencodable_replaced
+    from ragcli.render.jsonl import JsonlRenderer
+    from ragcli.streams import writes_utf8
+
+    out = io.TextIOWrapper(io.BytesIO(), encoding=name)
+    assert writes_utf8(out) is utf8
+    assert JsonlRenderer(out).ascii is not utf8
+    monkeypatch.setattr(sys, "stdout", out)
+    unencodable_replaced()
+    assert out.errors == ("strict" if utf8 else "replace")
+    assert writes_utf8(io.StringIO()) and not writes_utf8(type("Odd", (), {"encoding": "no-such-codec"})())

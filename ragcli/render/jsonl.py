@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from ragcli.events import SCHEMA_VERSION, Event, event_to_dict
+from ragcli.streams import writes_utf8
 
 # Line breaks to Python's str.splitlines() and to JavaScript line readers that JSON leaves raw (it escapes
 # only the characters below U+0020): a record with a page's U+2028 came out as two broken lines there
@@ -27,7 +28,7 @@ class JsonlRenderer:
         self.out = out
         self.first = True
         # stdout in latin-1 or ASCII (PYTHONIOENCODING, the locale): escaped, not written as "?"
-        self.ascii = (getattr(out, "encoding", None) or "utf-8").lower().replace("_", "-") not in ("utf-8", "utf8")
+        self.ascii = not writes_utf8(out)
 
     def handle(self, event: Event) -> None:
         data = event_to_dict(event)
