@@ -484,6 +484,35 @@ def test_fitting_drops_pages_then_shortens_the_last_and_tokenizes_each_candidate
     assert err.value.hint == gen.context_hint
 
 
+def test_the_hint_for_more_room_is_the_backends_and_one_wording(settings):
+    """Where a prompt does not fit, the overflow error and the fit note say the same (they had "lower
+    --max-tokens or raise --ctx" and "raise --ctx, or lower --max-tokens"), from what the generator says
+    it is (``in_process``: --ctx sizes its window; a server's own -c does), where fitting compared its
+    ``context_hint`` text with the in-process one, and a server's whole-answer overflow said "shorten the
+    question, lower -k" though neither was what did not fit."""
+    import pytest
+
+    from ragcli.errors import ContextOverflowError
+    from ragcli.generation.llama import LlamaGenerator
+    from ragcli.generation.openai import OpenAIGenerator
+
+    assert LlamaGenerator.in_process and not OpenAIGenerator.in_process and FakeGenerator.in_process
+    build = lambda ds: "Question: q\n" + "\n".join(d.text for d in ds)  # noqa: E731
+    pages = [Document(f"p{i}", f"Page {i}", "word " * 50, 1.0) for i in range(3)]
+    for in_process, fix in [(True, "raise --ctx"), (False, "give the server a larger context")]:
+        gen = FakeGenerator([], n_ctx=200)
+        gen.in_process = in_process
+        strategy = Flare(gen, StaticRetriever([]), settings.copy(max_tokens=120))
+        assert len(strategy.fit_documents(pages, build, reserve=120)) == 1
+        assert strategy.fit_note.endswith(f"tokens kept for the answer ({fix}, or lower --max-tokens)")
+        strategy.fit_documents(pages, build, reserve=60)  # a look-ahead's reserve, not the answer's
+        assert strategy.fit_note.endswith(f"({fix})")
+        strategy.settings = settings.copy(max_tokens=250)
+        with pytest.raises(ContextOverflowError) as err:  # the answer's room is what does not fit
+            strategy.fit_documents(pages, build, reserve=250)
+        assert err.value.hint == f"{fix}, or lower --max-tokens"
+
+
 def test_a_page_of_one_long_word_is_cut_to_fit_not_dropped(settings):
     """Base64 or minified data is one "word" of up to 20,000 characters: it could not be cut by words,
     so it was dropped and the answer written from no document, without a word said."""

@@ -79,6 +79,7 @@ class Generator(Protocol):
     stats: GenStats
     last_finish: str  # why the last stream() ended: "stop", "eog" or "length"
     context_hint: str  # what to do when a prompt does not fit n_ctx (LOCAL_CONTEXT_HINT in-process)
+    in_process: bool  # the model runs here, its window sized by --ctx (not a server's, sized by its own -c)
 
     def fingerprint(self) -> str:
         """What identifies the model's behaviour (a GGUF file's SHA-256; a server's URL and model):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Callable, Iterator, Mapping, Sequence, Union
 
-from ragcli.generation import GenStats, StopFilter
+from ragcli.generation import LOCAL_CONTEXT_HINT, GenStats, StopFilter
 from ragcli.types import Token
 
 Script = Union[Sequence[tuple[str, float]], Callable[[str], Sequence[tuple[str, float]]]]
@@ -29,6 +29,9 @@ def toks(text: str, prob: float = 0.95, low: Mapping[str, float] | None = None) 
 
 
 class FakeGenerator:
+    in_process = True  # as the in-process model: --ctx sizes its window
+    context_hint = LOCAL_CONTEXT_HINT
+
     def __init__(self, scripts: Sequence[Script] = (), *, default: Script | None = None, n_ctx: int = 4096,
                  yes_prob: Callable[[str], float] | None = None) -> None:
         self.scripts = list(scripts)

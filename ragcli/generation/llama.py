@@ -85,6 +85,8 @@ class _Slot:
 
 
 class LlamaGenerator:
+    in_process = True  # --ctx sizes its context window
+
     def __init__(self, model_path: Path, *, n_ctx: int = 4096, n_gpu_layers: int = 0, threads: int = 0,
                  seed: int = 0, temperature: float = 0.0, top_p: float = 0.95, cache: bool = True,
                  require_gpu: bool = False, prompt_style: str = "auto") -> None:

@@ -54,6 +54,8 @@ def api_key() -> str | None:
 class OpenAIGenerator(ServerTokens):
     """Streams tokens with their log-probabilities from an OpenAI-compatible server."""
 
+    in_process = False  # the model runs in the server: not sized by --ctx
+
     def __init__(self, base_url: str, *, model: str = "", key: str | None = None, timeout: float = 120.0,
                  n_ctx: int = 4096, temperature: float = 0.0, top_p: float = 0.95, seed: int = 0,
                  cache: bool = True, prompt_style: str = "auto", retries: int = RETRIES, backoff: float = BACKOFF,

@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Callable, Collection, Sequence
 
 from ragcli.errors import ContextOverflowError
-from ragcli.generation import LOCAL_CONTEXT_HINT
 from ragcli.types import Document
 
 MIN_SHORTENED_CHARS = 120  # a page shorter than this is dropped, not cut, when it does not fit
@@ -48,10 +47,10 @@ class DocumentFitting:
         kept = list(docs)
         while not fits(kept):  # each candidate tokenized once
             if not kept:
-                hint = getattr(self.gen, "context_hint", LOCAL_CONTEXT_HINT)
+                hint = self.gen.context_hint
                 asked = self.gen.count_tokens(build([]))
                 if reserve == self.settings.max_tokens and reserve >= asked:  # the answer's room, not the question
-                    hint = "lower --max-tokens or raise --ctx" if hint == LOCAL_CONTEXT_HINT else f"lower --max-tokens; {hint}"
+                    hint = _more_room(self.gen.in_process, whole_answer=True)
                 raise ContextOverflowError(
                     f"the question and answer need more than the {self.gen.n_ctx}-token context window "
                     f"(the prompt: {asked} tokens; the answer: up to {reserve})",
@@ -67,9 +66,8 @@ class DocumentFitting:
             kept[0] = Document(d.id, d.title, text + " …", d.score, d.source, d.location)
         cut = bool(kept) and kept[0] is not docs[0]
         if len(kept) < len(docs) or cut:
-            local = getattr(self.gen, "context_hint", LOCAL_CONTEXT_HINT) == LOCAL_CONTEXT_HINT
             self.fit_note = _fit_note(len(docs), len(kept), cut, self.gen.n_ctx, reserve,
-                                      reserve == self.settings.max_tokens, local)
+                                      _more_room(self.gen.in_process, reserve == self.settings.max_tokens))
         if self.settings.page_order == "near" and len(kept) > 1:
             near = kept[::-1]
             if fits(near):  # token boundaries differ by order
@@ -77,11 +75,18 @@ class DocumentFitting:
         return kept
 
 
-def _fit_note(given: int, kept: int, cut: bool, n_ctx: int, reserve: int, whole_answer: bool, local: bool) -> str:
+def _more_room(in_process: bool, whole_answer: bool) -> str:
+    """How to give a prompt more room, for the overflow error and the fit note alike: a larger window
+    (--ctx sizes an in-process model's; a server's own -c sizes its), or, where the answer's whole
+    --max-tokens is what is kept, a smaller answer."""
+    fix = "raise --ctx" if in_process else "give the server a larger context"
+    return fix + (", or lower --max-tokens" if whole_answer else "")
+
+
+def _fit_note(given: int, kept: int, cut: bool, n_ctx: int, reserve: int, fix: str) -> str:
     """What fitting did to a prompt's documents, for the user: pages left out or cut were read by no
     one, and nothing said so (an answer written from one shortened page of three looked complete)."""
     done = [f"{given - kept} of {given} document(s) left out" if kept < given else "",
             "the best one shortened" if cut else ""]
-    fix = "raise --ctx" if local else "give the server a larger context"
     return (f"{' and '.join(d for d in done if d)} to fit the {n_ctx}-token context window with {reserve} "
-            f"tokens kept for the answer ({fix}{', or lower --max-tokens' if whole_answer else ''})")
+            f"tokens kept for the answer ({fix})")
