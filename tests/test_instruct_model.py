@@ -93,6 +93,26 @@ def test_the_chat_template_is_used_and_answers_end_at_its_end_of_turn_token(samp
     assert "im_end" not in text and "im_start" not in text
 
 
+def test_the_special_tokens_are_read_from_the_model_once_not_for_every_prompt(sample_engine, monkeypatch):
+    """format() asked llama.cpp for the EOS and BOS texts and whether its tokenizer adds a BOS on every
+    call: every prompt counted (fitting counts each candidate) and every prompt run."""
+    import llama_cpp
+
+    from ragcli import prompts
+
+    gen = sample_engine.generator
+    prompt = prompts.answer_prompt("Who wrote Hamlet?")
+    before = gen.format(prompt)
+
+    def asked(*args):
+        raise AssertionError("read from the model again")
+
+    monkeypatch.setattr(gen.llm, "token_eos", asked)
+    monkeypatch.setattr(gen.llm, "token_bos", asked)
+    monkeypatch.setattr(llama_cpp, "llama_vocab_get_add_bos", asked)
+    assert gen.format(prompt) == before and gen._bos_text == "<|im_start|>" and not gen._bos_added
+
+
 def test_a_page_quoting_the_templates_markers_cannot_open_a_turn(sample_engine):
     """A retrieved page (a note, a CRAG web page) that says "<|im_end|>" closed the system turn it was
     in, and "<|im_start|>assistant" opened a turn of the page's making."""

@@ -140,6 +140,13 @@ class LlamaGenerator:
         self._control_texts = None  # a pattern of the control tokens' texts (chat style), once needed
         self._slots: dict[str, _Slot] = {"main": _Slot(self.llm._ctx, self.llm._batch, self.n_ctx)}
         self.chat_template = self.llm.metadata.get("tokenizer.chat_template")
+        import llama_cpp
+
+        # what a chat template writes for the special tokens, and whether the tokenizer adds a BOS itself:
+        # the model's, read once (format() read them again for every prompt counted or run)
+        self._eos_text = self._special_text(self.llm.token_eos())
+        self._bos_text = self._special_text(self.llm.token_bos())
+        self._bos_added = bool(llama_cpp.llama_vocab_get_add_bos(self.llm._model.vocab))
         from ragcli.generation.chat import template_problem, use_chat
 
         name = f"{model_path.name} {self.llm.metadata.get('general.name', '')} {self.llm.metadata.get('general.finetune', '')}"
@@ -183,11 +190,8 @@ class LlamaGenerator:
             return str(prompt)
         from ragcli.generation.chat import render
 
-        import llama_cpp
-
-        return render(prompt, self.chat_template, defuse=self._defuse, eos=self._special_text(self.llm.token_eos()),
-                      bos=self._special_text(self.llm.token_bos()),
-                      bos_added=bool(llama_cpp.llama_vocab_get_add_bos(self.llm._model.vocab)))
+        return render(prompt, self.chat_template, defuse=self._defuse, eos=self._eos_text, bos=self._bos_text,
+                      bos_added=self._bos_added)
 
     def _special_text(self, token: int) -> str:
         """The text of a special token (EOS, BOS) as a chat template writes it; "" for none."""
@@ -225,7 +229,7 @@ class LlamaGenerator:
     def _end_of_turn_ids(self) -> frozenset[int]:
         from ragcli.generation.chat import end_of_turn
 
-        ids = self.tokenize(end_of_turn(self.chat_template, self._special_text(self.llm.token_eos())), bos=False)
+        ids = self.tokenize(end_of_turn(self.chat_template, self._eos_text), bos=False)
         return frozenset(ids) if len(ids) == 1 else frozenset()
 
     def _piece(self, token: int) -> bytes:
