@@ -1,4 +1,4 @@
-"""Generation without a model: the llama.cpp adapter's sampling, and the fake's stops (shared with the backends)."""
+"""Generation without a model: the llama.cpp adapter's sampling (``generation.sampling``), and the fake's stops (shared with the backends)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 def test_the_nucleus_is_the_smallest_most_likely_set_without_a_full_sort():
     import numpy as np
 
-    from ragcli.generation.llama import nucleus
+    from ragcli.generation.sampling import nucleus
 
     rng = np.random.default_rng(0)
     for top_p in (0.1, 0.5, 0.9, 0.999):
@@ -14,6 +14,34 @@ def test_the_nucleus_is_the_smallest_most_likely_set_without_a_full_sort():
         order = np.argsort(-p, kind="stable")
         expect = order[: int(np.searchsorted(np.cumsum(p[order]), top_p)) + 1]
         assert list(nucleus(p, top_p)) == list(expect)
+
+
+def test_a_steps_numbers_are_those_of_the_full_softmax_without_its_full_sort():
+    """log Z, entropy, the top-5 alternatives (argpartition within 12 nats of the best, or past them)
+    and the choice, against the textbook computation over the whole vocabulary."""
+    import math
+
+    import numpy as np
+
+    from ragcli.generation.sampling import TOP_N, adjusted, log_partition, sample, top_ids
+
+    rng = np.random.default_rng(1)
+    for scale in (0.5, 4.0, 40.0):  # flat (hundreds of candidates), middling, peaked (fewer than five)
+        logits = (rng.standard_normal(20000) * scale).astype(np.float32)
+        m, lse, entropy = log_partition(logits)
+        logp = logits.astype(np.float64) - np.logaddexp.reduce(logits.astype(np.float64))
+        assert m == logits.max() and math.isclose(lse, float(logits.max() - logp.max()), rel_tol=1e-5)
+        assert math.isclose(entropy, float(-(np.exp(logp) * logp).sum()), rel_tol=1e-4, abs_tol=1e-5)
+        assert top_ids(logits, m) == [int(t) for t in np.argsort(-logits, kind="stable")[:TOP_N]]
+        assert sample(logits, 0.0, 0.95, rng) == int(np.argmax(logits))
+        assert sample(logits, 1.0, 1e-9, rng) == int(np.argmax(logits))  # a nucleus of one token
+    best = int(np.argmax(logits))
+    assert adjusted(logits, {}, {}, 0) is logits
+    banned = adjusted(logits, {7: 2.5}, {best: 2}, 1)
+    assert banned[7] == logits[7] + 2.5 and banned[best] == -math.inf and logits[best] > -math.inf
+    assert adjusted(logits, {}, {best: 2}, 2)[best] == logits[best]  # banned for its first two steps only
+    draws = [sample(np.log(np.array([0.6, 0.3, 0.1])), 1.0, 0.8, rng) for _ in range(300)]
+    assert set(draws) == {0, 1} and 0.55 < draws.count(0) / 300 < 0.78  # 2/3 of the nucleus {0, 1}
 
 
 def test_the_fake_applies_stops_as_the_backends_do():

@@ -40,6 +40,7 @@ from ragcli.errors import ModelError
 from ragcli.generation import LOCAL_CONTEXT_HINT, ControlTexts, GenStats, StopFilter
 from ragcli.generation.gguf import (check_gguf, embedded_model_path, gguf_context_length, gguf_fingerprint, quiet_stderr,
                                    signals_held)
+from ragcli.generation.sampling import adjusted, log_partition, sample, top_ids
 from ragcli.types import Token
 
 
@@ -365,7 +366,6 @@ class LlamaGenerator:
     def stream(self, prompt: str, *, max_tokens: int, stop: Sequence[str] = (), slot: str = "main",
                bias: Mapping[str, float] | None = None,
                suppress_first: Mapping[str, int] | None = None) -> Iterator[Token]:
-        np = self._np
         tokens = self.prompt_tokens(prompt)
         s = self._slot(slot, len(tokens) + max_tokens + 1 + CHARACTER_TOKENS)
         self._prepare(s, tokens)
@@ -383,28 +383,17 @@ class LlamaGenerator:
             if len(s.tokens) >= self.n_ctx - 1:
                 break
             logits = self._logits(s)
-            m = float(logits.max())
-            e = np.exp(logits - m)
-            z = float(e.sum())
-            lse = m + math.log(z)
-            entropy = max(lse - float(e @ logits) / z, 0.0)  # H = log Z - E_p[logit], in nats
-            if bias_ids or suppress_ids:
-                adjusted = logits.copy()
-                for tid, b in bias_ids.items():
-                    adjusted[tid] += float(b)
-                for tid, n in suppress_ids.items():
-                    if i < int(n):
-                        adjusted[tid] = -math.inf
-                tok = self._sample(adjusted)
-            else:
-                tok = self._sample(logits)
+            m, lse, entropy = log_partition(logits)
+            tok = sample(adjusted(logits, bias_ids, suppress_ids, i), self.temperature, self.top_p, self.rng)
             logprob = float(logits[tok]) - lse
             if self._is_eog(tok):
                 self.last_finish = "eog"
                 break
             self.stats.tokens_generated += 1
             piece = decoder.decode(self._piece(tok))
-            out = stops.feed(Token(piece, logprob, tok, entropy, self._top(logits, m, lse)))
+            top = tuple((self._piece(t).decode("utf-8", errors="replace"), float(logits[t]) - lse)
+                        for t in top_ids(logits, m))
+            out = stops.feed(Token(piece, logprob, tok, entropy, top))
             if out is not None:
                 yield out
             if stops.stopped:
@@ -414,33 +403,6 @@ class LlamaGenerator:
         out = stops.flush()
         if out is not None:
             yield out
-
-    def _top(self, logits, m: float, lse: float) -> tuple[tuple[str, float], ...]:
-        """The TOP_N most likely tokens as (text, logprob), best first, without sorting the whole
-        vocabulary: only the logits within TOP_WINDOW nats of the maximum are candidates (a handful
-        in practice; argpartition over 262k logits costs a fifth of a generated token)."""
-        np = self._np
-        idx = np.flatnonzero(logits >= m - TOP_WINDOW)
-        if len(idx) < TOP_N:
-            idx = np.argpartition(logits, -TOP_N)[-TOP_N:]
-        elif len(idx) > 8 * TOP_N:
-            idx = idx[np.argpartition(logits[idx], -TOP_N)[-TOP_N:]]
-        best = idx[np.argsort(-logits[idx], kind="stable")][:TOP_N]
-        return tuple((self._piece(int(t)).decode("utf-8", errors="replace"), float(logits[t]) - lse) for t in best)
-
-    def _sample(self, logits) -> int:
-        np = self._np
-        if self.temperature <= 0:
-            return int(np.argmax(logits))
-        z = (logits.astype(np.float64) / self.temperature)
-        z -= z.max()
-        p = np.exp(z)
-        p /= p.sum()
-        if self.top_p < 1.0:
-            keep = nucleus(p, self.top_p)
-            q = p[keep] / p[keep].sum()
-            return int(keep[self.rng.choice(len(keep), p=q)])
-        return int(self.rng.choice(len(p), p=p))
 
     # ---------------------------------------------------------------- scoring
     def next_token_probs(self, prompt: str, candidates: Sequence[str], *, slot: str = "score") -> dict[str, float]:
@@ -484,25 +446,3 @@ class LlamaGenerator:
             m = row.max()
             total += float(row[tid] - m - math.log(np.exp(row - m).sum()))
         return total
-
-
-def nucleus(p, top_p: float):
-    """Indices of the smallest set of most likely tokens whose probabilities reach ``top_p``, most
-    likely first, without sorting the whole vocabulary: the k most likely are partitioned out and
-    sorted, k growing fourfold until they hold enough mass (a few dozen in practice)."""
-    import numpy as np
-
-    n = len(p)
-    k = 64
-    while True:
-        k = min(k, n)
-        cand = np.argpartition(-p, k - 1)[:k] if k < n else np.arange(n)
-        cand = cand[np.argsort(-p[cand], kind="stable")]
-        csum = np.cumsum(p[cand])
-        if csum[-1] >= top_p or k == n:
-            return cand[: int(np.searchsorted(csum, top_p)) + 1]
-        k *= 4
-
-
-TOP_N = 5  # alternatives kept per generated token (Token.top)
-TOP_WINDOW = 12.0  # nats below the best logit where they are looked for (e^-12: far below any top-5 token)

@@ -33,7 +33,8 @@ from ragcli.generation.openai_http import BACKOFF, CONTEXT_HINT, RETRIES, Server
 from ragcli.generation.openai_probe import identify
 from ragcli.generation.openai_tokens import ServerTokens, chat_messages, estimate_tokens
 from ragcli.generation.llama import CHARACTER_TOKENS
-from ragcli.generation.openai_wire import TOP_N, Chunk, Piece
+from ragcli.generation.openai_wire import Chunk, Piece
+from ragcli.generation.sampling import TOP_N
 from ragcli.types import Token
 from ragcli.prompts import Prompt
 

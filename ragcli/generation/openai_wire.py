@@ -21,8 +21,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
-TOP_N = 5  # alternatives kept per token (as in-process)
-
 
 @dataclass(frozen=True, slots=True)
 class Piece:
