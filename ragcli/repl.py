@@ -28,6 +28,7 @@ from ragcli.errors import IndexMissingError, RagcliError, UsageError
 from ragcli.events import AnswerFinished, Event, Notice
 from ragcli.render import live_trace, safe
 from ragcli.render.text import fold_path, hanging, marked_answer, one_line, shorten, source_lines, text_console
+from ragcli.signals import terminal_mode
 
 COMMANDS = {
     "/help": "show this help",
@@ -222,8 +223,11 @@ class Repl:
                 termios.tcsetattr(fd, termios.TCSANOW, quiet)
             except Exception:  # noqa: BLE001 - not a terminal (tests, Windows; termios.error): as it is
                 fd = saved = None
+        # put back also if a second Ctrl-C while a model loads ends the process at once (echo was left off)
+        put_back = (lambda: termios.tcsetattr(fd, termios.TCSANOW, saved)) if saved is not None else (lambda: None)
         try:
-            yield
+            with terminal_mode(put_back):
+                yield
         finally:
             if saved is not None:
                 import select

@@ -1,11 +1,16 @@
 """Signal handlers put in place for a block of code and taken back after it: the one mechanism behind
 ``exits.terminations_raised`` (SIGTERM/SIGHUP raise ``Terminated`` while a run goes on) and
-``generation.gguf.signals_held`` (Ctrl-C held while llama.cpp loads a model)."""
+``generation.gguf.signals_held`` (Ctrl-C held while llama.cpp loads a model); and leaving at once
+(``leave_now``, a second Ctrl-C there) with the terminal as the user had it."""
 
 from __future__ import annotations
 
+import os
+import sys
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import Callable, Iterator, NoReturn
+
+_put_back: list[Callable[[], None]] = []  # terminal modes set by the blocks now running (``terminal_mode``)
 
 
 @contextmanager
@@ -46,3 +51,36 @@ def restore(previous: dict[int, object]) -> None:
             signal.signal(signum, handler)
         except (OSError, ValueError):
             pass
+
+
+@contextmanager
+def terminal_mode(put_back: Callable[[], None]) -> Iterator[None]:
+    """A block that changes the terminal (the REPL turns echo off while an answer runs) and puts it back
+    as it ends: ``put_back`` is run by ``leave_now`` too, should the process leave in the middle of it."""
+    _put_back.append(put_back)
+    try:
+        yield
+    finally:
+        _put_back.remove(put_back)
+
+
+def leave_now(code: int, message: str, fd: int = 2) -> NoReturn:
+    """End the process at once with ``code``, from a signal's handler where an exception would be lost
+    (inside a C callback) or would wait (for llama.cpp to finish loading): the terminal modes blocks
+    set are put back (``terminal_mode``), the cursor a live view hid is shown, what Python buffered is
+    written, and ``message`` goes to ``fd`` (the terminal's stderr). No cleanup runs beyond that."""
+    for put_back in reversed(_put_back):
+        try:
+            put_back()
+        except Exception:  # noqa: BLE001 - the terminal hung up: nothing to put back
+            pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - closed, or being written by the code this signal interrupted
+            pass
+    try:
+        os.write(fd, (("\x1b[?25h" if os.isatty(fd) else "") + message + "\n").encode())
+    except OSError:
+        pass
+    os._exit(code)

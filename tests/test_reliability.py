@@ -597,6 +597,49 @@ def _signal_in_a_c_callback(signum):
     libc.qsort(values, 2, ctypes.sizeof(ctypes.c_int), compare_t(compare))
 
 
+SLOW_LOAD = """
+import ctypes, os, sys, time
+import llama_cpp
+from ragcli import cli
+from ragcli.signals import terminal_mode
+
+class SlowLoad:  # a 70B model's load: half a minute, llama.cpp calling back into Python for each line it logs
+    def __init__(self, **kwargs):
+        print("loading", flush=True)
+        libc = ctypes.CDLL(None)
+        compare = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)(lambda a, b: time.sleep(0.01) or 0)
+        values = (ctypes.c_int * 2)(2, 1)
+        for _ in range(3000):
+            libc.qsort(values, 2, ctypes.sizeof(ctypes.c_int), compare)
+        raise ValueError("not a real model")
+
+llama_cpp.Llama = SlowLoad
+with terminal_mode(lambda: os.write(1, b"terminal put back\\n")):  # as the REPL's echo, turned off meanwhile
+    cli.run(sys.argv[1:])
+"""
+
+
+def test_a_second_ctrl_c_while_the_model_loads_leaves_at_once(tmp_path):
+    """The first Ctrl-C is held until llama.cpp has loaded the model (raised inside its callback it was
+    lost); a second one waited for the load too (30 s for a 70B model) where a user pressing it again
+    wants out: it leaves at once, exit 130, "interrupted", with the terminal as the user had it."""
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF" + b"\x00" * 60)
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_LOAD, "ask", "Who?", "--model", str(model),
+                             "--strategy", "none", "--no-log"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline() == b"loading\n"
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        assert proc.poll() is None  # the first is held: the load goes on
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=10)  # the load had 30 s left
+    finally:
+        proc.kill()
+        proc.wait()
+    assert (proc.returncode, err, out) == (130, b"interrupted\n", b"terminal put back\n")
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_ctrl_c_or_a_kill_while_the_model_loads_is_not_lost(signum, tmp_path, monkeypatch):
     """Ctrl-C while llama.cpp loaded the model was raised inside its log callback, where ctypes prints

@@ -695,3 +695,30 @@ def test_tab_completes_the_settings_show_takes(settings, built_index):
         assert "theta" in complete("/show th") and "settings" in complete("/show ")
         assert "top-p" in complete("/show theta to")  # a second setting to show
         assert "theta" in complete("/set th") and complete("/set theta 0") == []  # the value is not a name
+
+
+def test_the_echo_an_answer_turns_off_is_put_back_should_the_process_leave_at_once(monkeypatch):
+    """While an answer runs the REPL turns the terminal's echo off; a second Ctrl-C while a model loads
+    leaves at once (``signals.leave_now``), which puts back what ``terminal_mode`` registered: echo
+    stayed off in the shell after it, the REPL's own put-back never ran."""
+    import os
+    import pty
+    import sys
+    import termios
+
+    from ragcli import signals
+
+    leader, follower = pty.openpty()
+    with os.fdopen(follower, "r") as tty:
+        monkeypatch.setattr(sys, "stdin", tty)
+        repl = Repl.__new__(Repl)  # only its terminal handling: no session, no engine
+        repl._plain, repl._input, repl.console = False, None, Console(file=io.StringIO())
+        echo = lambda: bool(termios.tcgetattr(follower)[3] & termios.ECHO)  # noqa: E731
+        assert echo()
+        with repl._typing_held():
+            assert not echo()
+            for put_back in signals._put_back:  # as leave_now does
+                put_back()
+            assert echo()
+        assert echo() and not signals._put_back
+    os.close(leader)

@@ -192,15 +192,33 @@ def signals_held():
     loaded a model, then raise it. While it loads, llama.cpp calls back into Python for every line it
     logs, and a signal's handler that raised there raised inside a ctypes callback, where the exception
     is printed ("Exception ignored", onto the silenced stderr) and dropped: `ragcli chat` opened its
-    session after a Ctrl-C and `ask` answered, exit 0. Only Python handlers are held (one that
-    ignores the signal, or the default, stays); outside the main thread, nothing is changed."""
-    from ragcli.signals import replaced_handlers
+    session after a Ctrl-C and `ask` answered, exit 0. A second one leaves at once (130 for Ctrl-C, 143
+    or 129), as a user pressing Ctrl-C again means: it waited for the load (half a minute for a 70B
+    model). Only Python handlers are held (one that ignores the signal, or the default, stays);
+    outside the main thread, nothing is changed."""
+    import signal
+
+    from ragcli.errors import Terminated
+    from ragcli.signals import leave_now, replaced_handlers
 
     caught: list[int] = []
     held: dict[int, object] = {}
+    try:  # the terminal's, for leave_now: quiet_stderr points fd 2 at the null device meanwhile
+        stderr = os.dup(2)
+    except OSError:
+        stderr = -1
+
+    def hold(signum: int, frame) -> None:
+        if caught:
+            code, said = (130, "interrupted") if signum == signal.SIGINT else (128 + signum, Terminated(signum).message)
+            leave_now(code, said, stderr)
+        caught.append(signum)
+
     try:
-        with replaced_handlers(("SIGINT", "SIGTERM", "SIGHUP"), lambda n, frame: caught.append(n), callable, held):
+        with replaced_handlers(("SIGINT", "SIGTERM", "SIGHUP"), hold, callable, held):
             yield
     finally:
+        if stderr >= 0:
+            os.close(stderr)
         if caught:  # as it would have been handled, now outside the callback (the handlers are back)
             held[caught[0]](caught[0], None)
