@@ -447,7 +447,12 @@ def run(argv: list[str] | None = None) -> None:
         usage_error_event(exc, argv, hint)
         raise SystemExit(exc.exit_code) from None
     except Exception as exc:  # noqa: BLE001 - a bug: one line, exit 1, traceback with --debug
-        if _state["debug"]:
+        terminated = terminated_behind(exc)  # saying a SIGTERM/SIGHUP failed (the terminal is gone): its code
+        if _state["debug"] and terminated is None:
             raise
-        report(terminated_behind(exc) or exc)
+        if _state["debug"]:  # the traceback of what failed, the SIGHUP behind it included, then its exit code
+            import traceback
+
+            traceback.print_exception(exc)
+        report(terminated or exc)
     raise SystemExit(0)

@@ -785,6 +785,40 @@ def test_a_hangup_whose_output_fails_as_it_closes_ends_with_129_under_debug_too(
     assert capsys.readouterr().err.strip().splitlines()[-1] == "terminated (SIGHUP)"
 
 
+def test_a_hangup_whose_json_error_event_cannot_be_written_ends_with_129_under_debug_too(monkeypatch, tmp_path,
+                                                                                       capsys):
+    """`ask --json --debug` under a SIGHUP: the error event written then failed (EIO: the terminal is gone),
+    and with --debug that OSError went on as a bug's would: its traceback and exit 1, where without
+    --debug ``run`` found the SIGHUP behind it (129). The traceback is still shown, the code is the
+    signal's."""
+    import errno
+    import signal
+
+    from ragcli import cli, engine, render
+    from ragcli.errors import Terminated
+
+    def hung_up(self, question, *args, **kwargs):
+        raise Terminated(signal.SIGHUP)
+        yield  # (a generator, as Engine.ask is)
+
+    class GoneTerminal:
+        def handle(self, event):
+            raise OSError(errno.EIO, "Input/output error")
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(engine.Engine, "ask", hung_up)
+    monkeypatch.setattr(render, "make_renderer", lambda **kwargs: GoneTerminal())
+    for debug in ([], ["--debug"]):
+        with pytest.raises(SystemExit) as done:
+            cli.run([*debug, "ask", "--json", "Which band?", "--strategy", "none", "--no-log", "--index",
+                     str(tmp_path / "none")])
+        err = capsys.readouterr().err
+        assert done.value.code == 129 and err.strip().splitlines()[-1] == "terminated (SIGHUP)", err
+        assert ("OSError: [Errno 5] Input/output error" in err) == bool(debug), err
+
+
 def test_an_empty_path_to_index_is_refused_not_read_as_the_current_folder(tmp_path, capsys, monkeypatch):
     """`ragcli index "$NOTES"` with NOTES unset indexed the whole current folder: Path('') is '.'
     (`ls ''` and `git add ''` refuse it)."""
