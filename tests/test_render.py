@@ -689,6 +689,14 @@ def test_an_escape_shown_in_a_title_is_never_split_after_its_backslash():
         lines = fold_path("[3] plain\\x1b[2Jname, [4] line\\u2028break", width).split("\n")
         assert not any(re.search(r"\\(x[0-9a-f]?|u[0-9a-f]{0,3})?$", line) for line in lines), (width, lines)
     assert fold_path("C:\\Users\\someone\\notes.txt", 12).split("\n")[0] == "C:\\Users\\"
+    # only what safe() writes is an escape: "C:\\x64\\" and "\\u0041" are names, broken after as any path
+    assert fold_path("C:\\x64\\Release\\notes.txt", 5).split("\n")[:2] == ["C:\\", "x64\\"]
+    assert fold_path("D:\\u0041\\b.md", 6).split("\n")[:2] == ["D:\\", "u0041\\"]
+    from ragcli.render.text import _ESCAPE, safe
+
+    for code in range(0x3000):
+        shown = safe(chr(code))
+        assert bool(re.fullmatch(_ESCAPE, shown[1:])) == (shown != chr(code)), hex(code)
 
 
 def test_a_wrapped_trace_line_with_chinese_and_a_double_space_loses_nothing():

@@ -223,7 +223,9 @@ def search_table(docs: Sequence[Document], title: str, console):
     return table([fold_path(safe(d.location), width) for d in docs])
 
 
-_ESCAPE = r"x[0-9a-f]{2}|u[0-9a-f]{4}"  # after a "\\": a character ``safe`` shows as its code point
+# after a "\\": a character ``safe`` shows as its code point (those of _CONTROL, no other): "C:\\x64\\" is a
+# folder's name, and breaks after its backslash as any path does
+_ESCAPE = r"x(?:0[0-8b-f]|1[0-9a-f]|7f|[89][0-9a-f])|u(?:202[89a-e]|206[6-9])"
 
 
 def fold_path(location: str, width: int) -> str:
