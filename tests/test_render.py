@@ -713,6 +713,21 @@ def test_a_wrapped_trace_line_with_chinese_and_a_double_space_loses_nothing():
         assert "".join("".join(rows).split()) == "".join(line.split()), rows  # every character still there
 
 
+def test_a_private_use_character_in_a_wrapped_trace_line_is_kept():
+    """A location's spaces stood as U+E000 while a trace line was wrapped, and every U+E000 became a
+    space after: a page title's icon-font glyph (private use) was lost, with or without a location."""
+    from ragcli.render.plain import _wrap_trace
+
+    where = "/data/notes/report.pdf p. 3"
+    for line, keep in ((f"  1.  (3.20) Icons \ue000 and \ue001 in a title that wraps  {where}", where),
+                       ("  1.  (3.20) Icons \ue000 and \ue001 in a title that wraps, no location", "")):
+        for width in (24, 30, 40):
+            rows = _wrap_trace(line, width, keep).split("\n")
+            assert "".join("".join(rows).split()) == "".join(line.split()), (width, rows)
+            assert "".join(rows).count("\ue000") == 1, (width, rows)
+            assert not keep or rows[-1].endswith("p. 3"), (width, rows)  # (never "p." over "3")
+
+
 def test_a_wrapped_trace_line_with_chinese_and_a_tab_loses_nothing():
     """The wrapping of CJK text makes a tab a space too (a model's answer in the read's line keeps its
     tabs: ``safe`` shows other controls only): the rest after the first row was looked for from the

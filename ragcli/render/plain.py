@@ -52,7 +52,11 @@ def _fill(line: str, width: int) -> str:
     return "\n".join(rows + [row])
 
 
-_KEPT = "\ue000"  # a location's spaces while a trace line is wrapped: "report.pdf p. 3" is one word then
+def _unused(text: str) -> str:
+    """A character ``text`` does not hold (a private-use one, one column wide), to stand for a location's
+    spaces while a trace line is wrapped: "report.pdf p. 3" is one word then. A fixed one (U+E000) was
+    turned into a space wherever the line held it (an icon font's glyph in a page's title)."""
+    return next(chr(c) for c in range(0xE000, 0xF900) if chr(c) not in text)
 
 
 def _wrap_trace(line: str, width: int, keep: str = "") -> str:
@@ -64,7 +68,8 @@ def _wrap_trace(line: str, width: int, keep: str = "") -> str:
 
     if cell_len(line) <= width:
         return line
-    hidden = line.replace(keep, keep.replace(" ", _KEPT)) if keep and " " in keep else line
+    kept = _unused(line) if keep and " " in keep and keep in line else ""
+    hidden = line.replace(keep, keep.replace(" ", kept)) if kept else line
     lead = len(hidden) - len(hidden.lstrip(" "))
     indent = " " * min(lead + 2, width // 3)
     first = _fill(hidden, width).split("\n")[0]
@@ -73,7 +78,7 @@ def _wrap_trace(line: str, width: int, keep: str = "") -> str:
                                if rest else [])
     out = []
     for i, (row, room) in enumerate(rows):
-        row = row.replace(_KEPT, " ")
+        row = row.replace(kept, " ") if kept else row
         pieces = fold_path(row, room).split("\n") if cell_len(row) > room else [row]
         out += [(indent if i or j else "") + piece for j, piece in enumerate(pieces)]
     return "\n".join(out)
