@@ -451,6 +451,27 @@ def test_jsonl_lines_starting_with_a_byte_order_mark_are_records(tmp_path, monke
     assert reader_version(corpus) >= 3  # corpora that lost such lines are read again
 
 
+@pytest.mark.parametrize("parser", ["orjson", "json"])
+def test_a_jsonl_byte_order_mark_after_spaces_is_dropped_too(tmp_path, monkeypatch, parser):
+    """JSON allows spaces before a record, and a line with spaces or a tab before its byte-order mark
+    was "not JSON": the mark was looked for at the line's very start only."""
+    import sys
+
+    if parser == "json":
+        monkeypatch.setitem(sys.modules, "orjson", None)  # ImportError: the stdlib json path
+    bom = "\ufeff".encode()
+    record = lambda title: b'{"title": "%s", "text": "Record about walruses."}' % title  # noqa: E731
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_bytes(record(b"A") + b"\n  " + bom + record(b"B") + b"\n\t" + bom + b" " + record(b"C") + b"\n")
+    warnings: list[str] = []
+    r = build_index([corpus], tmp_path / "index", on_warning=warnings.append)
+    assert (r.passages_added, r.bad_lines, warnings) == (3, {}, [])
+    assert sorted(d.title for d in TantivyIndex.open(tmp_path / "index").search("walruses", 5)) == ["A", "B", "C"]
+    from ragcli.ingest.formats import reader_version
+
+    assert reader_version(corpus) >= 4  # corpora that lost such lines are read again
+
+
 def test_a_jsonl_text_that_is_null_is_said_to_be_null(tmp_path):
     """`{"text": null}` was reported as having no "text" field: the field is there, and null."""
     from ragcli.ingest.formats import FileNotes

@@ -33,8 +33,9 @@ SUPPORTED_SUFFIXES = TEXT_SUFFIXES | MARKDOWN_SUFFIXES | HTML_SUFFIXES | PDF_SUF
 # written out, and the parts of a long record without an id are its hash's "#0", "#1", …. JSONL 3: a
 # line starting with a byte-order mark (concatenated Windows exports) is a record, not a bad line.
 # Markdown 3: front matter in a file with lone-CR line ends is metadata, not the first passage.
+# JSONL 4: a line with spaces before its byte-order mark is a record too.
 _READER_VERSIONS = {**{suffix: 3 for suffix in MARKDOWN_SUFFIXES}, **{suffix: 3 for suffix in HTML_SUFFIXES},
-                    **{suffix: 3 for suffix in JSONL_SUFFIXES}}
+                    **{suffix: 4 for suffix in JSONL_SUFFIXES}}
 
 
 def reader_version(path: Path) -> int:

@@ -150,8 +150,8 @@ def _jsonl_records(batches: Iterable[tuple[int, list[bytes]]], notes: FileNotes)
             continue
         # a line starting with a byte-order mark (`cat a.jsonl b.jsonl` of Windows exports; a UTF-16
         # corpus's too, re-encoded) was "not JSON": the mark goes, here, off the hot path (a batch
-        # without one parsed above, at no cost)
-        numbered = [(first + i, raw[3:] if raw[:3] == _BOM else raw) for i, raw in enumerate(lines)]
+        # without one parsed above, at no cost); after spaces too (JSON allows them before a record)
+        numbered = [(first + i, _unmarked(raw)) for i, raw in enumerate(lines)]
         numbered = [(n, raw) for n, raw in numbered if raw.strip()]
         if not numbered:
             continue
@@ -172,6 +172,12 @@ def _jsonl_records(batches: Iterable[tuple[int, list[bytes]]], notes: FileNotes)
 
 
 _BOM = "\ufeff".encode("utf-8")
+
+
+def _unmarked(raw: bytes) -> bytes:
+    """A line without the byte-order mark it starts with, after any spaces or tabs."""
+    start = raw.lstrip()
+    return start[3:] if start[:3] == _BOM else raw
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
