@@ -249,7 +249,7 @@ def ask(
     from ragcli.engine import Engine
     from ragcli.render import make_renderer
 
-    renderer = None
+    renderer = engine = None
     events = []
     try:
         with terminations_raised():  # SIGTERM/SIGHUP end the run as Ctrl-C does: the error event below, exit 143
@@ -271,6 +271,8 @@ def ask(
             renderer.handle(RunFailed(*failure(exc)))
         raise
     finally:
+        if engine is not None:
+            engine.close()  # the server's connections (a local model goes with the process)
         if renderer is not None:
             try:
                 renderer.close()
@@ -314,8 +316,11 @@ def chat(
         engine.retriever
     except IndexMissingError as exc:  # /index PATH can build it from inside the session
         stderr_console().print(f"[yellow]warning:[/] {markup_safe(exc.message)}; /index PATH builds one", soft_wrap=True)
-    with terminations_raised():  # the terminal closed (SIGHUP) or a kill: the session ends, exit 129/143
-        Repl(engine, log=None if no_log else _log_answer).run()
+    try:
+        with terminations_raised():  # the terminal closed (SIGHUP) or a kill: the session ends, exit 129/143
+            Repl(engine, log=None if no_log else _log_answer).run()
+    finally:
+        engine.close()
 
 
 def _not_utf8(encoding: str | None) -> list:

@@ -889,6 +889,61 @@ def test_closing_a_generator_interrupts_its_stream():
             list(stream)
 
 
+def test_closing_a_generator_closes_its_connections_at_once_or_as_its_stream_leaves():
+    import gc
+    import threading
+    import warnings
+
+    with StubServer(Script(token_delay=0.05)) as stub:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ResourceWarning)
+            g = gen(stub)
+            g.count_tokens("kept alive")  # (a whole answer read: its connection waits in the pool)
+            g.close()
+            g.close()  # (again: nothing more)
+            del g
+            gc.collect()
+        port = f"'127.0.0.1', {stub.server.server_address[1]})"  # (a socket to this stub: not other tests' garbage)
+        assert not [w for w in caught if issubclass(w.category, ResourceWarning) and port in str(w.message)]
+        g = gen(stub)
+        g.close()
+        with pytest.raises(Interrupted):  # used again: as after Ctrl-C (eval's workers)
+            g.count_tokens("later")
+        with pytest.raises(Interrupted):
+            list(g.stream("q", max_tokens=3))
+        # closed from another thread while a stream is read: its socket stays until the stream leaves
+        g = gen(stub)
+        stream = g.stream("q", max_tokens=10)
+        next(stream)
+        threading.Thread(target=g.close).start()
+        time.sleep(0.1)
+        assert not g.http._client.is_closed
+        with pytest.raises(Interrupted):
+            list(stream)
+        assert g.http._client.is_closed
+
+
+@pytest.mark.parametrize("command", ["ask", "eval"])
+def test_ask_and_eval_close_the_generators_they_made(command, tmp_path, monkeypatch, capsys):
+    closed = []
+    real = OpenAIGenerator.close
+    monkeypatch.setattr(OpenAIGenerator, "close", lambda self: (closed.append(self), real(self))[1])
+    made = []
+    init = OpenAIGenerator.__init__
+    monkeypatch.setattr(OpenAIGenerator, "__init__", lambda self, *a, **kw: (made.append(self), init(self, *a, **kw))[1])
+    with StubServer() as stub:
+        server = ["--backend", "openai", "--base-url", stub.url]
+        if command == "ask":
+            argv = ["ask", "What is zeta?", "--strategy", "none", "--no-log", *server]
+        else:
+            data, corpus = _eval_data(tmp_path, 4)
+            argv = ["eval", "run", str(data), "--strategy", "none", "--workers", "2", *server]
+        code, _, err = call(argv, capsys)
+    assert code == 0, err
+    assert len(made) == (1 if command == "ask" else 2)
+    assert all(g.http._client.is_closed for g in made) and {id(g) for g in closed} == {id(g) for g in made}
+
+
 def test_the_key_is_sent_but_never_printed_or_recorded(tmp_path, monkeypatch):
     data, corpus = _eval_data(tmp_path)
     monkeypatch.setenv("RAGCLI_API_KEY", "sekrit-123")

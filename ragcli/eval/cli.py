@@ -91,33 +91,36 @@ def eval_run(
     from ragcli.engine import Engine
 
     engine = Engine(base)
-    for spec in specs:
-        engine.strategy_class(spec.strategy, allow_eval=True)
-    if any(spec.strategy == "oracle" for spec in specs):
-        if not any(ex.paragraphs for ex in examples):
-            raise UsageError(f"--strategy oracle reads each question's gold paragraphs: {dataset.name} has none",
-                             hint="oracle needs \"paragraphs\" with is_supporting marks; run --strategy none (closed-book)")
-        textless = next((ex for ex in examples for p in ex.paragraphs if p.get("is_supporting") and p.get("text") is None), None)
-        if textless is not None:  # it read an empty page and answered closed-book, under oracle's name
-            raise UsageError(f"--strategy oracle reads each question's gold paragraphs: question {textless.id!r} has "
-                             "one without \"text\"", hint="give the gold paragraphs their text, or leave oracle out")
-    build = None
-    if not all(spec.strategy in runner.WITHOUT_INDEX for spec in specs):
-        build = _open_index(base, dataset, corpus)
-    elif base.source("index") == "flag":  # a path given is checked, whether the runs retrieve or not
-        from ragcli.retrieval.index import TantivyIndex
+    try:  # its server connections closed when done (or failed), not left to the garbage collector
+        for spec in specs:
+            engine.strategy_class(spec.strategy, allow_eval=True)
+        if any(spec.strategy == "oracle" for spec in specs):
+            if not any(ex.paragraphs for ex in examples):
+                raise UsageError(f"--strategy oracle reads each question's gold paragraphs: {dataset.name} has none",
+                                 hint="oracle needs \"paragraphs\" with is_supporting marks; run --strategy none (closed-book)")
+            textless = next((ex for ex in examples for p in ex.paragraphs if p.get("is_supporting") and p.get("text") is None), None)
+            if textless is not None:  # it read an empty page and answered closed-book, under oracle's name
+                raise UsageError(f"--strategy oracle reads each question's gold paragraphs: question {textless.id!r} has "
+                                 "one without \"text\"", hint="give the gold paragraphs their text, or leave oracle out")
+        build = None
+        if not all(spec.strategy in runner.WITHOUT_INDEX for spec in specs):
+            build = _open_index(base, dataset, corpus)
+        elif base.source("index") == "flag":  # a path given is checked, whether the runs retrieve or not
+            from ragcli.retrieval.index import TantivyIndex
 
-        TantivyIndex.open(base.index)
-    else:
-        base.index = ""  # closed-book: nothing to build (it failed on a data set without paragraphs)
-    if not restart:  # settings, dataset and corpus before the index is built and the model loads (minutes
-        # for a big one, to be told then the file was made from another corpus); the model's hash after
-        early = runner.run_metadata(base, dataset, base.index, None, long_form=long_form)
-        runner.check_resumable(out, {**early, "runs": [spec.key for spec in specs]}, model=False)
-    if build is not None:
-        build()
-    meta = _run_header(engine, base, dataset, specs, len(examples), long_form=long_form)
-    rows = _run_with_progress(engine, specs, examples, base, out=out, meta=meta, restart=restart, workers=workers)
+            TantivyIndex.open(base.index)
+        else:
+            base.index = ""  # closed-book: nothing to build (it failed on a data set without paragraphs)
+        if not restart:  # settings, dataset and corpus before the index is built and the model loads (minutes
+            # for a big one, to be told then the file was made from another corpus); the model's hash after
+            early = runner.run_metadata(base, dataset, base.index, None, long_form=long_form)
+            runner.check_resumable(out, {**early, "runs": [spec.key for spec in specs]}, model=False)
+        if build is not None:
+            build()
+        meta = _run_header(engine, base, dataset, specs, len(examples), long_form=long_form)
+        rows = _run_with_progress(engine, specs, examples, base, out=out, meta=meta, restart=restart, workers=workers)
+    finally:
+        engine.close()
     runs = runner.summarize(rows)
     _print_results(runs, len(examples), dataset.name, compare=not long_form)
     console = stderr_console()

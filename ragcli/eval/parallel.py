@@ -98,9 +98,10 @@ class PerThread(Generic[T]):
             self._local.obj = obj
         return obj
 
-    def close_all(self) -> None:
+    def close_all(self, *, keep_first: bool = False) -> None:
+        """``keep_first``: all but the one given (the caller's, which it closes when done with it)."""
         with self._lock:
-            objs = list(self._all)
+            objs = list(self._all[1:] if keep_first else self._all)
         for obj in objs:
             close = getattr(obj, "close", None)
             if close is not None:

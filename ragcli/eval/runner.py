@@ -304,6 +304,7 @@ def run_eval(engine: Engine, specs: list[RunSpec], examples: list[Example], base
                     on_result(row, False)
     finally:
         results.close()
+        engines.close_all(keep_first=True)  # the workers' own engines (their server connections) are done
         if fh is not None:
             fh.close()
     return rows

@@ -78,7 +78,7 @@ class OpenAIGenerator(ServerTokens):
         try:
             self._probe(model, n_ctx, prompt_style)
         except BaseException:
-            self.http.close_now()
+            self.http.close()
             raise
 
     @classmethod
@@ -165,7 +165,8 @@ class OpenAIGenerator(ServerTokens):
                 "slots": self.props.get("total_slots")}
 
     def close(self) -> None:
-        """Stop, from any thread: a stream in flight ends at its next token, later requests raise Interrupted."""
+        """Stop, from any thread, and close the connections (idempotent): a stream in flight ends at its next
+        token (its socket closed as it leaves), later requests raise Interrupted."""
         self.http.close()
 
     def _path(self) -> str:

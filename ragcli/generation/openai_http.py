@@ -6,7 +6,8 @@ Retried: 429 and 5xx answers (``retries`` times, doubling from ``backoff`` secon
 asks, up to ``MAX_WAIT``), a connection dropped before the answer began, and a stream that breaks
 before its first token. Not retried: a refused connection (the server is down: said at once), a
 timeout (``--api-timeout`` already waited), and a stream cut off mid-answer (its tokens were shown).
-``close()`` ends requests in flight from another thread (Ctrl-C in ``eval --workers``)."""
+``close()`` ends requests in flight from another thread (Ctrl-C in ``eval --workers``) and closes the
+connections once none is in flight."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import json
 import re
 import threading
 import time
+from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 from urllib.parse import unquote, urlsplit, urlunsplit
 
@@ -88,6 +90,8 @@ class ServerClient:
         self.model = ""  # named in a 404's message
         self._has_key = bool(key)
         self._closed = threading.Event()
+        self._lock = threading.Lock()
+        self._busy = 0  # requests and streams in flight (``_using``)
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         # a server on this machine never needs the proxy of the environment
         self.connect_timeout = min(timeout, CONNECT_TIMEOUT)
@@ -96,19 +100,38 @@ class ServerClient:
                                     follow_redirects=False)
 
     def close(self) -> None:
-        """Stop, from any thread: the next step of the thread using this client (a chunk read, a
-        request, a retry's wait) raises Interrupted and closes the connections there. Sockets are
-        never closed under a thread reading them (its descriptor could be reused meanwhile)."""
-        self._closed.set()
+        """Stop, from any thread, and let go of the connections (idempotent). With no request in
+        flight they are closed at once; otherwise the next step of the thread using this client (a
+        chunk read, a request, a retry's wait) raises Interrupted, and the connections are closed as
+        it leaves: sockets are never closed under a thread reading them (its descriptor could be
+        reused meanwhile). Every later request raises Interrupted."""
+        with self._lock:
+            self._closed.set()
+            idle = self._busy == 0
+        if idle:
+            self._client.close()
 
-    def close_now(self) -> None:
-        """Close the connections at once (from the thread that uses this client)."""
-        self._closed.set()
-        self._client.close()
+    @contextmanager
+    def _using(self) -> Iterator[None]:
+        """A request (or a stream being read) in flight: ``close()`` waits for its end to close the sockets."""
+        with self._lock:
+            self._busy += 1
+        try:
+            self.check_open()
+            yield
+        finally:
+            with self._lock:
+                self._busy -= 1
+                last = self._busy == 0 and self._closed.is_set()
+            if last:
+                self._client.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed.is_set()
 
     def check_open(self) -> None:
         if self._closed.is_set():
-            self._client.close()
             raise Interrupted("interrupted")
 
     def _sleep(self, seconds: float) -> None:
@@ -124,6 +147,10 @@ class ServerClient:
         """A response with a 2xx status (None for 404/405 when ``missing_ok``). ``tries`` counts the
         attempts of one request across calls (``events`` sends again a stream that broke early): 1 +
         ``retries`` in all, not that many for each of its own tries."""
+        with self._using():
+            return self._send(method, path, body, stream=stream, missing_ok=missing_ok, tries=tries)
+
+    def _send(self, method: str, path: str, body: Any, *, stream: bool, missing_ok: bool, tries: list[int] | None):
         httpx = self._httpx
         tries = [0] if tries is None else tries
         while True:
@@ -237,6 +264,10 @@ class ServerClient:
         """The chunks of one streamed request (``resp``: its response, when already sent). Calls
         ``on_prompt(prompt_tokens, cached)`` once, with None when the server never said (the stream
         was left early, or it sends no usage)."""
+        with self._using():
+            yield from self._events(path, body, on_prompt, resp)
+
+    def _events(self, path: str, body: dict, on_prompt: Callable[[int | None, int], None], resp) -> Iterator[Chunk]:
         httpx = self._httpx
         tries = [1 if resp is not None else 0]  # all of this request's attempts, sent here or by send()
         while True:
