@@ -53,12 +53,16 @@ class Script:
     echo_prefill: bool = False
     eog_entry: bool = False  # llama: an answer that ends sends its end-of-generation token as an entry with no text
     add_bos: bool = False  # /tokenize adds a BOS (id 1) with add_special (llama-server's) / add_special_tokens (vLLM's)
+    # llama: a positive logit_bias on a token /tokenize gave makes it the first token sampled, sent with this
+    # logprob and the alternatives of the first word (llama-server's logprobs come before the bias)
+    biased_logprob: float | None = None
 
 
 class StubServer:
     def __init__(self, script: Script | None = None) -> None:
         self.script = script or Script()
         self.requests: list[dict[str, Any]] = []
+        self.vocab: dict[int, str] = {}  # the tokens /tokenize gave, by id
         self.release = threading.Event()  # ends a stall early
         self.server = _QuietServer(("127.0.0.1", 0), _handler(self))
         self.server.daemon_threads = True
@@ -168,6 +172,8 @@ def _handler(stub: StubServer):
                 else:
                     text = body.get("content", body.get("prompt", ""))
                 ids = stub_tokens(text, s.control, parse=s.dialect == "vllm" or body.get("parse_special", True))
+                if not s.control:
+                    stub.vocab.update(zip(ids, re.findall(r"\s*\S+|\s+", text)))
                 if s.add_bos and body.get("add_special", body.get("add_special_tokens", True)):
                     ids = [1, *ids]
                 self._json(200, {"tokens": ids, "count": len(ids)})
@@ -212,6 +218,18 @@ def _handler(stub: StubServer):
             chat = "messages" in body
             asked = int(body.get("max_tokens") or 16)
             words = s.words
+            pushed = [stub.vocab[int(t)] for t, v in (body.get("logit_bias") or {}).items()
+                      if v is not False and v > 0 and int(t) in stub.vocab]
+            if s.biased_logprob is not None and pushed and not chat:
+                chunk = self._chunk(words[0], 0, body, chat, "length")
+                entry = chunk["choices"][0]["logprobs"]["content"][0]
+                entry.update(token=pushed[0], id=_token_id(pushed[0]), bytes=list(pushed[0].encode()),
+                             logprob=s.biased_logprob)
+                chunk["choices"][0]["text"] = pushed[0]
+                self._event(chunk)
+                self._send_raw(b"data: [DONE]\n\n")
+                self._send_raw(b"")
+                return
             if s.timings:  # a prompt ending with the answer's first words is continued after them
                 prompt = str(body.get("prompt") or "")
                 done = next((k for k in range(len(words), 0, -1) if prompt.endswith("".join(words[:k]))), 0)

@@ -513,6 +513,22 @@ def test_next_token_probs_from_the_alternatives():
         assert all(len(t.top) == 5 for t in g.stream("Q", max_tokens=3))
 
 
+def test_next_token_probs_when_the_first_token_ends_inside_a_character():
+    # llama-server sends no entry for a token that ends inside a character (here an emoji of 3 tokens), even
+    # with the answer cut there: asked again with the candidates pushed up, one of them is sampled and its
+    # entry carries this position's alternatives and its own logprob
+    script = Script(words=["\U0001F600", " Yes", "."], tokens_per_word=3, timings=True, biased_logprob=-4.0)
+    with StubServer(script) as stub:
+        g = gen(stub)
+        probs = g.next_token_probs("Q", [" Yes", " maybe", " Lyon"])
+        assert probs[" Yes"] == pytest.approx(math.exp(-4.0))  # the sampled token's own, not listed
+        assert probs[" maybe"] == pytest.approx(math.exp(-0.1 - 1.5))  # an alternative of the emoji's position
+        assert probs[" Lyon"] == 0.0
+        first, again = stub.completions()[-2:]
+        assert "logit_bias" not in first["body"] and again["body"]["logit_bias"] == {
+            str(stub_tokens(" Yes")[0]): 100.0, str(stub_tokens(" maybe")[0]): 100.0, str(stub_tokens(" Lyon")[0]): 100.0}
+
+
 def test_next_token_probs_without_logprobs_is_the_models_own_word():
     with StubServer(Script(logprobs=False)) as stub:
         g = gen(stub)

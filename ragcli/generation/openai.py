@@ -39,6 +39,7 @@ from ragcli.types import Token
 from ragcli.prompts import Prompt
 
 SCORING_TOP = 20  # alternatives asked for by next_token_probs where the server allows more than 5
+PUSH = 100.0  # next_token_probs: the logit bias that makes llama-server sample one of the candidates
 KEY_VARS = ("RAGCLI_API_KEY", "OPENAI_API_KEY")
 NO_ECHO = ("scoring a given continuation (echo with logprobs), which previous-window --rerank lm needs, is not "
            "supported by this server")
@@ -358,16 +359,23 @@ class OpenAIGenerator(ServerTokens):
         """From the alternatives of one generated token (20 from llama-server and vLLM, 5 elsewhere; a
         candidate not among them gets 0). Without logprobs: 1 for the candidate the model wrote, else 0."""
         n_top = (SCORING_TOP if self.kind in ("llama.cpp", "vllm") else TOP_N) if self.logprobs else 0
-        body = self._body(prompt, 1, (), {}, n_top)
-        piece, text = None, ""
-        with closing(self._events(body, prompt)) as events:
-            for chunk in events:
-                text += chunk.text
-                piece = piece or next(iter(chunk.pieces), None)
+        piece, text = self._first_piece(prompt, {}, n_top)
+        if piece is None and self.logprobs and self.kind == "llama.cpp":
+            # the model's first token ends inside a character (a CJK sign, an emoji): llama-server sends no
+            # entry for it, even when the answer stops there. Asked again with the candidates' first tokens
+            # pushed up, the token sampled is one of them, whole, and its entry's alternatives are still
+            # this position's own: llama-server's logprobs come from the logits before its sampler's bias
+            # (a candidate whose own first token ends inside a character cannot help: none is sent again)
+            firsts = [self._tokenize(c, special=False) for c in candidates]
+            push = {str(ids[0]): PUSH for ids in firsts if ids}
+            if push:
+                piece, text = self._first_piece(prompt, push, n_top)
         if not self.logprobs or piece is None:
             said = text.strip().lower()
             return {c: 1.0 if said and c.strip().lower().startswith(said) else 0.0 for c in candidates}
         alts = list(zip(piece.top_ids or [-1] * len(piece.top), piece.top))
+        if piece.id >= 0 and piece.logprob is not None:  # the sampled token's own, listed or not
+            alts.append((piece.id, ("", piece.logprob)))
         out = {}
         for c in candidates:
             ids = self._tokenize(c, special=False) if piece.top_ids else None
@@ -380,6 +388,16 @@ class OpenAIGenerator(ServerTokens):
                     lp = max(starts)[1] if starts else None
             out[c] = math.exp(lp) if lp is not None else 0.0
         return out
+
+    def _first_piece(self, prompt: str, logit_bias: Mapping[str, Any], n_top: int) -> tuple[Piece | None, str]:
+        """The entry of the one token generated (None when the server sent none) and the text sent."""
+        body = self._body(prompt, 1, (), logit_bias, n_top)
+        piece, text = None, ""
+        with closing(self._events(body, prompt)) as events:
+            for chunk in events:
+                text += chunk.text
+                piece = piece or next(iter(chunk.pieces), None)
+        return piece, text
 
     @property
     def scores_continuations(self) -> bool:
