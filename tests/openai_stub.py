@@ -46,6 +46,7 @@ class Script:
     # a request asking for logprobs fails, as on llama-cpp-python's server without logits_all: "500" (its
     # answer to a whole request), or "cut" (a stream: 200, then the connection closes with no event)
     logprobs_fail: str = ""
+    logprobs_fails: int | None = None  # how many such requests fail (None: all), as a passing fault would
     bos_token: str = ""  # llama: /props' bos_token
     # llama, chat: continuing a final assistant message, the first delta says that message again before
     # the first token's text (llama-server's diff of the message it continues); alone, without logprobs,
@@ -195,7 +196,9 @@ def _handler(stub: StubServer):
                 return
             if s.stall:
                 stub.release.wait(s.stall)
-            if s.logprobs_fail and (body.get("logprobs") or body.get("top_logprobs")):
+            if s.logprobs_fail and (body.get("logprobs") or body.get("top_logprobs")) and s.logprobs_fails != 0:
+                if s.logprobs_fails is not None:
+                    s.logprobs_fails -= 1
                 if s.logprobs_fail == "500":
                     self._json(500, {"error": {"message": LOGITS_ALL, "type": "internal_server_error"}})
                     return

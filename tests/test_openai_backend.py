@@ -637,18 +637,29 @@ def test_a_server_that_fails_when_asked_for_logprobs_serves_without_them(capsys,
     (HTTP 500, or a stream closed before its first event): the start-up probe failed after its retries
     ("cut the stream off mid-answer ... ask again", exit 10) and nothing ran. It is a server without
     logprobs: said with its reason; strategies that need them are refused (as any such server's), the
-    others run."""
+    others run. Found out without waiting out retries (3.5 s): a 500 saying they are not supported is
+    not retried, a stream cut is asked once more after the request without them worked."""
     with StubServer(Script(logprobs_fail=how)) as stub:
         g = gen(stub)
         assert not g.logprobs and any("log-probabilities" in n for n in g.notices)
         if how == "500":
             assert any("logits_all" in n for n in g.notices)
+        with_them = [r for r in stub.completions() if r["body"].get("logprobs")]
+        assert len(with_them) == (1 if how == "500" else 2) and len(stub.completions()) == len(with_them) + 1
         assert "".join(t.text for t in g.stream("Q", max_tokens=3)) == "Paris is the"
-        if how == "cut":  # (the command's probe waits out its retries: once is enough)
-            return
         args = ["--backend", "openai", "--base-url", stub.url, "--index", settings.index]
+        start = time.monotonic()
         code, out, err = call(["ask", "Which shrub?", "--strategy", "single", *args], capsys)
         assert code == 0 and out.startswith("Paris is the capital of France."), err
+        assert time.monotonic() - start < 2.0  # (the default backoff: 0.5 s, doubling)
+
+
+@pytest.mark.parametrize("how", ["503", "cut"])
+def test_a_passing_fault_of_the_logprobs_probe_does_not_take_them_away(how):
+    script = Script(fail_status=[503]) if how == "503" else Script(logprobs_fail="cut", logprobs_fails=1)
+    with StubServer(script) as stub:
+        g = gen(stub)
+        assert g.logprobs and not any("log-probabilities" in n for n in g.notices)
 
 
 def test_timeout_before_and_during_the_answer(capsys, tmp_path):

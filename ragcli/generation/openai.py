@@ -29,7 +29,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from ragcli.errors import ServerError, UsageError
 from ragcli.generation import ControlTexts, GenStats, StopFilter, apply_stops
-from ragcli.generation.openai_http import BACKOFF, CONTEXT_HINT, RETRIES, ServerClient
+from ragcli.generation.openai_http import BACKOFF, CONTEXT_HINT, RETRIES, UNSUPPORTED, ServerClient
 from ragcli.generation.openai_probe import identify
 from ragcli.generation.openai_tokens import ServerTokens, chat_messages, estimate_tokens
 from ragcli.generation.llama import CHARACTER_TOKENS
@@ -110,11 +110,20 @@ class OpenAIGenerator(ServerTokens):
                 self.notices.append(f"the server at {self.base} has no /v1/completions; using /v1/chat/completions")
                 first = self._probe_logprobs()
         except ServerError as exc:
-            # llama-cpp-python's server without logits_all fails every request asking for logprobs (HTTP 500,
-            # or a stream closed before its first event) and answers the same request without them
+            # llama-cpp-python's server without logits_all fails every request asking for logprobs (HTTP 500
+            # saying they are not supported: not retried, or a stream closed before its first event: not
+            # sent again at once) and answers the same request without them. Where the server did not say
+            # why (a stream cut, a 5xx), one more request with them tells a passing fault from a refusal
             if not exc.answered or not self._answers_without_logprobs():
                 raise
-            first, refused = False, " (asked for them, it " + str(exc).replace(f"the server at {self.base} ", "", 1) + ")"
+            first, refused = False, self._refusal(exc)
+            if not UNSUPPORTED.search(str(exc)):
+                try:
+                    first = bool(self._probe_logprobs())
+                except ServerError as again:
+                    if not again.answered:
+                        raise
+                    refused = self._refusal(again)
         if first is None:
             raise ServerError(f"the server at {self.base} has neither /v1/completions nor /v1/chat/completions")
         self.logprobs = bool(first)
@@ -122,6 +131,9 @@ class OpenAIGenerator(ServerTokens):
         if not self.logprobs:
             self.notices.append(f"the server at {self.base} returns no token log-probabilities{refused}: tokens "
                                 "show p=1, and strategies that need them (flare) are refused")
+
+    def _refusal(self, exc: ServerError) -> str:
+        return " (asked for them, it " + str(exc).replace(f"the server at {self.base} ", "", 1) + ")"
 
     def _answers_without_logprobs(self) -> bool:
         """Whether the server answers the probe's request without asking for logprobs."""
@@ -142,7 +154,7 @@ class OpenAIGenerator(ServerTokens):
         if resp is None:
             return None
         saw = False
-        with closing(self._events(body, "The", resp)) as events:
+        with closing(self._events(body, "The", resp, retry_cut=False)) as events:
             for chunk in events:
                 for p in chunk.pieces:
                     saw = saw or p.logprob is not None
@@ -202,7 +214,7 @@ class OpenAIGenerator(ServerTokens):
             body["stream_options"]["continuous_usage_stats"] = True
         return body
 
-    def _events(self, body: dict, prompt: str, resp=None) -> Iterator[Chunk]:
+    def _events(self, body: dict, prompt: str, resp=None, retry_cut: bool = True) -> Iterator[Chunk]:
         """The chunks of one streamed request, its prompt and cached tokens counted (estimated where
         the server never said: a stream left at a stop string before its usage came)."""
 
@@ -212,7 +224,7 @@ class OpenAIGenerator(ServerTokens):
             self.stats.prompt_tokens_evaluated += max(prompt_tokens - cached, 0)
             self.stats.prompt_tokens_reused += cached
 
-        return self.http.events(self._path(), body, on_prompt=count, resp=resp)
+        return self.http.events(self._path(), body, on_prompt=count, resp=resp, retry_cut=retry_cut)
 
     def _tokens(self, chunk: Chunk, decoder, held: list[str] | None = None) -> Iterator[Token]:
         """The chunk's tokens as Tokens: one per logprob entry (the text comes from them, so a server

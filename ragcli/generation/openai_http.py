@@ -26,6 +26,7 @@ RETRIES = 3
 BACKOFF = 0.5  # seconds before the first retry; doubles
 MAX_WAIT = 30.0  # a Retry-After longer than this fails at once
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+UNSUPPORTED = re.compile(r"\b(not supported|unsupported|not implemented)\b", re.IGNORECASE)
 CONTEXT_HINT = "shorten the question, lower -k, or give the server a larger context"
 
 
@@ -187,7 +188,7 @@ class ServerClient:
             if missing_ok and resp.status_code in (404, 405) and not self._names_a_model(resp):
                 resp.close()
                 return None
-            if resp.status_code in RETRY_STATUS and attempt < self.retries:
+            if resp.status_code in RETRY_STATUS and attempt < self.retries and not self._refuses(resp):
                 wait = retry_after(resp.headers.get("retry-after"))
                 wait = self.backoff * 2 ** attempt if wait is None else wait
                 if wait > MAX_WAIT:
@@ -195,7 +196,8 @@ class ServerClient:
                 resp.close()
                 self._sleep(wait)
                 continue
-            raise self.status_error(resp, f" ({self.retries} retries)" if resp.status_code in RETRY_STATUS else "")
+            retried = resp.status_code in RETRY_STATUS and attempt >= self.retries
+            raise self.status_error(resp, f" ({self.retries} retries)" if retried else "")
 
     def get_json(self, path: str, *, missing_ok: bool = False) -> Any:
         resp = self.send("GET", path, missing_ok=missing_ok)
@@ -204,6 +206,17 @@ class ServerClient:
     def post_json(self, path: str, body: dict, *, missing_ok: bool = False) -> Any:
         resp = self.send("POST", path, body, missing_ok=missing_ok)
         return None if resp is None else self._json(resp)
+
+    def _refuses(self, resp) -> bool:
+        """A 500 that says what the server does not support (llama-cpp-python's "logprobs is not supported
+        for models created with logits_all=False"): the same request fails the same way again."""
+        if resp.status_code != 500:
+            return False
+        try:
+            message, _ = error_text(resp.read())
+        except self._httpx.HTTPError:
+            return False
+        return UNSUPPORTED.search(message) is not None
 
     def _names_a_model(self, resp) -> bool:
         """A 404 about the model (vLLM's "The model `x` does not exist."), not about the path."""
@@ -260,14 +273,16 @@ class ServerClient:
 
     # ---------------------------------------------------------------- streams
     def events(self, path: str, body: dict, *, on_prompt: Callable[[int | None, int], None],
-               resp=None) -> Iterator[Chunk]:
+               resp=None, retry_cut: bool = True) -> Iterator[Chunk]:
         """The chunks of one streamed request (``resp``: its response, when already sent). Calls
         ``on_prompt(prompt_tokens, cached)`` once, with None when the server never said (the stream
-        was left early, or it sends no usage)."""
+        was left early, or it sends no usage). ``retry_cut``: False fails a stream that breaks before
+        its first token at once (the caller has a better next step than sending it again)."""
         with self._using():
-            yield from self._events(path, body, on_prompt, resp)
+            yield from self._events(path, body, on_prompt, resp, retry_cut)
 
-    def _events(self, path: str, body: dict, on_prompt: Callable[[int | None, int], None], resp) -> Iterator[Chunk]:
+    def _events(self, path: str, body: dict, on_prompt: Callable[[int | None, int], None], resp,
+                retry_cut: bool) -> Iterator[Chunk]:
         httpx = self._httpx
         tries = [1 if resp is not None else 0]  # all of this request's attempts, sent here or by send()
         while True:
@@ -310,7 +325,7 @@ class ServerClient:
                 raise self.timeout_error(mid=got) from None
             except (httpx.TransportError, _Cut) as exc:
                 self.check_open()
-                if got or attempt >= self.retries:
+                if got or attempt >= self.retries or not retry_cut:
                     error = ServerError(f"the server at {self.base} cut the stream off mid-answer: {reason(exc)}",
                                         hint="the answer is incomplete: ask again; an eval resumes when run again with the same --out")
                     error.answered = True
