@@ -92,6 +92,14 @@ class _QuietServer(ThreadingHTTPServer):
         pass
 
 
+def _vllm_bytes(token: str) -> bytes:
+    """A token's bytes as vLLM's legacy logprobs spell them: "bytes:\\xf0\\x9f" for one that is no whole
+    character, its text otherwise."""
+    if token.startswith("bytes:"):
+        return bytes(int(h, 16) for h in re.findall(r"\\x([0-9a-fA-F]{2})", token[6:]))
+    return token.encode()
+
+
 def _token_id(word: str) -> int:
     return sum(word.encode()) % 997 + 3
 
@@ -246,8 +254,16 @@ def _handler(stub: StubServer):
             stop_reason = None
             continued = chat and s.echo_prefill and body["messages"] and body["messages"][-1]["role"] == "assistant"
             echo = body["messages"][-1]["content"] if continued else ""
+            pending = b""  # vllm: the bytes of "bytes:" tokens not yet a whole character (its text waits for them)
             for i, word in enumerate(words[:n]):
-                said += word
+                shown = held + word
+                if s.dialect == "vllm" and not chat:
+                    pending += _vllm_bytes(word)
+                    try:
+                        shown, pending = pending.decode(), b""
+                    except UnicodeDecodeError:
+                        shown = ""
+                said += shown
                 matched = next((x for x in stops if x in said), None)
                 if matched is not None:
                     # the token that completes a stop string is not sent as text; the choice finishes "stop".
@@ -269,7 +285,7 @@ def _handler(stub: StubServer):
                     self._event(self._chunk(word, i, body, chat, None, shown="", prefix=echo))
                     held += word
                 else:
-                    self._event(self._chunk(word, i, body, chat, None, shown=held + word, prefix=echo))
+                    self._event(self._chunk(word, i, body, chat, None, shown=shown, prefix=echo))
                     held = ""
                 echo = ""
                 if s.token_delay:

@@ -271,6 +271,25 @@ def test_a_character_cut_by_max_tokens_is_finished_as_in_process():
         assert len(stub.completions()) - before == 1
 
 
+def test_vllm_tokens_that_are_no_whole_character_join_the_next_as_in_process():
+    """vLLM's legacy logprobs spell a token whose bytes are no whole character "bytes:\\xf0\\x9f\\x98"
+    (its chunk text waits for the rest): the bytes join the next token's into one character, spoken for by
+    the least likely of them; a cap inside the character is finished by a few more tokens."""
+    words = ["Smile", ":", "bytes:\\xf0\\x9f\\x98", "bytes:\\x80", " ok", "."]
+    with StubServer(Script(dialect="vllm", timings=True, words=words)) as stub:
+        g = gen(stub)
+        tokens = list(g.stream("Q", max_tokens=10))
+        assert [(t.text, t.logprob) for t in tokens] == [
+            ("Smile", -0.1), (":", pytest.approx(-0.15)), ("\U0001F600", pytest.approx(-0.25)),
+            (" ok", pytest.approx(-0.3)), (".", pytest.approx(-0.35))]
+        assert g.stats.tokens_generated == 6 and all(len(t.top) == 5 for t in tokens)
+        for n in (3, 4):  # the cap after the first byte token, or after the character
+            before = len(stub.completions())
+            assert "".join(t.text for t in g.stream("Q", max_tokens=n)) == "Smile:\U0001F600", n
+            assert g.last_finish == "length" and len(stub.completions()) - before == (2 if n == 3 else 1)
+        assert "".join(t.text for t in g.stream("Q", max_tokens=2)) == "Smile:"
+
+
 def test_llama_servers_chat_echo_of_the_answer_so_far_is_not_read_as_generated():
     """llama-server's /v1/chat/completions, continuing the final assistant message (the answer so far),
     says that message again in its first delta, before the first token's text. The text is read from
