@@ -256,9 +256,12 @@ def test_a_character_cut_by_max_tokens_is_finished_as_in_process():
     with StubServer(Script(words=emoji, tokens_per_word=3, timings=True)) as stub:
         g = gen(stub)
         for n, want in ((1, 1), (2, 1), (3, 1), (4, 2), (5, 2), (6, 2)):
+            before = g.stats.tokens_generated
             tokens = list(g.stream("Q", max_tokens=n))
             assert "".join(t.text for t in tokens) == "".join(emoji[:want]), n
             assert g.last_finish == "length"
+            # the cut character's tokens, generated again by the request that finishes it, counted once
+            assert g.stats.tokens_generated - before == 3 * want, n
         before = len(stub.completions())
         assert [t.text for t in g.stream("Q", max_tokens=6)] == emoji[:2]  # no character cut: one request
         assert len(stub.completions()) - before == 1
@@ -284,9 +287,10 @@ def test_vllm_tokens_that_are_no_whole_character_join_the_next_as_in_process():
             (" ok", pytest.approx(-0.3)), (".", pytest.approx(-0.35))]
         assert g.stats.tokens_generated == 6 and all(len(t.top) == 5 for t in tokens)
         for n in (3, 4):  # the cap after the first byte token, or after the character
-            before = len(stub.completions())
+            before, generated = len(stub.completions()), g.stats.tokens_generated
             assert "".join(t.text for t in g.stream("Q", max_tokens=n)) == "Smile:\U0001F600", n
             assert g.last_finish == "length" and len(stub.completions()) - before == (2 if n == 3 else 1)
+            assert g.stats.tokens_generated - generated == 4  # as in-process: the byte token asked again counted once
         assert "".join(t.text for t in g.stream("Q", max_tokens=2)) == "Smile:"
 
 

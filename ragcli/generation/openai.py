@@ -287,6 +287,7 @@ class OpenAIGenerator(ServerTokens):
             echo = self._echoed(body)
             finish, got, counted, held, on_stop, last = None, 0, None, [], False, None
             sent, timed, whole = 0, True, False  # the server's count at its last token sent; whether each had one
+            partial = 0  # tokens yielded since the decoder last held no bytes (vLLM's "bytes:" tokens)
             if finishing:  # the cut character's bytes come again, from its first
                 decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
             with closing(self._events(body, full)) as events:
@@ -309,6 +310,7 @@ class OpenAIGenerator(ServerTokens):
                         if stops.stopped:
                             self.last_finish = "stop"
                             return
+                        partial = partial + 1 if decoder.getstate()[0] else 0
                         whole = finishing and bool(token.text) and not decoder.getstate()[0]
                         if whole:
                             break
@@ -338,7 +340,11 @@ class OpenAIGenerator(ServerTokens):
             if (not finishing and finish == "length" and count >= max_tokens
                     and (decoder.getstate()[0] or (self.kind == "llama.cpp" and timed and (counted or 0) > sent))):
                 # the cap cut a character: its bytes wait in the decoder (vLLM's "bytes:" tokens), or
-                # llama-server generated tokens it never sent (it sends no part of a character)
+                # llama-server generated tokens it never sent (it sends no part of a character). The next
+                # request generates that character's tokens again, from its first: counted there, not here
+                redo = partial if decoder.getstate()[0] else counted - sent
+                count -= redo
+                self.stats.tokens_generated -= redo
                 phases.append((1 + CHARACTER_TOKENS, [], True))
                 continue
             if finish is None and got >= n:  # a stream that ended with [DONE] and no finish_reason
