@@ -43,6 +43,7 @@ class Script:
     # llama: as llama-server does, every chunk carries its timings (predicted_n: tokens generated so far), and
     # a word whose tokens max_tokens cuts is never sent (its bytes are not whole UTF-8), only counted
     timings: bool = False
+    chat_timings: bool = False  # llama, chat: its chunks carry timings too (llama-server's do, asked timings_per_token)
     # a request asking for logprobs fails, as on llama-cpp-python's server without logits_all: "500" (its
     # answer to a whole request), or "cut" (a stream: 200, then the connection closes with no event)
     logprobs_fail: str = ""
@@ -243,6 +244,8 @@ def _handler(stub: StubServer):
                 return
             if s.timings:  # a prompt ending with the answer's first words is continued after them
                 prompt = str(body.get("prompt") or "")
+                if chat and body["messages"] and body["messages"][-1]["role"] == "assistant":
+                    prompt = body["messages"][-1]["content"]  # (the answer so far, continued)
                 done = next((k for k in range(len(words), 0, -1) if prompt.endswith("".join(words[:k]))), 0)
                 words = words[done:]
             n = min(-(-asked // s.tokens_per_word), len(words))  # words begun within the tokens asked
@@ -341,7 +344,7 @@ def _handler(stub: StubServer):
                 choice["logprobs"] = None
             out = {"object": "chat.completion.chunk" if chat else "text_completion", "model": s.model,
                    "choices": [choice]}
-            if s.timings and s.dialect == "llama" and word and not chat:  # (its chat chunks have none)
+            if s.timings and s.dialect == "llama" and word and (s.chat_timings or not chat):
                 out["timings"] = {"prompt_n": 4, "cache_n": 3, "predicted_n": (i + 1) * s.tokens_per_word}
             return out
 

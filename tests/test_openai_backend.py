@@ -313,6 +313,24 @@ def test_llama_servers_chat_echo_of_the_answer_so_far_is_not_read_as_generated()
             assert "Cats" not in text and text == "".join(emoji[:want]), n
 
 
+def test_a_character_cut_by_the_cap_after_other_tokens_is_finished_on_the_chat_endpoint():
+    """llama-server's chat chunks carry its count of tokens generated (asked for timings_per_token; checked on
+    its build here): a character cut by the cap after others is finished as on /v1/completions."""
+    from ragcli.prompts import answer_prompt
+
+    emoji = ["\U0001F60D", "\U0001F431", "\U0001F436", "\U0001F426"]
+    script = Script(words=emoji, tokens_per_word=3, timings=True, chat_timings=True, echo_prefill=True,
+                    chat_template=CHATML, model_path="/models/SmolLM2-135M-Instruct.Q4_1.gguf")
+    with StubServer(script) as stub:
+        g = gen(stub, prompt_style="chat")
+        prompt = answer_prompt("Which pets?", (), "Pets: ")
+        for n, want in ((3, 1), (4, 2), (5, 2), (6, 2), (7, 3)):
+            before = g.stats.tokens_generated
+            assert "".join(t.text for t in g.stream(prompt, max_tokens=n)) == "".join(emoji[:want]), n
+            assert g.stats.tokens_generated - before == 3 * want and g.last_finish == "length", n
+        assert stub.completions()[-1]["body"]["messages"][-1]["content"].endswith("".join(emoji[:2]))  # (continued)
+
+
 def test_the_end_of_generation_token_is_not_counted_as_generated_as_in_process():
     """llama-server sends the end-of-generation token (<|im_end|>, <eos>) as an entry with no text and
     counts it in its timings and usage: every answer that ended so counted one token more than
