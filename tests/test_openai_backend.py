@@ -991,8 +991,8 @@ def test_closing_a_generator_closes_its_connections_at_once_or_as_its_stream_lea
         assert g.http._client.is_closed
 
 
-@pytest.mark.parametrize("command", ["ask", "eval"])
-def test_ask_and_eval_close_the_generators_they_made(command, tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("command", ["ask", "eval", "chat"])
+def test_ask_eval_and_chat_close_the_generators_they_made(command, tmp_path, monkeypatch, capsys):
     closed = []
     real = OpenAIGenerator.close
     monkeypatch.setattr(OpenAIGenerator, "close", lambda self: (closed.append(self), real(self))[1])
@@ -1003,12 +1003,17 @@ def test_ask_and_eval_close_the_generators_they_made(command, tmp_path, monkeypa
         server = ["--backend", "openai", "--base-url", stub.url]
         if command == "ask":
             argv = ["ask", "What is zeta?", "--strategy", "none", "--no-log", *server]
+        elif command == "chat":
+            from ragcli.repl import Repl
+
+            monkeypatch.setattr(Repl, "run", lambda self: None)  # (the session: typed /exit at once)
+            argv = ["chat", "--no-log", "--index", str(tmp_path / "idx"), *server]
         else:
             data, corpus = _eval_data(tmp_path, 4)
             argv = ["eval", "run", str(data), "--strategy", "none", "--workers", "2", *server]
         code, _, err = call(argv, capsys)
     assert code == 0, err
-    assert len(made) == (1 if command == "ask" else 2)
+    assert len(made) == (2 if command == "eval" else 1)
     assert all(g.http._client.is_closed for g in made) and {id(g) for g in closed} == {id(g) for g in made}
 
 
