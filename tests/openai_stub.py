@@ -43,6 +43,11 @@ class Script:
     # llama: as llama-server does, every chunk carries its timings (predicted_n: tokens generated so far), and
     # a word whose tokens max_tokens cuts is never sent (its bytes are not whole UTF-8), only counted
     timings: bool = False
+    # vllm: how the legacy logprobs spell a token that is no whole character, written "bytes:\\xf0\\x9f" in
+    # ``words``: "bytes" as so; "empty" as recent vLLM does ("", the character's text on the token that
+    # completes it: LogprobsProcessor._correct_decoded_token); "replacement" as earlier vLLM did (the token
+    # decoded alone: U+FFFD, the completing token's too)
+    partial_tokens: str = "bytes"
     chat_timings: bool = False  # llama, chat: its chunks carry timings too (llama-server's do, asked timings_per_token)
     # a request asking for logprobs fails, as on llama-cpp-python's server without logits_all: "500" (its
     # answer to a whole request), or "cut" (a stream: 200, then the connection closes with no event)
@@ -99,6 +104,18 @@ def _vllm_bytes(token: str) -> bytes:
     if token.startswith("bytes:"):
         return bytes(int(h, 16) for h in re.findall(r"\\x([0-9a-fA-F]{2})", token[6:]))
     return token.encode()
+
+
+def _vllm_spelled(word: str, text: str, how: str) -> str:
+    """A token as vLLM's legacy logprobs write it (``Script.partial_tokens``); ``text``: the chunk's."""
+    data = _vllm_bytes(word)
+    try:
+        data.decode()
+        return word
+    except UnicodeDecodeError:
+        if how == "empty":
+            return text  # ("" until the token that completes the character)
+        return "\ufffd" if how == "replacement" else word
 
 
 def _token_id(word: str) -> int:
@@ -330,8 +347,9 @@ def _handler(stub: StubServer):
                 alts = [(word, lp), (" maybe", lp - 1.5), (" or", lp - 2.5)]
                 alts += [(f" other{k}", lp - 3.0 - 0.1 * k) for k in range(max(0, int(want) - len(alts)))]
                 if s.dialect == "vllm" and not chat:
-                    choice["logprobs"] = {"tokens": [word], "token_logprobs": [lp], "text_offset": [0],
-                                          "top_logprobs": [{t: v for t, v in alts}]}
+                    spelled = _vllm_spelled(word, text, s.partial_tokens)
+                    choice["logprobs"] = {"tokens": [spelled], "token_logprobs": [lp], "text_offset": [0],
+                                          "top_logprobs": [{spelled if t == word else t: v for t, v in alts}]}
                 else:
                     entry = {"token": text, "logprob": lp,
                              "top_logprobs": [{"token": t, "logprob": v} for t, v in alts]}

@@ -274,16 +274,21 @@ def test_a_character_cut_by_max_tokens_is_finished_as_in_process():
         assert len(stub.completions()) - before == 1
 
 
-def test_vllm_tokens_that_are_no_whole_character_join_the_next_as_in_process():
-    """vLLM's legacy logprobs spell a token whose bytes are no whole character "bytes:\\xf0\\x9f\\x98"
-    (its chunk text waits for the rest): the bytes join the next token's into one character, spoken for by
-    the least likely of them; a cap inside the character is finished by a few more tokens."""
+@pytest.mark.parametrize("spelled", ["bytes", "empty", "replacement"])
+def test_vllm_tokens_that_are_no_whole_character_join_the_next_as_in_process(spelled):
+    """A token whose bytes are no whole character, in legacy logprobs (its chunk text waits for the rest):
+    OpenAI's "bytes:\\xf0\\x9f\\x98", recent vLLM's "" (the character's text on the token completing it),
+    earlier vLLM's U+FFFD (each token decoded alone, the completing one too). The bytes join the next
+    token's into one character, spoken for by the least likely of them; a cap inside the character is
+    finished by a few more tokens. vLLM's "" tokens were dropped (the character took the last token's
+    logprob alone, and a cap inside it lost it), its U+FFFD ones were the answer's text ("\ufffd\ufffd")."""
     words = ["Smile", ":", "bytes:\\xf0\\x9f\\x98", "bytes:\\x80", " ok", "."]
-    with StubServer(Script(dialect="vllm", timings=True, words=words)) as stub:
+    script = Script(dialect="vllm", timings=True, words=words, partial_tokens=spelled, logprob_at={2: -3.0})
+    with StubServer(script) as stub:
         g = gen(stub)
         tokens = list(g.stream("Q", max_tokens=10))
         assert [(t.text, t.logprob) for t in tokens] == [
-            ("Smile", -0.1), (":", pytest.approx(-0.15)), ("\U0001F600", pytest.approx(-0.25)),
+            ("Smile", -0.1), (":", pytest.approx(-0.15)), ("\U0001F600", -3.0),
             (" ok", pytest.approx(-0.3)), (".", pytest.approx(-0.35))]
         assert g.stats.tokens_generated == 6 and all(len(t.top) == 5 for t in tokens)
         for n in (3, 4):  # the cap after the first byte token, or after the character

@@ -255,6 +255,12 @@ class OpenAIGenerator(ServerTokens):
     @staticmethod
     def _piece_text(p: Piece, chunk: Chunk, decoder) -> str | None:
         if p.data is None:
+            if p.logprob is not None and (not p.text or "\ufffd" in p.text) and len(chunk.pieces) == 1:
+                # vLLM writes a token that ends inside a character "" (the character's text comes with the
+                # token completing it) or, in earlier versions, as decoded alone (U+FFFD, the completing
+                # token's too): the chunk's text is what the token adds. Passed on empty, the stop filter
+                # merges it with the token that completes the character, as in-process
+                return chunk.text
             return p.text or None  # an empty token is an end-of-generation or control token: no text
         if not p.data:
             # llama-server sends a token it holds back (it may start a stop string) with no text, and
@@ -310,7 +316,9 @@ class OpenAIGenerator(ServerTokens):
                         if stops.stopped:
                             self.last_finish = "stop"
                             return
-                        partial = partial + 1 if decoder.getstate()[0] else 0
+                        # (vLLM's tokens of a character not yet whole: bytes the decoder holds, or no text)
+                        unfinished = decoder.getstate()[0] or (self.kind == "vllm" and not token.text)
+                        partial = partial + 1 if unfinished else 0
                         whole = finishing and bool(token.text) and not decoder.getstate()[0]
                         if whole:
                             break
@@ -338,11 +346,12 @@ class OpenAIGenerator(ServerTokens):
             if whole:  # the character is finished: the answer is as long as asked
                 break
             if (not finishing and finish == "length" and count >= max_tokens
-                    and (decoder.getstate()[0] or (self.kind == "llama.cpp" and timed and (counted or 0) > sent))):
-                # the cap cut a character: its bytes wait in the decoder (vLLM's "bytes:" tokens), or
-                # llama-server generated tokens it never sent (it sends no part of a character). The next
-                # request generates that character's tokens again, from its first: counted there, not here
-                redo = partial if decoder.getstate()[0] else counted - sent
+                    and (partial or (self.kind == "llama.cpp" and timed and (counted or 0) > sent))):
+                # the cap cut a character: its bytes wait in the decoder ("bytes:" tokens) or vLLM sent its
+                # first tokens with no text, or llama-server generated tokens it never sent (it sends no
+                # part of a character). The next request generates that character's tokens again, from its
+                # first: counted there, not here
+                redo = partial or counted - sent
                 count -= redo
                 self.stats.tokens_generated -= redo
                 phases.append((1 + CHARACTER_TOKENS, [], True))

@@ -10,7 +10,9 @@ Per-token log-probabilities come in two shapes:
   llama-server, the token's ``id`` and exact ``bytes``;
 - OpenAI's legacy completions, as vLLM returns them: ``logprobs.tokens[]``, ``token_logprobs[]`` and
   ``top_logprobs[]`` (one ``{token: logprob}`` object per token; the sampled token may be added to
-  it), with vLLM writing a token that is not whole UTF-8 as ``bytes:\\xe2\\x80``.
+  it). A token that is not whole UTF-8 is written ``bytes:\\xe2\\x80`` (OpenAI's form), by vLLM "" (the
+  character's text then comes with the token completing it) or, in its earlier versions, U+FFFD
+  (``OpenAIGenerator._piece_text`` reads those two from the chunk's text).
 """
 
 from __future__ import annotations
@@ -163,8 +165,8 @@ _BYTES = re.compile(r"\\x([0-9a-fA-F]{2})")
 
 
 def _legacy_token(token: str) -> tuple[str, bytes | None]:
-    """vLLM writes a token that is not whole UTF-8 as ``bytes:\\xe2\\x80``: its bytes, to be joined
-    with the next token's."""
+    """A token that is not whole UTF-8 written ``bytes:\\xe2\\x80``: its bytes, to be joined with the
+    next token's."""
     if token.startswith("bytes:"):
         data = bytes(int(h, 16) for h in _BYTES.findall(token[6:]))
         return data.decode("utf-8", errors="replace"), data
