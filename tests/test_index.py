@@ -1156,19 +1156,30 @@ def test_sources_are_named_as_the_user_named_the_folder(tmp_path, monkeypatch):
 def test_equal_scores_rank_in_the_order_of_the_passages_places_in_every_build(tmp_path):
     """Tantivy breaks ties by segment, and a passage's segment (indexing threads, commits) and the
     order of segments change between builds: the same corpus ranked its ties differently each time.
-    A tie larger than the fetch bound (boilerplate) stays in tantivy's order: ordering it cost 10 ms."""
+    A tie larger than the fetch bound (boilerplate) stays in tantivy's order: ordering it cost 10 ms.
+
+    The segments are made one per run of one indexing thread, each adding one file, fewer runs than
+    tantivy's merge policy merges (8): so many segments, in every build. One run with a commit every
+    20 passages left a segment per commit and thread that took passages, merged eight at a time: how
+    many was up to tantivy's threads (one per CPU) and which of them the scheduler gave passages to;
+    on one CPU (taskset -c 0) it was one, and "several segments" failed."""
     from ragcli.retrieval.index import MAX_TIE_FETCH
 
     rows = [{"id": f"p{i:04d}", "title": "Same", "text": "The very same words in every record."} for i in range(60)]
     rows.insert(30, {"id": "best", "title": "Same words", "text": "Same words, same words, the very same words."})
     rows += [{"id": f"f{i:04d}", "title": "Footer", "text": "Licence footer."} for i in range(MAX_TIE_FETCH + 40)]
-    corpus = tmp_path / "ties.jsonl"
-    corpus.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    in_place = ["best"] + [r["id"] for r in rows if r["id"].startswith("p")]  # line order after the best hit
-    for build in range(3):
-        build_index([corpus], tmp_path / f"i{build}", commit_every=20)
+    folder = tmp_path / "ties"
+    folder.mkdir()
+    files = 5
+    for f in range(files):  # the ties dealt out over every file (and so every segment)
+        (folder / f"part{f}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[f::files]))
+    # where each passage is: its file, then its line
+    in_place = ["best"] + [r["id"] for f in range(files) for r in rows[f::files] if r["id"].startswith("p")]
+    for build, order in enumerate(((3, 0, 4, 1, 2), (4, 3, 2, 1, 0), (1, 4, 2, 0, 3))):
+        for f in order:  # one segment each, ordered by its random id
+            build_index([folder / f"part{f}.jsonl"], tmp_path / f"i{build}", writer_threads=1)
         index = TantivyIndex.open(tmp_path / f"i{build}")
-        assert len(list((tmp_path / f"i{build}").glob("*.store"))) > 1  # several segments
+        assert len(list((tmp_path / f"i{build}").glob("*.store"))) == files  # a segment per file
         for k in (1, 2, 5, 40, 61, 200):
             assert [d.id for d in index.search("same words", k)] == in_place[:k], (build, k)
         assert len(index.search("licence footer", 5)) == 5  # past the bound: five of them, in no set order
