@@ -13,8 +13,16 @@ from benchmarks import backends, run
 from benchmarks.llama_server import LlamaServer
 
 
-def tok(text: str, *top: str) -> dict:
-    return {"text": text, "top": [{"text": t} for t in (text, *top)]}
+def tok(text: str, *top: str, p: float = 0.9) -> dict:
+    return {"event": "token", "token": {"text": text, "prob": p, "top": [{"text": t} for t in (text, *top)]}}
+
+
+def draft(accepted: bool, *low: str) -> dict:
+    return {"event": "draft", "accepted": accepted, "low": [{"text": t} for t in low]}
+
+
+def search(query: str) -> dict:
+    return {"event": "retrieve", "query": {"text": query}, "reason": "p=0.39"}
 
 
 def test_token_streams_agree_only_when_they_really_do():
@@ -25,6 +33,51 @@ def test_token_streams_agree_only_when_they_really_do():
     # one side stopping early, or writing nothing, is no agreement (it passed as "no difference")
     assert backends.check_close(a, a[:1]) == (1, False)
     assert backends.check_close(a, []) == (0, False) and backends.check_close([], []) == (0, False)
+
+
+def test_a_flare_decision_parts_the_streams_only_by_a_token_near_its_threshold():
+    """FLARE retrieves when a draft token has p < θ: probabilities that differ in their last digits fall on
+    either side of θ = 0.4 when they are near it, one side accepts its draft, the other searches and
+    regenerates, and the streams then part at tokens that are no near tie. That parting is allowed; one at a
+    decision no such token explains, or at a token after it, is not."""
+    def side(p: float, decision: list[dict], then: list[dict]) -> list[dict]:
+        return [tok(" He"), tok(" was", p=p), tok(" born")] + decision + then
+
+    accepts = side(0.4012, [draft(True)], [tok(" It"), tok(" is")])
+    retrieves = side(0.3987, [draft(False, " was"), search("He born")], [tok(" Later"), tok(" he")])
+    assert backends.check_close(accepts, retrieves) == (3, True)
+    assert backends.check_close(retrieves, accepts) == (3, True)
+    at, why, close = backends.parting(accepts, retrieves)
+    assert close and "' was'" in why and "0.4012" in why and "0.3987" in why
+    # the draft decided differently with no token near θ: a real difference (both tokens confident)
+    assert backends.check_close(side(0.8, [draft(True)], []), side(0.8, [draft(False, " was")], [])) == (3, False)
+    # on either side of θ, but far apart: the probability itself is wrong, not noisy
+    assert backends.check_close(side(0.9, [draft(True)], []), side(0.1, [draft(False, " was")], [])) == (3, False)
+    # the same decision, then tokens that are no near tie: a token near θ before it explains nothing
+    assert backends.check_close(side(0.4012, [draft(True)], [tok(" It")]),
+                                side(0.3987, [draft(True)], [tok(" She")])) == (4, False)
+    # another threshold: β masks the words of tokens below it, so the search's query differs
+    masked = [draft(False, " was"), search("He born")]
+    unmasked = [draft(False, " was"), search("He was born")]
+    assert backends.check_close(side(0.3012, masked, []), side(0.2987, unmasked, []), (0.4, 0.3)) == (4, True)
+    assert backends.check_close(side(0.3012, masked, []), side(0.2987, unmasked, []), (0.4,)) == (4, False)
+    # as on llama-server: ' The' p=0.387 in-process and 0.454 on the server, below θ = β = 0.4 on one side only
+    assert backends.check_close(side(0.3874, [draft(False, " was", " born"), search("He")], []),
+                                side(0.4538, [draft(False, " born"), search("He was")], []), (0.4, 0.4)) == (3, True)
+    # the final read's search on one side only (an answer token near θ), the other side ending there
+    assert backends.check_close(side(0.4012, [], []), side(0.3987, [search("He born")], [])) == (3, True)
+    assert backends.check_close(side(0.5, [], []), side(0.5, [search("He born")], [])) == (3, False)
+
+
+def test_the_report_says_why_a_parting_was_allowed():
+    rows = [backends.Comparison("flare", "q", (5, 6), 5, ("draft accepted", "draft retrieves: ' was'"), True, False,
+                                "near threshold: ' was' p=0.4012 | 0.3987 about 0.4"),
+            backends.Comparison("flare", "q", (5, 6), 3, ("' It'", "' She'"), False, False)]
+    text = backends.report(rows)
+    assert "draft accepted | draft retrieves: ' was'" in text and "yes, near threshold: ' was'" in text
+    assert "' It' | ' She'" in text and " NO " in text and "logprob rule held on 1 of 2" in text
+    assert [backends.describe(e) for e in (tok(" a"), draft(True), draft(False, " a", "b"), search("x"), None)] == [
+        "' a'", "draft accepted", "draft retrieves: ' a','b'", "search 'x'", "(end)"]
 
 
 def test_only_names_benchmarks_that_exist(capsys):
@@ -66,3 +119,4 @@ def test_a_server_that_fails_to_start_says_why_and_leaves_nothing_running(tmp_pa
         with silent:
             pass
     assert silent.proc.poll() is not None  # stopped, not left sleeping
+
