@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import atexit
 import os
-import socket
+import re
 import subprocess
 import sys
 import tempfile
@@ -40,10 +40,10 @@ def buildable() -> str:
     return f"missing {', '.join(missing)}" if missing else ""
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+# llama-server is started on port 0 and says which port it bound: a port picked free beforehand is bound
+# only once the model has loaded (seconds on a loaded machine), and another server starting meanwhile took
+# it, and the health check then found that one ready (a test against another server's model) or hung
+LISTENING = re.compile(rb"listening on http://127\.0\.0\.1:(\d+)")
 
 
 _RUNNING: "set[LlamaServer]" = set()
@@ -64,7 +64,7 @@ class LlamaServer:
                  start_timeout: float = 180.0, model: Path | None = None) -> None:
         self.path, self.args, self.log, self.start_timeout = path, list(args), log, start_timeout
         self.model = model  # None: the bundled model
-        self.port = free_port()
+        self.port: int | None = None  # the one the server bound, once started
         self.proc: subprocess.Popen | None = None
         self._out = None  # the server's output: the log file, or a temporary one
 
@@ -85,10 +85,13 @@ class LlamaServer:
         import httpx
 
         # without a log file, the server's output is kept in a temporary one: a failed start shows its end
-        self._out = self.log.open("ab") if self.log else tempfile.TemporaryFile()
+        # (appended to, and read back while the server writes it: a read moves the offset the two share)
+        self._out = self.log.open("a+b") if self.log else tempfile.TemporaryFile("a+b")
+        logged = self._out.tell()  # (a log file of earlier runs: only this run's lines say its port)
         model = self.model or embedded_model_path()
+        self.port = None
         self.proc = subprocess.Popen([str(self.path), "-m", str(model), *self.args,
-                                      "--host", "127.0.0.1", "--port", str(self.port)],
+                                      "--host", "127.0.0.1", "--port", "0"],
                                      stdout=self._out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         _RUNNING.add(self)
         try:
@@ -98,8 +101,10 @@ class LlamaServer:
                     if self.proc.poll() is not None:
                         raise RuntimeError(f"llama-server exited with {self.proc.returncode} while starting"
                                            f"{self._tail()}")
+                    if self.port is None and (bound := LISTENING.search(self._output(logged))):
+                        self.port = int(bound.group(1))
                     try:
-                        if client.get(self.url + "/health").status_code == 200:
+                        if self.port is not None and client.get(self.url + "/health").status_code == 200:
                             return
                     except httpx.HTTPError:
                         pass
@@ -109,13 +114,16 @@ class LlamaServer:
             self.stop()
             raise
 
-    def _tail(self, lines: int = 5) -> str:
+    def _output(self, start: int = 0) -> bytes:
         try:
             self._out.flush()
-            self._out.seek(0)
-            tail = self._out.read().decode("utf-8", "replace").strip().splitlines()[-lines:]
+            self._out.seek(start)
+            return self._out.read()
         except (OSError, ValueError):
-            return ""
+            return b""
+
+    def _tail(self, lines: int = 5) -> str:
+        tail = self._output().decode("utf-8", "replace").strip().splitlines()[-lines:]
         return (":\n  " + "\n  ".join(tail)) if tail else ""
 
     def stop(self, *, kill: bool = False) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -120,3 +121,59 @@ def test_a_server_that_fails_to_start_says_why_and_leaves_nothing_running(tmp_pa
             pass
     assert silent.proc.poll() is not None  # stopped, not left sleeping
 
+
+
+FAKE_SERVER = """
+import http.server, sys
+port = int(sys.argv[sys.argv.index("--port") + 1])
+
+class Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"ours")
+
+    def log_message(self, *args):
+        pass
+
+try:
+    server = http.server.HTTPServer(("127.0.0.1", port), Health)
+except OSError:  # as llama-server says these
+    print(f"srv  init: couldn't bind HTTP server socket, hostname: 127.0.0.1, port: {port}", flush=True)
+    sys.exit(1)
+print(f"srv  llama_server: listening on http://127.0.0.1:{server.server_address[1]}", flush=True)
+server.serve_forever()
+"""
+
+
+def test_the_server_is_found_on_the_port_it_bound_not_one_picked_before(tmp_path, monkeypatch):
+    """A port picked free (``free_port``) was bound by llama-server only after its model loaded: another
+    server started meanwhile took it, ours exited "couldn't bind", and the health check found the other one
+    ready, so the tests ran against another server (another model). It is started on port 0 and found on
+    the port it says it bound."""
+    import functools
+    import http.server
+    import threading
+
+    import httpx
+
+    from benchmarks import llama_server
+
+    (tmp_path / "fake.py").write_text(FAKE_SERVER)
+    script = fake_server(tmp_path, f'exec "{sys.executable}" "{tmp_path / "fake.py"}" "$@"')
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "health").write_text("another server")  # its GET /health: 200
+    other = http.server.HTTPServer(("127.0.0.1", 0), functools.partial(http.server.SimpleHTTPRequestHandler,
+                                                                       directory=str(tmp_path / "other")))
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    taken = other.server_address[1]
+    monkeypatch.setattr(llama_server, "free_port", lambda: taken, raising=False)  # the port picked, then taken
+    try:
+        log = tmp_path / "server.log"
+        log.write_text("srv  llama_server: listening on http://127.0.0.1:1\n")  # an earlier run's
+        with LlamaServer(script, model=tmp_path / "m.gguf", log=log, start_timeout=30) as server:
+            assert server.port not in (None, 1, taken) and server.proc.poll() is None
+            assert httpx.get(server.url + "/health", trust_env=False).text == "ours"
+    finally:
+        other.shutdown()
+        other.server_close()
