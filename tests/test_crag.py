@@ -306,8 +306,8 @@ def test_a_web_search_keeps_within_the_question_time_budget(settings):
 def test_grading_keeps_within_the_question_time_budget(settings):
     """Each document and strip is a model call: --timeout stops them (a 0.5 s budget ran for seconds
     and ended with an empty answer and no word why)."""
-    def slow(prompt):
-        time.sleep(0.1)
+    def slow(prompt):  # 8 documents and their strips: 4 s and more without the budget
+        time.sleep(0.5)
         return 0.9
 
     docs = [Document(f"d{i}", f"D{i}", f"Rome fact number {i}. Another sentence here. And a third one.", 1.0)
@@ -315,7 +315,7 @@ def test_grading_keeps_within_the_question_time_budget(settings):
     gen = FakeGenerator([ANSWER], yes_prob=slow)
     t = time.perf_counter()
     events = list(Crag(gen, StaticRetriever(docs), settings.copy(timeout=0.35, k=8), web=FakeWeb()).run(QUESTION))
-    assert time.perf_counter() - t < 1.0
+    assert time.perf_counter() - t < 3.0  # one or two calls (under a second), with room for a loaded machine
     assert of(events, AnswerFinished)[0].stop_reason == "timeout"
     assert [n.message for n in of(events, Notice)] == ["time budget of 0.35s reached; stopped"]
 

@@ -709,12 +709,12 @@ def test_a_passing_fault_of_the_logprobs_probe_does_not_take_them_away(how):
 
 
 def test_timeout_before_and_during_the_answer(capsys, tmp_path):
-    with StubServer(Script(stall=5.0)) as stub:
+    with StubServer(Script(stall=60.0)) as stub:  # (released as the stub stops)
         t = time.perf_counter()
         code, _, err = call(["ask", "q?", "--strategy", "none", "--backend", "openai", "--base-url", stub.url, "--api-timeout", "0.5",
                              "--index", str(tmp_path)], capsys)
         assert code == 10 and "did not answer for 0.5s" in one_line_error(err)
-        assert time.perf_counter() - t < 4
+        assert time.perf_counter() - t < 20
     with StubServer(Script()) as stub:
         g = gen(stub, timeout=0.5)
         stub.script.token_delay = 2.0
@@ -767,7 +767,7 @@ def test_a_server_that_only_pings_times_out_as_one_that_says_nothing():
 
     class Pings(httpx.SyncByteStream):
         def __iter__(self):
-            for _ in range(400):  # 8 s of pings at most
+            for _ in range(3000):  # 60 s of pings at most
                 time.sleep(0.02)
                 yield b": ping\n\n"
 
@@ -777,7 +777,7 @@ def test_a_server_that_only_pings_times_out_as_one_that_says_nothing():
     started = time.perf_counter()
     with pytest.raises(ServerError, match=r"did not answer for 0.3s"):
         list(_client_of(pings, timeout=0.3).events("completions", {}, on_prompt=lambda n, c: None))
-    assert time.perf_counter() - started < 3
+    assert time.perf_counter() - started < 20
 
 
 def test_a_stream_that_ends_with_done_but_no_finish_reason_keeps_its_answer():
@@ -905,7 +905,7 @@ def test_retries_are_bounded_and_a_long_retry_after_fails_at_once(capsys, tmp_pa
         t = time.perf_counter()
         with pytest.raises(ServerError, match="asks to retry after 3600s"):
             list(g.stream("q", max_tokens=3))
-        assert time.perf_counter() - t < 1
+        assert time.perf_counter() - t < 10  # not the hour asked for
     with StubServer(Script(fail_status=[500] * 10)) as stub:  # at the first request: one line, exit 10
         code, _, err = call(["ask", "q?", "--strategy", "none", "--backend", "openai", "--base-url", stub.url, "--index", str(tmp_path)],
                             capsys)
@@ -1144,7 +1144,7 @@ def test_ctrl_c_while_the_server_is_silent_mid_answer(tmp_path):
         streams = lambda: [r for r in stub.completions() if r["body"]["max_tokens"] > 1]  # noqa: E731
         _interrupt(["eval", "run", str(data), "--corpus", str(corpus), "--strategy", "single", "--backend", "openai",
                     "--base-url", stub.url, "--workers", "2", "--out", str(out)],
-                   lambda: len(streams()) >= 2, 0.5, 8)  # both silent after 3 tokens; not --api-timeout's 120 s
+                   lambda: len(streams()) >= 2, 0.5, 20)  # both silent after 3 tokens; not the stall's 30 s nor --api-timeout's 120 s
     assert [json.loads(line)["type"] for line in out.read_text().splitlines()] == ["header"]
 
 

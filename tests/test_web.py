@@ -46,7 +46,7 @@ def test_slow_search_is_cut_at_the_deadline(monkeypatch):
     t = time.perf_counter()
     with pytest.raises(WebSearchError, match="no answer within 0.5 s"):
         DdgsWebSearcher(timeout=0.5).search("python", 3)
-    assert time.perf_counter() - t < 3
+    assert time.perf_counter() - t < 8  # not the search's 10 s
     workers = [th for th in threading.enumerate() if th.name == "ragcli-web-search"]
     assert workers and all(th.daemon for th in workers)  # abandoned, cannot keep the process alive
 
@@ -217,7 +217,7 @@ def test_a_search_gets_at_most_the_time_it_is_given(monkeypatch):
     t = time.perf_counter()
     with pytest.raises(WebSearchError, match="no answer within 0.3 s"):
         DdgsWebSearcher(timeout=5).search("python", 3, timeout=0.3)
-    assert time.perf_counter() - t < 3 and seen == [0.3]
+    assert time.perf_counter() - t < 8 and seen == [0.3]  # not the search's 10 s
 
 
 def test_a_process_leaving_with_a_search_out_ends_at_once(tmp_path):
