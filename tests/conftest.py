@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,16 @@ from ragcli.config import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "examples" / "sample"
+
+# How Rich and Typer draw (the width, colour, a terminal or not) follows these, and Typer reads some as it is
+# imported, before any fixture runs: from a developer's shell, COLUMNS=50 failed 8 tests, FORCE_COLOR=1 8
+# more and TERM=dumb (an editor's shell) 3. They go for the whole session (and for the ragcli processes tests
+# start); a test that wants one sets it.
+TERMINAL_ENV = ("COLUMNS", "LINES", "FORCE_COLOR", "NO_COLOR", "PY_COLORS", "TTY_COMPATIBLE", "TTY_INTERACTIVE",
+                "TERM", "COLORTERM", "TERMINAL_WIDTH", "JUPYTER_COLUMNS", "JUPYTER_LINES", "GITHUB_ACTIONS",
+                "_TYPER_FORCE_DISABLE_TERMINAL")
+for _name in TERMINAL_ENV:
+    os.environ.pop(_name, None)
 
 
 @pytest.fixture(autouse=True)

@@ -69,3 +69,19 @@ def test_layers_import_only_downward():
             if name == layer or name.startswith(layer + "."):
                 bad = [d for d in deps if any(d == f or d.startswith(f + ".") for f in forbidden)]
                 assert not bad, f"{name} imports {bad}"
+
+
+def test_the_suite_does_not_depend_on_the_terminal_settings_of_the_shell_it_runs_from():
+    """A narrow terminal's COLUMNS (tables folded, names cut), FORCE_COLOR (escape codes in captured
+    output) and TERM=dumb exported by a developer's shell failed tests that pass on CI; conftest clears them."""
+    import os
+    import subprocess
+    import sys
+
+    tests = ["tests/test_cli.py::test_strategies_lists_the_registry",  # fails with COLUMNS=50
+             "tests/test_render.py::test_answer_on_stdout_is_word_wrapped_only_on_a_terminal",  # FORCE_COLOR=1
+             "tests/test_render.py::test_every_step_label_fits_the_label_column"]  # TERM=dumb
+    env = {**os.environ, "COLUMNS": "50", "FORCE_COLOR": "1", "TERM": "dumb"}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:]
