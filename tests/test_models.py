@@ -113,6 +113,7 @@ def test_unreachable_hub_fails_at_once_without_retry_lines(built_index, settings
     """No network and offline mode not set (a laptop on a plane): huggingface_hub would retry for ~20 s,
     logging a line per retry; ragcli looks up the Hub's host first and says one line."""
     pytest.importorskip("huggingface_hub")
+    import importlib
     import logging
     import socket
     import time
@@ -124,6 +125,10 @@ def test_unreachable_hub_fails_at_once_without_retry_lines(built_index, settings
         raise socket.gaierror(-2, "Name or service not known")
 
     monkeypatch.setattr(socket, "getaddrinfo", no_dns)
+    # the hub's logging module sets its logger's level as it is first imported (the package alone does not
+    # import it): imported before the level is read, or the test's outcome depended on whether a test before
+    # it had imported it (run alone or in reverse order: 30 after, 0 before)
+    importlib.import_module("huggingface_hub.utils.logging")
     level = logging.getLogger("huggingface_hub").level
     t = time.perf_counter()
     with pytest.raises(SystemExit) as exc:
