@@ -94,7 +94,8 @@ def describe(event: dict | None) -> str:
     if event["event"] == "token":
         return repr(event["token"]["text"])
     if event["event"] == "draft":  # (with the tokens below θ that made it retrieve)
-        return "draft accepted" if event["accepted"] else "draft retrieves: " + ",".join(repr(t["text"]) for t in event["low"])
+        low = ",".join(repr(t["text"]) for t in event["low"])
+        return "draft accepted" if event["accepted"] else f"draft retrieves: {low}"
     return f"search {event['query']['text']!r}"
 
 
@@ -123,7 +124,7 @@ def check_close(a: list[dict], b: list[dict], thresholds: tuple[float, ...] = (0
 
 
 def parting(a: list[dict], b: list[dict], thresholds: tuple[float, ...] = (0.4,)) -> tuple[int | None, str, bool]:
-    """``check_close`` with what made the parting close: "near tie", "near θ: …", or ""."""
+    """``check_close`` with what made the parting allowed: "near tie", "near threshold: …", or ""."""
     if not any(e["event"] == "token" for e in a) or not any(e["event"] == "token" for e in b):
         return 0, "", False
     n = min(len(a), len(b))
