@@ -100,23 +100,33 @@ def describe(event: dict | None) -> str:
 
 
 def near_threshold(a: list[dict], b: list[dict], thresholds: tuple[float, ...]) -> str:
-    """A token of the two (equal so far) streams whose probabilities lie on either side of a threshold
-    and within NOISE of each other: what can make FLARE decide one way on one side and the other way on the
+    """A token of the two (equal) token lists whose probabilities lie on either side of a threshold and
+    within NOISE of each other: what can make FLARE decide one way on one side and the other way on the
     other ("" when there is none)."""
     for x, y in zip(a, b):
-        if x["event"] != "token":
-            continue
-        p, q = sorted((x["token"]["prob"], y["token"]["prob"]))
+        p, q = sorted((x["prob"], y["prob"]))
         for t in thresholds:
             if p < t <= q and q - p <= NOISE:
-                return f"{x['token']['text']!r} p={x['token']['prob']:.4f} | {y['token']['prob']:.4f} about {t:g}"
+                return f"{x['text']!r} p={x['prob']:.4f} | {y['prob']:.4f} about {t:g}"
     return ""
+
+
+def read_by(a: list[dict], b: list[dict], at: int) -> tuple[list[dict], list[dict]]:
+    """The tokens the decision at ``at`` read, on each side: a draft's decision, the draft's own tokens; a
+    search's query, those of the draft before it (whose words it masks); any other (the final read's search
+    on one side only: the whole answer), every token before it."""
+    x, y = (a[at] if at < len(a) else None), (b[at] if at < len(b) else None)
+    if x is not None and y is not None and x["event"] == y["event"]:
+        drafts = [at] if x["event"] == "draft" else [i for i in range(at) if a[i]["event"] == "draft"][-1:]
+        if drafts:
+            return a[drafts[0]]["sentence"]["tokens"], b[drafts[0]]["sentence"]["tokens"]
+    return [e["token"] for e in a[:at] if e["event"] == "token"], [e["token"] for e in b[:at] if e["event"] == "token"]
 
 
 def check_close(a: list[dict], b: list[dict], thresholds: tuple[float, ...] = (0.4,)) -> tuple[int | None, bool]:
     """(first differing position, whether the parting there is allowed). Two tokens there: each side's
     token must be in the other's top (a near tie). A decision there (a ``draft`` or ``retrieve`` event on
-    either side): a token before it must lie on either side of one of ``thresholds`` (θ, β) with
+    either side): a token it read (``read_by``) must lie on either side of one of ``thresholds`` (θ, β) with
     probabilities within NOISE of each other (``near_threshold``). One side ending where the other goes on
     is a difference too, at the shorter one's length, allowed only as a decision; an empty side never agrees."""
     at, _, close = parting(a, b, thresholds)
@@ -137,7 +147,7 @@ def parting(a: list[dict], b: list[dict], thresholds: tuple[float, ...] = (0.4,)
         in_a = y["token"]["text"] in {t["text"] for t in x["token"]["top"]}
         return at, "near tie" if in_a and in_b else "", in_a and in_b
     if any(e is not None and e["event"] in DECISIONS for e in (x, y)):
-        why = near_threshold(a[:at], b[:at], thresholds)
+        why = near_threshold(*read_by(a, b, at), thresholds)
         return at, f"near threshold: {why}" if why else "", bool(why)
     return at, "", False
 

@@ -22,6 +22,11 @@ def draft(accepted: bool, *low: str) -> dict:
     return {"event": "draft", "accepted": accepted, "low": [{"text": t} for t in low]}
 
 
+def read(event: dict, tokens: list[dict]) -> dict:
+    """A draft event with the tokens of its sentence."""
+    return {**event, "sentence": {"tokens": [t["token"] for t in tokens]}} if event["event"] == "draft" else event
+
+
 def search(query: str) -> dict:
     return {"event": "retrieve", "query": {"text": query}, "reason": "p=0.39"}
 
@@ -42,7 +47,8 @@ def test_a_flare_decision_parts_the_streams_only_by_a_token_near_its_threshold()
     regenerates, and the streams then part at tokens that are no near tie. That parting is allowed; one at a
     decision no such token explains, or at a token after it, is not."""
     def side(p: float, decision: list[dict], then: list[dict]) -> list[dict]:
-        return [tok(" He"), tok(" was", p=p), tok(" born")] + decision + then
+        tokens = [tok(" He"), tok(" was", p=p), tok(" born")]
+        return tokens + [read(e, tokens) for e in decision] + then
 
     accepts = side(0.4012, [draft(True)], [tok(" It"), tok(" is")])
     retrieves = side(0.3987, [draft(False, " was"), search("He born")], [tok(" Later"), tok(" he")])
@@ -65,6 +71,11 @@ def test_a_flare_decision_parts_the_streams_only_by_a_token_near_its_threshold()
     # as on llama-server: ' The' p=0.387 in-process and 0.454 on the server, below θ = β = 0.4 on one side only
     assert backends.check_close(side(0.3874, [draft(False, " was", " born"), search("He")], []),
                                 side(0.4538, [draft(False, " born"), search("He was")], []), (0.4, 0.4)) == (3, True)
+    # a token near θ explains only the decisions that read it: not a later draft's, whose tokens were confident
+    near = side(0.4012, [draft(True)], [])
+    later = [tok(" in"), tok(" Rome")]
+    assert backends.check_close(near + later + [read(draft(True), later)],
+                                side(0.3987, [draft(True)], []) + later + [read(draft(False, " Rome"), later)]) == (6, False)
     # the final read's search on one side only (an answer token near θ), the other side ending there
     assert backends.check_close(side(0.4012, [], []), side(0.3987, [search("He born")], [])) == (3, True)
     assert backends.check_close(side(0.5, [], []), side(0.5, [search("He born")], [])) == (3, False)
