@@ -112,7 +112,7 @@ def test_a_page_spelling_a_control_token_cannot_end_the_servers_prompt(server):
 def test_greedy_json_token_streams_agree_with_in_process_by_the_logprob_rule(server, sample_index, capsys):
     """Single and FLARE, 3 questions: identical token streams up to the first difference, and there
     each side's token is among the other's top-5 (vLLM's check_logprobs_close), or, where the first
-    difference is one of FLARE's decisions (a draft retrieving, a search's query), a token before it lay on
+    difference is one of FLARE's decisions (a draft retrieving, a search's query), a token it read lay on
     either side of θ or β on the two sides, within backends.NOISE (a run parted at a draft whose ' The' was
     0.387 in-process and 0.454 on the server); prints the share of identical answers."""
     rows = backends.compare(sample_index, server.url, backends.questions(3), ["single", "flare"], max_tokens=96)
