@@ -200,8 +200,9 @@ class Repl:
                 hint = exc.hint
                 if isinstance(exc, IndexMissingError) and hint == IndexMissingError.hint:  # a shell command; here:
                     hint = "/index PATH builds it"
-                message, hint = as_set_commands(exc.message), hint and as_set_commands(hint)  # "raise --ctx": /set
-                self.console.print(f"[red]error:[/] {markup_safe(message)}" + (f" ({markup_safe(hint)})" if hint else ""))
+                # "raise --ctx": /set; worded as one text, a setting named in both has its /set once
+                said = as_set_commands(exc.message + (f" ({hint})" if hint else ""))
+                self.console.print(f"[red]error:[/] {markup_safe(said)}")
             except OSError as exc:  # e.g. /save to a folder that does not exist: the session goes on
                 said = f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else str(exc)
                 self.console.print(f"[red]error:[/] {markup_safe(said)}")

@@ -518,6 +518,16 @@ def test_hints_in_the_repl_name_the_set_commands_not_the_flags(settings, built_i
     assert any("(--keep-first no to drop them)" in getattr(e, "message", "") for e in logged)
 
 
+def test_an_error_in_the_repl_names_each_setting_with_its_set_command_once(settings, built_index):
+    """CRAG's thresholds the wrong way round: the error names upper and lower (with their values), and
+    its hint named them again with "(/set upper N)" after each of four mentions."""
+    _, _, err, _ = drive(make_repl(settings.copy(strategy="crag"), built_index),
+                         "/set upper 0.2\r/set lower 0.6\rWhich shrub grows in Japan?\r/exit\r")
+    text = " ".join(err.split())
+    assert ("error: upper (0.2) is below lower (0.6) (a document scoring above upper is correct, one below "
+            "lower incorrect: upper must be at least lower)") in text, text
+
+
 def test_set_base_url_makes_the_backend_openai_as_the_flag_does(settings, built_index):
     """`/set base-url URL` then a question: the local model answered, /show backend said llama."""
     repl, code, err, out = drive(make_repl(settings.copy(strategy="none"), built_index),
