@@ -75,7 +75,9 @@ def unquoted_hint(exc: Exception, argv: list[str]) -> str | None:
     only "Got unexpected extra arguments (is Keith Moon)". For a command of one argument given several
     words: the command with them quoted as one. The words are argv's, less its options and their values."""
     ctx = getattr(exc, "ctx", None)
-    if ctx is None or ctx.command.name not in argv:
+    # click says "unexpected extra arguments" with its UsageError itself; its subclasses (NoSuchOption,
+    # BadParameter, …) fail an option: "-k 3 Who is" was told to quote '3 Who is'
+    if ctx is None or type(exc).__name__ != "UsageError" or ctx.command.name not in argv:
         return None
     params = ctx.command.params
     arguments = [p for p in params if p.param_type_name == "argument"]

@@ -859,6 +859,19 @@ def test_an_unquoted_question_gets_a_hint_to_quote_it(argv, hint, capsys):
     assert last.startswith("hint: quote the ") and last.endswith(hint), err
 
 
+@pytest.mark.parametrize("argv", [
+    ["ask", "-k", "3", "Who", "is", "Keith", "Moon"],  # ask's flag is --k: "No such option: -k"
+    ["ask", "Who", "is", "Keith", "--k"],  # "Option '--k' requires an argument"
+    ["ask", "--json", "--k", "x", "Who", "is"],  # "Invalid value for '--k'"
+])
+def test_a_usage_error_of_another_kind_gets_no_hint_to_quote_the_question(argv, capsys):
+    """`ragcli ask -k 3 Who is Keith Moon` failed on its option, and the hint said to quote
+    "3 Who is Keith Moon" (the option's value taken for a word of the question): only click's
+    "unexpected extra arguments" is about quoting."""
+    code, out, err = call(argv, capsys)
+    assert code == 2 and "quote the" not in err + out, err + out
+
+
 def test_an_unquoted_question_with_json_ends_the_stream_with_the_hint(capsys):
     code, out, err = call(["ask", "--json", "Who", "is", "Keith", "Moon"], capsys)
     event = json.loads(out.strip().splitlines()[-1])
