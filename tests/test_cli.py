@@ -946,3 +946,21 @@ def test_utf8_output_is_known_under_each_of_its_names(name, utf8, monkeypatch):
     unencodable_replaced()
     assert out.errors == ("strict" if utf8 else "replace")
     assert writes_utf8(io.StringIO()) and not writes_utf8(type("Odd", (), {"encoding": "no-such-codec"})())
+
+
+def test_the_hints_for_a_prompt_too_long_name_flags_ask_and_chat_take():
+    """A server's "does not fit" hint said "lower -k", which `ask` and `chat` refuse ("No such option:
+    -k": their flag is --k, -k is `search`'s), and which chat's /set wording could not turn into a
+    /set command; llama.py's "lower --ctx or -k" had been fixed, the server's not."""
+    from typer.main import get_command
+
+    from ragcli.generation import LOCAL_CONTEXT_HINT
+    from ragcli.generation.openai_http import CONTEXT_HINT
+
+    commands = get_command(cli.app).commands
+    for hint in (CONTEXT_HINT, LOCAL_CONTEXT_HINT):
+        flags = re.findall(r"(?<![\w-])-{1,2}[a-z][\w-]*", hint)
+        assert flags, hint
+        for name in ("ask", "chat"):
+            taken = {opt for param in commands[name].params for opt in param.opts}
+            assert set(flags) <= taken, (name, hint)

@@ -478,7 +478,7 @@ def test_fitting_drops_pages_then_shortens_the_last_and_tokenizes_each_candidate
     with pytest.raises(ContextOverflowError) as err:  # not even the question fits
         strategy.fit_documents(big, lambda ds: "word " * 300, reserve=10)
     assert err.value.hint == "shorten the question or raise --ctx"
-    gen.context_hint = "shorten the question, lower -k, or give the server a larger context"  # a server's
+    gen.context_hint = "shorten the question, lower --k, or give the server a larger context"  # a server's
     with pytest.raises(ContextOverflowError) as err:  # --ctx does not size a server's window
         strategy.fit_documents(big, lambda ds: "word " * 300, reserve=10)
     assert err.value.hint == gen.context_hint

@@ -27,7 +27,7 @@ BACKOFF = 0.5  # seconds before the first retry; doubles
 MAX_WAIT = 30.0  # a Retry-After longer than this fails at once
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 UNSUPPORTED = re.compile(r"\b(not supported|unsupported|not implemented)\b", re.IGNORECASE)
-CONTEXT_HINT = "shorten the question, lower -k, or give the server a larger context"
+CONTEXT_HINT = "shorten the question, lower --k, or give the server a larger context"
 
 
 def api_base(url: str) -> str:
