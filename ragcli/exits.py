@@ -70,10 +70,16 @@ def usage_error_event(exc: Exception, argv: list[str], hint: str | None = None) 
     renderer.close()
 
 
+# the arguments whose value may hold spaces: words (ask's question, search's query) or a path (eval run's
+# data set); "ragcli history show 1 2" or "models rm a.gguf b.gguf" is not one value the shell split
+_SPACED_ARGUMENTS = frozenset({"question", "query", "dataset"})
+
+
 def unquoted_hint(exc: Exception, argv: list[str]) -> str | None:
     """`ragcli ask Who is Keith Moon`: the shell made four arguments of the question, and click said
-    only "Got unexpected extra arguments (is Keith Moon)". For a command of one argument given several
-    words: the command with them quoted as one. The words are argv's, less its options and their values."""
+    only "Got unexpected extra arguments (is Keith Moon)". For a command of one argument that may hold
+    spaces (_SPACED_ARGUMENTS) given several words: the command (its whole path: "ragcli eval run") with
+    them quoted as one. The words are argv's, less its options and their values."""
     ctx = getattr(exc, "ctx", None)
     # click says "unexpected extra arguments" with its UsageError itself; its subclasses (NoSuchOption,
     # BadParameter, …) fail an option: "-k 3 Who is" was told to quote '3 Who is'
@@ -81,7 +87,7 @@ def unquoted_hint(exc: Exception, argv: list[str]) -> str | None:
         return None
     params = ctx.command.params
     arguments = [p for p in params if p.param_type_name == "argument"]
-    if len(arguments) != 1 or arguments[0].nargs != 1:
+    if len(arguments) != 1 or arguments[0].nargs != 1 or arguments[0].name not in _SPACED_ARGUMENTS:
         return None
     valued = {o for p in params if p.param_type_name == "option" and not p.is_flag and not p.count for o in p.opts}
     words, rest, literal = [], iter(argv[argv.index(ctx.command.name) + 1:]), False
@@ -97,7 +103,7 @@ def unquoted_hint(exc: Exception, argv: list[str]) -> str | None:
     import shlex
 
     quoted = shlex.quote(" ".join(words))
-    return (f"quote the {arguments[0].name} as one argument: ragcli {ctx.command.name} "
+    return (f"quote the {arguments[0].name} as one argument: {ctx.command_path} "
             f"{'-- ' if words[0].startswith('-') else ''}{quoted}")
 
 

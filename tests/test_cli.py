@@ -849,6 +849,7 @@ def test_an_empty_index_flag_is_refused_not_read_as_the_current_folder(command, 
     (["ask", "--strategy", "single", "Who", "is", "--k", "2", "Keith", "Moon", "-q"], "ragcli ask 'Who is Keith Moon'"),
     (["ask", "--", "-who", "is"], "ragcli ask -- '-who is'"),
     (["search", "tantivy", "query", "syntax"], "quote the query as one argument: ragcli search 'tantivy query syntax'"),
+    (["eval", "run", "my", "data.jsonl", "--limit", "2"], "quote the dataset as one argument: ragcli eval run 'my data.jsonl'"),
 ])
 def test_an_unquoted_question_gets_a_hint_to_quote_it(argv, hint, capsys):
     """`ragcli ask Who is Keith Moon` said only click's "Got unexpected extra arguments (is Keith Moon)":
@@ -863,11 +864,14 @@ def test_an_unquoted_question_gets_a_hint_to_quote_it(argv, hint, capsys):
     ["ask", "-k", "3", "Who", "is", "Keith", "Moon"],  # ask's flag is --k: "No such option: -k"
     ["ask", "Who", "is", "Keith", "--k"],  # "Option '--k' requires an argument"
     ["ask", "--json", "--k", "x", "Who", "is"],  # "Invalid value for '--k'"
+    ["history", "show", "1", "2"],  # two entries: "quote the entry as one argument: ragcli show '1 2'"
+    ["models", "rm", "a.gguf", "b.gguf"],
 ])
-def test_a_usage_error_of_another_kind_gets_no_hint_to_quote_the_question(argv, capsys):
+def test_no_hint_to_quote_where_quoting_is_not_the_fix(argv, capsys):
     """`ragcli ask -k 3 Who is Keith Moon` failed on its option, and the hint said to quote
     "3 Who is Keith Moon" (the option's value taken for a word of the question): only click's
-    "unexpected extra arguments" is about quoting."""
+    "unexpected extra arguments" is about quoting, and only for an argument of words or a path:
+    two history entries or two model names were told to be quoted as one."""
     code, out, err = call(argv, capsys)
     assert code == 2 and "quote the" not in err + out, err + out
 
