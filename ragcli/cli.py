@@ -218,9 +218,11 @@ def search(
     ms = (time.perf_counter() - t) * 1000
     if as_json:
         from ragcli.render.jsonl import json_line
+        from ragcli.streams import writes_utf8
 
+        ascii = not writes_utf8(sys.stdout)  # latin-1 wrote a page's "–" as "?": escaped, as `ask --json` does
         for d in docs:
-            typer.echo(json_line(d.to_dict()))
+            typer.echo(json_line(d.to_dict(), ascii=ascii))
         return
     from ragcli.render.text import text_console
     from ragcli.words import counted

@@ -37,7 +37,7 @@ def unencodable_replaced() -> None:
     """stdout in an encoding other than UTF-8 (PYTHONIOENCODING=latin-1, an ISO-8859-1 locale): what it
     cannot hold is written as "?" (stderr has Python's backslash escapes already). Writing an answer's
     "…" or a page's en dash raised UnicodeEncodeError, an internal error (exit 1) in place of the answer;
-    `--json` escapes such characters itself (``JsonlRenderer``), losing nothing."""
+    `--json` escapes such characters itself (``streams.writes_utf8``), losing nothing."""
     if writes_utf8(sys.stdout):
         return
     try:

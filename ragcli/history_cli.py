@@ -4,6 +4,7 @@ group, registered by ragcli.cli)."""
 from __future__ import annotations
 
 import json
+import sys
 from typing import Annotated
 
 import typer
@@ -54,8 +55,10 @@ def history_show(
     row = AnswerLog().get(entry)
     if row is None:
         raise UsageError(f"no history entry {entry}")
-    if as_json:
-        typer.echo(json.dumps(row, indent=2, ensure_ascii=False))
+    if as_json:  # what a stdout not in UTF-8 cannot hold escaped (it wrote "?"), as `ask --json` does
+        from ragcli.streams import writes_utf8
+
+        typer.echo(json.dumps(row, indent=2, ensure_ascii=not writes_utf8(sys.stdout)))
         return
     from ragcli.render.text import text_console
 

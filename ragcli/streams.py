@@ -1,5 +1,6 @@
 """What an output stream can hold: the one answer to "is stdout UTF-8?", for ``exits`` (what stdout
-cannot hold is written as "?") and ``render.jsonl`` (`--json` escapes it); cheap to import, so that
+cannot hold is written as "?") and every `--json` (``render.jsonl``, `search`, `history show`: they
+escape it); cheap to import, so that
 neither of those pulls the other (``exits`` imports typer, ``render`` costs ~60 ms at start-up)."""
 
 from __future__ import annotations

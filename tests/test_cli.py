@@ -932,6 +932,24 @@ def test_an_output_that_is_not_utf8_gets_the_answer_not_an_internal_error(encodi
     assert answer["answer"] == "Keith Moon (1946 \u2013 1978) drummed \u2026 for the Who \U0001f941."
 
 
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_search_and_history_json_escape_what_an_output_not_utf8_cannot_hold(encoding, built_index, settings, tmp_path):
+    """`search --json` and `history show --json` wrote their JSON as it is to a stdout in latin-1 or
+    ASCII, which writes "?" for what it cannot hold: a page's "1946 – 7 September" came out as
+    "1946 ? 7 September", where `ask --json` escapes it (\\u2013), losing nothing."""
+    env = {**os.environ, "PYTHONIOENCODING": encoding, "RAGCLI_INDEX": settings.index, "XDG_STATE_HOME": str(tmp_path)}
+    run = lambda *argv: subprocess.run([sys.executable, "-c", FAKE_ASK, *argv], cwd=ROOT, env=env,  # noqa: E731
+                                       capture_output=True)
+    proc = run("search", "--json", "Keith Moon drummer")
+    assert proc.returncode == 0, proc.stderr
+    pages = [json.loads(line) for line in proc.stdout.decode("ascii").splitlines()]
+    assert any("1946 \u2013 7 September" in page["text"] for page in pages), pages
+    assert run("ask", "Who was Keith Moon?", "--strategy", "single").returncode == 0
+    proc = run("history", "show", "1", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.decode("ascii"))["answer"] == "Keith Moon (1946 \u2013 1978) drummed \u2026 for the Who \U0001f941."
+
+
 @pytest.mark.parametrize("name, utf8", [("utf-8", True), ("UTF8", True), ("utf_8", True), ("U8", True),
                                         ("cp65001", True), ("latin-1", False), ("ascii", False),
                                         ("utf-16", False)])
