@@ -11,6 +11,7 @@ import itertools
 import json
 import os
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -25,6 +26,7 @@ from ragcli.exits import (PIPE_CLOSED, click_exceptions, failure, output_closed,
                           terminations_raised, to_devnull, unencodable_replaced, unquoted_hint, usage_error_event)
 from ragcli.history_cli import history_app
 from ragcli.models_cli import models_app
+from ragcli.signals import last_words
 
 app = typer.Typer(
     name="ragcli",
@@ -262,9 +264,11 @@ def ask(
             settings = Settings.resolve(flags)
             engine = Engine(settings)
             renderer = make_renderer(json=as_json, quiet=quiet, highlight=settings.highlight_threshold)
-            for event in itertools.chain(_not_utf8(encoding), engine.ask(question)):
-                events.append(event)
-                renderer.handle(event)
+            # (a second Ctrl-C while the model loads leaves at once: the stream still ends with its error)
+            with last_words(_error_event(renderer)) if as_json else nullcontext():
+                for event in itertools.chain(_not_utf8(encoding), engine.ask(question)):
+                    events.append(event)
+                    renderer.handle(event)
     except BaseException as exc:
         if as_json:  # the stream ends with what went wrong; `run` still says it on stderr and exits
             from ragcli.events import RunFailed
@@ -283,6 +287,14 @@ def ask(
                     raise
     if not no_log:
         _log_answer(question, settings.to_dict(), events)
+
+
+def _error_event(renderer):
+    """What `--json` writes last should the process leave at once (``signals.leave_now``): the error
+    event, as ``failure`` words an interruption or a termination."""
+    from ragcli.events import RunFailed
+
+    return lambda code, message: renderer.handle(RunFailed(message, None, code))
 
 
 def _log_answer(question: str, settings: dict, events: list) -> None:

@@ -640,6 +640,29 @@ def test_a_second_ctrl_c_while_the_model_loads_leaves_at_once(tmp_path):
     assert (proc.returncode, err, out) == (130, b"interrupted\n", b"terminal put back\n")
 
 
+def test_a_second_ctrl_c_while_the_model_loads_still_ends_the_json_stream_with_its_error(tmp_path):
+    """`ask --json` promises a script an `error` event as the last line of any run that fails, one
+    stopped by Ctrl-C too; leaving at once at a second Ctrl-C (os._exit) wrote none: the stream just
+    stopped, exit 130."""
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF" + b"\x00" * 60)
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_LOAD, "ask", "Who?", "--model", str(model), "--json",
+                             "--strategy", "none", "--no-log"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline() == b"loading\n"
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=10)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 130 and err == b"interrupted\n", (out, err)
+    last = json.loads([line for line in out.decode().splitlines() if line.startswith("{")][-1])  # (and the
+    # script's own "terminal put back", written to fd 1 after it)
+    assert (last["event"], last["message"], last["exit_code"]) == ("error", "interrupted", 130), out
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_ctrl_c_or_a_kill_while_the_model_loads_is_not_lost(signum, tmp_path, monkeypatch):
     """Ctrl-C while llama.cpp loaded the model was raised inside its log callback, where ctypes prints

@@ -727,8 +727,8 @@ def test_the_echo_an_answer_turns_off_is_put_back_should_the_process_leave_at_on
         assert echo()
         with repl._typing_held():
             assert not echo()
-            for put_back in signals._put_back:  # as leave_now does
-                put_back()
+            for say in signals._last_words:  # as leave_now does
+                say(130, "interrupted")
             assert echo()
-        assert echo() and not signals._put_back
+        assert echo() and not signals._last_words
     os.close(leader)
