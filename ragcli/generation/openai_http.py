@@ -127,10 +127,6 @@ class ServerClient:
             if last:
                 self._client.close()
 
-    @property
-    def closed(self) -> bool:
-        return self._closed.is_set()
-
     def check_open(self) -> None:
         if self._closed.is_set():
             raise Interrupted("interrupted")
