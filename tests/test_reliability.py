@@ -619,25 +619,28 @@ with terminal_mode(lambda: os.write(1, b"terminal put back\\n")):  # as the REPL
 """
 
 
-def test_a_second_ctrl_c_while_the_model_loads_leaves_at_once(tmp_path):
+@pytest.mark.parametrize("signum, code, said", [(signal.SIGINT, 130, b"interrupted\n"),
+                                                (signal.SIGTERM, 143, b"terminated (SIGTERM)\n")])
+def test_a_second_ctrl_c_while_the_model_loads_leaves_at_once(signum, code, said, tmp_path):
     """The first Ctrl-C is held until llama.cpp has loaded the model (raised inside its callback it was
     lost); a second one waited for the load too (30 s for a 70B model) where a user pressing it again
-    wants out: it leaves at once, exit 130, "interrupted", with the terminal as the user had it."""
+    wants out: it leaves at once, exit 130, "interrupted", with the terminal as the user had it (a
+    second SIGTERM: 143, as the errors word a termination)."""
     model = tmp_path / "m.gguf"
     model.write_bytes(b"GGUF" + b"\x00" * 60)
     proc = subprocess.Popen([sys.executable, "-c", SLOW_LOAD, "ask", "Who?", "--model", str(model),
                              "--strategy", "none", "--no-log"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         assert proc.stdout.readline() == b"loading\n"
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         time.sleep(0.5)
         assert proc.poll() is None  # the first is held: the load goes on
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         out, err = proc.communicate(timeout=10)  # the load had 30 s left
     finally:
         proc.kill()
         proc.wait()
-    assert (proc.returncode, err, out) == (130, b"interrupted\n", b"terminal put back\n")
+    assert (proc.returncode, err, out) == (code, said, b"terminal put back\n")
 
 
 def test_a_second_ctrl_c_while_the_model_loads_still_ends_the_json_stream_with_its_error(tmp_path):

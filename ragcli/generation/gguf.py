@@ -198,7 +198,7 @@ def signals_held():
     outside the main thread, nothing is changed."""
     import signal
 
-    from ragcli.errors import Terminated
+    from ragcli.errors import Interrupted, Terminated
     from ragcli.signals import leave_now, replaced_handlers
 
     caught: list[int] = []
@@ -209,9 +209,9 @@ def signals_held():
         stderr = -1
 
     def hold(signum: int, frame) -> None:
-        if caught:
-            code, said = (130, "interrupted") if signum == signal.SIGINT else (128 + signum, Terminated(signum).message)
-            leave_now(code, said, stderr)
+        if caught:  # its exit code and message as the errors say them (130 "interrupted", 143, 129)
+            left = Interrupted("interrupted") if signum == signal.SIGINT else Terminated(signum)
+            leave_now(left.exit_code, left.message, stderr)
         caught.append(signum)
 
     try:
