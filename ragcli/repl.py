@@ -21,13 +21,14 @@ from rich.text import Text
 
 from ragcli import attribution
 from ragcli.cli_support import markup_safe, path_arg
-from ragcli.config import Settings, as_set_commands, user_state_dir
+from ragcli.config import Settings, user_state_dir
 from ragcli.conversation import Conversation, Exchange
 from ragcli.engine import Engine
 from ragcli.errors import IndexMissingError, RagcliError, UsageError
 from ragcli.events import AnswerFinished, Event, Notice
 from ragcli.render import live_trace, safe
 from ragcli.render.text import fold_path, hanging, marked_answer, one_line, shorten, source_lines, text_console
+from ragcli.set_commands import as_set_commands
 from ragcli.signals import terminal_mode
 
 COMMANDS = {

@@ -268,6 +268,6 @@ def test_an_empty_server_flag_clears_a_server_set_elsewhere():
     ("ragcli index --rebuild --index /x PATH", "ragcli index --rebuild --index /x PATH"),
 ])
 def test_a_hint_worded_for_the_command_line_names_set_commands_in_the_repl(cli, repl):
-    from ragcli.config import as_set_commands
+    from ragcli.set_commands import as_set_commands
 
     assert as_set_commands(cli) == repl
