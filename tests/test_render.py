@@ -786,3 +786,34 @@ def test_the_other_sources_fit_a_terminal_narrower_than_their_lead():
         assert not any(re.search(r"\[\d+\]$", line.strip()) for line in lines), (width, lines)
         joined = " ".join(line.strip() for line in lines)
         assert all(t in joined for t in titles[1:]), (width, lines)
+
+
+def test_a_documents_location_takes_the_room_its_line_has():
+    """At 100 columns the live view showed "Christer Fuglesang  10.61  …es/sample/wiki_paragraphs.jsonl#L74":
+    the location was cut to 36 columns whatever the title left, with 36 more free on the line, so the
+    folder a source is in was hidden on an ordinary terminal. A location that fits is shown whole; one
+    that does not keeps as much of its end as the line has room for."""
+    near = Document("d1", "Christer Fuglesang", "text", 10.61, "index", "examples/sample/wiki_paragraphs.jsonl#L74")
+    deep = "/home/me/notes/projects/2024/spring/planning/meetings/weekly/2024-03-12-budget-review.md:12-30"
+    far = Document("d2", "Budget", "text", 3.5, "index", deep)
+    for width in (80, 100, 160):
+        err = Console(record=True, width=width, force_terminal=True)
+        r = RichLiveRenderer(highlight=0.4, err=err, out=Console(file=io.StringIO()))
+        r.handle(DocumentsRetrieved(Query("q", "question"), (near, far), 0.01))
+        r.close()
+        lines = err.export_text().splitlines()
+        assert all(len(line) <= width for line in lines), width
+        for d in (near, far):
+            (row,) = [line for line in lines if d.title in line]
+            location = d.location
+            if 14 + len(f"{d.title}  {d.score:.2f}  {location}") <= width:  # the label column, then the line
+                assert row.endswith("  " + location), (width, row)
+            else:  # its end kept, the line filled
+                assert row.endswith(location[-20:]) and "…" in row and len(row) >= width - 1, (width, row)
+        if width >= 100:
+            assert lines[0].endswith("  examples/sample/wiki_paragraphs.jsonl#L74"), (width, lines[0])
+    err = Console(record=True, width=50, force_terminal=True)  # no room beside the title: the line below
+    r = RichLiveRenderer(highlight=0.4, err=err, out=Console(file=io.StringIO()))
+    r.handle(DocumentsRetrieved(Query("q", "question"), (near,), 0.01))
+    r.close()
+    assert err.export_text().splitlines()[1] == "            │ …es/sample/wiki_paragraphs.jsonl#L74"

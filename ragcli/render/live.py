@@ -200,7 +200,11 @@ class RichLiveRenderer:
                 head = Text(_label(str(i)), style="dim")
                 head.append(shorten(one_line(d.title) or "(untitled)", 40), style="green")
                 head.append(f"  {d.score:.2f}  ", style="dim")
-                head.append(shorten_left(one_line(d.location), max(self.err.width - 64, 24)), style="dim cyan")
+                # the location takes what the line has left, or where that is under 24 columns the line
+                # it wraps to, under the title: a fixed width - 64 hid the folder beside a short title
+                room = self.err.width - head.cell_len
+                room = room if room >= 24 else max(self.err.width - LABEL_WIDTH, 24)
+                head.append(shorten_left(one_line(d.location), room), style="dim cyan")
                 self._print(head)
                 self._print(Text(_label("") + shorten(safe(d.text), width - 1), style="dim"))
         elif isinstance(event, DocumentsGraded):
