@@ -87,13 +87,23 @@ class Repl:
     # ---------------------------------------------------------------- prompt_toolkit
     def _make_session(self, input, output):
         from prompt_toolkit import PromptSession
-        from prompt_toolkit.completion import Completer, Completion
+        from prompt_toolkit.completion import Completer, Completion, PathCompleter
+        from prompt_toolkit.document import Document
         from prompt_toolkit.history import FileHistory, InMemoryHistory
         from prompt_toolkit.key_binding import KeyBindings
 
+        from ragcli.config import CHOICES, PATHS, setting_type
         from ragcli.strategies import STRATEGIES
 
         settings_names = [name.replace("_", "-") for name in Settings.names()]  # as `config show` names them
+        paths = PathCompleter(expanduser=True)
+
+        def values(name: str) -> list[str]:
+            """What `/set NAME` takes, where it is a few words."""
+            key = name.replace("-", "_")
+            if key in CHOICES:
+                return list(CHOICES[key])
+            return ["true", "false"] if key in Settings.names() and setting_type(key) is bool else []
 
         class SlashCompleter(Completer):
             def get_completions(self, document, complete_event):
@@ -105,12 +115,23 @@ class Repl:
                     for cmd in COMMANDS:
                         if cmd.startswith(parts[0]):
                             yield Completion(cmd, start_position=-len(parts[0]))
+                    return
+                # a path: each of /index's, /save's (after -f), /set index's and model's
+                path = {"/index": parts[-1], "/save": text[len("/save "):].removeprefix("-f ")}.get(parts[0])
+                if parts[0] == "/set" and len(parts) == 3 and parts[1].replace("-", "_") in PATHS:
+                    path = parts[2]
+                if path is not None:
+                    yield from paths.get_completions(Document(path), complete_event)
                 elif len(parts) == 2 or parts[0] == "/show":  # /show takes any number of setting names
                     options = {"/strategy": list(STRATEGIES), "/set": settings_names,
                                "/show": ["settings"] + settings_names}
                     for opt in options.get(parts[0], []):
                         if opt.startswith(parts[-1]):
                             yield Completion(opt, start_position=-len(parts[-1]))
+                elif parts[0] == "/set" and len(parts) == 3:  # the value of a setting of a few choices
+                    for opt in values(parts[1]):
+                        if opt.startswith(parts[2]):
+                            yield Completion(opt, start_position=-len(parts[2]))
 
         bindings = KeyBindings()
 

@@ -707,6 +707,38 @@ def test_tab_completes_the_settings_show_takes(settings, built_index):
         assert "theta" in complete("/set th") and complete("/set theta 0") == []  # the value is not a name
 
 
+def test_tab_completes_paths_and_the_values_a_setting_takes(settings, built_index, tmp_path, monkeypatch):
+    """Tab completed the commands and setting names only: "/index ~/no" + Tab, "/save tr", "/set model
+    ~/mod" and "/set strategy ir" (which "/strategy ir" completes) completed nothing, so a path had to be
+    typed out in full, and a mistyped one was found only once the command ran."""
+    from prompt_toolkit.document import Document
+
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "plan.txt").write_text("x")
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "small.gguf").write_bytes(b"GGUF")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    engine, err, out, _ = make_repl(settings, built_index)
+    with create_pipe_input() as pipe:
+        repl = Repl(engine, console=err, out=out, input=pipe, output=DummyOutput())
+
+        def complete(text):  # the line as Tab would leave it
+            return [text[:len(text) + c.start_position] + c.text
+                    for c in repl._session.completer.get_completions(Document(text), None)]
+
+        assert complete("/index ~/no") == ["/index ~/notes"]
+        assert complete(f"/index {tmp_path}/notes/pl") == [f"/index {tmp_path}/notes/plan.txt"]
+        assert complete("/index ~/notes ~/mo") == ["/index ~/notes ~/models"]  # each path of several
+        assert complete("/save ~/notes/pl") == ["/save ~/notes/plan.txt"]
+        assert complete("/save -f ~/no") == ["/save -f ~/notes"]
+        assert complete("/set model ~/models/sm") == ["/set model ~/models/small.gguf"]
+        assert complete("/set strategy ir") == ["/set strategy ircot"]
+        assert complete("/set answer-style c") == ["/set answer-style cot"]
+        assert complete("/set cache f") == ["/set cache false"]
+        assert complete("/set theta 0") == [] and complete("/set bogus x") == []  # a number; no such setting
+        assert complete("/search ~/no") == []  # a query, not a path
+
+
 def test_the_echo_an_answer_turns_off_is_put_back_should_the_process_leave_at_once(monkeypatch):
     """While an answer runs the REPL turns the terminal's echo off; a second Ctrl-C while a model loads
     leaves at once (``signals.leave_now``), which puts back what ``terminal_mode`` registered: echo
