@@ -409,11 +409,14 @@ class Repl:
             found = self.engine.retriever.search(" ".join(args), self.settings.k)
             if not found:
                 self.console.print("no documents found")
-            for i, d in enumerate(found, start=1):  # each wrapping under itself in a narrow terminal
-                self.out.print(hanging(f"[{i}] ", f"{one_line(d.title)} ({d.score:.2f})"))
-                where = fold_path(safe(d.location), max(self.out.width - 4, 10))  # never "#L25" over "8"
-                self.out.print(hanging("    ", Text(where, style="dim")))
-                self.out.print(hanging("    ", shorten(safe(d.text), 200)))
+            for i, d in enumerate(found, start=1):  # each wrapping under itself in a narrow terminal; into
+                # a file (`chat > answers.md`) a line each, whole, as the answers are (a grid padded them)
+                where = safe(d.location)
+                if not self.out.soft_wrap:
+                    where = fold_path(where, max(self.out.width - 4, 10))  # never "#L25" over "8"
+                for lead, rest in ((f"[{i}] ", Text(f"{one_line(d.title)} ({d.score:.2f})")),
+                                   ("    ", Text(where, style="dim")), ("    ", Text(shorten(safe(d.text), 200)))):
+                    self.out.print(Text(lead).append_text(rest) if self.out.soft_wrap else hanging(lead, rest))
         elif cmd == "/index":
             if not args:
                 self.console.print("usage: /index PATH")

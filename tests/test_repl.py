@@ -590,6 +590,25 @@ def test_chat_written_to_a_file_keeps_its_lines_whole(settings, built_index, mon
     assert any(len(line) > 150 for line in sys.stdout.getvalue().splitlines())
 
 
+def test_search_written_to_a_file_keeps_its_lines_whole(settings, built_index, monkeypatch):
+    """`ragcli chat > answers.md` wrote the answers a line each, but /search's hits cut at 80 columns,
+    each line padded with spaces to the width ("…who in 1978   "), in the same file."""
+    import sys
+
+    from ragcli.render.text import text_console
+
+    monkeypatch.setattr(sys, "stdout", io.StringIO())
+    engine = Engine(settings, generator=FakeGenerator(default=ANSWER))
+    with create_pipe_input() as pipe:
+        pipe.send_text("/search Rush drummer\r/exit\r")
+        repl = Repl(engine, console=text_console(file=io.StringIO()), input=pipe, output=DummyOutput())
+        assert repl.run() == 0
+    lines = sys.stdout.getvalue().splitlines()
+    assert lines and all(line == line.rstrip() for line in lines), lines
+    assert lines[0].startswith("[1] ") and lines[1].startswith("    ") and "#L" in lines[1], lines
+    assert len(lines[2]) > 150 and len(lines) % 3 == 0, lines  # the passage's 200 characters on its line
+
+
 def test_a_title_or_location_with_a_line_break_stays_on_its_trace_line():
     from ragcli.events import DocumentsRetrieved
     from ragcli.render.plain import PlainRenderer
