@@ -539,6 +539,27 @@ def test_the_search_table_never_breaks_a_line_number_at_any_width():
         assert "#L1777" in console.export_text(), width
 
 
+def test_the_search_table_keeps_a_file_name_whole_where_the_terminal_has_room():
+    """At 80 columns `ragcli search` showed "examples/sample/" over "wiki_paragraphs.json" over "l#L77":
+    the location column (20 columns) cut the name one letter short, and what it showed reads as another
+    file, wiki_paragraphs.json. The column is now as wide as the longest name in it, up to a third of
+    the terminal, the text column narrower by as much."""
+    from rich.console import Console
+
+    from ragcli.render.text import search_table
+    from ragcli.types import Document
+
+    docs = [Document("p1", "Ulf Merbold", "Dr. Ulf Dietrich Merbold is a German physicist. " * 6, 28.97, "index",
+                     "examples/sample/wiki_paragraphs.jsonl#L77"),
+            Document("p2", "Notes", "Short.", 3.0, "index", "notes/a.md:1-3")]
+    for width in range(66, 171):
+        console = Console(width=width, record=True, file=io.StringIO())
+        console.print(search_table(docs, "2 passages", console))
+        text = console.export_text()
+        assert "wiki_paragraphs.jsonl" in text and "#L77" in text, (width, text)
+        assert all(len(line) <= width for line in text.splitlines()), width
+
+
 def test_the_search_table_and_history_show_print_backslashes_and_brackets_as_written():
     """Rich drops a backslash before a "[" that starts no tag, and prints a trailing one doubled after
     its ``escape``: a note's LaTeX "\\[ x^2 \\]" in `ragcli search` lost its backslashes, and so did an

@@ -204,13 +204,19 @@ def search_table(docs: Sequence[Document], title: str, console):
     column breaks after a "/" or before its line number (``fold_path``), at the width Rich gives the
     column in this console (measured: an estimate was off by one at some widths, and "#L177" broke
     as "#L17" over "7")."""
+    from rich.cells import cell_len
     from rich.table import Table
+
+    # as wide as the longest name a location holds, up to a third of the terminal: at 80 columns its 20
+    # showed "wiki_paragraphs.json" over "l#L77", read as another file
+    name = max((cell_len(p) for d in docs for p in _path_pieces(safe(d.location))), default=0)
+    least = min(name, console.width // 3)
 
     def table(locations: Sequence[str]):
         t = Table(show_lines=False, expand=True, title=title, title_justify="left")
         t.add_column("#", justify="right", no_wrap=True)
         t.add_column("score", justify="right", no_wrap=True)
-        t.add_column("title / location", ratio=1, overflow="fold")  # "servers.md:1…" hid which lines
+        t.add_column("title / location", ratio=1, overflow="fold", width=least or None)  # "servers.md:1…" hid which lines
         t.add_column("text", ratio=2)
         for i, (d, where) in enumerate(zip(docs, locations), start=1):
             t.add_row(str(i), f"{d.score:.2f}", f"{markup_safe(one_line(d.title))}\n[dim]{markup_safe(where)}[/]",
@@ -228,6 +234,12 @@ def search_table(docs: Sequence[Document], title: str, console):
 _ESCAPE = r"x(?:0[0-8b-f]|1[0-9a-f]|7f|[89][0-9a-f])|u(?:202[89a-e]|206[6-9])"
 
 
+def _path_pieces(location: str) -> list[str]:
+    """``location`` cut where ``fold_path`` may break it."""
+    return re.split(r"(?<=/)|(?<=\\)(?!" + _ESCAPE + r")|(?<= )(?<!\[\d\] )(?<!\[\d\d\] )(?<!\[\d\d\d\] )(?![\d§])"
+                    r"|(?=#L\d|:\d|\sp\.\s\d|\s§)", location)
+
+
 def fold_path(location: str, width: int) -> str:
     """``location`` on lines of at most ``width`` columns, broken after a "/", "\\" (not one starting an
     escape ``safe`` wrote, "\\x1b") or space, or before its line number, so that "…/wiki_paragraphs.jsonl#L17" is never cut inside "17" (it read as line 1);
@@ -237,8 +249,7 @@ def fold_path(location: str, width: int) -> str:
 
     lines, line = [], ""
     # (a "\\" that starts an escape ``safe`` wrote, "\\x1b", is no place to break: "plain\\" over "x1b[2Jname")
-    for piece in re.split(r"(?<=/)|(?<=\\)(?!" + _ESCAPE + r")|(?<= )(?<!\[\d\] )(?<!\[\d\d\] )(?<!\[\d\d\d\] )(?![\d§])"
-                          r"|(?=#L\d|:\d|\sp\.\s\d|\s§)", location):
+    for piece in _path_pieces(location):
         if line and cell_len(line) + cell_len(piece) > width:
             lines.append(line)
             line = ""
