@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import io
 import json
 import re
@@ -463,6 +464,30 @@ def test_typed_text_reads_what_was_not_utf8():
     assert typed_text(damaged.decode("utf-8", errors="surrogateescape")) == ("Zürich, Genève, Baden caf\ufffd", "utf-8")
     assert typed_text("x \ud83d y")[1] == "utf-8"  # a lone surrogate pasted from JSON: no byte, replaced
     assert typed_text("\x81\x8d".encode("latin-1").decode("utf-8", errors="surrogateescape"))[1] == "latin-1"
+
+
+def test_a_question_piped_in_as_utf16_is_read_as_utf16(small_corpus, tmp_path, capsys, fake_model, monkeypatch):
+    """`ragcli ask - < question.txt` of a file Notepad saved as "Unicode" (UTF-16 with a byte-order
+    mark), or PowerShell piped: the question was read as Windows-1252, "ÿþW\\x00h\\x00o\\x00…", and
+    answered (exit 0). A mark says which encoding follows (the UTF-8 one was kept in the question),
+    and UTF-16 without one has its NUL high bytes, as `ragcli index` reads such files."""
+    idx = str(tmp_path / "idx")
+    call(["index", str(small_corpus), "--index", idx], capsys)
+    question = "Which band? café\r\n"
+    for raw, encoding in ((codecs.BOM_UTF16_LE + question.encode("utf-16-le"), "utf-16-le"),
+                          (codecs.BOM_UTF16_BE + question.encode("utf-16-be"), "utf-16-be"),
+                          (question.encode("utf-16-le"), "utf-16-le"),
+                          (codecs.BOM_UTF8 + question.encode(), None)):
+        monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8"))
+        code, out, err = call(["ask", "-", "--index", idx, "--strategy", "single"], capsys)
+        assert code == 0, err
+        assert ("Which band? café\n" in fake_model.prompts[-1] and "\x00" not in fake_model.prompts[-1]
+                and "\ufeff" not in fake_model.prompts[-1]), (encoding, fake_model.prompts[-1])
+        said = f"the question is not UTF-8: read as {encoding}"
+        assert (said in err) if encoding else ("not UTF-8" not in err), (encoding, err)
+    from ragcli.ingest.encoding import typed_text
+
+    assert typed_text("Zürich") == ("Zürich", None) and typed_text("a\x00b") == ("a\x00b", None)  # too short to tell
 
 
 def test_a_broken_link_named_on_the_command_line_is_called_one(tmp_path, capsys):

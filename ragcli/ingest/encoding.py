@@ -101,16 +101,23 @@ def typed_text(text: str) -> tuple[str, str | None]:
     lone surrogates ("caf\\udce9" from a Latin-1 terminal), which no model, history or JSON can
     take. Read again as damaged UTF-8 when its valid multi-byte characters outnumber the bad bytes,
     else as Windows-1252 (Latin-1 where that has no character): a few typed words are too short for
-    the detector files get. Returns (the text, the encoding it was read in, or None for UTF-8)."""
+    the detector files get. UTF-16 or UTF-32 (a file Notepad saved as "Unicode", piped in: it was read
+    as Windows-1252, "ÿþW\\x00h\\x00…") is read as its byte-order mark or its NUL bytes say, as a file
+    is. Returns (the text, the encoding it was read in, or None for UTF-8)."""
+    try:
+        raw = text.encode("utf-8", errors="surrogateescape")  # the bytes as they came
+    except UnicodeEncodeError:  # a surrogate no byte became ("\\ud83d" pasted from JSON)
+        return text.encode("utf-8", errors="replace").decode("utf-8"), "utf-8"
+    marked = bom(raw)
+    wide = marked[1] if marked else bomless_wide(raw[:SNIFF_BYTES]) if b"\x00" in raw else None
+    if wide is not None:
+        text = raw[len(marked[0]) if marked else 0:].decode(wide, errors="replace")
+        return text, None if wide == "utf-8" else wide
     try:
         text.encode("utf-8")
         return text, None
     except UnicodeEncodeError:
         pass
-    try:
-        raw = text.encode("utf-8", errors="surrogateescape")  # the bytes as they came
-    except UnicodeEncodeError:  # a surrogate no byte became ("\\ud83d" pasted from JSON)
-        return text.encode("utf-8", errors="replace").decode("utf-8"), "utf-8"
     damaged = damaged_utf8(raw)
     if damaged is not None:
         return damaged.text, "utf-8"
