@@ -20,6 +20,16 @@ from ragcli.errors import UsageError
 APP_NAME = "ragcli"
 
 
+def _config_text(raw: bytes) -> str:
+    """A config file's text: UTF-8, as TOML is, or what a Windows tool wrote, read as its byte-order
+    mark or UTF-16's NUL bytes say (Notepad's "UTF-8 with BOM" was refused at "line 1, column 1",
+    PowerShell 5's `echo "k = 7" > config.toml` for a byte 0xff)."""
+    from ragcli.ingest.encoding import unicode_text
+
+    found = unicode_text(raw)
+    return found[0] if found else raw.decode("utf-8")
+
+
 def user_config_dir() -> Path:
     from platformdirs import user_config_dir as _ucd
 
@@ -184,7 +194,7 @@ class Settings:
                              hint="point it at a TOML file, or unset it for the default config file")
         if path.is_file():
             try:
-                data = tomllib.loads(path.read_text(encoding="utf-8"))
+                data = tomllib.loads(_config_text(path.read_bytes()))
             except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
                 raise UsageError(f"config file {path} is not valid TOML: {exc}") from None
             except OSError as exc:

@@ -123,8 +123,27 @@ def test_a_config_file_that_cannot_be_read_is_a_usage_error(tmp_path, monkeypatc
     def denied(self, *args, **kwargs):  # chmod 000 as a user (tests may run as root, who reads anyway)
         raise PermissionError(13, "Permission denied", str(self))
 
-    monkeypatch.setattr(Path, "read_text", denied)
+    monkeypatch.setattr(Path, "read_bytes", denied)
     with pytest.raises(UsageError, match=f"cannot read the config file {cfg}: Permission denied"):
+        Settings.resolve({}, env={}, config_path=cfg)
+
+
+def test_a_config_file_a_windows_tool_wrote_is_read(tmp_path):
+    """A config file saved by Notepad as "UTF-8 with BOM" was refused as "not valid TOML: Invalid
+    statement (at line 1, column 1)", where nothing can be seen wrong, and one PowerShell 5 wrote
+    (`echo "k = 7" > config.toml`: UTF-16) as "'utf-8' codec can't decode byte 0xff": read as the
+    .ragcliignore beside a user's notes is, by its byte-order mark or the NUL bytes of UTF-16."""
+    import codecs
+
+    cfg = tmp_path / "config.toml"
+    text = 'k = 7\r\nindex = "C:/Users/zoë/idx"\r\n'
+    for raw in (codecs.BOM_UTF8 + text.encode(), codecs.BOM_UTF16_LE + text.encode("utf-16-le"),
+                text.encode("utf-16-le")):
+        cfg.write_bytes(raw)
+        s = Settings.resolve({}, env={}, config_path=cfg)
+        assert (s.k, s.index) == (7, "C:/Users/zoë/idx"), raw[:6]
+    cfg.write_bytes("k = 7 # zoë\n".encode("latin-1"))  # TOML is UTF-8: a legacy file is still refused
+    with pytest.raises(UsageError, match="is not valid TOML"):
         Settings.resolve({}, env={}, config_path=cfg)
 
 

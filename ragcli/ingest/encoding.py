@@ -108,11 +108,9 @@ def typed_text(text: str) -> tuple[str, str | None]:
         raw = text.encode("utf-8", errors="surrogateescape")  # the bytes as they came
     except UnicodeEncodeError:  # a surrogate no byte became ("\\ud83d" pasted from JSON)
         return text.encode("utf-8", errors="replace").decode("utf-8"), "utf-8"
-    marked = bom(raw)
-    wide = marked[1] if marked else bomless_wide(raw[:SNIFF_BYTES]) if b"\x00" in raw else None
-    if wide is not None:
-        text = raw[len(marked[0]) if marked else 0:].decode(wide, errors="replace")
-        return text, None if wide == "utf-8" else wide
+    found = unicode_text(raw, errors="replace")
+    if found is not None:
+        return found[0], None if found[1] == "utf-8" else found[1]
     try:
         text.encode("utf-8")
         return text, None
@@ -125,6 +123,17 @@ def typed_text(text: str) -> tuple[str, str | None]:
         return raw.decode("cp1252"), "cp1252"
     except UnicodeDecodeError:
         return raw.decode("latin-1"), "latin-1"
+
+
+def unicode_text(raw: bytes, errors: str = "strict") -> tuple[str, str] | None:
+    """(text, codec) of ``raw`` as its byte-order mark (UTF-8, UTF-16, UTF-32) says, or the NUL bytes
+    of UTF-16 or UTF-32 without one; None when it has neither (what Windows tools write: PowerShell 5's
+    `echo x > file` is UTF-16, Notepad's "UTF-8 with BOM" starts with one)."""
+    marked = bom(raw)
+    codec = marked[1] if marked else bomless_wide(raw[:SNIFF_BYTES]) if b"\x00" in raw else None
+    if codec is None:
+        return None
+    return raw[len(marked[0]) if marked else 0:].decode(codec, errors=errors), codec
 
 
 def _decode_counting(raw: bytes, codec: str) -> tuple[str, int]:
