@@ -18,7 +18,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ragcli import __version__
-from ragcli.cli_support import markup_safe, path_arg, stderr_console, with_settings
+from ragcli.cli_support import index_progress, markup_safe, path_arg, stderr_console, with_settings
 from ragcli.config import Settings
 from ragcli.errors import HistoryError, Interrupted, RagcliError, Terminated, UsageError
 from ragcli.eval.cli import eval_app
@@ -110,31 +110,14 @@ def index(
     paths = [p if os.path.lexists(p) else Path(os.path.expanduser(p)) for p in paths]  # "~nobody/x": kept
     console = stderr_console()
     warnings: list[str] = []
-    progress = None
-    task = None
-    if console.is_terminal:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-        progress = Progress(TextColumn("indexing"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),
-                            TextColumn("{task.fields[passages]} passages"), TimeRemainingColumn(),
-                            console=console, transient=True)
-        progress.start()
-        task = progress.add_task("index", total=None, passages=0)
-
-    def on_progress(done: int, total: int, passages: int) -> None:
-        if progress is not None:
-            progress.update(task, completed=done, total=total, passages=passages)
 
     def on_warning(msg: str) -> None:
         warnings.append(msg)
         console.print(f"[yellow]warning:[/] {markup_safe(msg)}", soft_wrap=True)  # paths stay on one line
 
-    try:
+    with index_progress(console) as on_progress:
         report = build_index(paths, Path(settings.index), rebuild=rebuild, on_progress=on_progress,
                              on_warning=on_warning, exclude=exclude or [], include_hidden=hidden, jobs=jobs)
-    finally:
-        if progress is not None:
-            progress.stop()
     if verbose:
         for result in report.files:
             console.print(markup_safe(result.describe()), soft_wrap=True)

@@ -20,7 +20,7 @@ from rich.table import Column, Table
 from rich.text import Text
 
 from ragcli import attribution
-from ragcli.cli_support import markup_safe, path_arg
+from ragcli.cli_support import index_progress, markup_safe, path_arg
 from ragcli.config import Settings, user_state_dir
 from ragcli.conversation import Conversation, Exchange
 from ragcli.engine import Engine
@@ -424,8 +424,10 @@ class Repl:
             from ragcli.ingest.indexer import build_index
 
             try:
-                report = build_index([path_arg(os.path.expanduser(a)) for a in args], Path(self.settings.index),
-                                     on_warning=lambda m: self.console.print(f"[yellow]warning:[/] {markup_safe(m)}"))
+                with index_progress(self.console) as on_progress:
+                    report = build_index([path_arg(os.path.expanduser(a)) for a in args], Path(self.settings.index),
+                                         on_progress=on_progress,
+                                         on_warning=lambda m: self.console.print(f"[yellow]warning:[/] {markup_safe(m)}"))
             finally:  # batches committed before a Ctrl-C are searchable now, not after the next /index
                 self.engine.reload_index()
             if report.walk.other_types:  # as `ragcli index` says it (a folder of .docx beside one note: silent)

@@ -590,6 +590,39 @@ def test_chat_written_to_a_file_keeps_its_lines_whole(settings, built_index, mon
     assert any(len(line) > 150 for line in sys.stdout.getvalue().splitlines())
 
 
+def test_index_shows_its_progress_on_a_terminal(settings, built_index, tmp_path, monkeypatch):
+    """`ragcli index` draws a progress bar on a terminal, but /index drew nothing until it was done: a
+    folder of 15,000 notes was 7 s of a silent prompt. It now shows the same bar, gone once done."""
+    from ragcli.ingest import indexer
+    from ragcli.render.text import text_console
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for i in range(3):
+        (folder / f"n{i}.txt").write_text(f"Note {i} on the budget.")
+    seen = []
+    real = indexer.build_index
+
+    def build_index(*args, on_progress=None, **kwargs):  # the bar as each file is done
+        def progress(done, total, passages):
+            if on_progress is not None:
+                on_progress(done, total, passages)
+            seen.append(err.file.getvalue())
+        return real(*args, on_progress=progress, **kwargs)
+
+    monkeypatch.setattr(indexer, "build_index", build_index)
+    engine, _, out, _ = make_repl(settings.copy(strategy="none"), built_index)
+    err = text_console(file=io.StringIO(), width=100, force_terminal=True)  # as the REPL's own
+    with create_pipe_input() as pipe:
+        pipe.send_text(f"/index {folder}\r/exit\r")
+        assert Repl(engine, console=err, out=out, input=pipe, output=DummyOutput()).run() == 0
+    assert len(seen) == 3 and "indexing" in seen[0] and "passages" in seen[0], seen[:1]  # drawn before the first file is done
+    assert "indexed: 3 added" in err.file.getvalue()
+    args = make_repl(settings.copy(strategy="none"), built_index)  # not a terminal: no bar
+    _, code, text, _ = drive(args, f"/index {folder}\r/exit\r")
+    assert code == 0 and "indexing" not in text and "3 unchanged" in text, text
+
+
 def test_search_written_to_a_file_keeps_its_lines_whole(settings, built_index, monkeypatch):
     """`ragcli chat > answers.md` wrote the answers a line each, but /search's hits cut at 80 columns,
     each line padded with spaces to the width ("…who in 1978   "), in the same file."""
