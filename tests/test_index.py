@@ -1418,3 +1418,41 @@ def test_a_cjk_word_asked_twice_counts_once_as_any_other_word_does(tmp_path):
     for repeated in ("東京 東京 大阪", "東京東京 大阪 大阪"):
         got = [(d.id, d.score) for d in index.search(repeated, 2)]
         assert [i for i, _ in got] == ["osaka", "tokyo"] and [s for _, s in got] == pytest.approx([s for _, s in once])
+
+
+def test_a_source_is_named_so_that_it_opens_from_where_ragcli_runs(tmp_path, monkeypatch):
+    """`cd proj; ragcli index notes ../docs`, then `ragcli ask` from another folder: the location said
+    "notes/backup.md:1", a path that opens from proj only (from elsewhere: another file, or none). It now
+    names the file as it opens from the working directory, and stays as indexed where that still opens."""
+    proj, other, docs = tmp_path / "proj", tmp_path / "elsewhere" / "deeper", tmp_path / "docs"
+    for folder in (proj / "notes", other, docs):
+        folder.mkdir(parents=True)
+    (proj / "notes" / "backup.md").write_text("Backups run every night at 02:30 to the NAS named athena.\n")
+    (docs / "servers.jsonl").write_text('{"title": "Hermes", "text": "The build server is called hermes."}\n')
+    monkeypatch.chdir(proj)
+    build_index([Path("notes"), Path("../docs")], tmp_path / "idx")
+
+    def located(query: str) -> str:
+        return TantivyIndex.open(tmp_path / "idx").search(query, 1)[0].location
+
+    assert located("backups athena") == "notes/backup.md:1"  # from where it was indexed: as it was
+    assert located("build server hermes") == "../docs/servers.jsonl#L1"
+    monkeypatch.chdir(other)
+    assert located("backups athena") == f"{proj}/notes/backup.md:1"
+    assert located("build server hermes") == f"{docs}/servers.jsonl#L1"  # "../docs" from here: no such folder
+    monkeypatch.chdir(proj / "notes")
+    assert located("backups athena") == "backup.md:1"
+    os.chdir(tmp_path)
+    assert located("build server hermes") == "docs/servers.jsonl#L1"
+
+
+def test_a_location_is_renamed_only_where_it_starts_with_its_file(tmp_path, monkeypatch):
+    from ragcli.paths import located_here
+
+    monkeypatch.chdir(tmp_path)
+    assert located_here("/srv/a/1", "a/1:12-1") == "/srv/a/1:12-1"  # the name "1" again after the file's
+    assert located_here("/srv/a/b.pdf", "b.pdf p. 3") == "/srv/a/b.pdf p. 3"
+    assert located_here("/srv/a/b.jsonl", "x/b.jsonl#L1 §2") == "x/b.jsonl#L1 §2"  # not this file's name
+    assert located_here("/srv/a/b.jsonl", "/srv/a/b.jsonl#L4") == "/srv/a/b.jsonl#L4"
+    assert located_here("", "https://example.org/a") == "https://example.org/a"
+    assert located_here(f"{tmp_path}/x/a/b.md", "../../x/a/b.md:3") == "x/a/b.md:3"  # indexed from two folders down

@@ -15,6 +15,7 @@ from typing import Callable, Iterable, Iterator
 
 from ragcli.ingest.encoding import decode
 from ragcli.ingest.formats import SUPPORTED_SUFFIXES, SkipFile
+from ragcli.paths import display_path, printable_name
 from ragcli.retrieval.schema import MANIFEST_FILE, META_FILE
 
 IGNORE_FILE = ".ragcliignore"
@@ -293,25 +294,6 @@ def _follow(link: Path, real_root: str, walked: set[str], on_skip: SkipFn | None
 
 
 # ---------------------------------------------------------------- names as shown to the user
-def display_path(path: Path) -> str:
-    """The path as shown to the user: relative to the working directory when under it; bytes of a
-    name that are not UTF-8 shown as escapes (\\xe9), which any terminal can print."""
-    try:
-        shown = str(path.relative_to(Path.cwd()))
-    except ValueError:
-        shown = str(path)
-    return printable_name(shown)
-
-
-_CONTROLS = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F]} | {0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}
-
-
-def printable_name(name: str) -> str:
-    """A file name with its control characters escaped (a newline in one split `index -v`'s line and
-    the location it is cited by), and its bytes that are not UTF-8 (\\xe9), which any terminal can print."""
-    return os.fsencode(name).decode("utf-8", "backslashreplace").translate(_CONTROLS)
-
-
 def shown_path(info: FileInfo) -> str:
     """How a file's passages name it: as ``display_path`` does, but in full when the user named its
     file or folder by an absolute path (`cd /tmp; ragcli index /home/me/notes` gave "home/me/notes/…",

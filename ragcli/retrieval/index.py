@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ragcli.errors import (IndexCorruptError, IndexEmptyError, IndexLockedError, IndexMissingError, UsageError)
+from ragcli.paths import located_here
 from ragcli.retrieval.query import MAX_QUERY_CHARS, query_terms
 from ragcli.retrieval.schema import (CJK_FIELD, LOCK_FILE, MANIFEST_FILE, META_FILE, READABLE_SCHEMAS, SCHEMA_VERSION,
                                      SEARCHED_FIELDS, build_schema, cjk_terms, text_analyzers)
@@ -334,7 +335,7 @@ class TantivyIndex:
 
     def _document(self, d: Any, score: float) -> Document:
         return Document(id=_first(d, "pid"), title=_first(d, "title"), text=_first(d, "text"), score=score,
-                        source="index", location=_first(d, "location"))
+                        source="index", location=located_here(_first(d, "path"), _first(d, "location")))
 
     def search(self, query: str, k: int = 5) -> list[Document]:
         """BM25 over title and text. The query is cut into terms by the index's own analyzer, so a
