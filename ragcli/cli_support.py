@@ -13,6 +13,10 @@ from ragcli.config import AUTO, Settings, flag_name, setting_type
 
 
 # ----------------------------------------------------------------------------- settings flags
+# a setting's short flag, as `ragcli search -k 5` has it (`ask -k 5` was "No such option: -k")
+SHORT_FLAGS = {"k": ("-k",)}
+
+
 def with_settings(*names: str) -> Callable:
     """Add one ``--flag`` per setting to a command; the command receives ``flags: dict``."""
 
@@ -29,7 +33,7 @@ def with_settings(*names: str) -> Callable:
                 continue
             typ = str if f.name in AUTO else setting_type(f.name)  # "auto" or a number: Settings.set checks
             flag = flag_name(f.name)
-            decls = [f"{flag}/--no-{flag[2:]}"] if typ is bool else [flag]
+            decls = [f"{flag}/--no-{flag[2:]}"] if typ is bool else [flag, *SHORT_FLAGS.get(f.name, ())]
             option = typer.Option(*decls, help=f.metadata.get("help", ""), rich_help_panel="Settings",
                                   show_default=False)
             extra.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=None,

@@ -894,6 +894,7 @@ def test_an_empty_index_flag_is_refused_not_read_as_the_current_folder(command, 
     (["ask", "Who", "is", "Keith", "Moon?"], "ragcli ask 'Who is Keith Moon?'"),
     (["ask", "--strategy", "single", "Who", "is", "--k", "2", "Keith", "Moon", "-q"], "ragcli ask 'Who is Keith Moon'"),
     (["ask", "--", "-who", "is"], "ragcli ask -- '-who is'"),
+    (["ask", "-k", "3", "Who", "is", "Keith", "Moon"], "ragcli ask 'Who is Keith Moon'"),  # -k as search has it
     (["search", "tantivy", "query", "syntax"], "quote the query as one argument: ragcli search 'tantivy query syntax'"),
     (["eval", "run", "my", "data.jsonl", "--limit", "2"], "quote the dataset as one argument: ragcli eval run 'my data.jsonl'"),
 ])
@@ -907,14 +908,14 @@ def test_an_unquoted_question_gets_a_hint_to_quote_it(argv, hint, capsys):
 
 
 @pytest.mark.parametrize("argv", [
-    ["ask", "-k", "3", "Who", "is", "Keith", "Moon"],  # ask's flag is --k: "No such option: -k"
+    ["ask", "-z", "3", "Who", "is", "Keith", "Moon"],  # "No such option: -z"
     ["ask", "Who", "is", "Keith", "--k"],  # "Option '--k' requires an argument"
     ["ask", "--json", "--k", "x", "Who", "is"],  # "Invalid value for '--k'"
     ["history", "show", "1", "2"],  # two entries: "quote the entry as one argument: ragcli show '1 2'"
     ["models", "rm", "a.gguf", "b.gguf"],
 ])
 def test_no_hint_to_quote_where_quoting_is_not_the_fix(argv, capsys):
-    """`ragcli ask -k 3 Who is Keith Moon` failed on its option, and the hint said to quote
+    """`ragcli ask -z 3 Who is Keith Moon` fails on its option, and the hint said to quote
     "3 Who is Keith Moon" (the option's value taken for a word of the question): only click's
     "unexpected extra arguments" is about quoting, and only for an argument of words or a path:
     two history entries or two model names were told to be quoted as one."""
@@ -1032,3 +1033,16 @@ def test_the_hints_for_a_prompt_too_long_name_flags_ask_and_chat_take():
         for name in ("ask", "chat"):
             taken = {opt for param in commands[name].params for opt in param.opts}
             assert set(flags) <= taken, (name, hint)
+
+
+@pytest.mark.parametrize("command", [["ask", "Who founded the band?"], ["chat"], ["eval", "run", "data.jsonl"]])
+def test_k_has_the_short_flag_search_has(command, tmp_path, capsys, monkeypatch):
+    """`ragcli search -k 5 q` works, and `ragcli ask -k 5 q` was "No such option: -k": every command
+    taking the number of documents takes -k for it (here each fails later, on its missing index or data)."""
+    from ragcli import repl
+
+    monkeypatch.setattr(repl.Repl, "run", lambda self: 0)
+    code, out, err = call([*command, "-k", "2", "--index", str(tmp_path / "idx")], capsys)
+    assert "No such option" not in err + out and "-k" not in err + out, err + out
+    code, out, err = call(["config", "show", "--json", "-k", "2"], capsys)
+    assert code == 0 and json.loads(out)["k"] == 2, out + err

@@ -40,7 +40,7 @@ def eval_run(
     strategy: Annotated[str, typer.Option("--strategy", "-s", help="Comma-separated strategies (oracle = gold paragraphs).")] = "none,single,flare",
     theta: Annotated[Optional[str], typer.Option(help="Comma-separated grid, e.g. 0.2,0.5,0.8")] = None,
     beta: Annotated[Optional[str], typer.Option(help="Comma-separated grid")] = None,
-    k: Annotated[Optional[str], typer.Option(help="Comma-separated grid")] = None,
+    k: Annotated[Optional[str], typer.Option("--k", "-k", help="Comma-separated grid")] = None,
     lookahead: Annotated[Optional[str], typer.Option(help="Comma-separated grid")] = None,
     stride: Annotated[Optional[str], typer.Option(help="Comma-separated grid")] = None,
     query_len: Annotated[Optional[str], typer.Option(help="Comma-separated grid")] = None,
