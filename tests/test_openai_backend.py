@@ -25,7 +25,7 @@ from ragcli.generation.openai_tokens import (CHAT_TOKENS_ONCE, CHAT_TOKENS_PER_M
 from ragcli.generation.openai_http import api_base
 from ragcli.generation.openai_wire import entropy_bound, error_text, parse_chunk, retry_after
 from tests.conftest import ROOT
-from tests.openai_stub import Script, StubServer, chatml, stub_tokens, without_wall_times
+from tests.openai_stub import WORDS, Script, StubServer, chatml, stub_tokens, without_wall_times
 
 
 def gen(stub: StubServer, **kw) -> OpenAIGenerator:
@@ -1149,7 +1149,10 @@ def test_ctrl_c_while_the_server_is_silent_mid_answer(tmp_path):
 
 
 def test_ctrl_c_during_ask(tmp_path, built_index, settings):
-    with StubServer(Script(token_delay=0.3)) as stub:
+    """Ctrl-C mid-answer ends ask within the limit. The answer lasts well beyond it (66 tokens, 0.3 s
+    each: ~20 s): with the 11 tokens of the stub's default answer (3.3 s, ~2.8 s of it left when the
+    signal came) a Ctrl-C that waited for the answer to end still passed the 5 s limit."""
+    with StubServer(Script(token_delay=0.3, words=WORDS * 6)) as stub:
         _interrupt(["ask", "Which shrub?", "--strategy", "none", "--backend", "openai", "--base-url", stub.url,
                     "--index", settings.index], lambda: len(stub.completions()) >= 2, 0.5, 5)
 
