@@ -1124,12 +1124,22 @@ def _interrupt(args: list[str], ready, settle: float, limit: float) -> str:
 
 
 def test_ctrl_c_with_requests_in_flight(tmp_path):
+    """Ctrl-C with answers streaming ends the run within the limit, not after those answers. Once the
+    first row is written the stub sends a token a second, so the answers in flight when the signal comes
+    outlast the limit: at 0.15 s a token (11 tokens, 1.65 s an answer) a run that waited for them still
+    ended within 5 s."""
     data, corpus = _eval_data(tmp_path, n=8)
     out = tmp_path / "res.jsonl"
+
+    def ready() -> bool:
+        if out.exists() and len(out.read_text().splitlines()) >= 2:
+            stub.script.token_delay = 1.0  # (read before each token, by the answers in flight too)
+            return True
+        return False
+
     with StubServer(Script(token_delay=0.15)) as stub:
         _interrupt(["eval", "run", str(data), "--corpus", str(corpus), "--strategy", "single", "--backend", "openai",
-                    "--base-url", stub.url, "--workers", "2", "--out", str(out)],
-                   lambda: out.exists() and len(out.read_text().splitlines()) >= 2, 0.3, 5)
+                    "--base-url", stub.url, "--workers", "2", "--out", str(out)], ready, 0.3, 5)
     rows = [json.loads(line) for line in out.read_text().splitlines()]  # every line whole
     ids = [r["id"] for r in rows[1:]]
     assert 1 <= len(ids) < 8 and ids == [f"q{i}" for i in range(len(ids))]
