@@ -332,7 +332,7 @@ def _read_question(question: str | None) -> tuple[str, str | None]:
 
     if question is None or question == "-":
         if question is None and sys.stdin.isatty():
-            raise UsageError("no question given", hint='ragcli ask "your question"  (or pipe it on stdin)')
+            raise UsageError("no question given", hint='ragcli ask "your question", or pipe it on stdin')
         question = stdin_text()
     question, encoding = typed_text(question)  # stripped once read (UTF-16's line end is "\n\x00")
     if not question.strip():

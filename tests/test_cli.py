@@ -140,6 +140,16 @@ def test_question_from_stdin(monkeypatch, small_corpus, tmp_path, capsys, fake_m
     assert code == 0 and out.strip() == "Rush is the band. So the answer is Rush."
 
 
+def test_no_question_on_a_terminal_says_how_to_give_one(monkeypatch, capsys):
+    """`ragcli ask` alone on a terminal: the hint read 'ragcli ask "your question"  (or pipe it on
+    stdin)' inside the error's parentheses: a double space and parentheses nested."""
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
+    code, out, err = call(["ask"], capsys)
+    assert code == 2 and out == ""
+    assert err.strip() == 'error: no question given (ragcli ask "your question", or pipe it on stdin)'
+
+
 def test_strategies_lists_the_registry(capsys):
     code, out, _ = call(["strategies"], capsys)
     assert code == 0
