@@ -380,14 +380,14 @@ class Repl:
                     _check_model(args[1])  # now, not at the next question; the model in use stays
                 self._set(args[0].replace("-", "_"), args[1])
         elif cmd == "/show":  # every setting, or those named ("/show foo" showed them all)
-            named = [a.replace("-", "_") for a in args if a != "settings"]
+            named = list(dict.fromkeys(a.replace("-", "_") for a in args if a != "settings"))  # as typed, once
             for name in named:
                 if name not in self.settings.names():
                     raise self.settings.unknown(name)
             table = Table("setting", Column("value", overflow="fold"), Column("from", overflow="fold"))  # as `config show`
-            for name, value in self.settings.to_dict().items():
-                if not named or name in named:
-                    table.add_row(name.replace("_", "-"), markup_safe(str(value)), markup_safe(self.settings.source(name)))  # as `config show`
+            values = self.settings.to_dict()
+            for name in named or values:
+                table.add_row(name.replace("_", "-"), markup_safe(str(values[name])), markup_safe(self.settings.source(name)))  # as `config show`
             self.console.print(table)
         elif cmd == "/sources":
             if not self.transcript:

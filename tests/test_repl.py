@@ -281,6 +281,15 @@ def test_show_names_the_settings_asked_for_and_refuses_one_there_is_none_of(sett
     assert "error: unknown setting 'thetta' (did you mean 'theta'?)" in text
     assert "max-tokens" in text and "page-order" not in text and "│ k " in err
 
+
+def test_show_lists_the_settings_named_in_the_order_typed(settings, built_index):
+    """`/show theta k` listed k before theta (the order of `config show`), a name typed twice once."""
+    repl, code, err, out = drive(make_repl(settings.copy(strategy="none"), built_index),
+                                 "/show theta k max-tokens theta\r/exit\r")
+    rows = [line.split("│")[1].strip() for line in err.splitlines() if line.count("│") >= 3]
+    assert rows == ["theta", "k", "max-tokens"], err
+
+
 def test_questions_piped_in_are_read_as_lines_with_nothing_of_the_prompt_in_the_output(settings, built_index,
                                                                                        monkeypatch):
     """`ragcli chat < questions.txt` wrote prompt_toolkit's prompt and line edits ("›^M", echoed lines)
