@@ -73,6 +73,7 @@ class ServerError(RagcliError):
 
     exit_code = 10
     answered = False  # the server answered the request (an error status, a stream it ended): it is up
+    cut = False  # it cut a stream off mid-answer: the answer is incomplete (each command says what to do)
 
 
 class HistoryError(RagcliError):

@@ -928,6 +928,33 @@ def test_stream_cut_off_mid_answer_is_an_error_not_a_short_answer():
         assert len(stub.completions()) - before == 4
 
 
+def test_a_stream_cut_off_hints_what_fits_the_command(tmp_path, built_index, settings, capsys, monkeypatch):
+    """A stream cut off mid-answer hinted "an eval resumes when run again with the same --out" in `ask`
+    and `chat` too, where there is no eval and no --out: each says what fits it."""
+    import io
+
+    data, corpus = _eval_data(tmp_path, 2)
+    out = tmp_path / "res.jsonl"
+    with StubServer(Script(cut_after=3)) as stub:
+        server = ["--strategy", "none", "--backend", "openai", "--base-url", stub.url, "--no-log"]
+        code, _, err = call(["ask", "Which shrub?", "--index", settings.index, *server], capsys)
+        said = one_line_error(err)
+        assert code == 10 and "cut the stream off mid-answer" in said, said
+        assert said.endswith(" (the answer is incomplete: ask again)"), said
+        monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"Which shrub?\n"), encoding="utf-8"))
+        code, _, err = call(["chat", "--index", settings.index, *server], capsys)
+        said = " ".join(err.split())
+        assert code == 0 and "cut the stream off mid-answer" in said, err
+        assert "(the answer is incomplete: ask again)" in said and "--out" not in said and "eval" not in said
+        server.remove("--no-log")
+        code, _, err = call(["eval", "run", str(data), "--corpus", str(corpus), "--out", str(out), *server], capsys)
+        assert code == 10 and one_line_error(err).endswith(
+            f"(the answer is incomplete: the results so far are in {out}, and the same command resumes from them)")
+        code, _, err = call(["eval", "run", str(data), "--corpus", str(corpus), *server], capsys)
+        assert code == 10 and one_line_error(err).endswith(
+            "(the answer is incomplete: run it again; with --out FILE, an eval resumes from the results it kept)")
+
+
 def test_context_overflow_from_the_server_is_exit_7():
     with StubServer() as stub:
         g = gen(stub)

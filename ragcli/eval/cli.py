@@ -12,7 +12,7 @@ import typer
 
 from ragcli.cli_support import markup_safe, stderr_console, with_settings
 from ragcli.config import Settings, flag_name
-from ragcli.errors import InputPathError, Interrupted, Terminated, UsageError
+from ragcli.errors import InputPathError, Interrupted, ServerError, Terminated, UsageError
 from ragcli.exits import terminations_raised
 
 
@@ -234,6 +234,12 @@ def _run_with_progress(engine, specs: list, examples: list, base: Settings, **kw
             if kwargs.get("out") is not None:  # where the results so far are, and that they are not lost
                 console.print(f"the results so far are in {markup_safe(str(kwargs['out']))}: the same command "
                               "resumes from them")
+            raise
+        except ServerError as exc:
+            if exc.cut:  # its hint is an answer's ("ask again"): an eval is run again, and resumes with --out
+                exc.hint = ("the answer is incomplete: " + (
+                    f"the results so far are in {kwargs['out']}, and the same command resumes from them"
+                    if kwargs.get("out") is not None else "run it again; with --out FILE, an eval resumes from the results it kept"))
             raise
     if reused:  # a re-run printed its table in a second, saying nothing of where the results came from
         out = kwargs.get("out")

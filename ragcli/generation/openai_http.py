@@ -323,8 +323,8 @@ class ServerClient:
                 self.check_open()
                 if got or attempt >= self.retries or not retry_cut:
                     error = ServerError(f"the server at {self.base} cut the stream off mid-answer: {reason(exc)}",
-                                        hint="the answer is incomplete: ask again; an eval resumes when run again with the same --out")
-                    error.answered = True
+                                        hint="the answer is incomplete: ask again")
+                    error.answered = error.cut = True
                     raise error from None
                 self._sleep(self.backoff * 2 ** attempt)
             finally:
