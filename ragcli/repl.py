@@ -82,6 +82,8 @@ class Repl:
         # prompt and line edits into the output ("›^M" and echoed lines among the answers)
         self._plain = input is None and not sys.stdin.isatty()
         self._input = input  # given (tests): no terminal of ours to hold
+        self._piped: Iterator[tuple[str, str | None, bool]] | None = None  # lines piped in, once read from
+        self._said_encoding = False  # that the stream piped in is not UTF-8
         self._session = None if self._plain else self._make_session(input, output)
 
     # ---------------------------------------------------------------- prompt_toolkit
@@ -269,15 +271,17 @@ class Repl:
         """The next line typed (prompt_toolkit), or piped in; EOFError at the end."""
         if not self._plain:
             return self._session.prompt("› ")
-        from ragcli.ingest.encoding import stdin_text, typed_text
+        if self._piped is None:
+            from ragcli.ingest.encoding import stdin_lines
 
-        line = stdin_text(line=True)
-        if not line:
+            self._piped = stdin_lines()
+        text, encoding, whole = next(self._piped, (None, None, False))
+        if text is None:
             raise EOFError
-
-        text, encoding = typed_text(line.rstrip("\n"))
-        if encoding is not None:
-            self.console.print(f"[yellow]warning:[/] the line is not UTF-8: read as {encoding}")
+        if encoding is not None and not (whole and self._said_encoding):
+            what = "the input" if whole else "the line"  # a stream in UTF-16: said once
+            self.console.print(f"[yellow]warning:[/] {what} is not UTF-8: read as {encoding}")
+            self._said_encoding = whole
         return text
 
     def ask(self, question: str) -> Exchange | None:

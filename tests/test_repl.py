@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import io
 import sys
 
@@ -304,6 +305,24 @@ def test_questions_piped_in_are_read_as_lines_with_nothing_of_the_prompt_in_the_
     shown = out.export_text()
     assert shown.startswith("Rhodotypos.[1] It is a shrub from Japan.[1]") and "›" not in shown
     assert "not UTF-8: read as cp1252" in err.export_text()
+
+
+@pytest.mark.parametrize("codec, mark", [("utf-16-le", codecs.BOM_UTF16_LE), ("utf-16-le", b""),
+                                         ("utf-16-be", codecs.BOM_UTF16_BE), ("utf-32-le", codecs.BOM_UTF32_LE)])
+def test_questions_piped_in_as_utf16_are_read_as_one_stream(codec, mark, settings, built_index, monkeypatch):
+    """`ragcli chat < questions.txt` of a file Notepad saved as "Unicode": each line was read alone, so
+    the lines after the first began with the NUL of the line end before them ("\\x00Which…", read as
+    UTF-16-BE: garbage asked) and the file's last NUL was asked too ("the question has no words").
+    The stream's encoding is told once, from its first line, and every line read in it."""
+    logged = []
+    engine, err, out, log = make_repl(settings.copy(strategy="none"), built_index,
+                                      log=lambda q, s, e: logged.append(q))
+    piped = mark + "Which shrub grows in Japan? café\r\nWhere is Ĉ\u0a0a?\r\n/strategy none\r\nWhich band?\r\n".encode(codec)
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(piped), encoding="utf-8"))
+    code = Repl(engine, console=err, out=out, log=log).run()
+    said = err.export_text()
+    assert code == 0 and logged == ["Which shrub grows in Japan? café", "Where is Ĉ\u0a0a?", "Which band?"], said
+    assert "error" not in said and said.count(f"not UTF-8: read as {codec}") == 1, said
 
 
 @pytest.mark.parametrize("no_color", ["", "1"])

@@ -12,6 +12,7 @@ encodings, trusted only above a confidence floor to say *that* the bytes are tex
 from __future__ import annotations
 
 import codecs
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ragcli.ingest.formats import SkipFile
@@ -84,16 +85,52 @@ def decode(raw: bytes) -> Decoded:
     return _detected(raw)
 
 
-def stdin_text(line: bool = False) -> str:
-    """Standard input (``line``: its next line), bytes that are not UTF-8 kept as surrogates for
-    ``typed_text`` to read: under a locale such as en_US.UTF-8 Python's own reading raised on them."""
+def stdin_text() -> str:
+    """Standard input, bytes that are not UTF-8 kept as surrogates for ``typed_text`` to read: under
+    a locale such as en_US.UTF-8 Python's own reading raised on them."""
     import sys
 
     stream = getattr(sys.stdin, "buffer", None)
     if stream is None:  # replaced by a text stream (tests, embedding)
-        return sys.stdin.readline() if line else sys.stdin.read()
-    raw = stream.readline() if line else stream.read()
-    return raw.decode("utf-8", errors="surrogateescape")
+        return sys.stdin.read()
+    return stream.read().decode("utf-8", errors="surrogateescape")
+
+
+def stdin_lines() -> Iterator[tuple[str, str | None, bool]]:
+    """The lines of standard input (`ragcli chat < questions.txt`), each as (its text without the line
+    end, the encoding it was read in or None for UTF-8, whether that encoding is the whole stream's).
+    UTF-16 or UTF-32 (Notepad's "Unicode", PowerShell's pipe), as the first line's byte-order mark or
+    NUL bytes say, is one stream, read in that encoding to its end: line by line, the lines after the
+    first began with the NUL of the line end before them, and the last NUL was a line of its own. Other
+    lines are read each as ``typed_text`` reads one (a Latin-1 line among UTF-8 ones). A line is
+    given as soon as it came: a program that pipes questions one by one gets each answer in turn."""
+    import io
+    import sys
+
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:  # replaced by a text stream (tests, embedding)
+        yield from ((*typed_text(line.rstrip("\n")), False) for line in iter(sys.stdin.readline, ""))
+        return
+    raw = stream.readline()
+    found = _unicode_codec(raw)
+    if found is None or found[1] == "utf-8":
+        while raw:
+            yield *typed_text(raw.decode("utf-8", errors="surrogateescape").rstrip("\n")), False
+            raw = stream.readline()
+        return
+    mark, codec = found
+    raw = raw[mark:]
+    raw += stream.read(-len(raw) % (4 if codec.startswith("utf-32") else 2))  # the rest of a line end cut in two
+    rest = io.TextIOWrapper(stream, encoding=codec, errors="replace")
+    try:
+        line = raw.decode(codec, errors="replace")
+        if line and not line.endswith("\n"):  # a "\n" byte inside a character ("\u0a0a")
+            line += rest.readline()
+        while line:
+            yield line.rstrip("\n"), codec, True
+            line = rest.readline()
+    finally:
+        rest.detach()  # standard input stays open
 
 
 def typed_text(text: str) -> tuple[str, str | None]:
@@ -129,11 +166,19 @@ def unicode_text(raw: bytes, errors: str = "strict") -> tuple[str, str] | None:
     """(text, codec) of ``raw`` as its byte-order mark (UTF-8, UTF-16, UTF-32) says, or the NUL bytes
     of UTF-16 or UTF-32 without one; None when it has neither (what Windows tools write: PowerShell 5's
     `echo x > file` is UTF-16, Notepad's "UTF-8 with BOM" starts with one)."""
-    marked = bom(raw)
-    codec = marked[1] if marked else bomless_wide(raw[:SNIFF_BYTES]) if b"\x00" in raw else None
-    if codec is None:
+    found = _unicode_codec(raw)
+    if found is None:
         return None
-    return raw[len(marked[0]) if marked else 0:].decode(codec, errors=errors), codec
+    return raw[found[0]:].decode(found[1], errors=errors), found[1]
+
+
+def _unicode_codec(raw: bytes) -> tuple[int, str] | None:
+    """(the length of its byte-order mark, the codec) of ``raw`` as ``unicode_text`` tells them."""
+    marked = bom(raw)
+    if marked:
+        return len(marked[0]), marked[1]
+    codec = bomless_wide(raw[:SNIFF_BYTES]) if b"\x00" in raw else None
+    return None if codec is None else (0, codec)
 
 
 def _decode_counting(raw: bytes, codec: str) -> tuple[str, int]:
