@@ -88,6 +88,7 @@ def _backend(settings: Settings) -> Check:
 def _index(settings: Settings) -> Check:
     from ragcli.errors import RagcliError
     from ragcli.retrieval.index import TantivyIndex
+    from ragcli.retrieval.rebuild import rebuild_command
     from ragcli.retrieval.schema import SCHEMA_VERSION
     from ragcli.words import counted
 
@@ -101,7 +102,7 @@ def _index(settings: Settings) -> Check:
         if stats["schema_version"] < SCHEMA_VERSION:  # readable, without what later schemas index
             return Check("index", True, detail + f"; schema {stats['schema_version']}: Chinese, Japanese and Korean "
                          "words are not searchable inside their sentences",
-                         f"ragcli index --rebuild --index {settings.index} PATH", warn_only=True)
+                         rebuild_command(settings.index), warn_only=True)
         return Check("index", True, detail)
     except RagcliError as exc:
         return Check("index", False, exc.message, exc.hint or "ragcli index PATH")

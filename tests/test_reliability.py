@@ -130,6 +130,42 @@ def test_require_gpu_without_a_gpu_build(tmp_path, monkeypatch):
 
 
 # ------------------------------------------------------------------------------- index robustness
+def test_the_rebuild_hint_names_what_the_index_was_built_from(tmp_path, capsys):
+    """A damaged index's hint said `ragcli index --rebuild --index IDX PATH`, where its list of files
+    (ragcli-files.json) says what it was built from: the folders of those files are named (those inside
+    another left out), a lone file by itself, the folder they share when they are many; PATH only where
+    nothing is known (no list, or none of it there any more)."""
+    def hint(index: Path, files: list[Path]) -> str:
+        for f in files:
+            f.parent.mkdir(parents=True, exist_ok=True)
+            f.write_text("The Rhodotypos shrub grows in Japan.\n")
+        build_index(files, index)
+        (index / META_FILE).write_text("{ half-written")
+        with pytest.raises(IndexCorruptError) as exc:
+            TantivyIndex.open(index)
+        return exc.value.hint
+
+    root = tmp_path / "my notes"
+    index = tmp_path / "the index"
+    said = hint(index, [root / "a.md", root / "sub" / "b.md", tmp_path / "docs" / "deep" / "c.md"])
+    assert said == (f"rebuild it: ragcli index --rebuild --index '{index}' {tmp_path / 'docs' / 'deep'} '{root}'")
+    with pytest.raises(SystemExit):  # and ask says it so
+        cli.run(["search", "shrub", "--index", str(index)])
+    assert f"--index '{index}' {tmp_path / 'docs' / 'deep'} '{root}')" in capsys.readouterr().err
+    lone = tmp_path / "shrubs.txt"
+    assert hint(tmp_path / "i2", [lone]) == f"rebuild it: ragcli index --rebuild --index {tmp_path / 'i2'} {lone}"
+    many = [tmp_path / "many" / f"f{i}" / "n.md" for i in range(5)]
+    assert hint(tmp_path / "i3", many).endswith(f"--index {tmp_path / 'i3'} {tmp_path / 'many'}")
+    (tmp_path / "i3" / "ragcli-files.json").unlink()
+    with pytest.raises(IndexCorruptError) as exc:
+        TantivyIndex.open(tmp_path / "i3")
+    assert exc.value.hint == f"rebuild it: ragcli index --rebuild --index {tmp_path / 'i3'} PATH"
+    lone.unlink()  # what it lists is gone
+    with pytest.raises(IndexCorruptError) as exc:
+        TantivyIndex.open(tmp_path / "i2")
+    assert exc.value.hint == f"rebuild it: ragcli index --rebuild --index {tmp_path / 'i2'} PATH"
+
+
 def test_corrupt_and_old_indexes_are_detected_with_the_fix(built_index, settings, small_corpus):
     meta = json.loads((Path(settings.index) / META_FILE).read_text())
     meta["schema_version"] = 0

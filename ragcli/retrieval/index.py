@@ -20,6 +20,7 @@ from typing import Any, Iterator
 from ragcli.errors import (IndexCorruptError, IndexEmptyError, IndexLockedError, IndexMissingError, UsageError)
 from ragcli.paths import located_here
 from ragcli.retrieval.query import MAX_QUERY_CHARS, query_terms
+from ragcli.retrieval.rebuild import rebuild_command
 from ragcli.retrieval.schema import (CJK_FIELD, LOCK_FILE, MANIFEST_FILE, META_FILE, READABLE_SCHEMAS, SCHEMA_VERSION,
                                      SEARCHED_FIELDS, build_schema, cjk_terms, text_analyzers)
 from ragcli.retrieval.writer import IndexWriter, exclusive_lock
@@ -119,18 +120,18 @@ class TantivyIndex:
             if directory.is_dir() and _tantivy_meta(directory / "meta.json"):
                 raise IndexCorruptError(
                     f"{directory} holds a tantivy index that ragcli did not finish creating",
-                    hint=f"rebuild it: ragcli index --rebuild --index {directory} PATH",
+                    hint=f"rebuild it: {rebuild_command(directory)}",
                 )
             raise IndexMissingError(f"no index at {directory}")
         try:
             meta = IndexMeta.load(directory)
         except (ValueError, TypeError, OSError) as exc:
             raise IndexCorruptError(f"index metadata in {directory} is unreadable: {exc}",
-                                    hint=f"rebuild it: ragcli index --rebuild --index {directory} PATH") from None
+                                    hint=f"rebuild it: {rebuild_command(directory)}") from None
         if meta.schema_version not in READABLE_SCHEMAS:
             raise IndexCorruptError(
                 f"index at {directory} was built with schema v{meta.schema_version}; this ragcli needs v{SCHEMA_VERSION}",
-                hint=f"rebuild it: ragcli index --rebuild --index {directory} PATH",
+                hint=f"rebuild it: {rebuild_command(directory)}",
             )
         import tantivy
 
@@ -147,7 +148,7 @@ class TantivyIndex:
             # users: ragcli's is the hint
             said = re.sub(r"\s*Please use tantivy \S+ or above to recreate the index\.?", "", str(exc)).strip()
             raise IndexCorruptError(f"index at {directory} cannot be opened: {said}",
-                                    hint=f"rebuild it: ragcli index --rebuild --index {directory} PATH") from None
+                                    hint=f"rebuild it: {rebuild_command(directory)}") from None
         return cls(directory, index, meta)
 
     @staticmethod
