@@ -95,6 +95,7 @@ class Repl:
         from prompt_toolkit.key_binding import KeyBindings
 
         from ragcli.config import CHOICES, PATHS, setting_type
+        from ragcli.shell_words import continued, typed_words
         from ragcli.strategies import STRATEGIES
 
         settings_names = [name.replace("_", "-") for name in Settings.names()]  # as `config show` names them
@@ -118,12 +119,16 @@ class Repl:
                         if cmd.startswith(parts[0]):
                             yield Completion(cmd, start_position=-len(parts[0]))
                     return
-                # a path: each of /index's, /save's (after -f), /set index's and model's
-                path = {"/index": parts[-1], "/save": text[len("/save "):].removeprefix("-f ")}.get(parts[0])
-                if parts[0] == "/set" and len(parts) == 3 and parts[1].replace("-", "_") in PATHS:
-                    path = parts[2]
-                if path is not None:
-                    yield from paths.get_completions(Document(path), complete_event)
+                # a path: each of /index's and /set index's and model's, a shell word as they read it (in
+                # quotes, with a space); /save's file, the rest of the line (after -f, an opening quote)
+                words, word, quote = typed_words(text)
+                if parts[0] == "/save":
+                    path = text[len("/save "):].removeprefix("-f ")
+                    yield from paths.get_completions(Document(path.lstrip("'\"")), complete_event)
+                elif words[:1] == ["/index"] or words[:1] == ["/set"] and len(words) == 2 and words[1].replace("-", "_") in PATHS:
+                    if quote != "\\":  # (after a lone backslash: the next character is the user's to type)
+                        for done in paths.get_completions(Document(word), complete_event):
+                            yield Completion(continued(done.text, quote), display=done.display)
                 elif len(parts) == 2 or parts[0] == "/show":  # /show takes any number of setting names
                     options = {"/strategy": list(STRATEGIES), "/set": settings_names,
                                "/show": ["settings"] + settings_names}

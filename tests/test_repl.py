@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import codecs
 import io
+import os
+import shlex
 import sys
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -787,25 +791,28 @@ def test_tab_completes_the_settings_show_takes(settings, built_index):
         assert "theta" in complete("/set th") and complete("/set theta 0") == []  # the value is not a name
 
 
+@contextmanager
+def tab_completion(settings, built_index):
+    """complete(text): the lines Tab would leave of ``text`` typed in a REPL, one per completion."""
+    from prompt_toolkit.document import Document
+
+    engine, err, out, _ = make_repl(settings, built_index)
+    with create_pipe_input() as pipe:
+        repl = Repl(engine, console=err, out=out, input=pipe, output=DummyOutput())
+        yield lambda text: [text[:len(text) + c.start_position] + c.text
+                            for c in repl._session.completer.get_completions(Document(text), None)]
+
+
 def test_tab_completes_paths_and_the_values_a_setting_takes(settings, built_index, tmp_path, monkeypatch):
     """Tab completed the commands and setting names only: "/index ~/no" + Tab, "/save tr", "/set model
     ~/mod" and "/set strategy ir" (which "/strategy ir" completes) completed nothing, so a path had to be
     typed out in full, and a mistyped one was found only once the command ran."""
-    from prompt_toolkit.document import Document
-
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "plan.txt").write_text("x")
     (tmp_path / "models").mkdir()
     (tmp_path / "models" / "small.gguf").write_bytes(b"GGUF")
     monkeypatch.setenv("HOME", str(tmp_path))
-    engine, err, out, _ = make_repl(settings, built_index)
-    with create_pipe_input() as pipe:
-        repl = Repl(engine, console=err, out=out, input=pipe, output=DummyOutput())
-
-        def complete(text):  # the line as Tab would leave it
-            return [text[:len(text) + c.start_position] + c.text
-                    for c in repl._session.completer.get_completions(Document(text), None)]
-
+    with tab_completion(settings, built_index) as complete:
         assert complete("/index ~/no") == ["/index ~/notes"]
         assert complete(f"/index {tmp_path}/notes/pl") == [f"/index {tmp_path}/notes/plan.txt"]
         assert complete("/index ~/notes ~/mo") == ["/index ~/notes ~/models"]  # each path of several
@@ -817,6 +824,28 @@ def test_tab_completes_paths_and_the_values_a_setting_takes(settings, built_inde
         assert complete("/set cache f") == ["/set cache false"]
         assert complete("/set theta 0") == [] and complete("/set bogus x") == []  # a number; no such setting
         assert complete("/search ~/no") == []  # a query, not a path
+
+
+def test_tab_completes_a_path_with_spaces_quoted_or_escaped(settings, built_index, tmp_path, monkeypatch):
+    """`/index "my folder/su` + Tab completed "folder/su", the text after the last space, as a path of
+    its own (nothing, or a wrong name), where /index reads its paths as the shell does: a quoted path
+    is one. The path being typed is the last shell word; a name a completion adds is written in its
+    quoting (a space escaped outside quotes), /set's path and /save's file too."""
+    (tmp_path / "my folder" / "sub dir").mkdir(parents=True)
+    (tmp_path / "my folder" / "it's.md").write_text("x")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with tab_completion(settings, built_index) as complete:
+        assert complete('/index "~/my folder/su') == ['/index "~/my folder/sub dir']
+        assert complete("/index '~/my folder/su") == ["/index '~/my folder/sub dir"]
+        assert complete('/index ~/notes "~/my folder/it') == ['/index ~/notes "~/my folder/it\'s.md']
+        assert complete("/index '~/my folder/it") == ["/index '~/my folder/it'\\''s.md"]
+        assert complete("/index ~/my\\ folder/su") == ["/index ~/my\\ folder/sub\\ dir"]
+        assert complete("/index ~/my") == ["/index ~/my\\ folder"]
+        assert complete('/set index "~/my folder/su') == ['/set index "~/my folder/sub dir']
+        assert complete('/save "~/my folder/it') == ['/save "~/my folder/it\'s.md']
+        assert complete("/save ~/my folder/it") == ["/save ~/my folder/it's.md"]  # the rest of the line, as /save reads it
+        for typed in ('/index "~/my folder/sub dir"', "/index '~/my folder/it'\\''s.md'", "/index ~/my\\ folder/sub\\ dir"):
+            assert len(shlex.split(typed)) == 2 and Path(os.path.expanduser(shlex.split(typed)[1])).exists(), typed
 
 
 def test_the_echo_an_answer_turns_off_is_put_back_should_the_process_leave_at_once(monkeypatch):
