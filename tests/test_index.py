@@ -1456,3 +1456,18 @@ def test_a_location_is_renamed_only_where_it_starts_with_its_file(tmp_path, monk
     assert located_here("/srv/a/b.jsonl", "/srv/a/b.jsonl#L4") == "/srv/a/b.jsonl#L4"
     assert located_here("", "https://example.org/a") == "https://example.org/a"
     assert located_here(f"{tmp_path}/x/a/b.md", "../../x/a/b.md:3") == "x/a/b.md:3"  # indexed from two folders down
+
+
+def test_a_location_is_named_in_full_where_the_working_directory_was_deleted(tmp_path, monkeypatch):
+    """A shell left in a folder that was deleted since (`rm -r` from another terminal): every hit's
+    location ended in a traceback (FileNotFoundError from the working directory display_path named it
+    from). Nothing opens from there: the file is named in full."""
+    from ragcli.paths import display_path, located_here
+
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    assert located_here("/srv/notes/a.md", "notes/a.md:3") == "/srv/notes/a.md:3"
+    assert located_here("/srv/notes/a.md", "/srv/notes/a.md:3") == "/srv/notes/a.md:3"
+    assert display_path(Path("/srv/notes/a.md")) == "/srv/notes/a.md"
