@@ -19,6 +19,7 @@ from ragcli.events import AnswerFinished, Notice, StepStarted
 from ragcli.generation.fake import FakeGenerator, toks
 from ragcli.ingest.indexer import build_index
 from ragcli.retrieval.index import META_FILE, TantivyIndex
+from ragcli.retrieval.rebuild import built_from
 from ragcli.strategies.baselines import NoRetrieval
 from ragcli.strategies.flare import Flare
 from tests.conftest import ROOT, unlistable
@@ -135,11 +136,11 @@ def test_the_rebuild_hint_names_what_the_index_was_built_from(tmp_path, capsys):
     (ragcli-files.json) says what it was built from: the folders of those files are named (those inside
     another left out), a lone file by itself, the folder they share when they are many; PATH only where
     nothing is known (no list, or none of it there any more)."""
-    def hint(index: Path, files: list[Path]) -> str:
+    def hint(index: Path, files: list[Path], given: list[Path] | None = None, **options) -> str:
         for f in files:
             f.parent.mkdir(parents=True, exist_ok=True)
             f.write_text("The Rhodotypos shrub grows in Japan.\n")
-        build_index(files, index)
+        build_index(files if given is None else given, index, **options)
         (index / META_FILE).write_text("{ half-written")
         with pytest.raises(IndexCorruptError) as exc:
             TantivyIndex.open(index)
@@ -147,7 +148,8 @@ def test_the_rebuild_hint_names_what_the_index_was_built_from(tmp_path, capsys):
 
     root = tmp_path / "my notes"
     index = tmp_path / "the index"
-    said = hint(index, [root / "a.md", root / "sub" / "b.md", tmp_path / "docs" / "deep" / "c.md"])
+    said = hint(index, [root / "a.md", root / "sub" / "b.md", tmp_path / "docs" / "deep" / "c.md"],
+                [root, tmp_path / "docs"])
     assert said == (f"rebuild it: ragcli index --rebuild --index '{index}' {tmp_path / 'docs' / 'deep'} '{root}'")
     with pytest.raises(SystemExit):  # and ask says it so
         cli.run(["search", "shrub", "--index", str(index)])
@@ -164,6 +166,34 @@ def test_the_rebuild_hint_names_what_the_index_was_built_from(tmp_path, capsys):
     with pytest.raises(IndexCorruptError) as exc:
         TantivyIndex.open(tmp_path / "i2")
     assert exc.value.hint == f"rebuild it: ragcli index --rebuild --index {tmp_path / 'i2'} PATH"
+
+
+def test_the_rebuild_hint_drops_no_file_the_index_holds(tmp_path):
+    """The hint named the folders of the files the index lists, and their walk skips hidden names: a
+    note indexed with --hidden, or a hidden one named beside its folder (`ragcli index notes
+    notes/.plan.md`), was dropped by the rebuild the hint gave. And a file named beside a folder
+    (`ragcli index notes ~/todo.md`) had its whole folder (the home folder) indexed by it."""
+    notes, home = tmp_path / "notes", tmp_path / "home"
+    for folder in (notes / ".drafts", home / "big"):
+        folder.mkdir(parents=True)
+    for f in (notes / "a.md", notes / ".plan.md", notes / ".drafts" / "d.md", home / "todo.md", home / "big" / "x.md"):
+        f.write_text("The Rhodotypos shrub grows in Japan.\n")
+
+    def sources(given: list[Path], **options) -> list[str]:
+        index = tmp_path / f"i{len(list(tmp_path.iterdir()))}"
+        build_index(given, index, **options)
+        held = set(json.loads((index / "ragcli-files.json").read_text()))
+        said = built_from(index)
+        if said:  # what the hint's command indexes holds every file the index does
+            rebuilt = tmp_path / f"r{index.name}"
+            build_index([Path(s) for s in said if s != "--hidden"], rebuilt, include_hidden="--hidden" in said)
+            assert held <= set(json.loads((rebuilt / "ragcli-files.json").read_text()))
+        return said
+
+    assert sources([notes], include_hidden=True) == ["--hidden", str(notes)]
+    assert sources([notes, notes / ".plan.md"]) == [str(notes), str(notes / ".plan.md")]
+    assert sources([notes, home / "todo.md"]) == [str(notes), str(home / "todo.md")]
+    assert sources([home]) == [str(home)]  # no hidden file in it: no --hidden
 
 
 def test_corrupt_and_old_indexes_are_detected_with_the_fix(built_index, settings, small_corpus):
