@@ -11,8 +11,8 @@ from pathlib import Path
 
 def display_path(path: Path) -> str:
     """The path as shown to the user: relative to the working directory when under it (in full where
-    that folder was deleted); bytes of a
-    name that are not UTF-8 shown as escapes (\\xe9), which any terminal can print."""
+    that folder was deleted); bytes of a name that are not UTF-8 shown as escapes (\\xe9), which any
+    terminal can print."""
     try:
         shown = str(path.relative_to(Path.cwd()))
     except ValueError:
