@@ -18,7 +18,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ragcli import __version__
-from ragcli.cli_support import index_progress, markup_safe, path_arg, stderr_console, with_settings
+from ragcli.cli_support import flags_without_type, index_progress, markup_safe, path_arg, stderr_console, with_settings
 from ragcli.config import Settings
 from ragcli.errors import HistoryError, Interrupted, RagcliError, Terminated, UsageError
 from ragcli.eval.cli import eval_app
@@ -37,6 +37,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode="rich",
 )
+flags_without_type()
 config_app = typer.Typer(help="Show the settings in effect and where they come from.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
 app.add_typer(eval_app, name="eval")

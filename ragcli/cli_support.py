@@ -52,6 +52,26 @@ def with_settings(*names: str) -> Callable:
     return decorate
 
 
+def flags_without_type() -> None:
+    """No type beside a flag in ``--help``: Typer 0.29 prints one for every option, flags too
+    ("--debug <bool>", "--cache/--no-cache <bool>"), which reads as if the flag took a value
+    (``--debug true`` is a usage error). Options that take one keep theirs ("<int>", "<path>").
+    Typer has no setting for it, so its ``TyperOption.display_type_rich`` is wrapped, once; a Typer
+    without that method (older, or renamed) is left as it is (tests/test_cli.py notices)."""
+    from typer import core
+
+    option = getattr(core, "TyperOption", None)
+    shown = getattr(option, "display_type_rich", None)
+    if shown is None or getattr(shown, "ragcli_flags", False):
+        return
+
+    def display_type_rich(self, ctx):
+        return None if getattr(self, "is_flag", False) else shown(self, ctx)
+
+    display_type_rich.ragcli_flags = True  # type: ignore[attr-defined]
+    option.display_type_rich = display_type_rich
+
+
 def stderr_console():
     from ragcli.render.text import text_console
 

@@ -1056,3 +1056,18 @@ def test_k_has_the_short_flag_search_has(command, tmp_path, capsys, monkeypatch)
     assert "No such option" not in err + out and "-k" not in err + out, err + out
     code, out, err = call(["config", "show", "--json", "-k", "2"], capsys)
     assert code == 0 and json.loads(out)["k"] == 2, out + err
+
+
+def test_help_shows_no_type_for_flags(capsys):
+    """A flag takes no value: Typer 0.29 printed "<bool>" beside every one (`--help <bool>`, `--debug
+    <bool>`, `--cache/--no-cache <bool>`), as if `--debug true` were how to write it. Options that take
+    a value keep their type."""
+    code, out, _ = call(["--help"], capsys)
+    assert code == 0 and "--debug" in out and "--version" in out
+    assert "<bool>" not in out
+    code, out, _ = call(["ask", "--help"], capsys)
+    assert code == 0 and "--no-cache" in out and "--max-tokens" in out
+    assert "<bool>" not in out
+    assert re.search(r"--max-tokens\s+(-\S+\s+)?<int>", out)
+    code, out, _ = call(["eval", "run", "--help"], capsys)
+    assert code == 0 and "--restart" in out and "<bool>" not in out and "<path>" in out
