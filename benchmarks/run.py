@@ -295,6 +295,37 @@ def bench_index_ceiling(results: dict, rounds: int = 11) -> None:
     results["index_throughput_ratio_ceiling"] = statistics.median(ratios)
 
 
+def bench_chunk(results: dict, rounds: int = 5) -> None:
+    """Cutting long documents into passages (``chunk_text``: Punkt is asked about the candidate
+    sentence ends near each cut), with ragcli's Punkt against the same Punkt running NLTK's own timed
+    pattern wrappers (``redos.TimedPattern``, NLTK 3.10): articles of the corpus's records joined 30
+    at a time, CPU time of this thread, best of alternating rounds; the passages must be the same."""
+    from unittest import mock
+
+    from ragcli import sentences
+    from ragcli.ingest.passages import chunk_text
+
+    records = _records(corpus_path())
+    articles = [" ".join(r["text"] for r in records[i:i + 30]) for i in range(0, min(len(records), 3000), 30)]
+    megabytes = sum(len(a.encode("utf-8")) for a in articles) / 1e6
+    ours = sentences._tokenizer()
+    stock = sentences._punkt().PunktSentenceTokenizer(ours._params)
+    times: dict[str, list[float]] = {"ours": [], "stock": []}
+    spans: dict[str, list] = {}
+    for _ in range(rounds):
+        for name, tok in (("ours", ours), ("stock", stock)):
+            with mock.patch.object(sentences, "_tokenizer", lambda tok=tok: tok):
+                t = time.thread_time()
+                spans[name] = [chunk_text(a) for a in articles]
+                times[name].append(time.thread_time() - t)
+    if spans["ours"] != spans["stock"]:
+        raise AssertionError("ragcli's Punkt cut the articles differently from NLTK's")
+    results["chunk_mb"] = megabytes
+    results["chunk_mb_per_cpu_s"] = megabytes / min(times["ours"])
+    results["chunk_stock_punkt_mb_per_cpu_s"] = megabytes / min(times["stock"])
+    results["chunk_speedup"] = min(times["stock"]) / min(times["ours"])
+
+
 def bench_index_jobs(results: dict, n_files: int = 2000) -> None:
     """HTML pages (BeautifulSoup parsing is the slow part of such corpora): one parser process
     against every CPU (`ragcli index --jobs`)."""
@@ -506,6 +537,7 @@ ROWS = [
     ("FLARE wall time (KV reuse), short QA", "flare_wall_s_short", "FLARE without prefix reuse", "flare_no_cache_wall_s_short", "cache_wall_ratio_short", "(reference)"),
     ("FLARE wall time, short QA", "flare_wall_s_short", "single retrieval wall time", "single_wall_s_short", "flare_vs_single_wall_ratio_short", "(reference)"),
     ("ragcli index (passages/s)", "ragcli_index_passages_per_s", "raw tantivy ingestion (passages/s)", "raw_tantivy_passages_per_s", "index_throughput_ratio", "≥ 0.9 (raw time ÷ ours)"),
+    ("cutting long documents into passages (MB per CPU s)", "chunk_mb_per_cpu_s", "Punkt with NLTK's timed patterns", "chunk_stock_punkt_mb_per_cpu_s", "chunk_speedup", "(reference)"),
     ("index 2,000 HTML files, --jobs 1 (s)", "index_html_jobs1_s", "--jobs 0, one per CPU (s)", "index_html_jobs_all_s", "index_jobs_speedup", "(reference)"),
     ("SmolLM2-Instruct chat path (tok/s)", "chat_tokens_per_s", "plain create_completion, same text", "chat_plain_tokens_per_s", "chat_speed_ratio", "≥ 0.8"),
     ("SmolLM2-Instruct FLARE wall time, long-form", "chat_flare_wall_s", "bundled model, same questions", "bundled_flare_wall_s", "chat_flare_wall_ratio", "≤ 3"),
@@ -545,7 +577,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.add_argument("--quick", action="store_true", help="fewer questions and tokens")
     ap.add_argument("--big", action="store_true", help="also a 1M-passage index")
-    ap.add_argument("--only", default="", help="comma-separated: help,index,index_ceiling,index_jobs,search,logprobs,"
+    ap.add_argument("--only", default="", help="comma-separated: help,index,index_ceiling,index_jobs,chunk,search,logprobs,"
                                                "top,logits_all,cache,rss,rss_ctx,long_answer,server,workers,chat,chat_flare "
                                                "(server, workers: a built llama-server; chat, chat_flare: SmolLM2)")
     args = ap.parse_args(argv)
@@ -561,6 +593,7 @@ def main(argv: list[str] | None = None) -> int:
         ("index", lambda: bench_index(results)),
         ("index_ceiling", lambda: bench_index_ceiling(results)),
         ("index_jobs", lambda: bench_index_jobs(results)),
+        ("chunk", lambda: bench_chunk(results)),
         ("search", lambda: bench_search(results, args.big)),
         ("logprobs", lambda: bench_logprobs(48 if args.quick else 128, results)),
         ("top", lambda: bench_top_cost(48 if args.quick else 128, results)),
@@ -589,7 +622,7 @@ def main(argv: list[str] | None = None) -> int:
                 traceback.print_exc()
                 results[f"{name}_error"] = f"{type(exc).__name__}: {exc}"
                 failed.append(name)
-    if want("index") or want("index_ceiling") or want("search") or want("index_jobs"):
+    if want("index") or want("index_ceiling") or want("search") or want("index_jobs") or want("chunk"):
         results["index_corpus"] = str(corpus_path())
     if args.json:
         print(json.dumps(results, indent=2, default=str))

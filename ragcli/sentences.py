@@ -91,7 +91,52 @@ def _tokenizer():  # -> nltk PunktSentenceTokenizer
     params.sent_starters |= SENT_STARTERS
     # single letters are initials ("J. R. R. Tolkien", "George W. Bush")
     params.abbrev_types |= set("abcdefghijklmnopqrstuvwxyz")
-    return PunktSentenceTokenizer(params)
+    lang_vars, token_cls = _untimed_classes(punkt)
+    return PunktSentenceTokenizer(params, lang_vars=lang_vars(), token_cls=token_cls)
+
+
+_NON_PUNCT = None  # Punkt's own "not only punctuation" pattern, unwrapped (``_untimed_classes``)
+
+
+def _untimed(pattern):
+    """A pattern of Punkt's own as its engine compiled it. NLTK 3.10 wraps every regular expression
+    in ``redos.TimedPattern``, which runs it in the ``regex`` engine under a wall-clock timeout: a
+    guard against patterns a caller supplies, paid here on each of Punkt's fixed, linear patterns,
+    several times a word (~60 % of the time of splitting: cutting a 1.6 MB folder of articles into
+    passages took 165 ms of CPU, mostly this). The compiled ``regex`` pattern inside it (``_rx``)
+    matches exactly as the wrapper does, without the timer. An older NLTK hands plain ``re``
+    patterns: used as they are. tests/test_sentences.py fails if a NLTK upgrade moves ``_rx``."""
+    return getattr(pattern, "_rx", pattern)
+
+
+def _untimed_classes(punkt):
+    """Punkt's language variables and token class with their patterns unwrapped (``_untimed``);
+    otherwise NLTK's own: the splits are the same."""
+    global _NON_PUNCT
+    _NON_PUNCT = non_punct = _untimed(punkt._re_non_punct)
+
+    class LangVars(punkt.PunktLanguageVars):
+        __slots__ = ()
+        re_boundary_realignment = _untimed(punkt.PunktLanguageVars.re_boundary_realignment)
+
+        def _word_tokenizer_re(self):
+            return _untimed(super()._word_tokenizer_re())
+
+        def period_context_re(self):
+            return _untimed(super().period_context_re())
+
+    class Token(punkt.PunktToken):
+        __slots__ = ()
+        _RE_ELLIPSIS = _untimed(punkt.PunktToken._RE_ELLIPSIS)
+        _RE_NUMERIC = _untimed(punkt.PunktToken._RE_NUMERIC)
+        _RE_INITIAL = _untimed(punkt.PunktToken._RE_INITIAL)
+        _RE_ALPHA = _untimed(punkt.PunktToken._RE_ALPHA)
+
+        @property
+        def is_non_punct(self):
+            return non_punct.search(self.type)
+
+    return LangVars, Token
 
 
 def split_spans(text: str) -> list[tuple[int, int]]:

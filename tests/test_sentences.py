@@ -165,3 +165,34 @@ def test_chinese_and_japanese_sentences_end_at_their_full_stops():
     text = "东京是日本的首都。富士"
     assert text[:first_sentence_end(text)] == "东京是日本的首都。"  # complete once the next one starts
     assert first_sentence_end("东京是日本的首都。") is None
+
+
+TRICKY = [
+    "Dr. Smith went home. He slept in St. Louis. The U.S. Army came. Why? Nobody knows.",
+    'It was 1957. Then came (Jones. Later) more... And "quoted." Next one. J. R. R. Tolkien wrote it.',
+    "Prices rose 3.5% in Jan. 2020. The Fed met on Feb. 3. “Yes.” she said. Mr. and Mrs. Brown left!",
+    "Sentence one.Sentence two. -- a dash. Ellipsis... then lower. 12. Numbered. e.g. this, i.e. that.",
+    "Zoë Ångström (b. 1960) é. Café. Über. Ça va? Oui. Straße St. Ninian's.",
+]
+
+
+def test_punkt_runs_its_own_patterns_without_nltk_s_timeout_wrapper_and_splits_the_same():
+    """NLTK 3.10 runs each of Punkt's own regular expressions through ``redos.TimedPattern`` (the
+    ``regex`` engine under a wall-clock timeout, meant for patterns a caller supplies): ~60 % of the
+    time of splitting, which cutting long documents into passages pays for every candidate sentence
+    end. ragcli's tokenizer uses the same compiled ``regex`` patterns without the wrapper. The splits
+    are the stock tokenizer's; a NLTK upgrade that moves the wrapped pattern fails here, not silently."""
+    from ragcli import sentences
+
+    tok = sentences._tokenizer()
+    patterns = [tok._lang_vars.period_context_re(), tok._lang_vars._word_tokenizer_re(),
+                tok._lang_vars.re_boundary_realignment, tok._Token._RE_NUMERIC, tok._Token._RE_ELLIPSIS,
+                tok._Token._RE_INITIAL, tok._Token._RE_ALPHA, sentences._NON_PUNCT]
+    for p in patterns:
+        assert type(p).__name__ == "Pattern", type(p)  # re's or regex's own, not a wrapper
+    punkt = sentences._punkt()
+    stock = punkt.PunktSentenceTokenizer(tok._params)
+    for text in TRICKY:
+        assert list(tok.span_tokenize(text)) == list(stock.span_tokenize(text)), text
+        assert [bool(t.is_non_punct) for t in tok._tokenize_words(text)] == \
+               [bool(t.is_non_punct) for t in stock._tokenize_words(text)], text
