@@ -55,6 +55,7 @@ def history_show(
     row = AnswerLog().get(entry)
     if row is None:
         raise UsageError(f"no history entry {entry}")
+    row = {**row, "sources": _located_here(row["sources"]), "events": _located_here(row["events"])}
     if as_json:  # what a stdout not in UTF-8 cannot hold escaped (it wrote "?"), as `ask --json` does
         from ragcli.streams import writes_utf8
 
@@ -70,6 +71,24 @@ def history_show(
         raise HistoryError(f"history entry {entry} is damaged ({type(exc).__name__}: {exc})",
                            hint=f"`ragcli history show {entry} --json` prints what was logged") from None
     c.file.write(shown.get())
+
+
+def _located_here(logged):
+    """The logged documents (in a list of sources, or events holding them) with each location naming its
+    file as it opens from the working directory now: it was logged as seen from the folder `ask` ran in
+    ("notes/a.md:3"), which from another folder names another file or none. A document logged with the
+    file's full path (``path``) is renamed by it; one logged before that, or a web page, stays as logged."""
+    from ragcli.paths import located_here
+
+    if isinstance(logged, list):
+        return [_located_here(item) for item in logged]
+    if not isinstance(logged, dict):
+        return logged
+    out = {key: _located_here(value) if isinstance(value, (list, dict)) else value for key, value in logged.items()}
+    path, location = out.get("path"), out.get("location")
+    if "id" in out and isinstance(path, str) and isinstance(location, str):  # a document
+        out["location"] = located_here(path, location)
+    return out
 
 
 def _show_entry(c, row: dict) -> None:

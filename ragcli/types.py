@@ -58,6 +58,10 @@ class Document:
     score: float = 0.0
     source: str = "index"  # "index" | "web" | "gold"
     location: str = ""  # e.g. "docs/guide.md:12-30" or "corpus.jsonl#L42" or a URL
+    # the file's full path, as the index keys it ("" for a web page or a gold paragraph): ``location``
+    # names the file as seen from the folder ragcli ran in; a record kept for later (`ragcli history`)
+    # names it again from where it is shown with this (``paths.located_here``)
+    path: str = ""
 
     @property
     def key(self) -> tuple[str, str]:

@@ -212,6 +212,45 @@ def test_history_lists_and_shows_logged_answers(small_corpus, tmp_path, capsys, 
     assert shown.splitlines()[1] == "Rush is…"
 
 
+def test_history_show_names_sources_as_they_open_from_where_it_runs(tmp_path, capsys, fake_model, monkeypatch):
+    """`cd proj; ragcli ask …` logged each source as it was named from proj ("notes/field.md:3"), and
+    `ragcli history show` from another folder printed that: a file that does not open from there (another
+    one, or none). A source is now logged with its file's full path and shown as it opens from where
+    `history show` runs, in its text and in --json (the sources and the documents of every event). An
+    entry logged before the full path was: its sources as logged, without an error."""
+    import sqlite3
+
+    from ragcli.logs import default_path
+
+    proj, other = tmp_path / "proj", tmp_path / "elsewhere" / "deeper"
+    (proj / "notes").mkdir(parents=True)
+    other.mkdir(parents=True)
+    (proj / "notes" / "field.md").write_text("# Field notes\n\nThe Rhodotypos shrub grows in Japan.\n",
+                                             encoding="utf-8")
+    monkeypatch.chdir(proj)
+    call(["index", "notes", "--index", str(tmp_path / "idx")], capsys)
+    code, out, err = call(["ask", "Where does the Rhodotypos shrub grow?", "--index", str(tmp_path / "idx"),
+                           "--strategy", "single"], capsys)
+    assert code == 0 and "notes/field.md:3" in out, err
+    full = f"{proj}/notes/field.md:3"
+    for where, named in ((proj, "notes/field.md:3"), (other, full), (proj / "notes", "field.md:3")):
+        monkeypatch.chdir(where)
+        code, out, err = call(["history", "show", "1"], capsys)
+        assert code == 0 and named in out and (named == full or full not in out), (where, out, err)
+        code, out, err = call(["history", "show", "1", "--json"], capsys)
+        logged = json.loads(out)
+        documents = [d for e in logged["events"] for d in e.get("documents") or ()] + logged["sources"]
+        assert documents and {d["location"] for d in documents} == {named}, (where, documents)
+    with sqlite3.connect(default_path()) as db:  # an entry from before the full path was logged
+        (sources,) = db.execute("SELECT sources FROM answers WHERE id = 1").fetchone()
+        db.execute("UPDATE answers SET sources = ? WHERE id = 1",
+                   (json.dumps([{k: v for k, v in d.items() if k != "path"} for d in json.loads(sources)]),))
+    code, out, err = call(["history", "show", "1"], capsys)
+    assert code == 0 and "notes/field.md:3" in out and full not in out, err
+    code, out, err = call(["history", "show", "1", "--json"], capsys)
+    assert code == 0 and [d["location"] for d in json.loads(out)["sources"]] == ["notes/field.md:3"]
+
+
 def test_a_damaged_history_is_one_error_naming_the_file_and_ask_still_answers(small_corpus, tmp_path, capsys,
                                                                                fake_model):
     from ragcli.logs import default_path

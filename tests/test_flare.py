@@ -225,7 +225,7 @@ def test_a_chinese_draft_masks_its_uncertain_characters_not_the_whole_clause():
 
 
 def test_prompt_never_exceeds_context_window_documents_trimmed_first(settings):
-    big = [Document(f"b{i}", f"Big {i}", "word " * 300, 1.0) for i in range(3)]
+    big = [Document(f"b{i}", f"Big {i}", "word " * 300, 1.0, "index", f"b{i}.md:1", f"/srv/b{i}.md") for i in range(3)]
     gen = FakeGenerator([FIRST, toks(" Done here.", 0.9) + toks(END, 0.9)], n_ctx=700)
     events, r = run(Flare, gen, settings.copy(theta=0.5, lookahead=64, k=3), retriever=RecordingRetriever(big))
     for call in gen.calls:
@@ -465,7 +465,7 @@ def test_fitting_drops_pages_then_shortens_the_last_and_tokenizes_each_candidate
             self.counted += 1
             return super().count_tokens(text)
 
-    big = [Document(f"b{i}", f"Big {i}", "word " * 300, 1.0) for i in range(3)]
+    big = [Document(f"b{i}", f"Big {i}", "word " * 300, 1.0, "index", f"b{i}.md:1", f"/srv/b{i}.md") for i in range(3)]
     build = lambda ds: "Question: q\n" + "\n".join(d.text for d in ds)  # noqa: E731
     gen = Counting([], n_ctx=260)
     strategy = Flare(gen, StaticRetriever([]), settings)
@@ -473,6 +473,7 @@ def test_fitting_drops_pages_then_shortens_the_last_and_tokenizes_each_candidate
     # three pages, two, one, then that page cut to 2/3 (300 -> 200 words) fits: four candidates
     assert gen.counted == 4
     assert [d.id for d in kept] == ["b0"] and kept[0].text.endswith(" …")
+    assert (kept[0].location, kept[0].path) == ("b0.md:1", "/srv/b0.md")  # the page cut, still naming its file
     assert gen.count_tokens(build(kept)) <= 250
     assert strategy.fit_documents(big[:1], build, reserve=10)[0].text.endswith(" …")
     with pytest.raises(ContextOverflowError) as err:  # not even the question fits

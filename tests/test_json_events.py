@@ -34,7 +34,7 @@ def examples() -> list:
     rush = Token(" Rush", math.log(0.25), 42, entropy=1.2, top=((" Rush", math.log(0.25)), (" The", math.log(0.2))))
     sentence = Sentence(" Rush is a band.", (rush, Token(" is", math.log(0.9), 7)))
     doc = Document("p_0123456789abcdef", "Rush (band)", "Rush is a Canadian rock band.", 12.5, "index",
-                   "corpus.jsonl#L3")
+                   "corpus.jsonl#L3", "/home/me/data/corpus.jsonl")
     query = Query("Rush is a band", "masked", "▁▁▁ is a band")
     stats = RunStats(steps=2, sentences=1, retrievals=1, retrieval_opportunities=2, tokens_generated=5,
                      prompt_tokens_evaluated=120, prompt_tokens_reused=40, seconds=1.5)  # extra: free-form, {}

@@ -148,8 +148,10 @@ def test_crags_fallback_strips_keep_the_pages_order(monkeypatch):
                                                                  "Strip three is here."])
     grades = {"Strip one is here.": 0.1, "Strip two is here.": 0.2, "Strip three is here.": 0.3}
     monkeypatch.setattr(corrective, "grade", lambda gen, q, part: grades[part])
-    out = corrective.refine(FakeGenerator(), "q", [Document("d", "D", text)], lower=0.5)
+    page = Document("d", "D", text, 1.0, "index", "notes/d.md:1", "/srv/notes/d.md")
+    out = corrective.refine(FakeGenerator(), "q", [page], lower=0.5)
     assert out[0].text == "Strip two is here. Strip three is here."
+    assert (out[0].location, out[0].path) == (page.location, page.path)  # (`history show` names the file by it)
 
 
 def test_crags_action_at_its_bounds():

@@ -335,8 +335,9 @@ class TantivyIndex:
         return self._analyzers_
 
     def _document(self, d: Any, score: float) -> Document:
+        path = _first(d, "path")
         return Document(id=_first(d, "pid"), title=_first(d, "title"), text=_first(d, "text"), score=score,
-                        source="index", location=located_here(_first(d, "path"), _first(d, "location")))
+                        source="index", location=located_here(path, _first(d, "location")), path=path)
 
     def search(self, query: str, k: int = 5) -> list[Document]:
         """BM25 over title and text. The query is cut into terms by the index's own analyzer, so a

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from ragcli.errors import WebSearchError
@@ -113,7 +114,7 @@ def refine(gen: Generator, question: str, docs: Sequence[Document], lower: float
         keep = [j for j, s in enumerate(scores) if s >= lower]
         if not keep:
             keep = sorted(sorted(range(len(parts)), key=lambda j: -scores[j])[:2])
-        out.append(Document(d.id, d.title, " ".join(parts[j] for j in keep), d.score, d.source, d.location))
+        out.append(replace(d, text=" ".join(parts[j] for j in keep)))
     return out
 
 

@@ -5,6 +5,7 @@ on its own for its one job: it uses the strategy's generator, settings and ``cit
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable, Collection, Sequence
 
 from ragcli.errors import ContextOverflowError
@@ -63,7 +64,7 @@ class DocumentFitting:
             words = d.text.split()
             text = (" ".join(words[: len(words) * 2 // 3]) if len(words) > 20
                     else d.text[: len(d.text) * 2 // 3].rstrip())
-            kept[0] = Document(d.id, d.title, text + " …", d.score, d.source, d.location)
+            kept[0] = replace(d, text=text + " …")
         cut = bool(kept) and kept[0] is not docs[0]
         if len(kept) < len(docs) or cut:
             self.fit_note = _fit_note(len(docs), len(kept), cut, self.gen.n_ctx, reserve,
