@@ -329,6 +329,36 @@ def test_questions_piped_in_as_utf16_are_read_as_one_stream(codec, mark, setting
     assert "error" not in said and said.count(f"not UTF-8: read as {codec}") == 1, said
 
 
+@pytest.mark.parametrize("codec", ["utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"])
+@pytest.mark.parametrize("first", ["", "a"])
+@pytest.mark.parametrize("end", ["\n", "\r\n"])
+def test_a_piped_stream_in_utf16_without_a_mark_whose_first_line_is_empty_or_one_character(
+        codec, first, end, settings, built_index, monkeypatch):
+    """Its encoding was told from the first line alone, read up to its "\\n" byte: empty, in little-endian
+    UTF-16 that is b"\\n" (no NUL: read as UTF-8, and every line after it began with the NUL left of its
+    line end: "Which band?\\ufffd" asked); one character, b"a\\x00\\n", too short to tell (UTF-8: "a\\x00",
+    then garbage); UTF-32 was taken for UTF-16 ("\\x00W\\x00h…"). The lines after a first line too
+    short to tell are read with it until there is enough."""
+    logged = []
+    engine, err, out, log = make_repl(settings.copy(strategy="none"), built_index,
+                                      log=lambda q, s, e: logged.append(q))
+    piped = f"{first}{end}Which band?{end}Where does Rhodotypos grow?{end}".encode(codec)
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(piped), encoding="utf-8"))
+    code = Repl(engine, console=err, out=out, log=log).run()
+    said = err.export_text()
+    assert code == 0 and logged == [first] * bool(first) + ["Which band?", "Where does Rhodotypos grow?"], said
+    assert "error" not in said and said.count(f"not UTF-8: read as {codec}") == 1, said
+
+
+def test_piped_lines_in_utf8_are_still_read_as_they_come_after_an_empty_first_line(monkeypatch):
+    """The lines read with an empty first line are given one by one, as they came, in UTF-8 too."""
+    from ragcli.ingest.encoding import stdin_lines
+
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO("\n\r\ncafé\nnext\nlast".encode()), encoding="utf-8"))
+    assert [(line, codec) for line, codec, _ in stdin_lines()] == [("", None), ("\r", None), ("café", None),
+                                                                   ("next", None), ("last", None)]
+
+
 @pytest.mark.parametrize("no_color", ["", "1"])
 def test_the_trace_into_a_file_is_plain_lines_as_asks_is(no_color, settings, built_index, monkeypatch):
     """`ragcli chat < questions.txt 2> trace.txt` wrote the live view's layout ("   sentence │ …") into

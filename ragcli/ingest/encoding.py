@@ -103,7 +103,8 @@ def stdin_lines() -> Iterator[tuple[str, str | None, bool]]:
     NUL bytes say, is one stream, read in that encoding to its end: line by line, the lines after the
     first began with the NUL of the line end before them, and the last NUL was a line of its own. Other
     lines are read each as ``typed_text`` reads one (a Latin-1 line among UTF-8 ones). A line is
-    given as soon as it came: a program that pipes questions one by one gets each answer in turn."""
+    given as soon as it came: a program that pipes questions one by one gets each answer in turn (a
+    first line too short to tell its encoding by, ``_too_short_to_tell``, comes with the next)."""
     import io
     import sys
 
@@ -112,10 +113,16 @@ def stdin_lines() -> Iterator[tuple[str, str | None, bool]]:
         yield from ((*typed_text(line.rstrip("\n")), False) for line in iter(sys.stdin.readline, ""))
         return
     raw = stream.readline()
+    while _too_short_to_tell(raw):  # the lines after it, into what is sniffed
+        more = stream.readline()
+        if not more:
+            break
+        raw += more
     found = _unicode_codec(raw)
     if found is None or found[1] == "utf-8":
         while raw:
-            yield *typed_text(raw.decode("utf-8", errors="surrogateescape").rstrip("\n")), False
+            for line in raw.split(b"\n")[:-1] if raw.endswith(b"\n") else raw.split(b"\n"):
+                yield *typed_text(line.decode("utf-8", errors="surrogateescape")), False
             raw = stream.readline()
         return
     mark, codec = found
@@ -123,14 +130,32 @@ def stdin_lines() -> Iterator[tuple[str, str | None, bool]]:
     raw += stream.read(-len(raw) % (4 if codec.startswith("utf-32") else 2))  # the rest of a line end cut in two
     rest = io.TextIOWrapper(stream, encoding=codec, errors="replace")
     try:
-        line = raw.decode(codec, errors="replace")
-        if line and not line.endswith("\n"):  # a "\n" byte inside a character ("\u0a0a")
-            line += rest.readline()
+        text = raw.decode(codec, errors="replace")
+        if text and not text.endswith("\n"):  # a "\n" byte inside a character ("\u0a0a")
+            text += rest.readline()
+        *lines, last = text.split("\n")
+        yield from ((line, codec, True) for line in lines)
+        line = last or rest.readline()
         while line:
             yield line.rstrip("\n"), codec, True
             line = rest.readline()
     finally:
         rest.detach()  # standard input stays open
+
+
+WIDE_SAMPLE = 8  # bytes: two characters of UTF-32, which ``bomless_utf32`` needs to tell it from UTF-16
+
+
+def _too_short_to_tell(raw: bytes) -> bool:
+    """Whether the first line of standard input is too short to tell UTF-16 or UTF-32 without a mark from
+    UTF-8: a line that is no more than its line end, or one with NUL bytes in fewer than ``WIDE_SAMPLE``
+    bytes. Read up to its "\\n" byte, such a line of little-endian UTF-16 or UTF-32 ends before the NULs of
+    that character: empty, it has no NUL (b"\\n": read as UTF-8, and every line after it began with a NUL);
+    of one character, too few bytes to tell (b"a\\x00\\n", or UTF-32's b"a\\x00\\x00\\x00\\n" taken for
+    UTF-16). Such a line is given with the next (no question is lost: an empty line asks none)."""
+    if not raw.endswith(b"\n") or len(raw) >= WIDE_SAMPLE:  # the stream ended, or enough to tell
+        return False
+    return b"\x00" in raw or not raw.strip(b"\r\n")
 
 
 def typed_text(text: str) -> tuple[str, str | None]:
