@@ -77,7 +77,8 @@ class ServerError(RagcliError):
 
 
 class HistoryError(RagcliError):
-    """The answer history (``ragcli history``) cannot be opened or read: a damaged or foreign file."""
+    """The answer history (``ragcli history``) cannot be opened or read: a damaged or foreign file, one
+    another program holds locked, one in a folder that cannot be written."""
 
     exit_code = 11
 

@@ -28,6 +28,9 @@ CREATE TABLE IF NOT EXISTS answers (
 """
 
 
+LOCK_WAIT = 5.0  # seconds to wait for a history another program holds (another ragcli writing its log)
+
+
 def default_path() -> Path:
     from ragcli.config import user_data_dir
 
@@ -39,7 +42,7 @@ class AnswerLog:
         self.path = path or default_path()
         with self._guarded():  # a folder where the file should be cannot even be opened
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(self.path, timeout=5)
+            self.db = sqlite3.connect(self.path, timeout=LOCK_WAIT)
         try:
             with self._guarded():
                 self.db.execute("PRAGMA journal_mode=WAL")
@@ -50,15 +53,27 @@ class AnswerLog:
 
     @contextmanager
     def _guarded(self) -> Iterator[None]:
-        """A file that is not a database, or a damaged one, is the user's to fix, not a crash."""
+        """A file that is not a database, or a damaged one, is the user's to fix, not a crash; so is one
+        another program holds locked, or one in a folder ragcli may not write (SQLite writes its -wal and
+        -shm files beside it, even to read): each said with what to do about it."""
         try:
             yield
         except sqlite3.Error as exc:  # DatabaseError, and OperationalError "unable to open database file"
-            raise HistoryError(f"the answer history {self.path} cannot be used: {exc}",
-                               hint="move the file aside; ragcli then starts a new history") from None
+            raise HistoryError(f"the answer history {self.path} cannot be used: {exc}", hint=self._what_to_do(exc)) from None
         except OSError as exc:  # its folder cannot be made (a file in the way, no permission)
             raise HistoryError(f"the answer history {self.path} cannot be used: {exc.strerror or exc}",
                                hint=f"make {self.path.parent} a writable folder") from None
+
+    def _what_to_do(self, exc: sqlite3.Error) -> str:
+        """The hint for an SQLite error. Moving the file aside is for a damaged one: a locked file has
+        nothing wrong with it, and one in a folder that cannot be written cannot be moved either."""
+        code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF  # (the primary code of an extended one)
+        if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+            return f"another program holds it; try again when it is done (ragcli waited {LOCK_WAIT:g} s)"
+        if code in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM) or (
+                code == sqlite3.SQLITE_CANTOPEN and not self.path.is_dir()):
+            return f"make {self.path.parent} and {self.path.name} in it writable"
+        return "move the file aside; ragcli then starts a new history"
 
     def record(self, question: str, settings: dict[str, Any], events: Iterable[Event]) -> int | None:
         events = list(events)

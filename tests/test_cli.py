@@ -267,6 +267,46 @@ def test_a_damaged_history_is_one_error_naming_the_file_and_ask_still_answers(sm
     assert code == 0 and "Rush is the band." in out and "could not write the history log" in err
 
 
+def test_a_locked_or_read_only_history_is_not_told_to_be_moved_aside(small_corpus, tmp_path, capsys, fake_model,
+                                                                      monkeypatch):
+    """Every SQLite error said "move the file aside; ragcli then starts a new history", the advice for a
+    damaged file: for one another program held locked (nothing wrong with it: wait), and for one in a
+    folder ragcli may not write ("attempt to write a readonly database": it could not even be moved).
+    Each now says what to do; exit 11, and `ask` still answers, as before."""
+    import sqlite3
+
+    from ragcli import logs
+    from ragcli.logs import default_path
+
+    idx = str(tmp_path / "idx")
+    call(["index", str(small_corpus), "--index", idx], capsys)
+    call(["ask", "Which band?", "--index", idx, "--strategy", "single"], capsys)
+    monkeypatch.setattr(logs, "LOCK_WAIT", 0.1, raising=False)  # (the test waits no 5 s)
+    holder = sqlite3.connect(default_path(), isolation_level=None)
+    holder.execute("PRAGMA locking_mode=EXCLUSIVE")
+    holder.execute("BEGIN EXCLUSIVE")
+    holder.execute("DELETE FROM answers WHERE id = 0")  # (takes the lock; keeps every entry)
+    try:
+        for argv in (["history"], ["history", "show", "1"]):
+            code, out, err = call(argv, capsys)
+            assert code == 11 and out == "" and len(err.splitlines()) == 1, err
+            assert "database is locked (another program holds it; try again when it is done" in err, err
+        code, out, err = call(["ask", "Which band?", "--index", idx, "--strategy", "single"], capsys)
+        assert code == 0 and "Rush is the band." in out and "could not write the history log" in err
+    finally:
+        holder.close()
+    assert call(["history", "show", "1"], capsys)[0] == 0
+    default_path().unlink()  # a history not in WAL mode yet, opened where it cannot be written
+    for extra in ("-wal", "-shm"):
+        default_path().with_name(default_path().name + extra).unlink(missing_ok=True)
+    sqlite3.connect(default_path()).executescript(logs.SCHEMA)
+    connect = sqlite3.connect
+    monkeypatch.setattr(logs.sqlite3, "connect", lambda path, timeout: connect(f"file:{path}?mode=ro", uri=True))
+    code, out, err = call(["history"], capsys)
+    assert code == 11 and "attempt to write a readonly database" in err and "move the file aside" not in err
+    assert f"(make {default_path().parent} and logs.db in it writable)" in err, err
+
+
 def test_a_damaged_entry_or_a_history_that_cannot_be_opened_is_exit_11_and_bounds_are_checked(
         small_corpus, tmp_path, capsys, fake_model):
     """Were internal errors (exit 1): an entry whose events do not parse, a folder where logs.db
