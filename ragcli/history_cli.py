@@ -52,9 +52,12 @@ def history_show(
     """Print one logged answer with its sources and searches (--json: all that was logged, settings included)."""
     from ragcli.logs import AnswerLog
 
-    row = AnswerLog().get(entry)
+    log = AnswerLog()
+    row = log.get(entry)
     if row is None:
-        raise UsageError(f"no history entry {entry}")
+        last = log.recent(1)
+        raise UsageError(f"no history entry {entry}", hint=f"the last is {last[0]['id']}; `ragcli history` lists them"
+                         if last else "no answers logged yet: `ragcli ask` and `ragcli chat` log each answer")
     row = {**row, "sources": _located_here(row["sources"]), "events": _located_here(row["events"])}
     if as_json:  # what a stdout not in UTF-8 cannot hold escaped (it wrote "?"), as `ask --json` does
         from ragcli.streams import writes_utf8

@@ -197,7 +197,7 @@ def test_history_lists_and_shows_logged_answers(small_corpus, tmp_path, capsys, 
     assert code == 0 and "Rush is the band." in out and "search [question] Which band?" in out
     assert any(len(line) > 80 for line in out.splitlines())  # piped: the sources line whole, not cut at 80
     code, _, err = call(["history", "show", "99"], capsys)
-    assert code == 2 and "no history entry 99" in err
+    assert code == 2 and err == "error: no history entry 99 (the last is 1; `ragcli history` lists them)\n"
     call(["ask", "Which band is it?", "--index", idx, "--strategy", "flare"], capsys)  # "Rush" drafted unsure
     code, out, _ = call(["history", "show", "2"], capsys)
     assert code == 0 and "search [masked]" in out and "▁▁▁" in out, out  # the masked words, as the live view shows
@@ -1036,6 +1036,8 @@ def test_an_empty_history_says_so(capsys):
     them (as `search` once did for no match)."""
     code, out, err = call(["history"], capsys)
     assert code == 0 and "no answers logged yet" in out + err and "┃" not in out, out
+    code, out, err = call(["history", "show", "1"], capsys)  # (it said "no history entry 1", and no more)
+    assert code == 2 and err.startswith("error: no history entry 1 (no answers logged yet") and out == "", err
 
 
 FAKE_ASK = """
