@@ -552,6 +552,35 @@ def _eval_cli(monkeypatch, capsys, args) -> tuple[int, str, str]:
     return exc.value.code, out, err
 
 
+def test_a_run_resumed_from_another_folder_with_the_same_index_resumes(tmp_path, monkeypatch, capsys):
+    """`ragcli eval run qs.jsonl --index idx --out r.jsonl` in proj, then the same from proj/sub (`--index
+    ../idx --out ../r.jsonl`) was refused: "index: 'idx' there, '../idx' here", the folder as typed from
+    each. The same documents (the header's index content) resume whatever the path says; another index
+    is still refused. The records keep each source's location as the run showed it (a trace that neither
+    a resume nor `eval compare` reads: they go by question id and scores)."""
+    import shutil
+
+    data, corpus = _dataset(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    build_index([corpus], tmp_path / "idx")
+    args = ["--strategy", "single", "--index", "idx", "--out", "r.jsonl", "--limit", "1"]
+    code, _, err = _eval_cli(monkeypatch, capsys, [data.name, *args])
+    assert code == 0, err
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")
+    code, _, err = _eval_cli(monkeypatch, capsys, [f"../{data.name}", "--strategy", "single", "--index", "../idx",
+                                                   "--out", "../r.jsonl"])
+    assert code == 0, err
+    rows = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in rows if "run" in r] == ["q1", "q2"]  # q1 resumed, not asked again
+    shutil.copy(corpus, tmp_path / "more.jsonl")
+    (tmp_path / "more.jsonl").write_text(corpus.read_text() + json.dumps({"title": "T", "text": "Other."}) + "\n")
+    build_index([tmp_path / "more.jsonl"], tmp_path / "idx2")
+    code, _, err = _eval_cli(monkeypatch, capsys, [f"../{data.name}", "--strategy", "single", "--index", "../idx2",
+                                                   "--out", "../r.jsonl"])
+    assert code == 2 and "index: 'idx' there, '../idx2' here" in err and "the index was changed" in err, err
+
+
 def test_an_index_from_the_environment_or_config_file_is_not_the_evals(tmp_path, monkeypatch, capsys):
     """RAGCLI_INDEX (the user's notes) replaced the eval's index of the dataset, --corpus unheard:
     the scores were of another corpus. Only the --index flag names an index for the eval."""

@@ -234,6 +234,8 @@ def _differences(header: dict, meta: dict, model: bool) -> list[str]:
     indexed = _retrieving(header) and _retrieving(meta)
     if not indexed:
         ignored.add("index")
+    elif header.get("index_content") and header["index_content"] == meta.get("index_content"):
+        ignored.add("index")  # the same documents, the folder named from elsewhere (`--index ../idx`) or a copy
     differ = [f"{key}: {there.get(key)!r} there, {here.get(key)!r} here" for key in sorted(set(there) | set(here))
               if key not in ignored and there.get(key) != here.get(key)]
     for key, name, on in (("model_sha256", "model", model), ("dataset_sha256", "dataset", True)):
