@@ -4,8 +4,9 @@ group, registered by ragcli.cli)."""
 from __future__ import annotations
 
 import json
+import os
 import sys
-from typing import Annotated
+from typing import Annotated, Callable
 
 import typer
 
@@ -58,7 +59,8 @@ def history_show(
         last = log.recent(1)
         raise UsageError(f"no history entry {entry}", hint=f"the last is {last[0]['id']}; `ragcli history` lists them"
                          if last else "no answers logged yet: `ragcli ask` and `ragcli chat` log each answer")
-    row = {**row, "sources": _located_here(row["sources"]), "events": _located_here(row["events"])}
+    named = _file_named(row)
+    row = {**row, "sources": _located_here(row["sources"], named), "events": _located_here(row["events"], named)}
     if as_json:  # what a stdout not in UTF-8 cannot hold escaped (it wrote "?"), as `ask --json` does
         from ragcli.streams import writes_utf8
 
@@ -76,22 +78,53 @@ def history_show(
     c.file.write(shown.get())
 
 
-def _located_here(logged):
+def _located_here(logged, named: Callable[[str], str | None]):
     """The logged documents (in a list of sources, or events holding them) with each location naming its
     file as it opens from the working directory now: it was logged as seen from the folder `ask` ran in
     ("notes/a.md:3"), which from another folder names another file or none. A document logged with the
-    file's full path (``path``) is renamed by it; one logged before that, or a web page, stays as logged."""
+    file's full path (``path``) is renamed by it; one logged before that by the file of its index its
+    location names (``named``), where that is known; a web page stays as logged."""
     from ragcli.paths import located_here
 
     if isinstance(logged, list):
-        return [_located_here(item) for item in logged]
+        return [_located_here(item, named) for item in logged]
     if not isinstance(logged, dict):
         return logged
-    out = {key: _located_here(value) if isinstance(value, (list, dict)) else value for key, value in logged.items()}
+    out = {key: _located_here(value, named) if isinstance(value, (list, dict)) else value
+           for key, value in logged.items()}
     path, location = out.get("path"), out.get("location")
-    if "id" in out and isinstance(path, str) and isinstance(location, str):  # a document
+    if "id" not in out or not isinstance(location, str):  # not a document
+        return out
+    if path is None and out.get("source", "index") == "index":  # logged before documents kept their path
+        path = named(location)
+    if isinstance(path, str):
         out["location"] = located_here(path, location)
     return out
+
+
+def _file_named(row: dict) -> Callable[[str], str | None]:
+    """For an entry logged before documents kept their path: the full path of the one file of the index
+    it was answered from that a location names; None where none does or several do ("notes/a.md" of two
+    folders), or where its settings name no index by its full path (a relative one was named from a
+    folder not logged) or the index's list of files cannot be read. The list is read once, when first needed."""
+    from functools import cache
+
+    from ragcli.paths import names_file, printable_name
+
+    @cache
+    def files() -> list[tuple[str, str]]:  # (the file's name as a location shows it, its full path)
+        from ragcli.retrieval.index import indexed_paths
+
+        index = row["settings"].get("index")
+        paths = indexed_paths(index) if isinstance(index, str) and os.path.isabs(index) else []
+        return [(printable_name(os.path.basename(path)), path) for path in paths]
+
+    @cache
+    def named(location: str) -> str | None:
+        found = [path for name, path in files() if name in location and names_file(path, location)]
+        return found[0] if len(found) == 1 else None
+
+    return named
 
 
 def _show_entry(c, row: dict) -> None:

@@ -41,6 +41,22 @@ def located_here(path: str, location: str) -> str:
     does not start with its file (a web page's URL) is left alone."""
     if not path or not os.path.isabs(path):
         return location
+    cut, opens = _named_at(path, location)
+    if cut is None or opens:
+        return location
+    return display_path(Path(path)) + location[cut:]
+
+
+def names_file(path: str, location: str) -> bool:
+    """Whether ``location`` starts with a name of the file at ``path`` (a full path) as seen from some
+    folder ("notes/a.md:3" names /home/me/proj/notes/a.md, and /srv/notes/a.md too), as ``located_here``
+    tells it."""
+    return bool(path) and os.path.isabs(path) and _named_at(path, location)[0] is not None
+
+
+def _named_at(path: str, location: str) -> tuple[int | None, bool]:
+    """(where the name of the file at ``path`` ends in ``location``, None where it does not start with
+    one; whether that name opens the file from the working directory as it is)."""
     full = printable_name(path)
     name = full.rsplit(os.sep, 1)[-1]
     try:
@@ -53,13 +69,11 @@ def located_here(path: str, location: str) -> str:
         end = at + len(name)
         named = location[:end]
         if here is not None and os.path.normpath(os.path.join(here, named)) == full:
-            return location
+            return end, True
         tail = named
         while tail.startswith(("." + os.sep, ".." + os.sep)):
             tail = tail.split(os.sep, 1)[1]
         if named == full or tail == full.lstrip(os.sep) or full.endswith(os.sep + tail):
             cut = end
         at = location.find(name, at + 1)
-    if cut is None:
-        return location
-    return display_path(Path(path)) + location[cut:]
+    return cut, False

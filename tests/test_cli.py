@@ -217,7 +217,9 @@ def test_history_show_names_sources_as_they_open_from_where_it_runs(tmp_path, ca
     `ragcli history show` from another folder printed that: a file that does not open from there (another
     one, or none). A source is now logged with its file's full path and shown as it opens from where
     `history show` runs, in its text and in --json (the sources and the documents of every event). An
-    entry logged before the full path was: its sources as logged, without an error."""
+    entry logged before the full path was: named by the one file of its index its location names, and
+    as logged where none or two do, or its index is gone, without an error."""
+    import shutil
     import sqlite3
 
     from ragcli.logs import default_path
@@ -242,13 +244,28 @@ def test_history_show_names_sources_as_they_open_from_where_it_runs(tmp_path, ca
         documents = [d for e in logged["events"] for d in e.get("documents") or ()] + logged["sources"]
         assert documents and {d["location"] for d in documents} == {named}, (where, documents)
     with sqlite3.connect(default_path()) as db:  # an entry from before the full path was logged
-        (sources,) = db.execute("SELECT sources FROM answers WHERE id = 1").fetchone()
-        db.execute("UPDATE answers SET sources = ? WHERE id = 1",
-                   (json.dumps([{k: v for k, v in d.items() if k != "path"} for d in json.loads(sources)]),))
+        for column in ("sources", "events"):
+            (logged,) = db.execute(f"SELECT {column} FROM answers WHERE id = 1").fetchone()
+            db.execute(f"UPDATE answers SET {column} = ? WHERE id = 1", (re.sub(r', "path": "[^"]*"', "", logged),))
+    assert '"path"' not in "".join(db.execute("SELECT sources || events FROM answers").fetchone())
+
+    def shown() -> set[str]:
+        code, out, err = call(["history", "show", "1", "--json"], capsys)
+        assert code == 0, err
+        logged = json.loads(out)
+        return {d["location"] for e in logged["events"] for d in e.get("documents") or ()} | {
+            d["location"] for d in logged["sources"]}
+
+    monkeypatch.chdir(other)
+    assert shown() == {full}  # the one file of its index named "notes/field.md"
+    (tmp_path / "b" / "notes").mkdir(parents=True)
+    (tmp_path / "b" / "notes" / "field.md").write_text("# Field notes\n\nRhodotypos.\n", encoding="utf-8")
+    call(["index", str(proj / "notes"), str(tmp_path / "b" / "notes"), "--index", str(tmp_path / "idx")], capsys)
+    assert shown() == {"notes/field.md:3"}  # two: which one is not known
+    shutil.rmtree(tmp_path / "idx")
+    assert shown() == {"notes/field.md:3"}  # its index gone: as logged
     code, out, err = call(["history", "show", "1"], capsys)
     assert code == 0 and "notes/field.md:3" in out and full not in out, err
-    code, out, err = call(["history", "show", "1", "--json"], capsys)
-    assert code == 0 and [d["location"] for d in json.loads(out)["sources"]] == ["notes/field.md:3"]
 
 
 def test_a_damaged_history_is_one_error_naming_the_file_and_ask_still_answers(small_corpus, tmp_path, capsys,

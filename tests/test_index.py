@@ -1456,6 +1456,10 @@ def test_a_location_is_renamed_only_where_it_starts_with_its_file(tmp_path, monk
     assert located_here("/srv/a/b.jsonl", "/srv/a/b.jsonl#L4") == "/srv/a/b.jsonl#L4"
     assert located_here("", "https://example.org/a") == "https://example.org/a"
     assert located_here(f"{tmp_path}/x/a/b.md", "../../x/a/b.md:3") == "x/a/b.md:3"  # indexed from two folders down
+    from ragcli.paths import names_file  # (which file an old history entry's location names)
+
+    assert names_file("/srv/a/b.md", "a/b.md:3") and names_file(f"{tmp_path}/b.md", "b.md:3")  # (opens as it is)
+    assert not names_file("/srv/a/b.jsonl", "x/b.jsonl#L1 §2") and not names_file("", "https://example.org/a")
 
 
 def test_a_location_is_named_in_full_where_the_working_directory_was_deleted(tmp_path, monkeypatch):

@@ -401,6 +401,16 @@ def content_id(directory: str | Path) -> str | None:
     return _content_id(str(path), (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
 
 
+def indexed_paths(directory: str | Path) -> list[str]:
+    """The full paths of the files an index lists (its manifest, read without opening the index); none
+    where it has no readable list."""
+    try:
+        manifest = json.loads((Path(directory) / MANIFEST_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [path for path in manifest if isinstance(path, str)] if isinstance(manifest, dict) else []
+
+
 @functools.lru_cache(maxsize=8)
 def _content_id(path: str, _stat: tuple[int, ...]) -> str | None:
     import hashlib
