@@ -873,14 +873,12 @@ def test_text_sent_without_its_logprobs_is_kept_not_dropped():
     for "Paris is big.", exit 0."""
     import codecs
 
-    from ragcli.generation.openai import OpenAIGenerator
+    from ragcli.generation.openai_pieces import chunk_tokens
     from ragcli.generation.openai_wire import parse_chunk
 
-    g = OpenAIGenerator.__new__(OpenAIGenerator)
-    g.logprobs = True
     decoder = codecs.getincrementaldecoder("utf-8")()
     chunk = parse_chunk({"choices": [{"text": " is", "logprobs": None, "finish_reason": None}]})
-    assert [(t.text, t.prob) for t in g._tokens(chunk, decoder)] == [(" is", 1.0)]
+    assert [(t.text, t.prob) for t in chunk_tokens(chunk, decoder)] == [(" is", 1.0)]
 
 
 def test_429_and_503_are_retried_honouring_retry_after():

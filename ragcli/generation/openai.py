@@ -15,8 +15,9 @@ Stops are applied here, by the same ``StopFilter`` as in-process, on the tokens 
 token for token until the first token where llama.cpp's batching changed a near tie (see README).
 
 HTTP, retries and faults (one ``ServerError`` line, exit 10) are ``openai_http.ServerClient``'s; the
-JSON shapes are read in ``openai_wire``; what the server is, ``openai_probe``'s; what its tokenizer
-says (the prompt as the model sees it, token ids and counts, logit biases), ``openai_tokens``'.
+JSON shapes are read in ``openai_wire``, and a chunk's token entries made Tokens in ``openai_pieces``;
+what the server is, ``openai_probe``'s; what its tokenizer says (the prompt as the model sees it, token
+ids and counts, logit biases), ``openai_tokens``'.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import Any, Iterator, Mapping, Sequence
 from ragcli.errors import ServerError, UsageError
 from ragcli.generation import ControlTexts, GenStats, StopFilter, apply_stops
 from ragcli.generation.openai_http import BACKOFF, CONTEXT_HINT, RETRIES, UNSUPPORTED, ServerClient
+from ragcli.generation.openai_pieces import chunk_tokens, own_text
 from ragcli.generation.openai_probe import identify
 from ragcli.generation.openai_tokens import ServerTokens, chat_messages, estimate_tokens
 from ragcli.generation.llama import CHARACTER_TOKENS
@@ -226,52 +228,6 @@ class OpenAIGenerator(ServerTokens):
 
         return self.http.events(self._path(), body, on_prompt=count, resp=resp, retry_cut=retry_cut)
 
-    def _tokens(self, chunk: Chunk, decoder, held: list[str] | None = None) -> Iterator[Token]:
-        """The chunk's tokens as Tokens: one per logprob entry (the text comes from them, so a server
-        holding text back for its stop strings, or releasing it later, changes nothing), or, from a
-        server without logprobs, its text as one token. ``held`` collects the text of the tokens the
-        server holds back and has not released yet (llama-server sends it with the next token, or
-        never: when they made a stop string)."""
-        if not chunk.has_logprobs:  # (text without its log-probabilities, from a server that sends
-            if chunk.text:          # them for the rest: kept, as sure as can be, not dropped)
-                yield Token(chunk.text, 0.0)
-            return
-        for p in chunk.pieces:
-            text = self._piece_text(p, chunk, decoder)
-            if text is None:
-                continue
-            logprob = p.logprob if p.logprob is not None else 0.0
-            if held is not None:
-                if text:
-                    held.clear()  # released: the held tokens' text came with this one
-                    if p.data and _own_text(p) == "":
-                        # a token of no text of its own (llama-server's end of generation) releasing what was
-                        # held: the held tokens speak for that text, as in-process, where no such token is
-                        logprob = 0.0
-                elif p.data == b"":  # held back: what it says, by its own entry among the alternatives
-                    held.append(_own_text(p) or "")
-            yield Token(text, logprob, p.id, p.entropy, p.top[:TOP_N])
-
-    @staticmethod
-    def _piece_text(p: Piece, chunk: Chunk, decoder) -> str | None:
-        if p.data is None:
-            if p.logprob is not None and (not p.text or "\ufffd" in p.text) and len(chunk.pieces) == 1:
-                # vLLM writes a token that ends inside a character "" (the character's text comes with the
-                # token completing it) or, in earlier versions, as decoded alone (U+FFFD, the completing
-                # token's too): the chunk's text is what the token adds. Passed on empty, the stop filter
-                # merges it with the token that completes the character, as in-process
-                return chunk.text
-            return p.text or None  # an empty token is an end-of-generation or control token: no text
-        if not p.data:
-            # llama-server sends a token it holds back (it may start a stop string) with no text, and
-            # its text later with the token that releases it: passed on empty, the stop filter merges it
-            # with that one, so the least likely of them speaks for the text, as in-process
-            return "" if p.logprob is not None else None
-        if p.data[0] & 0xC0 == 0x80 and not decoder.getstate()[0] and len(chunk.pieces) == 1 and chunk.text:
-            # llama-server sends no token whose bytes end inside a character: the chunk's text has them
-            return chunk.text
-        return decoder.decode(p.data)
-
     def stream(self, prompt: str, *, max_tokens: int, stop: Sequence[str] = (), slot: str = "main",
                bias: Mapping[str, float] | None = None,
                suppress_first: Mapping[str, int] | None = None) -> Iterator[Token]:
@@ -307,7 +263,7 @@ class OpenAIGenerator(ServerTokens):
                         timed = timed and chunk.generated is not None
                         sent = chunk.generated if chunk.generated is not None else sent
                     last = chunk.pieces[-1] if chunk.pieces else last
-                    for token in self._tokens(chunk, decoder, held):
+                    for token in chunk_tokens(chunk, decoder, held):
                         got += 1
                         self.stats.tokens_generated += 1
                         out = stops.feed(token)
@@ -332,7 +288,7 @@ class OpenAIGenerator(ServerTokens):
             if ended and not ended_on_stop and self.kind == "llama.cpp":
                 # llama-server counts the end-of-generation token and sends it as an entry with no text
                 # (its own alternative has none either): in-process stops before it and counts neither
-                if last is not None and _own_text(last) == "":
+                if last is not None and own_text(last) == "":
                     got -= 1
                     self.stats.tokens_generated -= 1
                 if counted:
@@ -461,13 +417,6 @@ class OpenAIGenerator(ServerTokens):
             picked = [lp for lp, off in zip(lps, offsets) if len(prompt) <= off < end]
         self.stats.prompt_tokens_evaluated += len(picked)
         return float(sum(lp for lp in picked if lp is not None))
-
-
-def _own_text(p: Piece) -> str | None:
-    """The text of a llama-server entry's own token, from its alternatives (the entry's text is what the
-    server sent with it: "" for a token held back, the held text for the one releasing it); None when it
-    is not among them."""
-    return next((t for (t, _), i in zip(p.top, p.top_ids) if i == p.id), None)
 
 
 def _phases(suppress: Mapping[str, int], max_tokens: int) -> list[tuple[int, list[str]]]:

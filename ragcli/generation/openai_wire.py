@@ -12,7 +12,7 @@ Per-token log-probabilities come in two shapes:
   ``top_logprobs[]`` (one ``{token: logprob}`` object per token; the sampled token may be added to
   it). A token that is not whole UTF-8 is written ``bytes:\\xe2\\x80`` (OpenAI's form), by vLLM "" (the
   character's text then comes with the token completing it) or, in its earlier versions, U+FFFD
-  (``OpenAIGenerator._piece_text`` reads those two from the chunk's text).
+  (``openai_pieces.piece_text`` reads those two from the chunk's text).
 """
 
 from __future__ import annotations
