@@ -56,7 +56,7 @@ def check_backend(generator: Generator, cls, settings: Settings) -> None:
                           f"{getattr(generator, 'base', '?')} returns none",
                           hint=f"use --strategy {'|'.join(usable)}, or a server that returns logprobs")
     if "rerank" in cls.params and settings.rerank == "lm" and not getattr(generator, "scores_continuations", True):
-        from ragcli.generation.openai import NO_ECHO
+        from ragcli.generation.openai_scoring import NO_ECHO
 
         raise ServerError(NO_ECHO, hint="use --rerank none, or a vLLM server")
 
