@@ -1,5 +1,6 @@
 """The Typer app: flags -> Settings -> engine -> renderer. Errors become exit codes in ``run``, through
-ragcli.exits (the one mapping); `history` and `models` are command groups of their own modules.
+ragcli.exits (the one mapping); `index`, `info` and `search` are commands of ragcli.index_cli, `history`
+and `models` command groups of their own modules.
 
 Heavy libraries (llama_cpp, tantivy, nltk, ddgs) are imported inside commands, never at import
 time, so ``ragcli --help`` and shell completion stay instant.
@@ -9,22 +10,21 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import sys
 from contextlib import nullcontext
-from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
 
 from ragcli import __version__
-from ragcli.cli_support import flags_without_type, index_progress, markup_safe, path_arg, stderr_console, with_settings
+from ragcli.cli_support import flags_without_type, markup_safe, stderr_console, with_settings
 from ragcli.config import Settings
 from ragcli.errors import HistoryError, Interrupted, RagcliError, Terminated, UsageError
 from ragcli.eval.cli import eval_app
 from ragcli.exits import (PIPE_CLOSED, click_exceptions, failure, output_closed, report, terminated_behind,
                           terminations_raised, to_devnull, unencodable_replaced, unquoted_hint, usage_error_event)
 from ragcli.history_cli import history_app
+from ragcli.index_cli import index, info, search
 from ragcli.models_cli import models_app
 from ragcli.signals import last_words
 
@@ -38,6 +38,9 @@ app = typer.Typer(
     rich_markup_mode="rich",
 )
 flags_without_type()
+app.command()(index)  # (listed in --help as registered: first)
+app.command()(info)
+app.command()(search)
 config_app = typer.Typer(help="Show the settings in effect and where they come from.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
 app.add_typer(eval_app, name="eval")
@@ -84,143 +87,6 @@ def main(
             ctx.invoke(chat)
         else:
             typer.echo(ctx.get_help())
-
-
-# ----------------------------------------------------------------------------- index
-@app.command()
-@with_settings("index")
-def index(
-    paths: Annotated[list[Path], typer.Argument(help="Files or folders (.txt, .md, .rst, .html, .pdf, code, .jsonl).", show_default=False, readable=False, parser=path_arg)],
-    rebuild: Annotated[bool, typer.Option("--rebuild", help="Start the index over.")] = False,
-    exclude: Annotated[Optional[list[str]], typer.Option("--exclude", "-x", help="gitignore-style pattern to skip (repeatable); a .ragcliignore file works too.")] = None,
-    hidden: Annotated[bool, typer.Option("--hidden", help="Include hidden files and folders (never .git, .hg or .svn).")] = False,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=0, help="Processes parsing PDF/HTML/text files (0: one per CPU); pays for PDF-heavy corpora on many cores.")] = 1,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List each file read: passages, encoding, bad JSONL lines, or why it was skipped.")] = False,
-    flags: dict | None = None,
-) -> None:
-    """Build or update the index from files and folders (only new or changed files are read).
-
-    Formats: .txt .md .rst .html .pdf, source code, and JSONL corpora ({"title", "text"} per line).
-    """
-    from ragcli.ingest.indexer import build_index
-    from ragcli.words import counted
-
-    settings = Settings.resolve(flags)
-    # a quoted "~/notes" (or one from a script) as --index, --model and /index read it; a folder named "~" stays
-    # (os.path.lexists: Path.exists raised PermissionError for a file in a folder that cannot be entered)
-    paths = [p if os.path.lexists(p) else Path(os.path.expanduser(p)) for p in paths]  # "~nobody/x": kept
-    console = stderr_console()
-    warnings: list[str] = []
-
-    def on_warning(msg: str) -> None:
-        warnings.append(msg)
-        console.print(f"[yellow]warning:[/] {markup_safe(msg)}", soft_wrap=True)  # paths stay on one line
-
-    with index_progress(console) as on_progress:
-        report = build_index(paths, Path(settings.index), rebuild=rebuild, on_progress=on_progress,
-                             on_warning=on_warning, exclude=exclude or [], include_hidden=hidden, jobs=jobs)
-    if verbose:
-        for result in report.files:
-            console.print(markup_safe(result.describe()), soft_wrap=True)
-        for shown in report.removed_files:
-            console.print(markup_safe(f"{'removed':<8} {shown}"), soft_wrap=True)
-    if (report.removed or report.updated) and not report.passages_total:  # deleted, excluded or blanked
-        on_warning("the index holds no passages now: the files it held from these paths are gone or hold no text")
-    if report.kept:
-        console.print(f"kept {counted(report.kept, 'indexed file')} in folders that could not be read this run "
-                      "(their passages stay until the folder can be read)", soft_wrap=True)
-    if report.walk.other_types:
-        console.print(f"[dim]{markup_safe(report.not_read_text())}[/]", soft_wrap=True)
-    bad = sum(report.bad_lines.values())
-    console.print(
-        f"indexed {counted(report.files_seen, 'file')} ({report.added} added, {report.updated} updated, "
-        f"{report.removed} removed, {report.unchanged} unchanged, {len(report.skipped) - report.unreachable} skipped"
-        + (f", {report.unreachable} not reachable" if report.unreachable else "")
-        + (f"; {counted(bad, 'bad JSONL line')} skipped in {counted(len(report.bad_lines), 'file')}" if bad else "")
-        + f"): {counted(report.passages_added, 'passage')} added, {report.passages_total} in the index, "
-        f"{report.seconds:.1f}s ({report.passages_per_second:.0f} passages/s) → {markup_safe(settings.index)}",
-        soft_wrap=True,
-    )
-
-
-@app.command()
-@with_settings("index")
-def info(
-    as_json: Annotated[bool, typer.Option("--json", help="The statistics as one JSON object.")] = False,
-    flags: dict | None = None,
-) -> None:
-    """Index statistics: passages, files, size on disk, last update, how it was built."""
-    import datetime
-
-    from ragcli.retrieval.index import TantivyIndex
-
-    settings = Settings.resolve(flags)
-    idx = TantivyIndex.open(settings.index)
-    stats = idx.stats()
-    if as_json:
-        typer.echo(json.dumps(stats, indent=2))
-        return
-    from ragcli.render.text import text_console
-    from rich.table import Table
-
-    # a path or value is shown as it is, never read as markup ("/tmp/[red]idx" lost its "[red]")
-    table = Table(show_header=False, title=markup_safe(f"index {settings.index}"), title_justify="left")
-    for key, value in stats.items():
-        if key in ("updated", "created") and value:
-            value = datetime.datetime.fromtimestamp(value).isoformat(timespec="seconds")
-        if key == "size_bytes":
-            key, value = "size on disk", f"{value / 1e6:.1f} MB" if value >= 1e5 else f"{value / 1e3:.0f} kB"  # not "0.0 MB"
-        if key == "encodings":
-            key, value = "encodings (files)", ", ".join(f"{name}: {count}" for name, count in value.items())
-        table.add_row(key.replace("_", " "), markup_safe(str(value)))
-    text_console().print(table)
-
-
-# ----------------------------------------------------------------------------- search
-@app.command()
-@with_settings("index")
-def search(
-    query: Annotated[str, typer.Argument(help="Any text; no query syntax is needed or interpreted.")],
-    k: Annotated[int, typer.Option("-k", "--k", "--top", min=1, help="How many passages.")] = 5,
-    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per passage.")] = False,
-    flags: dict | None = None,
-) -> None:
-    """BM25 search of the index: scores, titles and file locations."""
-    import time
-
-    from ragcli.retrieval.index import TantivyIndex
-
-    from ragcli.ingest.encoding import typed_text
-
-    settings = Settings.resolve(flags)
-    if not query.strip():
-        raise UsageError("the query is empty", hint='give words to search for: ragcli search "backup schedule"')
-    query, encoding = typed_text(query)  # as `ask` reads a question: "caf\xe9" searched as "caf\udce9" found nothing
-    if encoding:
-        stderr_console().print(f"[yellow]warning:[/] the query is not UTF-8: read as {encoding}")
-    idx = TantivyIndex.open(settings.index)
-    t = time.perf_counter()
-    docs = idx.search(query, k)
-    ms = (time.perf_counter() - t) * 1000
-    if as_json:
-        from ragcli.render.jsonl import json_line
-        from ragcli.streams import writes_utf8
-
-        ascii = not writes_utf8(sys.stdout)  # latin-1 wrote a page's "–" as "?": escaped, as `ask --json` does
-        for d in docs:
-            typer.echo(json_line(d.to_dict(), ascii=ascii))
-        return
-    from ragcli.render.text import text_console
-    from ragcli.words import counted
-
-    if not docs:  # an empty table said no more than its title
-        text_console().print(f"no passage matches {markup_safe(repr(query))} "
-                             f"({counted(idx.num_passages(), 'passage')} in the index, {ms:.1f} ms)")
-        return
-    from ragcli.render.text import search_table
-
-    console = text_console()
-    console.print(search_table(docs, f"{counted(len(docs), 'passage')} in {ms:.1f} ms", console))
 
 
 # ----------------------------------------------------------------------------- ask
