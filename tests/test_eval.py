@@ -362,7 +362,7 @@ def test_long_form_asks_about_the_first_supporting_page_and_reports_no_em_f1(tmp
 
 def test_resuming_with_other_settings_or_another_model_is_refused(tmp_path, settings):
     from ragcli.errors import UsageError
-    from ragcli.eval.runner import run_metadata
+    from ragcli.eval.results import run_metadata
 
     data, corpus = _dataset(tmp_path)
     eng = _engine(settings, tmp_path, corpus)
@@ -430,7 +430,7 @@ def test_resuming_against_a_server_now_serving_another_model_is_refused(tmp_path
     resumed after the server was restarted with another model (same URL) is refused, naming both;
     the server's build may change."""
     from ragcli.errors import UsageError
-    from ragcli.eval.runner import run_metadata
+    from ragcli.eval.results import run_metadata
 
     data, corpus = _dataset(tmp_path)
     eng = _engine(settings, tmp_path, corpus)
@@ -459,7 +459,7 @@ def test_resuming_after_the_index_was_changed_is_refused(tmp_path, settings):
     import shutil
 
     from ragcli.errors import UsageError
-    from ragcli.eval.runner import run_metadata
+    from ragcli.eval.results import run_metadata
 
     data, corpus = _dataset(tmp_path)
     eng = _engine(settings, tmp_path, corpus)
@@ -517,7 +517,7 @@ def test_a_results_file_from_before_a_setting_existed_resumes_at_its_default(tmp
     (a new setting's default keeps the old behaviour), so resuming at the default is allowed and any
     other value is refused, named."""
     from ragcli.errors import UsageError
-    from ragcli.eval.runner import run_metadata
+    from ragcli.eval.results import run_metadata
 
     data, corpus = _dataset(tmp_path)
     eng = _engine(settings, tmp_path, corpus)
@@ -1062,14 +1062,14 @@ def test_a_half_written_last_line_is_cut_off_in_place(tmp_path):
     a quota mid-write (here a 1 MB file-size limit) left a quarter of the finished rows."""
     import subprocess
 
-    from ragcli.eval.runner import TAIL_BLOCK, _repair_tail, load_done
+    from ragcli.eval.results import TAIL_BLOCK, _repair_tail, load_done
 
     out = tmp_path / "results.jsonl"
     rows = "".join(json.dumps({"run": "single", "id": f"q{i}", "answer": "x" * 1000}) + "\n" for i in range(4000))
     out.write_text(rows + '{"run": "single", "id": "q4000", "tru')
     script = ("import resource, signal, sys\n"
               "from pathlib import Path\n"
-              "from ragcli.eval.runner import _repair_tail\n"
+              "from ragcli.eval.results import _repair_tail\n"
               "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
               "resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, resource.RLIM_INFINITY))\n"
               "_repair_tail(Path(sys.argv[1]))\n")
@@ -1228,7 +1228,7 @@ def test_a_question_without_gold_paragraphs_has_no_recall_and_is_left_out_of_its
 def test_a_results_file_with_a_line_that_is_no_result_is_refused_by_line(tmp_path):
     """A hand-edited --out file with a line that is no result crashed the resumed run (KeyError)."""
     from ragcli.errors import UsageError
-    from ragcli.eval.runner import load_done
+    from ragcli.eval.results import load_done
 
     out = tmp_path / "r.jsonl"
     out.write_text('{"type": "header"}\n{"run": "none", "id": "q1", "f1": 1}\n{"run": "cut\n')
@@ -1276,15 +1276,15 @@ def test_a_results_file_whose_header_was_rewritten_compact_still_resumes(tmp_pat
     """A header written without spaces (`jq -c . r.jsonl`, another JSON writer) is still the file's
     header: since 87d0a71 the settings were read from the last line starting '{"type": "header"',
     none was found, and the run was refused as made with other settings ("dataset: sha256 None there")."""
-    from ragcli.eval import runner
+    from ragcli.eval import results
 
     meta = {"settings": {"k": 3}, "dataset_sha256": "abc", "runs": ["single"]}
     row = {"run": "single", "id": "q1", "type": "bridge", "answer": "Paris."}
     out = tmp_path / "r.jsonl"
     out.write_text(json.dumps({"type": "header", **meta}, separators=(",", ":")) + "\n" + json.dumps(row) + "\n")
-    runner.check_resumable(out, meta, model=False)  # the same settings: resumed
+    results.check_resumable(out, meta, model=False)  # the same settings: resumed
     with pytest.raises(Exception, match="k: 3 there, 4 here"):
-        runner.check_resumable(out, {**meta, "settings": {"k": 4}}, model=False)
+        results.check_resumable(out, {**meta, "settings": {"k": 4}}, model=False)
 
 
 def test_recall_at_15_counts_only_the_first_15_passages_found():
@@ -1313,7 +1313,7 @@ def test_resuming_a_file_of_another_dataset_or_of_runs_that_graded_on_the_web_is
     (--correct), the web setting changes its answers as it does CRAG's."""
     from ragcli.config import Settings
     from ragcli.errors import UsageError
-    from ragcli.eval.runner import check_resumable
+    from ragcli.eval.results import check_resumable
 
     out = tmp_path / "r.jsonl"
 

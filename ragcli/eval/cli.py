@@ -64,7 +64,7 @@ def eval_run(
 ) -> None:
     """Run strategies (and parameter grids) over a dataset; print and save the metrics."""
     from ragcli.eval import dataset as ds
-    from ragcli.eval import runner
+    from ragcli.eval import results, runner
 
     base = Settings.resolve(dict(flags or {}))
     if base.source("web") != "flag":  # scored on the corpus alone: CRAG's web search read live pages,
@@ -103,7 +103,7 @@ def eval_run(
                 raise UsageError(f"--strategy oracle reads each question's gold paragraphs: question {textless.id!r} has "
                                  "one without \"text\"", hint="give the gold paragraphs their text, or leave oracle out")
         build = None
-        if not all(spec.strategy in runner.WITHOUT_INDEX for spec in specs):
+        if not all(spec.strategy in results.WITHOUT_INDEX for spec in specs):
             build = _open_index(base, dataset, corpus)
         elif base.source("index") == "flag":  # a path given is checked, whether the runs retrieve or not
             from ragcli.retrieval.index import TantivyIndex
@@ -113,8 +113,8 @@ def eval_run(
             base.index = ""  # closed-book: nothing to build (it failed on a data set without paragraphs)
         if not restart:  # settings, dataset and corpus before the index is built and the model loads (minutes
             # for a big one, to be told then the file was made from another corpus); the model's hash after
-            early = runner.run_metadata(base, dataset, base.index, None, long_form=long_form)
-            runner.check_resumable(out, {**early, "runs": [spec.key for spec in specs]}, model=False)
+            early = results.run_metadata(base, dataset, base.index, None, long_form=long_form)
+            results.check_resumable(out, {**early, "runs": [spec.key for spec in specs]}, model=False)
         if build is not None:
             build()
         meta = _run_header(engine, base, dataset, specs, len(examples), long_form=long_form)
@@ -194,11 +194,11 @@ def _open_index(base: Settings, dataset: Path, corpus: Path | None):
 def _run_header(engine, base: Settings, dataset: Path, specs: list, n_questions: int, *,
                 long_form: bool = False) -> dict:
     """What the records file's header keeps: settings, model (and its hash), backend and server, runs."""
-    from ragcli.eval import runner
+    from ragcli.eval import results
 
     gen = engine.generator
     model = str(getattr(gen, "model_path", "") or getattr(gen, "model", "")) or None
-    meta = runner.run_metadata(base, dataset, base.index, model, long_form=long_form)
+    meta = results.run_metadata(base, dataset, base.index, model, long_form=long_form)
     meta["backend"] = base.backend
     if hasattr(gen, "server_info"):  # the server and what it reports of the model (never the key)
         meta["server"] = gen.server_info()
