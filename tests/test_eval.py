@@ -14,7 +14,8 @@ from ragcli import engine as engine_mod
 from ragcli.engine import Engine
 from ragcli.eval import metrics as m
 from ragcli.eval.dataset import load_examples
-from ragcli.eval.runner import expand_grid, run_eval, summarize
+from ragcli.eval.runner import expand_grid, run_eval
+from ragcli.eval.summary import summarize
 from ragcli.generation.fake import FakeGenerator, toks
 from ragcli.ingest.indexer import build_index
 
@@ -1215,7 +1216,7 @@ def test_paragraphs_without_a_pid_get_the_one_the_index_gives_and_without_text_a
 def test_a_question_without_gold_paragraphs_has_no_recall_and_is_left_out_of_its_mean():
     """Its recall was 0 and averaged in: one question without paragraphs and one perfect one read
     "recall 50.0"."""
-    from ragcli.eval.runner import _means
+    from ragcli.eval.summary import _means
 
     assert m.recall(["p_a"], []) is None
     rows = [{"f1": 1.0, "recall": m.recall(["p_a"], ["p_a"]), "recall_at_15": 1.0, "answer_context_recall": 1.0},

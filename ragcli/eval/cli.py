@@ -64,7 +64,8 @@ def eval_run(
 ) -> None:
     """Run strategies (and parameter grids) over a dataset; print and save the metrics."""
     from ragcli.eval import dataset as ds
-    from ragcli.eval import results, runner
+    from ragcli.eval import results
+    from ragcli.eval.summary import summarize
 
     base = Settings.resolve(dict(flags or {}))
     if base.source("web") != "flag":  # scored on the corpus alone: CRAG's web search read live pages,
@@ -121,7 +122,7 @@ def eval_run(
         rows = _run_with_progress(engine, specs, examples, base, out=out, meta=meta, restart=restart, workers=workers)
     finally:
         engine.close()
-    runs = runner.summarize(rows)
+    runs = summarize(rows)
     _print_results(runs, len(examples), dataset.name, compare=not long_form)
     console = stderr_console()
     if summary is not None:

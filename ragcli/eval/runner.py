@@ -4,7 +4,8 @@ Results are appended to ``--out`` one question at a time (flushed), so an interr
 most the question in flight; re-running with the same ``--out`` skips what is already there. The
 file's first line holds the settings, model hash and dataset hash: a resumed run must match them
 (``check_resumable``), so one score never mixes rows of two configurations. The file's format (its
-header, its records, the resume check) is ``eval.results``'.
+header, its records, the resume check) is ``eval.results``'; the means of its records,
+``eval.summary``'s.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from ragcli.config import Settings
 from ragcli.engine import Engine
@@ -25,7 +26,6 @@ from ragcli.render.jsonl import json_line
 from ragcli.retrieval import StaticRetriever
 
 RECALL_BUDGET = 15
-PAIRED = ("em", "f1", "answer_context_recall")  # kept per question in the summary
 METRICS = ("em", "f1", "recall", "recall_at_15", "answer_context_recall", "sourced", "retrieval_rate", "retrievals",
            "tokens_generated", "prompt_tokens_evaluated", "seconds")
 
@@ -169,68 +169,6 @@ def run_eval(engine: Engine, specs: list[RunSpec], examples: list[Example], base
         if fh is not None:
             fh.close()
     return rows
-
-
-def summarize(rows: Iterable[dict]) -> dict[str, Any]:
-    """Per run: means of the metrics (and per dataset), in the shape `summary.json` holds. EM and F1
-    are scored again from each row's answer and reference answers: rows resumed from a file written
-    before a change to the metrics are then counted as the new rows are, not by what they once got."""
-    groups: dict[str, list[dict]] = {}
-    for row in rows:
-        groups.setdefault(row["run"], []).append(_rescored(row))
-    runs = {}
-    for key, items in groups.items():
-        entry = _means(items)
-        by_ds: dict[str, list[dict]] = {}
-        for r in items:
-            by_ds.setdefault(r.get("dataset") or "?", []).append(r)
-        entry["by_dataset"] = {ds: _means(v) for ds, v in sorted(by_ds.items())}
-        calibrated = next((e for r in items for e in r.get("events", ()) if e.get("event") == "calibration"), None)
-        if calibrated is not None:  # the automatic threshold this run used (--theta/--tau auto)
-            entry["calibration"] = {k: calibrated[k] for k in ("trigger", "threshold", "target", "drafts")}
-        # per question, for paired comparisons between runs (`ragcli eval compare`)
-        entry["questions"] = {r["id"]: {"dataset": r.get("dataset") or "?",
-                                        **{m: r.get(m) for m in PAIRED}} for r in items}
-        runs[key] = entry
-    return runs
-
-
-def _rescored(row: dict) -> dict:
-    """``row`` with its EM and F1 from today's metrics (a row without its answer or references as it is)."""
-    if not isinstance(row.get("answer"), str) or not isinstance(row.get("gold"), list):
-        return row
-    question = row.get("question") if isinstance(row.get("question"), str) else None
-    em, f1 = answer_scores(row["answer"], row["gold"], question)
-    prediction = extract_answer(row["answer"], question, row["gold"])
-    if (em, f1, prediction) == (row.get("em"), row.get("f1"), row.get("prediction")):
-        return row
-    return {**row, "em": em, "f1": f1, "prediction": prediction}
-
-
-def _means(items: list[dict]) -> dict[str, float]:
-    n = len(items)
-    mean = lambda k: sum(float(r.get(k, 0.0)) for r in items) / n if n else 0.0  # noqa: E731
-    def known(k: str) -> float | None:
-        """Mean over the rows that have a value: rows from an older --out file have no "sourced",
-        a bare "Yes." has None for it, long-form requests have None for EM and F1, a question without
-        gold paragraphs None for the recalls."""
-        values = [float(r[k]) for r in items if r.get(k) is not None]
-        return 100 * sum(values) / len(values) if values else None
-
-    return {
-        "n": n,
-        "em": known("em"),
-        "f1": known("f1"),
-        "recall": known("recall"),
-        "recall_at_15": known("recall_at_15"),
-        "answer_context_recall": known("answer_context_recall"),
-        "sourced": known("sourced"),
-        "retrieval_rate": 100 * mean("retrieval_rate"),
-        "retrievals_per_question": mean("retrievals"),
-        "tokens_per_question": mean("tokens_generated"),
-        "prompt_tokens_per_question": mean("prompt_tokens_evaluated"),
-        "seconds_per_question": mean("seconds"),
-    }
 
 
 def iter_grid_values(text: str | None) -> list[Any]:
