@@ -719,7 +719,7 @@ def test_resuming_ignores_a_strategy_setting_no_run_uses(tmp_path, monkeypatch, 
 
 def test_two_evals_building_the_same_index_at_once_both_run(tmp_path, monkeypatch):
     """The second to finish found the first one's index in place: an internal error (Directory not empty)."""
-    from ragcli.eval import cli as eval_cli
+    from ragcli.eval.corpus_index import eval_index
 
     from ragcli.ingest import indexer
 
@@ -730,10 +730,10 @@ def test_two_evals_building_the_same_index_at_once_both_run(tmp_path, monkeypatc
         original(paths, target, **kw)
         if not getattr(build_twice, "done", False):
             build_twice.done = True
-            eval_cli._eval_index(data, corpus)
+            eval_index(data, corpus)
 
     monkeypatch.setattr(indexer, "build_index", build_twice)
-    first = eval_cli._eval_index(data, corpus)
+    first = eval_index(data, corpus)
     assert (first / "meta.json").is_file()
     assert list(first.parent.iterdir()) == [first]  # the other build's folder is gone
 
@@ -742,7 +742,7 @@ def test_the_eval_index_ranks_ties_the_same_in_every_build(tmp_path, monkeypatch
     """With tantivy's two indexing threads, which segment a passage lands in depends on scheduling,
     and BM25 ties were broken differently by each build (17 of 600 dev questions' top 10 changed):
     an eval index is built with one thread, its passages in the order they were read."""
-    from ragcli.eval import cli as eval_cli
+    from ragcli.eval.corpus_index import eval_index
     from ragcli.ingest import indexer
 
     rows = [{"pid": f"p{i:03d}", "title": "Same", "text": "The very same words in every record."} for i in range(300)]
@@ -753,7 +753,7 @@ def test_the_eval_index_ranks_ties_the_same_in_every_build(tmp_path, monkeypatch
     monkeypatch.setattr(indexer, "build_index", lambda *a, **kw: seen.append(kw) or original(*a, **kw))
     from ragcli.retrieval.index import TantivyIndex
 
-    index = TantivyIndex.open(eval_cli._eval_index(tmp_path / "unused.jsonl", corpus))
+    index = TantivyIndex.open(eval_index(tmp_path / "unused.jsonl", corpus))
     assert seen and seen[0].get("writer_threads") == 1
     assert [d.id for d in index.search("same words", 300)] == [r["pid"] for r in rows]  # the order read
 
@@ -942,7 +942,7 @@ def test_eval_indexes_no_eval_used_for_a_week_and_half_built_ones_go(tmp_path, m
     import time
 
     from ragcli.config import user_cache_dir
-    from ragcli.eval import cli as eval_cli
+    from ragcli.eval.corpus_index import eval_index
 
     data, corpus = _dataset(tmp_path)
     folder = user_cache_dir() / "eval-index"
@@ -953,11 +953,11 @@ def test_eval_indexes_no_eval_used_for_a_week_and_half_built_ones_go(tmp_path, m
     for name, when in entries.items():
         (folder / name).mkdir(parents=True)
         os.utime(folder / name, (when, when))
-    used = eval_cli._eval_index(data, corpus)
+    used = eval_index(data, corpus)
     assert sorted(p.name for p in folder.iterdir()) == sorted(
         [used.name, "corpus-fedcba9876543210", "corpus-fedcba9876543210.abcdefgh"])
     os.utime(used, (old, old))
-    assert eval_cli._eval_index(data, corpus) == used and used.stat().st_mtime > time.time() - 60  # marked used
+    assert eval_index(data, corpus) == used and used.stat().st_mtime > time.time() - 60  # marked used
 
 
 def test_a_data_set_or_type_no_question_has_is_refused_with_the_names_there_are(tmp_path):

@@ -92,7 +92,7 @@ def test_rebuild_waits_for_no_other_writer(built_index, settings, small_corpus):
 
 
 def test_interrupted_eval_index_build_is_not_reused(tmp_path, monkeypatch):
-    from ragcli.eval import cli as eval_cli
+    from ragcli.eval.corpus_index import eval_index
     from ragcli.ingest import indexer
 
     corpus = tmp_path / "c.jsonl"
@@ -104,32 +104,32 @@ def test_interrupted_eval_index_build_is_not_reused(tmp_path, monkeypatch):
 
     monkeypatch.setattr(indexer, "build_index", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        eval_cli._eval_index(corpus, corpus)
+        eval_index(corpus, corpus)
     monkeypatch.setattr(indexer, "build_index", real)
-    target = eval_cli._eval_index(corpus, corpus)
+    target = eval_index(corpus, corpus)
     assert TantivyIndex.open(target).num_passages() == 30
 
 
 def test_the_eval_index_is_built_again_when_the_indexing_code_changes(tmp_path, monkeypatch):
     """The cached eval index was keyed by the corpus alone: after a change to how text is cut into
     passages (or the index schema), evals went on scoring against the old passages."""
-    from ragcli.eval import cli as eval_cli
+    from ragcli.eval.corpus_index import eval_index
     from ragcli.retrieval import schema as schema_mod
 
     corpus = tmp_path / "c.jsonl"
     corpus.write_text("".join(json.dumps({"title": f"T{i}", "text": f"text {i}"}) + "\n" for i in range(3)))
-    first = eval_cli._eval_index(corpus, corpus)
-    assert eval_cli._eval_index(corpus, corpus) == first  # cached
+    first = eval_index(corpus, corpus)
+    assert eval_index(corpus, corpus) == first  # cached
     real_read = Path.read_bytes
 
     def edited(self):  # passages.py as after an edit
         return real_read(self) + (b"# changed" if self.name == "passages.py" else b"")
 
     monkeypatch.setattr(Path, "read_bytes", edited)
-    second = eval_cli._eval_index(corpus, corpus)
+    second = eval_index(corpus, corpus)
     monkeypatch.setattr(Path, "read_bytes", real_read)
     monkeypatch.setattr(schema_mod, "SCHEMA_VERSION", schema_mod.SCHEMA_VERSION + 1)
-    third = eval_cli._eval_index(corpus, corpus)
+    third = eval_index(corpus, corpus)
     assert len({first, second, third}) == 3
     assert TantivyIndex.open(second).num_passages() == 3
 
