@@ -26,8 +26,6 @@ from ragcli.render.jsonl import json_line
 from ragcli.retrieval import StaticRetriever
 
 RECALL_BUDGET = 15
-METRICS = ("em", "f1", "recall", "recall_at_15", "answer_context_recall", "sourced", "retrieval_rate", "retrievals",
-           "tokens_generated", "prompt_tokens_evaluated", "seconds")
 
 
 @dataclass(frozen=True)
