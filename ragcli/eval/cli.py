@@ -285,8 +285,8 @@ def _paired_with_single(keys: list[str]) -> dict[str, list[str]]:
 
 @eval_app.command("compare")
 def eval_compare(
-    a: Annotated[Path, typer.Argument(help="A summary.json (the earlier one)")],
-    b: Annotated[Optional[Path], typer.Argument(help="A later summary.json")] = None,
+    earlier: Annotated[Path, typer.Argument(help="A summary.json (the earlier one)")],
+    later: Annotated[Optional[Path], typer.Argument(help="A later summary.json")] = None,
     base: Annotated[Optional[str], typer.Option("--base", help="Compare every run with this run of the same summary (e.g. single).")] = None,
 ) -> None:
     """Differences between runs, with paired bootstrap 95% intervals on F1 and answer-context recall
@@ -295,6 +295,7 @@ def eval_compare(
 
     from ragcli.eval import report
 
+    a, b = earlier, later
     sa = report.load_summary(a)
     sb = report.load_summary(b) if b is not None else None
     console = text_console()
