@@ -70,6 +70,11 @@ _DUMMY_IT_NAMED = re.compile(r"\bit\s+(?:is\s+|was\s+)?(?:true|the case|possible
                              r"|\b(?:is|was|does|did|will)\s+it\s+(?:like|cold|hot|warm|get|rain\w*|snow\w*)\b"
                              r"|\b(?:cold|hot|warm|like|hard|easy)\s+(?:is|was|does|did)\s+it\b"
                              r"|^\s*(?:was|is)\s+it\s+(?-i:[A-Z])\w*.*\b(?:who|that)\b", re.IGNORECASE)
+# "the libtasn1 library and its functions": an "its" or "their" that stands for what the question itself names
+# with an article, a name in lower case that ``_named_before`` does not see ("his", "her": "the king and his
+# sons" may be the earlier exchange's king)
+_OWN_POSSESSIVE = re.compile(r"\b(?:the|a|an|this|these|those)\s+(?:[\w'-]+\s+){0,2}[\w'-]+\s+(?:and|or|with)\s+"
+                             r"(?P<pronoun>its|their)\b", re.IGNORECASE)
 _DETERMINERS = frozenset("the this these those".split())  # not "that": mostly relative ("the film that won")
 _CLAUSE_BREAK = re.compile(r"[,;:]|\b(?:and|but|so|then)\b", re.IGNORECASE)
 # capitalised, and no name: a date's month or day ("born on 8 March 1957")
@@ -120,11 +125,14 @@ def is_follow_up(question: str, earlier: str = "") -> bool:
 
 def _refers(question: str, m: re.Match, own: bool) -> bool:
     """Whether the word ``m`` is a pronoun standing for something earlier: not a dummy "it" (see
-    ``_DUMMY_IT``), nor the "It" of a title ("Who wrote Let It Be?": capitalised inside the question)."""
+    ``_DUMMY_IT``), nor the "It" of a title ("Who wrote Let It Be?": capitalised inside the question),
+    nor an "its" after a thing the question names ("the libtasn1 library and its functions")."""
     word = m.group(0)
     if word.lower() not in REFERRING:
         return False
     if word == "It" and not _starts_sentence(question, m.start()):
+        return False
+    if any(o.start("pronoun") == m.start() for o in _OWN_POSSESSIVE.finditer(question)):
         return False
     dummy = [*_DUMMY_IT.finditer(question), *(_DUMMY_IT_NAMED.finditer(question) if own else ())]
     return not any(d.start() <= m.start() < d.end() for d in dummy)
