@@ -817,3 +817,21 @@ def test_a_documents_location_takes_the_room_its_line_has():
     r.handle(DocumentsRetrieved(Query("q", "question"), (near,), 0.01))
     r.close()
     assert err.export_text().splitlines()[1] == "            │ …es/sample/wiki_paragraphs.jsonl#L74"
+
+
+def test_a_sources_location_moves_down_whole_rather_than_leave_its_line_number_alone():
+    """At 60 columns the sources list under an answer read "[1] Lighthouse Keeping Guide > Fog signals —
+    docs/guide.md" over ":21-22": the line number alone on a line, and the file:line a terminal opens
+    (or a user copies) cut in two, when the whole location fitted on the next line. A location that fits
+    the width goes down whole; one that does not keeps its file name with the line number."""
+    from ragcli.render.text import fold_path, folded_source_lines
+
+    doc = Document("d1", "Lighthouse Keeping Guide > Fog signals", "text", 1.0, "index", "docs/guide.md:21-22")
+    for width in range(26, 66):
+        lines = folded_source_lines([doc], ((0, 5, (0,)),), width)
+        assert all(len(line) <= width for line in lines), (width, lines)
+        assert any(line.strip().endswith("docs/guide.md:21-22") for line in lines), (width, lines)
+    assert fold_path("a — some/long/folder/name/notes.md:120", 20).split("\n")[-1] == "notes.md:120"
+    for location in ("notes.md:120", "report.pdf p. 12", "corpus.jsonl#L1234 §2"):  # a name too long for the width
+        lines = fold_path(location, 9).split("\n")
+        assert "".join(lines) == location and all(len(line) <= 9 for line in lines), (location, lines)

@@ -244,12 +244,13 @@ def fold_path(location: str, width: int) -> str:
     """``location`` on lines of at most ``width`` columns, broken after a "/", "\\" (not one starting an
     escape ``safe`` wrote, "\\x1b") or space, or before its line number, so that "…/wiki_paragraphs.jsonl#L17" is never cut inside "17" (it read as line 1);
     never after a source's number ("[3] Sigmund Jähn" of "also in the prompt": "[3]" ended a line, and
-    read as the number of the title above it)."""
+    read as the number of the title above it); a line number stays with its location, or its file name,
+    where they fit (``_with_line_numbers``)."""
     from rich.cells import cell_len, set_cell_size
 
     lines, line = [], ""
     # (a "\\" that starts an escape ``safe`` wrote, "\\x1b", is no place to break: "plain\\" over "x1b[2Jname")
-    for piece in _path_pieces(location):
+    for piece in _with_line_numbers(_path_pieces(location), width):
         if line and cell_len(line) + cell_len(piece) > width:
             lines.append(line)
             line = ""
@@ -262,6 +263,31 @@ def fold_path(location: str, width: int) -> str:
             piece = piece[len(head):].lstrip(" ")  # the space at a cut starts no line
         line += piece
     return "\n".join(lines + [line])
+
+
+_LINE_NUMBER = re.compile(r"#L\d|:\d|\s?p\.\s\d|\s§")  # a location's line, page or part, as ``_path_pieces`` cuts it
+
+
+def _with_line_numbers(pieces: list[str], width: int) -> list[str]:
+    """``pieces`` with each line number joined to the location before it where the two fit ``width``
+    ("docs/", "guide.md", ":21-22" as "docs/guide.md:21-22"), or else to the file name ("guide.md:21-22"):
+    at 60 columns the sources list read "… Fog signals — docs/guide.md" over ":21-22", the file:line that
+    a terminal opens, or a user copies, cut in two where it fitted the next line whole."""
+    from rich.cells import cell_len
+
+    out: list[str] = []
+    for piece in pieces:
+        if out and _LINE_NUMBER.match(piece):
+            start = len(out)  # the location: back to a piece that ends with a space (the space before "p. 3" goes too)
+            while start and (not out[start - 1].endswith(" ") or start == len(out) and not out[start - 1].strip()):
+                start -= 1
+            for begin in (start, len(out) - 1 - (not out[-1].strip())):
+                if begin < len(out) and cell_len("".join(out[begin:]) + piece) <= width:
+                    piece = "".join(out[begin:]) + piece
+                    del out[begin:]
+                    break
+        out.append(piece)
+    return out
 
 
 def already_read_line(event) -> str:
