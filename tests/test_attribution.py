@@ -218,3 +218,21 @@ def test_a_phrase_is_cited_only_to_a_page_that_speaks_of_what_was_asked():
                              ("Is Loki older than Sentinel?", "Yes, Loki."), ("Loki 和 Sentinel 哪个先发布？", "Loki。")):
         assert citations(answer, [sentinel, loki], question)[0][2] == (1,), question
     assert citations("Loki.", [Document("f", "faq", "Logs are shipped to Loki.")], "Who owns the dashboard?")[0][2] == ()
+
+
+def test_other_sources_with_one_title_are_told_apart_by_where_they_are():
+    """An answer over a PDF listed "also in the prompt: [2] Gorm the Old, [3] libtasn1, [4] libtasn1,
+    [5] libtasn1": every page of a PDF (and every passage of a text file) has the file's name for its
+    title, so the list named the same thing three times and said nothing of which page was which. A
+    title that two of the answer's documents share is followed by the page or lines of each."""
+    docs = [Document("g", "Gorm the Old", "t", 1.0, "index", "corpus.jsonl#L1"),
+            Document("a", "libtasn1", "t", 1.0, "index", "docs/libtasn1.pdf p. 21"),
+            Document("b", "libtasn1", "t", 1.0, "index", "docs/libtasn1.pdf p. 3"),
+            Document("c", "notes", "t", 1.0, "index", "notes.txt:12-30"),
+            Document("d", "notes", "t", 1.0, "index", "notes.txt:31"),
+            Document("e", "corpus", "t", 1.0, "index", "big.jsonl#L4 §2"),
+            Document("f", "corpus", "t", 1.0, "index", "big.jsonl#L4 §3")]
+    lines = source_lines(docs, [(0, 30, (1,))])
+    assert lines[1] == "  [2] libtasn1 — docs/libtasn1.pdf p. 21"
+    assert lines[2] == ("  also in the prompt: [1] Gorm the Old, [3] libtasn1 p. 3, [4] notes lines 12-30, "
+                        "[5] notes line 31, [6] corpus line 4 §2, [7] corpus line 4 §3")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Sequence
 
 from ragcli.attribution import cited as first_use
@@ -101,9 +102,27 @@ def source_rows(sources: Sequence[Document], citations: Sequence | None = None, 
     rows = [("Sources:", "")] + [(f"  [{i + 1}] ", source_line(sources[i])) for i in cited]
     rest = [i for i in range(len(sources)) if i not in cited]
     if rest:
-        rows.append(("  also in the prompt: ",
-                     ", ".join(f"[{i + 1}] {_title(sources[i], title_width)}" for i in rest)))
+        shared = Counter(one_line(d.title) for d in sources)
+        rows.append(("  also in the prompt: ", ", ".join(
+            f"[{i + 1}] {_title(sources[i], title_width)}" + (_place(sources[i].location)
+                                                               if shared[one_line(sources[i].title)] > 1 else "")
+            for i in rest)))
     return rows
+
+
+# the end of a location that says where in its file a passage is: "p. 3", ":12-30", "#L42 §2"
+_PLACE = re.compile(r"(?: p\. (?P<page>\d+)|:(?P<lines>\d+(?:-\d+)?)|#L(?P<line>\d+))(?P<part> §\d+)?$")
+
+
+def _place(location: str) -> str:
+    """" p. 3", " lines 12-30", " line 42 §2": which page or lines of its file a document is, to tell apart
+    the pages of a PDF or the passages of a text file, which all have the file's name for a title."""
+    m = _PLACE.search(location or "")
+    if m is None:
+        return ""
+    where = (f" p. {m['page']}" if m["page"] else
+             f" line{'s' if '-' in m['lines'] else ''} {m['lines']}" if m["lines"] else f" line {m['line']}")
+    return safe(where + (m["part"] or ""))
 
 
 def hanging(lead, rest, style: str = ""):
