@@ -1475,3 +1475,32 @@ def test_a_location_is_named_in_full_where_the_working_directory_was_deleted(tmp
     assert located_here("/srv/notes/a.md", "notes/a.md:3") == "/srv/notes/a.md:3"
     assert located_here("/srv/notes/a.md", "/srv/notes/a.md:3") == "/srv/notes/a.md:3"
     assert display_path(Path("/srv/notes/a.md")) == "/srv/notes/a.md"
+
+
+def test_info_last_update_moves_only_when_the_index_changes(tmp_path):
+    """`ragcli info` said "updated 15:44:09" after a run that found all 5 files unchanged (0 added, 0
+    updated, 0 removed), as if the index had changed then: every run set the time. A run that changes
+    nothing keeps the time of the last one that did; one that adds, updates or removes a file sets it."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.txt").write_text("The lamp is cleaned every Tuesday with isopropyl alcohol.")
+    (notes / "b.txt").write_text("The horn sounds twice every thirty seconds.")
+    idx = tmp_path / "idx"
+    build_index([notes], idx)
+    index = TantivyIndex.open(idx)
+    index.meta.updated = 1000.0  # as if built long ago
+    index.meta.save(idx)
+    report = build_index([notes], idx)
+    assert report.unchanged == 2 and TantivyIndex.open(idx).stats()["updated"] == 1000.0
+    os.utime(notes / "a.txt", (2e9, 2e9))  # touched, the same text: no change either
+    build_index([notes], idx)
+    assert TantivyIndex.open(idx).stats()["updated"] == 1000.0
+    (notes / "b.txt").write_text("The horn sounds three times every thirty seconds.")
+    build_index([notes], idx)
+    assert TantivyIndex.open(idx).stats()["updated"] > 1000.0
+    index = TantivyIndex.open(idx)
+    index.meta.updated = 1000.0
+    index.meta.save(idx)
+    (notes / "b.txt").unlink()
+    build_index([notes], idx)
+    assert TantivyIndex.open(idx).stats()["updated"] > 1000.0

@@ -68,6 +68,7 @@ def build_index(
     # the index beside this one's, fail on the writer's lock, and delete the index this one had built.
     with _locked_folder(index_dir):
         index, created = _open_target(index_dir, rebuild)
+        last_update = index.meta.updated  # kept by a run that changes nothing (``Run.commit`` sets it as it goes)
         run = None
         try:
             manifest = {} if rebuild else index.load_manifest()
@@ -98,7 +99,7 @@ def build_index(
             if created and (not (run and run.commits) or isinstance(exc, EmptyCorpusError)):
                 TantivyIndex.remove(index_dir)  # its lock file and the folder go as the lock is let go
             raise
-        _save_meta(index, report, rebuild)
+        _save_meta(index, report, rebuild, last_update)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -265,7 +266,9 @@ def _empty_file(path: Path) -> bool:
         return False
 
 
-def _save_meta(index: TantivyIndex, report: IndexReport, rebuild: bool) -> None:
+def _save_meta(index: TantivyIndex, report: IndexReport, rebuild: bool, last_update: float) -> None:
+    """The index's statistics after a run; its time of last update only where the run changed it (`info`
+    said "updated" at every run that found all files unchanged)."""
     index.reload()
     report.passages_total = index.num_passages()
     if rebuild:
@@ -273,7 +276,8 @@ def _save_meta(index: TantivyIndex, report: IndexReport, rebuild: bool) -> None:
 
         index.meta.created = time.time()
         index.meta.ragcli_version = __version__  # what `info` says built it
-    index.meta.updated = time.time()
+    changed = rebuild or report.added or report.updated or report.removed or report.passages_total != index.meta.passages
+    index.meta.updated = time.time() if changed or not last_update else last_update
     index.meta.passages = report.passages_total
     index.meta.files = len(index.load_manifest())
     index.meta.passage_words = TARGET_WORDS
