@@ -91,7 +91,7 @@ def info(
     from rich.table import Table
 
     # a path or value is shown as it is, never read as markup ("/tmp/[red]idx" lost its "[red]")
-    table = Table(show_header=False, title=markup_safe(f"index {settings.index}"), title_justify="left")
+    table = Table(show_header=False, title=markup_safe(f"index {settings.index}"), title_justify="default")
     for key, value in stats.items():
         if key in ("updated", "created") and value:
             value = datetime.datetime.fromtimestamp(value).isoformat(timespec="seconds")

@@ -24,7 +24,7 @@ def models_list(ctx: typer.Context) -> None:
 
     from ragcli.generation.gguf import embedded_model_path
 
-    table = Table(title=markup_safe(f"models in {models.models_dir()}"), title_justify="left")
+    table = Table(title=markup_safe(f"models in {models.models_dir()}"), title_justify="default")
     table.add_column("model (for --model)", no_wrap=True)
     table.add_column("size", justify="right", no_wrap=True)
     table.add_column("chat template")

@@ -1169,3 +1169,14 @@ def test_help_shows_no_type_for_flags(capsys):
     assert re.search(r"--max-tokens\s+(-\S+\s+)?<int>", out)
     code, out, _ = call(["eval", "run", "--help"], capsys)
     assert code == 0 and "--restart" in out and "<bool>" not in out and "<path>" in out
+
+
+def test_search_and_info_written_to_a_file_end_no_line_with_spaces(small_corpus, tmp_path, capsys):
+    """`ragcli search q > hits.txt` and `ragcli info > info.txt` padded their table's title with spaces to
+    the full width ("1 passage in 0.3 ms" and 60 spaces): trailing whitespace in every such file."""
+    idx = str(tmp_path / "idx")
+    assert call(["index", str(small_corpus), "--index", idx], capsys)[0] == 0
+    for argv in (["search", "Rhodotypos shrub"], ["info"]):
+        code, out, err = call([*argv, "--index", idx], capsys)
+        assert code == 0 and out.splitlines(), err
+        assert not [line for line in out.splitlines() if line != line.rstrip()], out

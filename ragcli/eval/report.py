@@ -85,7 +85,7 @@ def _metric_tables(title: str, rows: list[tuple[str, dict[str, str], str | None]
     from rich.text import Text
 
     def table(title: str, columns: list[tuple[str, str, str]]):  # names as they are, never markup (a file "[b]s.json")
-        t = Table(title=Text(title) if title else None, title_justify="left")
+        t = Table(title=Text(title) if title else None, title_justify="default")
         t.add_column("run", overflow="fold")
         for _, label, _ in columns:
             t.add_column(label, justify="right", no_wrap=True)
@@ -175,7 +175,7 @@ def paired_table(pairs: list[tuple[str, dict[str, Any], str, dict[str, Any]]], t
         from rich.table import Table
         from rich.text import Text
 
-        t = Table(title=Text(title), title_justify="left", caption=caption)  # names as they are, never markup
+        t = Table(title=Text(title), title_justify="default", caption=caption)  # names as they are, never markup
         t.add_column("comparison", overflow="fold")  # the labels wrap where the terminal is narrow
         t.add_column("data set", overflow="fold")
         t.add_column("n", no_wrap=True, justify="right")

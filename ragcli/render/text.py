@@ -232,7 +232,9 @@ def search_table(docs: Sequence[Document], title: str, console):
     least = min(name, console.width // 3)
 
     def table(locations: Sequence[str]):
-        t = Table(show_lines=False, expand=True, title=title, title_justify="left")
+        # (title_justify "default": at the left, not padded with spaces to the table's width, which `search >
+        # hits.txt` wrote as trailing whitespace; "left" pads)
+        t = Table(show_lines=False, expand=True, title=title, title_justify="default")
         t.add_column("#", justify="right", no_wrap=True)
         t.add_column("score", justify="right", no_wrap=True)
         t.add_column("title / location", ratio=1, overflow="fold", width=least or None)  # "servers.md:1…" hid which lines
