@@ -127,8 +127,8 @@ class Repl:
                 self.console.print("[yellow]cancelled[/]")
             except RagcliError as exc:
                 hint = exc.hint
-                if isinstance(exc, IndexMissingError) and hint == IndexMissingError.hint:  # a shell command; here:
-                    hint = "/index PATH builds it"
+                if isinstance(exc, IndexMissingError) and hint and hint.startswith("run `ragcli index "):  # a shell
+                    hint = "/index PATH builds it"  # command (with --index DIR too); here: /index, into this index
                 # "raise --ctx": /set; worded as one text, a setting named in both has its /set once
                 said = as_set_commands(exc.message + (f" ({hint})" if hint else ""))
                 self.console.print(f"[red]error:[/] {markup_safe(said)}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import codecs
 import io
 import json
+import shlex
 import re
 import os
 from pathlib import Path
@@ -459,7 +460,20 @@ def test_a_missing_index_is_reported_before_the_model_is_loaded(tmp_path, capsys
     code, out, err = call(["ask", "q", "--index", str(tmp_path / "none"), "--model", str(not_a_model),
                            "--strategy", "single"], capsys)
     assert code == 3 and err.strip().splitlines() == [
-        f"error: no index at {tmp_path / 'none'} (run `ragcli index PATH` first)"]
+        f"error: no index at {tmp_path / 'none'} (run `ragcli index --index {tmp_path / 'none'} PATH` first)"]
+
+
+def test_the_hint_for_a_missing_index_builds_the_index_asked_for(tmp_path, capsys, small_corpus, fake_model):
+    """`ragcli ask --index ~/work-idx q` without that index said "run `ragcli index PATH` first": that
+    command builds the default index, and the same question failed again. The hint names the index asked
+    for (quoted as the shell needs), and its command, run, builds the one the question then finds."""
+    where = tmp_path / "my idx"
+    code, out, err = call(["ask", "Which band?", "--index", str(where), "--strategy", "single"], capsys)
+    command = f"ragcli index --index '{where}' PATH"
+    assert code == 3 and f"(run `{command}` first)" in err, err
+    argv = shlex.split(command.replace("PATH", shlex.quote(str(small_corpus))))[1:]
+    assert call(argv, capsys)[0] == 0
+    assert call(["ask", "Which band?", "--index", str(where), "--strategy", "single"], capsys)[0] == 0
 
 
 def test_nothing_readable_leaves_no_index_and_ask_says_so_in_one_line(tmp_path, capsys, fake_model):

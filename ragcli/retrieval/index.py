@@ -122,7 +122,7 @@ class TantivyIndex:
                     f"{directory} holds a tantivy index that ragcli did not finish creating",
                     hint=f"rebuild it: {rebuild_command(directory)}",
                 )
-            raise IndexMissingError(f"no index at {directory}")
+            raise IndexMissingError(f"no index at {directory}", hint=_build_hint(directory))
         try:
             meta = IndexMeta.load(directory)
         except (ValueError, TypeError, OSError) as exc:
@@ -447,3 +447,15 @@ def _codec_name(name: str) -> str:
         return codecs.lookup(name).name
     except LookupError:
         return name
+
+
+def _build_hint(directory: Path) -> str | None:
+    """The command that builds the index at ``directory``: `ragcli index PATH` builds the default one, so
+    another (``--index ~/work-idx``) is named in it, quoted as the shell needs; None: the error's own."""
+    import shlex
+
+    from ragcli.config import default_index_dir
+
+    if os.path.abspath(directory) == os.path.abspath(default_index_dir()):
+        return None
+    return f"run `ragcli index --index {shlex.quote(str(directory))} PATH` first"
