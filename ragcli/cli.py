@@ -257,15 +257,9 @@ def config_show(
         data = settings.to_dict()
         typer.echo(json.dumps({**data, "sources": {name: settings.source(name) for name in data}}, indent=2))
         return
-    from ragcli.render.text import text_console
-    from rich.table import Column, Table
+    from ragcli.render.text import settings_table, text_console
 
-    # folded, never cut: "/root/.config/ragcli/conf…" in 80 columns or a pipe hid which file (as doctor's)
-    table = Table("setting", Column("value", overflow="fold"), Column("from", overflow="fold"))
-    for name, value in settings.to_dict().items():
-        # values and sources as they are: "--index '/tmp/notes[/]x'" was a MarkupError, a config in "[dim]cfg" lost it
-        table.add_row(name.replace("_", "-"), markup_safe(str(value)), markup_safe(settings.source(name)))
-    text_console().print(table)
+    text_console().print(settings_table(settings))
 
 
 @config_app.command("path")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from rich.console import Console
-from rich.table import Column, Table
+from rich.table import Table
 from rich.text import Text
 
 from ragcli import attribution
@@ -27,7 +27,8 @@ from ragcli.engine import Engine
 from ragcli.errors import IndexMissingError, RagcliError, UsageError
 from ragcli.events import AnswerFinished, Event, Notice
 from ragcli.render import live_trace, safe
-from ragcli.render.text import fold_path, hanging, marked_answer, one_line, shorten, source_lines, text_console
+from ragcli.render.text import (fold_path, hanging, marked_answer, one_line, settings_table, shorten, source_lines,
+                               text_console)
 from ragcli.repl_session import make_session
 from ragcli.set_commands import as_set_commands
 from ragcli.signals import terminal_mode
@@ -293,11 +294,7 @@ class Repl:
             for name in named:
                 if name not in self.settings.names():
                     raise self.settings.unknown(name)
-            table = Table("setting", Column("value", overflow="fold"), Column("from", overflow="fold"))  # as `config show`
-            values = self.settings.to_dict()
-            for name in named or values:
-                table.add_row(name.replace("_", "-"), markup_safe(str(values[name])), markup_safe(self.settings.source(name)))  # as `config show`
-            self.console.print(table)
+            self.console.print(settings_table(self.settings, named))  # as `config show`
         elif cmd == "/sources":
             if not self.transcript:
                 self.console.print("no answer yet")

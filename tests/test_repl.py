@@ -903,3 +903,19 @@ def test_the_echo_an_answer_turns_off_is_put_back_should_the_process_leave_at_on
             assert echo()
         assert echo() and not signals._last_words
     os.close(leader)
+
+
+def test_show_says_what_an_empty_setting_means(settings, built_index, capsys):
+    """`/show` and `ragcli config show` printed the model setting of a new user as a blank cell, "model  │
+    │ default": no word of which model that is. An empty value whose help says what empty means shows
+    that ("(empty: the embedded Gemma 3 270M)"); a value that is set shows as it is."""
+    from ragcli import cli
+
+    repl, code, err, out = drive(make_repl(settings.copy(model="", api_model="", strategy="none"), built_index),
+                                 "/show model api-model k\r/exit\r")
+    text = " ".join(err.replace("│", " ").split())
+    assert "model (empty: the embedded Gemma 3 270M) " in text and "api-model (empty: the one the server serves)" in text
+    with pytest.raises(SystemExit):
+        cli.run(["config", "show", "--model", "", "--k", "4"])
+    shown = " ".join(capsys.readouterr().out.replace("│", " ").split())
+    assert "model (empty: the embedded Gemma 3 270M) flag" in shown and " k 4 flag" in shown, shown

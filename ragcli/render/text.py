@@ -193,6 +193,27 @@ def text_console(**options):
     return Console(highlight=False, emoji=False, **options)
 
 
+def settings_table(settings, names: Sequence[str] = ()):
+    """`ragcli config show`'s and `/show`'s table: each setting (``names``, or all), its value and where it
+    came from. An empty value whose help says what empty means shows that, "(empty: the embedded Gemma 3
+    270M)": the model of a new user was a blank cell. Values and sources as they are, never markup
+    ("--index '/tmp/notes[/]x'" was a MarkupError)."""
+    from dataclasses import fields
+
+    from rich.table import Column, Table
+
+    meaning = {f.name: m.group(0) for f in fields(settings)
+               if (m := re.search(r"\(empty: [^)]*\)", f.metadata.get("help", "")))}
+    values = settings.to_dict()
+    # folded, never cut: "/root/.config/ragcli/conf…" in 80 columns or a pipe hid which file (as doctor's)
+    table = Table("setting", Column("value", overflow="fold"), Column("from", overflow="fold"))
+    for name in names or values:
+        value = values[name]
+        shown = f"[dim]{markup_safe(meaning[name])}[/]" if value == "" and name in meaning else markup_safe(str(value))
+        table.add_row(name.replace("_", "-"), shown, markup_safe(settings.source(name)))
+    return table
+
+
 def shorten(text: str, width: int) -> str:
     """``text`` on one line of at most ``width`` terminal columns (a CJK character takes two), cut
     after a whole word where one ends in its last third ("…the European Space A" read as a word)."""
