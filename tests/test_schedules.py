@@ -410,3 +410,20 @@ def test_ircot_drops_the_lowest_ranked_paragraphs_of_every_retrieval_first_when_
     run(IRCoT, gen, settings.copy(k=3, max_steps=2, lookahead=32, pool_cap=15), retriever=TwoSearches(docs))
     second = gen.calls[1]["prompt"]
     assert all(f"paragraph {i} " in second for i in (0, 1, 3, 4)) and "paragraph 2 " not in second
+
+
+def test_self_ask_shows_each_intermediate_answer_before_the_next_follow_up(settings):
+    """The live view showed the three follow-up searches, then the three intermediate answers together at
+    the end: the strategy gathered them from its scratchpad once the loop was over, so the answer to the
+    first follow-up appeared after the third search, and a watcher could not follow the reasoning. Each
+    is told as it is written, once, before the next follow-up is searched."""
+    gen = FakeGenerator([
+        toks("Follow up: Who founded Rome?\n", 0.9), toks(" Romulus founded Rome.", 0.9),
+        toks("Follow up: Who was Romulus' father?\n", 0.9), toks(" Mars was his father.", 0.9),
+        toks("So the final answer is: Mars\n", 0.9),
+    ])
+    events, _ = run(SelfAsk, gen, settings, question="Who was the father of Rome's founder?")
+    told = [("search", e.query.text) if isinstance(e, RetrievalTriggered) else ("notice", e.message)
+            for e in events if isinstance(e, (RetrievalTriggered, Notice))]
+    assert told == [("search", "Who founded Rome?"), ("notice", "Intermediate answer: Romulus founded Rome."),
+                    ("search", "Who was Romulus' father?"), ("notice", "Intermediate answer: Mars was his father.")]

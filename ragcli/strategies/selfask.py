@@ -31,6 +31,7 @@ class SelfAsk(Strategy):
         cut_final = False  # the final answer ran out of tokens before its line ended
         used = 0  # tokens generated: follow-ups, intermediate and final answers share --max-tokens
         asked: set[str] = set()  # follow-ups searched so far (a small model asks one again and again)
+        told = 0  # intermediate answers told so far, each as it is written (not all at the end, after every search)
 
         def budget(cap: int) -> int:
             return min(cap, st.max_tokens - used)
@@ -71,6 +72,7 @@ class SelfAsk(Strategy):
             sub = follow.group(1).strip()
             asked.add(same_words_key(sub))
             scratch += text[: follow.end()].rstrip() + "\n"
+            told = yield from self._tell_intermediate(scratch, told)  # any the model wrote before its follow-up
             self.stats.retrieval_opportunities += 1
             docs = yield from self.retrieve(Query(sub, "follow-up"), "follow-up question")
             docs = self.fit_documents(docs, lambda d: prompts.self_ask_prompt(question, d, scratch), reserve=96)
@@ -89,6 +91,7 @@ class SelfAsk(Strategy):
                 scratch = scratch.removesuffix("Intermediate answer:")
                 break
             scratch += " " + chunk.text.strip() + "\n"
+            told = yield from self._tell_intermediate(scratch, told)
         if not final and budget(1) <= 0:
             stop_reason = "max_tokens"
         elif not final:
@@ -105,10 +108,8 @@ class SelfAsk(Strategy):
             elif final and (chunk.timed_out or not chunk.ended):  # cut mid-line ("born in 194"), said so
                 stop_reason = "timeout" if chunk.timed_out else "max_tokens"
                 cut_final = True
-        intermediate = [line.removeprefix("Intermediate answer:").strip() for line in scratch.strip().splitlines()
-                        if line.startswith("Intermediate answer:")]
-        for line in intermediate:
-            yield self.notice(f"Intermediate answer: {line}")
+        yield from self._tell_intermediate(scratch, told)
+        intermediate = _intermediate_answers(scratch)
         if not final and intermediate and intermediate[-1]:
             # the tokens ran out first: the last intermediate answer is the answer, never the scratchpad
             yield self.notice("no final answer was written; the last intermediate answer stands", "warning")
@@ -119,3 +120,15 @@ class SelfAsk(Strategy):
             yield self.commit(Sentence(answer), docs=self._prompt_docs)
         yield self.finish(answer, stop_reason)
 
+    def _tell_intermediate(self, scratch: str, told: int):
+        """A notice for each intermediate answer in ``scratch`` after the first ``told``; returns how many
+        are told now."""
+        answers = _intermediate_answers(scratch)
+        for line in answers[told:]:
+            yield self.notice(f"Intermediate answer: {line}")
+        return len(answers)
+
+
+def _intermediate_answers(scratch: str) -> list[str]:
+    return [line.removeprefix("Intermediate answer:").strip() for line in scratch.strip().splitlines()
+            if line.startswith("Intermediate answer:")]
