@@ -38,27 +38,30 @@ def index(
     # (os.path.lexists: Path.exists raised PermissionError for a file in a folder that cannot be entered)
     paths = [p if os.path.lexists(p) else Path(os.path.expanduser(p)) for p in paths]  # "~nobody/x": kept
     console = stderr_console()
+    # one line each into a pipe or a file (grep finds a path whole); on a terminal wrapped between words, where
+    # the terminal's own wrapping cut the summary mid-word ("in th" / "e index")
+    console.soft_wrap = not console.is_terminal
     warnings: list[str] = []
 
     def on_warning(msg: str) -> None:
         warnings.append(msg)
-        console.print(f"[yellow]warning:[/] {markup_safe(msg)}", soft_wrap=True)  # paths stay on one line
+        console.print(f"[yellow]warning:[/] {markup_safe(msg)}")
 
     with index_progress(console) as on_progress:
         report = build_index(paths, Path(settings.index), rebuild=rebuild, on_progress=on_progress,
                              on_warning=on_warning, exclude=exclude or [], include_hidden=hidden, jobs=jobs)
     if verbose:
         for result in report.files:
-            console.print(markup_safe(result.describe()), soft_wrap=True)
+            console.print(markup_safe(result.describe()))
         for shown in report.removed_files:
-            console.print(markup_safe(f"{'removed':<8} {shown}"), soft_wrap=True)
+            console.print(markup_safe(f"{'removed':<8} {shown}"))
     if (report.removed or report.updated) and not report.passages_total:  # deleted, excluded or blanked
         on_warning("the index holds no passages now: the files it held from these paths are gone or hold no text")
     if report.kept:
         console.print(f"kept {counted(report.kept, 'indexed file')} in folders that could not be read this run "
-                      "(their passages stay until the folder can be read)", soft_wrap=True)
+                      "(their passages stay until the folder can be read)")
     if report.walk.other_types:
-        console.print(f"[dim]{markup_safe(report.not_read_text())}[/]", soft_wrap=True)
+        console.print(f"[dim]{markup_safe(report.not_read_text())}[/]")
     bad = sum(report.bad_lines.values())
     console.print(
         f"indexed {counted(report.files_seen, 'file')} ({report.added} added, {report.updated} updated, "
@@ -67,7 +70,6 @@ def index(
         + (f"; {counted(bad, 'bad JSONL line')} skipped in {counted(len(report.bad_lines), 'file')}" if bad else "")
         + f"): {counted(report.passages_added, 'passage')} added, {report.passages_total} in the index, "
         f"{report.seconds:.1f}s ({report.passages_per_second:.0f} passages/s) → {markup_safe(settings.index)}",
-        soft_wrap=True,
     )
 
 

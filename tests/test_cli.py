@@ -1194,3 +1194,35 @@ def test_search_and_info_written_to_a_file_end_no_line_with_spaces(small_corpus,
         code, out, err = call([*argv, "--index", idx], capsys)
         assert code == 0 and out.splitlines(), err
         assert not [line for line in out.splitlines() if line != line.rstrip()], out
+
+
+def test_the_index_summary_wraps_between_words_on_a_terminal(tmp_path, capsys, monkeypatch):
+    """`ragcli index` printed its summary as one line for the terminal to wrap, which it did mid-word ("in th" /
+    "e index" at 100 columns). On a terminal it wraps between words now (a path stays whole where it fits);
+    into a pipe or a file it stays one line, as before, for grep."""
+    import io
+
+    from rich.console import Console
+
+    from ragcli import index_cli
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.txt").write_text("Alpha text about lighthouses and fog signals.", encoding="utf-8")
+    screen = io.StringIO()
+    monkeypatch.setattr(index_cli, "stderr_console",
+                        lambda: Console(file=screen, force_terminal=True, width=50, color_system=None))
+    code, _, _ = call(["index", str(notes), "--index", str(tmp_path / "idx")], capsys)
+    assert code == 0
+    shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "\n", screen.getvalue())  # (the progress bar's erasures)
+    shown = shown[shown.index("indexed 1 file"):]
+    lines = [line.rstrip() for line in shown.splitlines() if line.strip()]
+    assert len(lines) > 1, lines
+    assert all(len(line) <= 50 for line in lines)
+    words = set("indexed 1 file (1 added, 0 updated, 0 removed, 0 unchanged, 0 skipped): 1 passage added, "
+                "1 in the index,".split())
+    assert words <= {w for line in lines for w in line.split()}, lines  # no word cut in two
+    monkeypatch.undo()
+    code, _, err = call(["index", str(notes), "--index", str(tmp_path / "idx2")], capsys)  # not a terminal
+    summary = [line for line in err.splitlines() if line.startswith("indexed")]
+    assert len(summary) == 1 and summary[0].endswith(str(tmp_path / "idx2"))
