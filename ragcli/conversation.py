@@ -70,11 +70,12 @@ _DUMMY_IT_NAMED = re.compile(r"\bit\s+(?:is\s+|was\s+)?(?:true|the case|possible
                              r"|\b(?:is|was|does|did|will)\s+it\s+(?:like|cold|hot|warm|get|rain\w*|snow\w*)\b"
                              r"|\b(?:cold|hot|warm|like|hard|easy)\s+(?:is|was|does|did)\s+it\b"
                              r"|^\s*(?:was|is)\s+it\s+(?-i:[A-Z])\w*.*\b(?:who|that)\b", re.IGNORECASE)
-# "the libtasn1 library and its functions": an "its" or "their" that stands for what the question itself names
-# with an article, a name in lower case that ``_named_before`` does not see ("his", "her": "the king and his
-# sons" may be the earlier exchange's king)
+# "the libtasn1 library and its functions": an "its" that stands for what the question itself names with an
+# article, a name in lower case that ``_named_before`` does not see. Not "their" ("When was the album released
+# and their tour?" is the Beatles of the exchange before), nor "his", "her" ("the king and his sons" may be the
+# earlier exchange's king)
 _OWN_POSSESSIVE = re.compile(r"\b(?:the|a|an|this|these|those)\s+(?:[\w'-]+\s+){0,2}[\w'-]+\s+(?:and|or|with)\s+"
-                             r"(?P<pronoun>its|their)\b", re.IGNORECASE)
+                             r"(?P<pronoun>its)\b", re.IGNORECASE)
 _DETERMINERS = frozenset("the this these those".split())  # not "that": mostly relative ("the film that won")
 _CLAUSE_BREAK = re.compile(r"[,;:]|\b(?:and|but|so|then)\b", re.IGNORECASE)
 # capitalised, and no name: a date's month or day ("born on 8 March 1957")

@@ -138,17 +138,21 @@ def test_and_x_asks_the_same_of_a_new_subject_without_the_names_it_replaces():
     assert "Sigmund Jähn" in talk.texts("Where was he born?")[1]
 
 
-def test_its_or_their_after_a_thing_the_question_names_refers_to_that_thing():
+def test_its_after_a_thing_the_question_names_refers_to_that_thing():
     """"Explain the libtasn1 library and its functions in detail." was taken for a follow-up in the REPL
     (a name in lower case is no name to ``_named_before``): it was searched with the previous question's
-    subject ("… Jelling stones") and answered about that. An "its" or "their" right after "and", "or" or
-    "with" and a thing the question names with an article stands for that thing; the thing itself still
-    refers back when the exchange before spoke of it ("the album" after a question on an album)."""
+    subject ("… Jelling stones") and answered about that. An "its" right after "and", "or" or "with" and a
+    thing the question names with an article stands for that thing; "their" does not (it is most often the
+    people of the exchange before: "When was the album released and their tour?" after the Beatles), nor do
+    "his" and "her"; the thing itself still refers back when the exchange before spoke of it ("the album"
+    after a question on an album)."""
     for q in ("Explain the libtasn1 library and its functions in detail.", "Tell me about the lighthouse and its lamp.",
-              "Describe a typical steam engine and its parts.", "Who founded the company with its first shop?",
-              "When did the band or their label move?"):
+              "Describe a typical steam engine and its parts.", "Who founded the company with its first shop?"):
         assert not is_follow_up(q), q
     for q in ("What is its population and its area?", "Who wrote it and its sequel?", "Tell me about its lamp.",
-              "Where did the king and his sons live?"):
+              "Where did the king and his sons live?", "When did the band or their label move?",
+              "When was the album released and their tour?", "Who sang the song with their friends?",
+              "Which songs did the band record with their producer?"):
         assert is_follow_up(q), q
+        assert is_follow_up(q, "Who recorded Abbey Road? The Beatles recorded it."), q
     assert is_follow_up("Did the album and its singles chart?", "Which album did Rush release in 1978? Hemispheres.")
