@@ -236,3 +236,22 @@ def test_other_sources_with_one_title_are_told_apart_by_where_they_are():
     assert lines[1] == "  [2] libtasn1 — docs/libtasn1.pdf p. 21"
     assert lines[2] == ("  also in the prompt: [1] Gorm the Old, [3] libtasn1 p. 3, [4] notes lines 12-30, "
                         "[5] notes line 31, [6] corpus line 4 §2, [7] corpus line 4 §3")
+
+
+def test_other_passages_of_one_web_page_file_are_told_apart_by_their_part(tmp_path):
+    """An HTML file has no line numbers: its passages are located "guide.html §1", "guide.html §2"
+    (``ingest.reader``), all titled by the page's <title>. The part is then what tells them apart in
+    "also in the prompt" (it listed "[2] Lighthouse Guide, [3] Lighthouse Guide")."""
+    from ragcli.ingest.reader import read_passages
+
+    page = tmp_path / "guide.html"
+    paragraphs = "".join(f"<p>{' '.join(['Fog signals sound every thirty seconds.'] * 12)} Part {i}.</p>"
+                         for i in range(12))
+    page.write_text(f"<html><head><title>Lighthouse Guide</title></head><body>{paragraphs}</body></html>",
+                    encoding="utf-8")
+    passages = read_passages(page, "guide.html")
+    assert len(passages) >= 3 and all(p.title == "Lighthouse Guide" for p in passages)
+    docs = [Document(p.pid, p.title, p.text, 1.0, "index", p.location) for p in passages[:3]]
+    assert [d.location for d in docs] == ["guide.html §1", "guide.html §2", "guide.html §3"]
+    lines = source_lines(docs, [(0, 30, (0,))])
+    assert lines[2] == "  also in the prompt: [2] Lighthouse Guide §2, [3] Lighthouse Guide §3"

@@ -110,18 +110,19 @@ def source_rows(sources: Sequence[Document], citations: Sequence | None = None, 
     return rows
 
 
-# the end of a location that says where in its file a passage is: "p. 3", ":12-30", "#L42 §2"
-_PLACE = re.compile(r"(?: p\. (?P<page>\d+)|:(?P<lines>\d+(?:-\d+)?)|#L(?P<line>\d+))(?P<part> §\d+)?$")
+# the end of a location that says where in its file a passage is: "p. 3", ":12-30", "#L42 §2", or only its
+# part, " §2" (a web page's file has no lines: "guide.html §2")
+_PLACE = re.compile(r"(?: p\. (?P<page>\d+)|:(?P<lines>\d+(?:-\d+)?)|#L(?P<line>\d+))?(?P<part> §\d+)?$")
 
 
 def _place(location: str) -> str:
-    """" p. 3", " lines 12-30", " line 42 §2": which page or lines of its file a document is, to tell apart
-    the pages of a PDF or the passages of a text file, which all have the file's name for a title."""
+    """" p. 3", " lines 12-30", " line 42 §2", " §2": which page, lines or part of its file a document is,
+    to tell apart the pages of a PDF or the passages of a text file or web page, which all have the file's
+    name or the page's title for a title."""
     m = _PLACE.search(location or "")
-    if m is None:
-        return ""
     where = (f" p. {m['page']}" if m["page"] else
-             f" line{'s' if '-' in m['lines'] else ''} {m['lines']}" if m["lines"] else f" line {m['line']}")
+             f" line{'s' if '-' in m['lines'] else ''} {m['lines']}" if m["lines"] else
+             f" line {m['line']}" if m["line"] else "")
     return safe(where + (m["part"] or ""))
 
 
