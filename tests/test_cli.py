@@ -1226,3 +1226,20 @@ def test_the_index_summary_wraps_between_words_on_a_terminal(tmp_path, capsys, m
     code, _, err = call(["index", str(notes), "--index", str(tmp_path / "idx2")], capsys)  # not a terminal
     summary = [line for line in err.splitlines() if line.startswith("indexed")]
     assert len(summary) == 1 and summary[0].endswith(str(tmp_path / "idx2"))
+
+
+def test_the_missing_index_hint_goes_by_the_index_ragcli_index_would_build(tmp_path, capsys, monkeypatch):
+    """The short hint, "run `ragcli index PATH` first", is right only for the index `ragcli index` builds
+    without --index: with RAGCLI_INDEX (or the config file) naming another, that one. Asked for the built-in
+    default then, the hint names it; asked for the configured one, the short hint builds it."""
+    from ragcli.config import default_index_dir
+
+    monkeypatch.chdir(tmp_path)  # (no ./index_data here: the built-in default is the user data dir's)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    configured = tmp_path / "configured"
+    monkeypatch.setenv("RAGCLI_INDEX", str(configured))
+    builtin = default_index_dir()
+    code, _, err = call(["search", "band", "--index", builtin], capsys)
+    assert code == 3 and f"run `ragcli index --index {builtin} PATH` first" in err, err
+    code, _, err = call(["search", "band"], capsys)
+    assert code == 3 and "(run `ragcli index PATH` first)" in err, err

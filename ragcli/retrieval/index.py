@@ -450,12 +450,17 @@ def _codec_name(name: str) -> str:
 
 
 def _build_hint(directory: Path) -> str | None:
-    """The command that builds the index at ``directory``: `ragcli index PATH` builds the default one, so
-    another (``--index ~/work-idx``) is named in it, quoted as the shell needs; None: the error's own."""
+    """The command that builds the index at ``directory``: `ragcli index PATH` builds the index the settings
+    name without a flag (RAGCLI_INDEX, the config file, else the built-in default), so another
+    (``--index ~/work-idx``) is named in it, quoted as the shell needs; None: the error's own."""
     import shlex
 
-    from ragcli.config import default_index_dir
+    from ragcli.config import Settings, default_index_dir
 
-    if os.path.abspath(directory) == os.path.abspath(default_index_dir()):
+    try:
+        unflagged = Settings.resolve().index
+    except Exception:  # noqa: BLE001 - a config file that cannot be read fails on its own; here, the default
+        unflagged = default_index_dir()
+    if os.path.abspath(os.path.expanduser(directory)) == os.path.abspath(os.path.expanduser(unflagged)):
         return None
     return f"run `ragcli index --index {shlex.quote(str(directory))} PATH` first"
