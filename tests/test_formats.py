@@ -533,6 +533,20 @@ def test_pdf_words_broken_at_line_ends_are_joined_again(tmp_path):
                       "COVID-19 began - or so - they say.")
 
 
+def test_pdf_identifiers_and_capital_words_broken_at_line_ends_are_joined_where_the_document_says_so(tmp_path):
+    """A manual's "ASN1_" at a line's end and "SYNTAX_ERROR" on the next became "ASN1_ SYNTAX_ERROR" (a
+    search for the constant missed it: no word ends in "_"), and "OP-" / "TIONAL" kept its hyphen (a capital
+    goes on a compound, "Anglo-Saxon"), though the manual writes "OPTIONAL" on another page. A break after
+    "_" is joined; a hyphen before a capital is dropped where the document writes the joined word; a
+    compound it never writes joined keeps its hyphen; a whole name ending in "_" stays a word."""
+    pdf = tmp_path / "manual.pdf"
+    make_pdf(pdf, ["It returns ASN1_\nSYNTAX_ERROR when a field is OP-\nTIONAL but given, and the Anglo-\nSaxon ones,"
+                   " NON-\nEMPTY, come last.", "OPTIONAL fields: see __init__\nThe rest."])
+    got = [p.text for p in read_passages(pdf, "manual.pdf")]
+    assert got == ["It returns ASN1_SYNTAX_ERROR when a field is OPTIONAL but given, and the Anglo-Saxon ones, "
+                   "NON-EMPTY, come last.", "OPTIONAL fields: see __init__ The rest."]
+
+
 def test_stray_nul_bytes_in_text_are_read_as_spaces_and_binary_stays_binary():
     """One NUL in a file's first 8 KB made it "binary": a log with the NUL-filled tail a crash
     leaves, a CSV export with a NUL in a field, a legacy note with one, were skipped whole."""
@@ -609,7 +623,7 @@ def test_a_malformed_pdf_is_skipped_with_the_reason_and_the_folder_still_indexed
 
 
 def test_a_pdf_title_a_tool_wrote_is_not_the_documents():
-    from ragcli.ingest.formats import _pdf_title
+    from ragcli.ingest.pdf import _pdf_title
 
     class Reader:
         def __init__(self, title):

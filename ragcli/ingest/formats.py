@@ -1,5 +1,5 @@
-"""Text extraction per file format, with the structure users cite: Markdown heading paths, PDF page
-numbers, HTML titles without navigation boilerplate, line numbers for text and source code.
+"""Text extraction per file format, with the structure users cite: Markdown heading paths, HTML titles
+without navigation boilerplate, line numbers for text and source code (PDF pages: ``ingest.pdf``).
 
 Each extractor returns Sections; ``reader`` cuts them into passages. Well-kept libraries do the
 parsing (markdown-it-py, pypdf, BeautifulSoup); nothing here is a hand-written parser.
@@ -33,9 +33,10 @@ SUPPORTED_SUFFIXES = TEXT_SUFFIXES | MARKDOWN_SUFFIXES | HTML_SUFFIXES | PDF_SUF
 # written out, and the parts of a long record without an id are its hash's "#0", "#1", …. JSONL 3: a
 # line starting with a byte-order mark (concatenated Windows exports) is a record, not a bad line.
 # Markdown 3: front matter in a file with lone-CR line ends is metadata, not the first passage.
-# JSONL 4: a line with spaces before its byte-order mark is a record too.
+# JSONL 4: a line with spaces before its byte-order mark is a record too. PDF 2: an identifier broken after its
+# "_" at a line's end is joined, and a word broken before a capital where the page writes it joined elsewhere.
 _READER_VERSIONS = {**{suffix: 3 for suffix in MARKDOWN_SUFFIXES}, **{suffix: 3 for suffix in HTML_SUFFIXES},
-                    **{suffix: 4 for suffix in JSONL_SUFFIXES}}
+                    **{suffix: 4 for suffix in JSONL_SUFFIXES}, **{suffix: 2 for suffix in PDF_SUFFIXES}}
 
 
 def reader_version(path: Path) -> int:
@@ -317,95 +318,3 @@ def _text_blocks(root) -> list[str]:
 
 
 # --------------------------------------------------------------------------- PDF
-def pdf_sections(path: Path) -> list[Section]:
-    try:
-        from pypdf import PdfReader
-    except ImportError:
-        raise SkipFile("PDF support needs pypdf (pip install pypdf)") from None
-    import logging
-
-    logging.getLogger("pypdf").setLevel(logging.ERROR)  # "EOF marker not found" and the like: the skip says it
-    try:  # a page saved as .pdf, a text file: "unreadable PDF: PdfStreamError…" said nothing useful
-        with open(path, "rb") as fh:
-            head = fh.read(1024)  # readers accept the header anywhere in the first 1 KB
-    except OSError as exc:
-        raise SkipFile(f"cannot read: {exc.strerror or exc}") from None
-    if b"%PDF-" not in head:
-        raise SkipFile("not a PDF (no %PDF- header)")
-    # pypdf meets broken files with any exception (AttributeError, TypeError, RecursionError, its own
-    # LimitReachedError ...): one malformed PDF stopped a whole folder's indexing. A page that fails
-    # is left out; a file that fails is skipped with the reason.
-    try:
-        reader = PdfReader(str(path))
-        if reader.is_encrypted and not _decrypted(reader):
-            raise SkipFile("encrypted PDF (it needs a password)")
-        title = _pdf_title(reader)
-        pages = list(reader.pages)
-    except SkipFile:
-        raise
-    except Exception as exc:  # noqa: BLE001 - see above
-        raise SkipFile(f"unreadable PDF: {_why(exc)}") from None
-    sections, failed = [], []
-    for number, page in enumerate(pages, start=1):
-        try:
-            text = page.extract_text() or ""
-        except Exception as exc:  # noqa: BLE001 - see above
-            failed.append(exc)
-            continue
-        if text.strip():
-            sections.append(Section(title or path.stem, dehyphenated(text), page=number))
-    if pages and failed and len(failed) == len(pages):
-        raise SkipFile(f"unreadable PDF: {_why(failed[0])}")
-    if pages and not sections:
-        raise SkipFile(f"no text layer in its {len(pages)} page(s) (a scan? run OCR on it first)")
-    return sections
-
-
-# A word broken across lines by typesetting: "per-" at a line's end, "cent" at the next one's start.
-_BROKEN_WORD = re.compile(r"(\w+)[-\u00ad][ \t]*\r?\n[ \t]*(\w+)")
-
-
-def dehyphenated(text: str) -> str:
-    """A PDF page's words broken at line ends joined again: "per-\\ncent" is "percent" (searchable
-    as one word), "Anglo-\\nSaxon" and "COVID-\\n19" keep their hyphen (a capital or a digit goes
-    on a compound), and so does a pair the page also writes hyphenated within a line ("well-known")."""
-    if "-" not in text and "\u00ad" not in text:
-        return text
-    compounds = {m.group(0).lower() for m in re.finditer(r"\w+-\w+", text)}
-
-    def join(m: re.Match) -> str:
-        head, tail = m.group(1), m.group(2)
-        if not tail[0].islower() or f"{head}-{tail}".lower() in compounds:
-            return f"{head}-{tail}"
-        return head + tail
-
-    return _BROKEN_WORD.sub(join, text)
-
-
-def _decrypted(reader) -> bool:
-    """Whether an encrypted PDF opens without a password (many carry only an owner password)."""
-    from pypdf import PasswordType
-
-    try:
-        return reader.decrypt("") != PasswordType.NOT_DECRYPTED
-    except Exception:  # noqa: BLE001 - an unsupported cipher is as closed as a password
-        return False
-
-
-def _pdf_title(reader) -> str:
-    """The document title from the metadata, unless it is a tool's ("Microsoft Word - report.docx")."""
-    try:
-        title = str(reader.metadata.title).strip() if reader.metadata and reader.metadata.title else ""
-    except Exception:  # noqa: BLE001 - broken metadata is not fatal
-        return ""
-    if _TOOL_TITLE.search(title):
-        return ""
-    return title
-
-
-_TOOL_TITLE = re.compile(r"^(Microsoft (Word|PowerPoint|Excel) - |untitled\b)|\.(docx?|pptx?|xlsx?|odt|rtf)$", re.I)
-
-
-def _why(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
