@@ -53,6 +53,13 @@ def test_pdf_pages_are_cited(tmp_path):
     assert [p.location for p in passages] == ["report.pdf p. 1", "report.pdf p. 2"]
     assert passages[0].title == "Test Report"
     assert "wombats" in passages[1].text
+    # a page long enough for two passages: each says which it is, as a long section's do ("…p. 2 §1", "§2"); two
+    # sources read "report.pdf p. 2" twice, one of them the wrong half of the page
+    sentence = "The wombat digs long burrows under the eucalyptus trees of Tasmania every night. "
+    make_pdf(pdf, ["The quokka lives on Rottnest Island.", sentence * 8 + "\n" + sentence * 8])
+    locations = [p.location for p in read_passages(pdf, "report.pdf")]
+    assert len(locations) >= 3
+    assert locations == ["report.pdf p. 1"] + [f"report.pdf p. 2 §{i}" for i in range(1, len(locations))]
 
 
 HTML = """<html><head><title>Quokka facts</title><script>var tracking = 1;</script></head>

@@ -118,8 +118,8 @@ def _section_passages(section: Section, shown: str) -> Iterator[Passage]:
         body = normalise(text[a:b])
         if not body:
             continue
-        if section.page is not None:
-            location = f"{shown} p. {section.page}"
+        if section.page is not None:  # a page of two passages or more: which part ("p. 32" twice named neither)
+            location = f"{shown} p. {section.page}" + (f" §{i}" if len(pieces) > 1 else "")
         elif line_starts is not None:
             base = section.first_line - 1
             first, last = base + _line_of(line_starts, a), base + _line_of(line_starts, b - 1)
