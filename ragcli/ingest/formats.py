@@ -34,7 +34,8 @@ SUPPORTED_SUFFIXES = TEXT_SUFFIXES | MARKDOWN_SUFFIXES | HTML_SUFFIXES | PDF_SUF
 # line starting with a byte-order mark (concatenated Windows exports) is a record, not a bad line.
 # Markdown 3: front matter in a file with lone-CR line ends is metadata, not the first passage.
 # JSONL 4: a line with spaces before its byte-order mark is a record too. PDF 2: an identifier broken after its
-# "_" at a line's end is joined, and a word broken before a capital where the page writes it joined elsewhere.
+# "_" at a line's end is joined, and a word broken before a capital where the page writes it joined elsewhere;
+# the passages of a page of several are located "p. 3 §1", "p. 3 §2".
 _READER_VERSIONS = {**{suffix: 3 for suffix in MARKDOWN_SUFFIXES}, **{suffix: 3 for suffix in HTML_SUFFIXES},
                     **{suffix: 4 for suffix in JSONL_SUFFIXES}, **{suffix: 2 for suffix in PDF_SUFFIXES}}
 
