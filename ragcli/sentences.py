@@ -95,9 +95,6 @@ def _tokenizer():  # -> nltk PunktSentenceTokenizer
     return PunktSentenceTokenizer(params, lang_vars=lang_vars(), token_cls=token_cls)
 
 
-_NON_PUNCT = None  # Punkt's own "not only punctuation" pattern, unwrapped (``_untimed_classes``)
-
-
 def _untimed(pattern):
     """A pattern of Punkt's own as its engine compiled it. NLTK 3.10 wraps every regular expression
     in ``redos.TimedPattern``, which runs it in the ``regex`` engine under a wall-clock timeout: a
@@ -112,9 +109,6 @@ def _untimed(pattern):
 def _untimed_classes(punkt):
     """Punkt's language variables and token class with their patterns unwrapped (``_untimed``);
     otherwise NLTK's own: the splits are the same."""
-    global _NON_PUNCT
-    _NON_PUNCT = non_punct = _untimed(punkt._re_non_punct)
-
     class LangVars(punkt.PunktLanguageVars):
         __slots__ = ()
         re_boundary_realignment = _untimed(punkt.PunktLanguageVars.re_boundary_realignment)
@@ -131,10 +125,11 @@ def _untimed_classes(punkt):
         _RE_NUMERIC = _untimed(punkt.PunktToken._RE_NUMERIC)
         _RE_INITIAL = _untimed(punkt.PunktToken._RE_INITIAL)
         _RE_ALPHA = _untimed(punkt.PunktToken._RE_ALPHA)
+        _RE_NON_PUNCT = _untimed(punkt._re_non_punct)  # (a module global in Punkt, read by this property)
 
         @property
         def is_non_punct(self):
-            return non_punct.search(self.type)
+            return self._RE_NON_PUNCT.search(self.type)
 
     return LangVars, Token
 

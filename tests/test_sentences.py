@@ -187,7 +187,7 @@ def test_punkt_runs_its_own_patterns_without_nltk_s_timeout_wrapper_and_splits_t
     tok = sentences._tokenizer()
     patterns = [tok._lang_vars.period_context_re(), tok._lang_vars._word_tokenizer_re(),
                 tok._lang_vars.re_boundary_realignment, tok._Token._RE_NUMERIC, tok._Token._RE_ELLIPSIS,
-                tok._Token._RE_INITIAL, tok._Token._RE_ALPHA, sentences._NON_PUNCT]
+                tok._Token._RE_INITIAL, tok._Token._RE_ALPHA, tok._Token._RE_NON_PUNCT]
     for p in patterns:
         assert type(p).__name__ == "Pattern", type(p)  # re's or regex's own, not a wrapper
     punkt = sentences._punkt()
