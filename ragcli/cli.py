@@ -157,7 +157,9 @@ def _log_answer(question: str, settings: dict, events: list) -> None:
         log.record(question, settings, events)
         log.close()
     except (HistoryError, sqlite3.Error, OSError) as exc:  # logging must never cost the user their answer
-        stderr_console().print(f"[yellow]warning:[/] could not write the history log: {markup_safe(str(exc))}", soft_wrap=True)
+        hint = f" ({exc.hint})" if isinstance(exc, HistoryError) and exc.hint else ""
+        stderr_console().print(f"[yellow]warning:[/] could not write the history log: {markup_safe(str(exc) + hint)}",
+                               soft_wrap=True)
 
 
 @app.command()

@@ -30,7 +30,7 @@ def history_list(
 
     from ragcli.logs import AnswerLog
 
-    log = AnswerLog()
+    log = AnswerLog(read_only=True)
     rows = log.recent(min(limit, 2**63 - 1))  # (SQLite's largest integer)
     if not rows:  # an empty table said no more than its headers
         text_console().print("no answers logged yet (`ragcli ask` and `ragcli chat` log each answer)")
@@ -53,7 +53,7 @@ def history_show(
     """Print one logged answer with its sources and searches (--json: all that was logged, settings included)."""
     from ragcli.logs import AnswerLog
 
-    log = AnswerLog()
+    log = AnswerLog(read_only=True)
     row = log.get(entry)
     if row is None:
         last = log.recent(1)

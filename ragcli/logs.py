@@ -38,8 +38,15 @@ def default_path() -> Path:
 
 
 class AnswerLog:
-    def __init__(self, path: Path | None = None) -> None:
+    """The log; ``read_only`` (listing and showing answers): a history not there yet is an empty one,
+    not a file made to read it, and one in a folder ragcli may not write is still read."""
+
+    def __init__(self, path: Path | None = None, *, read_only: bool = False) -> None:
         self.path = path or default_path()
+        self.db: sqlite3.Connection | None = None
+        if read_only:
+            self._open_to_read()
+            return
         with self._guarded():  # a folder where the file should be cannot even be opened
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(self.path, timeout=LOCK_WAIT)
@@ -50,6 +57,35 @@ class AnswerLog:
         except HistoryError:
             self.db.close()
             raise
+
+    def _open_to_read(self) -> None:
+        if not self.path.exists():
+            there = next((p for p in self.path.parents if p.exists()), None)
+            if there is not None and not there.is_dir():  # a file where a folder should be: said, as writing says it
+                raise HistoryError(f"the answer history {self.path} cannot be used: {there} is not a folder",
+                                   hint=f"make {self.path.parent} a writable folder")
+            return
+        with self._guarded():
+            self.db = sqlite3.connect(self.path, timeout=LOCK_WAIT)
+        try:
+            with self._guarded():
+                try:
+                    tables = self.db.execute("SELECT name FROM sqlite_master WHERE name = 'answers'").fetchall()
+                except sqlite3.OperationalError as exc:
+                    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+                    if code not in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN) or not self.path.is_file():
+                        raise
+                    # SQLite writes a -shm file beside a WAL database even to read it: in a folder
+                    # ragcli may not write, the file is read as it is (no program can be writing it there)
+                    self.db.close()
+                    self.db = sqlite3.connect(f"{self.path.resolve().as_uri()}?immutable=1", uri=True)
+                    tables = self.db.execute("SELECT name FROM sqlite_master WHERE name = 'answers'").fetchall()
+        except HistoryError:
+            self.db.close()
+            raise
+        if not tables:  # an empty file: no answers logged in it yet
+            self.db.close()
+            self.db = None
 
     @contextmanager
     def _guarded(self) -> Iterator[None]:
@@ -93,6 +129,8 @@ class AnswerLog:
         return cur.lastrowid
 
     def recent(self, limit: int = 20) -> list[dict[str, Any]]:
+        if self.db is None:
+            return []
         with self._guarded():
             rows = self.db.execute(
                 "SELECT id, created, strategy, question, answer, stop_reason FROM answers ORDER BY id DESC LIMIT ?",
@@ -100,6 +138,8 @@ class AnswerLog:
         return [dict(zip(("id", "created", "strategy", "question", "answer", "stop_reason"), r)) for r in rows]
 
     def get(self, entry_id: int) -> dict[str, Any] | None:
+        if self.db is None:
+            return None
         with self._guarded():
             row = self.db.execute("SELECT * FROM answers WHERE id = ?", (entry_id,)).fetchone()
             names = [d[0] for d in self.db.execute("SELECT * FROM answers LIMIT 0").description]
@@ -118,4 +158,5 @@ class AnswerLog:
         return entry
 
     def close(self) -> None:
-        self.db.close()
+        if self.db is not None:
+            self.db.close()

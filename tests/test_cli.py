@@ -320,9 +320,51 @@ def test_a_locked_or_read_only_history_is_not_told_to_be_moved_aside(small_corpu
     sqlite3.connect(default_path()).executescript(logs.SCHEMA)
     connect = sqlite3.connect
     monkeypatch.setattr(logs.sqlite3, "connect", lambda path, timeout: connect(f"file:{path}?mode=ro", uri=True))
-    code, out, err = call(["history"], capsys)
-    assert code == 11 and "attempt to write a readonly database" in err and "move the file aside" not in err
-    assert f"(make {default_path().parent} and logs.db in it writable)" in err, err
+    code, out, err = call(["ask", "Which band?", "--index", idx, "--strategy", "single"], capsys)
+    assert code == 0 and "Rush is the band." in out and "attempt to write a readonly database" in err
+    assert f"(make {default_path().parent} and logs.db in it writable)" in err and "move the file aside" not in err
+    code, out, err = call(["history"], capsys)  # reading it needs no writing
+    assert code == 0 and "no answers logged yet" in out, err
+
+
+def test_history_is_read_without_writing(small_corpus, tmp_path, capsys, fake_model, monkeypatch):
+    """`ragcli history` and `history show` made the data folder and an empty logs.db to say "no answers
+    logged yet", and a history in a folder ragcli may not write (a colleague's, a read-only mount) could
+    not be read: SQLite writes a -shm file beside a WAL database even to read it."""
+    import os
+    import stat
+
+    from ragcli.logs import default_path
+
+    path = default_path()
+    assert not path.exists()
+    assert call(["history"], capsys)[0] == 0 and call(["history", "show", "1"], capsys)[0] == 2
+    assert not path.exists() and not path.parent.exists()
+    idx = str(tmp_path / "idx")
+    call(["index", str(small_corpus), "--index", idx], capsys)
+    call(["ask", "Which band?", "--index", idx, "--strategy", "single"], capsys)
+    if os.geteuid() == 0:  # root writes wherever it likes: the folder is read-only to SQLite instead
+        from ragcli import logs
+
+        connect = logs.sqlite3.connect
+
+        def read_only(target, timeout=5.0, uri=False):
+            if uri and "immutable=1" in str(target):
+                return connect(target, uri=True)
+            return connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+
+        monkeypatch.setattr(logs.sqlite3, "connect", read_only)
+    for extra in ("-wal", "-shm"):
+        path.with_name(path.name + extra).unlink(missing_ok=True)
+    mode = path.parent.stat().st_mode
+    path.parent.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        code, out, err = call(["history"], capsys)
+        assert code == 0 and "Which band?" in out, err
+        code, out, err = call(["history", "show", "1"], capsys)
+        assert code == 0 and "Rush is the band." in out, err
+    finally:
+        path.parent.chmod(mode)
 
 
 def test_a_damaged_entry_or_a_history_that_cannot_be_opened_is_exit_11_and_bounds_are_checked(
