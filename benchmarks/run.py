@@ -218,7 +218,7 @@ def bench_index(results: dict) -> None:
 
     from ragcli.ingest.indexer import build_index
     from ragcli.ingest.reader import read_passages
-    from ragcli.retrieval.schema import build_schema
+    from ragcli.retrieval.schema import build_schema, register_analyzers
 
     corpus = corpus_path()
     passages = read_passages(corpus.resolve())
@@ -231,7 +231,7 @@ def bench_index(results: dict) -> None:
     raw_times, ours_times, raw_cpu, ours_cpu, raw_main, ours_main = [], [], [], [], [], []
     for _ in range(15):  # alternating rounds: the machine is shared and noisy
         with tempfile.TemporaryDirectory() as tmp:
-            idx = tantivy.Index(build_schema(), path=tmp)
+            idx = register_analyzers(tantivy.Index(build_schema(), path=tmp))
             t, c, m = time.perf_counter(), cpu(), time.thread_time()
             w = idx.writer(heap_size=256 * 1024 * 1024)
             for p in passages:
@@ -277,7 +277,7 @@ def bench_index_ceiling(results: dict, rounds: int = 11) -> None:
 
     from ragcli.ingest import jsonl, reader, update
     from ragcli.ingest.indexer import build_index
-    from ragcli.retrieval.schema import build_schema
+    from ragcli.retrieval.schema import build_schema, register_analyzers
 
     corpus = corpus_path()
     passages = reader.read_passages(corpus.resolve())
@@ -287,7 +287,7 @@ def bench_index_ceiling(results: dict, rounds: int = 11) -> None:
             mock.patch.object(update, "file_hash", lambda path, algorithm="sha1": "0"):
         for _ in range(rounds):
             with tempfile.TemporaryDirectory() as tmp:
-                idx = tantivy.Index(build_schema(), path=tmp)
+                idx = register_analyzers(tantivy.Index(build_schema(), path=tmp))
                 t = time.perf_counter()
                 w = idx.writer(heap_size=256 * 1024 * 1024)
                 for p in passages:
@@ -332,6 +332,46 @@ def bench_chunk(results: dict, rounds: int = 5) -> None:
     results["chunk_mb_per_cpu_s"] = megabytes / min(times["ours"])
     results["chunk_stock_punkt_mb_per_cpu_s"] = megabytes / min(times["stock"])
     results["chunk_speedup"] = min(times["stock"]) / min(times["ours"])
+
+
+def bench_recall(results: dict, k: int = 5) -> None:
+    """Retrieval alone: the share of each dev pool question's gold paragraphs (``is_supporting``) among
+    the top ``k`` passages of a search of the question over the dev corpus, per data set, with the
+    questions as written and with their accents taken off (as a user types "Zurich" for "Zürich"):
+    ``recall5_unaccented_ratio`` is the second over the first, all questions together (1.0: typing
+    without accents costs nothing)."""
+    import unicodedata
+    from collections import defaultdict
+
+    from ragcli.ingest.indexer import build_index
+    from ragcli.retrieval.index import TantivyIndex
+    from ragcli.retrieval.schema import SCHEMA_VERSION
+
+    pool = SHARED / "pool_dev.jsonl"
+    rows = [json.loads(line) for line in pool.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+    def unaccented(text: str) -> str:
+        return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+
+    with tempfile.TemporaryDirectory() as tmp:
+        build_index([corpus_path()], Path(tmp) / "index")
+        index = TantivyIndex.open(Path(tmp) / "index")
+        found: dict[str, dict[str, list[float]]] = {"": defaultdict(list), "_unaccented": defaultdict(list)}
+        for row in rows:
+            gold = {p["pid"] for p in row["paragraphs"] if p.get("is_supporting")}
+            if not gold:
+                continue
+            for suffix, question in (("", row["question"]), ("_unaccented", unaccented(row["question"]))):
+                hits = {d.id.split("#")[0] for d in index.search(question, k)}
+                found[suffix][row["dataset"]].append(len(gold & hits) / len(gold))
+        del index
+    for suffix, per_set in found.items():
+        for name, shares in per_set.items():
+            results[f"recall{k}{suffix}_{name}"] = 100 * statistics.fmean(shares)
+    both = [sum(sum(v) for v in found[s].values()) for s in found]
+    results[f"recall{k}_unaccented_ratio"] = both[1] / both[0]
+    results["recall_questions"] = sum(len(v) for v in found[""].values())
+    results["recall_schema"] = SCHEMA_VERSION
 
 
 def bench_index_jobs(results: dict, n_files: int = 2000) -> None:
@@ -585,7 +625,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.add_argument("--quick", action="store_true", help="fewer questions and tokens")
     ap.add_argument("--big", action="store_true", help="also a 1M-passage index")
-    ap.add_argument("--only", default="", help="comma-separated: help,index,index_ceiling,index_jobs,chunk,search,logprobs,"
+    ap.add_argument("--only", default="", help="comma-separated: help,index,index_ceiling,index_jobs,chunk,recall,search,logprobs,"
                                                "top,logits_all,cache,rss,rss_ctx,long_answer,server,workers,chat,chat_flare "
                                                "(server, workers: a built llama-server; chat, chat_flare: SmolLM2)")
     args = ap.parse_args(argv)
@@ -602,6 +642,7 @@ def main(argv: list[str] | None = None) -> int:
         ("index_ceiling", lambda: bench_index_ceiling(results)),
         ("index_jobs", lambda: bench_index_jobs(results)),
         ("chunk", lambda: bench_chunk(results)),
+        ("recall", lambda: bench_recall(results)),
         ("search", lambda: bench_search(results, args.big)),
         ("logprobs", lambda: bench_logprobs(48 if args.quick else 128, results)),
         ("top", lambda: bench_top_cost(48 if args.quick else 128, results)),
@@ -630,7 +671,7 @@ def main(argv: list[str] | None = None) -> int:
                 traceback.print_exc()
                 results[f"{name}_error"] = f"{type(exc).__name__}: {exc}"
                 failed.append(name)
-    if want("index") or want("index_ceiling") or want("search") or want("index_jobs") or want("chunk"):
+    if want("index") or want("index_ceiling") or want("search") or want("index_jobs") or want("chunk") or want("recall"):
         results["index_corpus"] = str(corpus_path())
     if args.json:
         print(json.dumps(results, indent=2, default=str))

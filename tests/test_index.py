@@ -9,6 +9,7 @@ from ragcli.errors import EmptyCorpusError, IndexLockedError, IndexMissingError,
 from ragcli.ingest.indexer import build_index
 from ragcli.ingest.passages import TARGET_WORDS, chunk_text
 from ragcli.retrieval.index import TantivyIndex
+from ragcli.retrieval.schema import SCHEMA_VERSION
 from tests.conftest import first_records
 
 
@@ -1072,30 +1073,39 @@ def test_cutting_text_without_spaces_asks_punkt_about_small_windows_only(monkeyp
     assert seen and max(seen) <= 6 * passages.WINDOW
 
 
-def test_an_index_from_before_the_cjk_field_is_read_and_updated_without_it(tmp_path, monkeypatch):
+def _build_with_old_schema(version: int, paths: list, index_dir, monkeypatch) -> None:
+    """An index of ``paths`` as ragcli built it with schema ``version`` (1: no "cjk" field; 1 and 2:
+    tantivy's en_stem, no folding), its meta saying so; later builds use today's schema again."""
+    import tantivy
+
     from ragcli.retrieval import index as index_module
-    from ragcli.retrieval.index import TantivyIndex
+    from ragcli.retrieval.schema import CJK_FIELD
 
-    full = index_module.build_schema
-
-    def old_schema():  # schema 1: no "cjk" field
-        import tantivy
-
+    def old_schema():
         sb = tantivy.SchemaBuilder()
         for name, tokenizer in (("pid", "raw"), ("title", "en_stem"), ("text", "en_stem"), ("path", "raw")):
             sb.add_text_field(name, stored=True, tokenizer_name=tokenizer)
         sb.add_text_field("location", stored=True, index_option="basic", tokenizer_name="raw")
+        if version >= 2:
+            sb.add_text_field(CJK_FIELD, stored=False, index_option="freq", tokenizer_name="whitespace")
         return sb.build()
+
+    with monkeypatch.context() as m:
+        m.setattr(index_module, "build_schema", old_schema)
+        build_index(paths, index_dir)
+    meta = json.loads((index_dir / "ragcli.json").read_text())
+    meta["schema_version"] = version
+    (index_dir / "ragcli.json").write_text(json.dumps(meta))
+
+
+def test_an_index_from_before_the_cjk_field_is_read_and_updated_without_it(tmp_path, monkeypatch):
+    from ragcli.retrieval import index as index_module
+    from ragcli.retrieval.index import TantivyIndex
 
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "en.txt").write_text("Tokyo is the capital of Japan.", encoding="utf-8")
-    monkeypatch.setattr(index_module, "build_schema", old_schema)
-    build_index([notes], tmp_path / "index")
-    meta = json.loads((tmp_path / "index" / "ragcli.json").read_text())
-    meta["schema_version"] = 1
-    (tmp_path / "index" / "ragcli.json").write_text(json.dumps(meta))
-    monkeypatch.setattr(index_module, "build_schema", full)
+    _build_with_old_schema(1, [notes], tmp_path / "index", monkeypatch)
     (notes / "ja.txt").write_text("東京は日本の首都です。", encoding="utf-8")
     build_index([notes], tmp_path / "index")  # written without the field it does not have
     index = TantivyIndex.open(tmp_path / "index")
@@ -1109,9 +1119,56 @@ def test_an_index_from_before_the_cjk_field_is_read_and_updated_without_it(tmp_p
     (tmp_path / "index" / "keep.txt").write_text("the user's own file", encoding="utf-8")
     build_index([notes], tmp_path / "index", rebuild=True)  # kept schema 1 and its version, and found nothing
     index = TantivyIndex.open(tmp_path / "index")
-    assert index.meta.schema_version == 2 and index.meta.ragcli_version == __version__
+    assert index.meta.schema_version == SCHEMA_VERSION and index.meta.ragcli_version == __version__
     assert [d.title for d in index.search("東京", 3)] == ["ja"]
     assert (tmp_path / "index" / "keep.txt").exists()
+
+
+def test_accents_are_folded_in_the_index_and_the_query(tmp_path):
+    """A user types names as a keyboard gives them: "Zurich" found nothing of a page on "Zürich", nor
+    "Sao Paulo" "São Paulo", nor "strasse" "Straße". Schema 3 folds letters to ASCII in the index and in
+    queries, both ways round; other scripts stay as they are."""
+    from ragcli.retrieval.index import TantivyIndex
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for name, text in (("zh", "Zürich is the largest city in Switzerland."), ("sp", "São Paulo hosts the stock exchange."),
+                       ("st", "The Königstraße is a shopping street."), ("cafe", "The cafe opens at noon."),
+                       ("ru", "Москва — столица России.")):
+        (notes / f"{name}.txt").write_text(text, encoding="utf-8")
+    build_index([notes], tmp_path / "index")
+    index = TantivyIndex.open(tmp_path / "index")
+    assert index.meta.schema_version == SCHEMA_VERSION >= 3
+    for query, title in (("Zurich city", "zh"), ("ZÜRICH", "zh"), ("Sao Paulo", "sp"), ("Konigstrasse", "st"),
+                         ("café", "cafe"), ("Москва", "ru")):
+        assert [d.title for d in index.search(query, 5)] == [title], query
+    assert index.stats()["built_with"].startswith("ragcli " + __version__ + ", BM25 over title+text (English stems, accents folded)")
+
+
+def test_an_index_from_before_folding_is_searched_and_updated_as_it_was_built(tmp_path, monkeypatch):
+    """Schema 2 indexes hold their words with accents (tantivy's en_stem): folding only the query would
+    miss every accented word in them. They are searched and updated without folding, and `ragcli doctor`
+    says what a rebuild adds."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "zh.txt").write_text("Zürich is the largest city in Switzerland.", encoding="utf-8")
+    _build_with_old_schema(2, [notes], tmp_path / "index", monkeypatch)
+    (notes / "ge.txt").write_text("Genève lies on the lake.", encoding="utf-8")
+    build_index([notes], tmp_path / "index")  # updated as built
+    index = TantivyIndex.open(tmp_path / "index")
+    assert index.meta.schema_version == 2
+    assert [d.title for d in index.search("Zürich", 3)] == ["zh"] and [d.title for d in index.search("Genève", 3)] == ["ge"]
+    assert index.search("Zurich", 3) == []  # what the rebuild gives
+    from ragcli import doctor
+    from ragcli.config import Settings
+
+    check = doctor._index(Settings(index=str(tmp_path / "index")))
+    assert check.ok and check.warn_only and "--rebuild" in check.fix
+    assert "schema 2: words are found only with their accents as written" in check.detail and "Chinese" not in check.detail
+    del index
+    build_index([notes], tmp_path / "index", rebuild=True)
+    index = TantivyIndex.open(tmp_path / "index")
+    assert index.meta.schema_version == SCHEMA_VERSION and [d.title for d in index.search("Zurich", 3)] == ["zh"]
 
 
 @pytest.mark.parametrize("codec, text", [

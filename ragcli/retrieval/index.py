@@ -22,7 +22,8 @@ from ragcli.paths import located_here
 from ragcli.retrieval.query import MAX_QUERY_CHARS, query_terms
 from ragcli.retrieval.rebuild import rebuild_command
 from ragcli.retrieval.schema import (CJK_FIELD, LOCK_FILE, MANIFEST_FILE, META_FILE, READABLE_SCHEMAS, SCHEMA_VERSION,
-                                     SEARCHED_FIELDS, build_schema, cjk_terms, text_analyzers)
+                                     SEARCHED_FIELDS, build_schema, cjk_terms, register_analyzers,
+                                     text_analyzers)
 from ragcli.retrieval.writer import IndexWriter, exclusive_lock
 from ragcli.types import Document
 
@@ -149,7 +150,7 @@ class TantivyIndex:
             said = re.sub(r"\s*Please use tantivy \S+ or above to recreate the index\.?", "", str(exc)).strip()
             raise IndexCorruptError(f"index at {directory} cannot be opened: {said}",
                                     hint=f"rebuild it: {rebuild_command(directory)}") from None
-        return cls(directory, index, meta)
+        return cls(directory, register_analyzers(index), meta)
 
     @staticmethod
     def exists(directory: str | Path) -> bool:
@@ -180,7 +181,7 @@ class TantivyIndex:
             raise UsageError(f"{directory} is not a ragcli index and holds other files ({_some(foreign)}); "
                              "refusing to write an index among them", hint="give --index a new or empty folder")
         directory.mkdir(parents=True, exist_ok=True)
-        index = tantivy.Index(build_schema(), path=str(directory), reuse=False)
+        index = register_analyzers(tantivy.Index(build_schema(), path=str(directory), reuse=False))
         meta = IndexMeta(ragcli_version=__version__)
         meta.save(directory)
         return cls(directory, index, meta)
@@ -290,7 +291,8 @@ class TantivyIndex:
             "created": self.meta.created,
             "updated": self.meta.updated,
             "schema_version": self.meta.schema_version,
-            "built_with": f"ragcli {self.meta.ragcli_version}, BM25 over title+text (en_stem), "
+            "built_with": f"ragcli {self.meta.ragcli_version}, BM25 over title+text ("
+                          + ("English stems, accents folded), " if self.meta.schema_version >= 3 else "en_stem), ")
                           + (f"~{self.meta.passage_words}-word " if self.meta.passage_words else "")
                           + "sentence-aligned passages",
         }
@@ -331,7 +333,7 @@ class TantivyIndex:
 
     def _analyzers(self) -> tuple[Any, Any]:
         if self._analyzers_ is None:
-            self._analyzers_ = text_analyzers()
+            self._analyzers_ = text_analyzers(self.meta.schema_version)
         return self._analyzers_
 
     def _document(self, d: Any, score: float) -> Document:

@@ -9,8 +9,14 @@ from typing import Any, NamedTuple
 
 from ragcli.words import CJK_RUN, cjk_pairs
 
-SCHEMA_VERSION = 2  # 2: the "cjk" field (overlapping pairs of CJK characters); 1 is read and written without it
-READABLE_SCHEMAS = (1, 2)
+# 3: title and text folded to ASCII ("Zürich" found by "Zurich"); 2: the "cjk" field (overlapping pairs
+# of CJK characters). Older indexes are read and written as they were built: without what came later.
+SCHEMA_VERSION = 3
+READABLE_SCHEMAS = (1, 2, 3)
+WHAT_SCHEMAS_ADD = {
+    2: "Chinese, Japanese and Korean words are not searchable inside their sentences",
+    3: "words are found only with their accents as written (\"Zurich\" does not find \"Zürich\")",
+}
 META_FILE = "ragcli.json"
 MANIFEST_FILE = "ragcli-files.json"
 LOCK_FILE = "ragcli.lock"
@@ -49,18 +55,30 @@ def cjk_terms(text: str, *, single: bool = False) -> list[str]:
     return terms
 
 
-TEXT_TOKENIZER = "en_stem"  # tantivy's: words of letters and digits, cut at 40 bytes, lower case, English stems
+TEXT_TOKENIZER = "ragcli_text"  # registered on every index opened (``register_analyzers``), as follows
+OLD_TEXT_TOKENIZER = "en_stem"  # tantivy's, of schemas 1 and 2: the same without the folding
 
 
-def text_analyzers() -> tuple[Any, Any]:
-    """TEXT_TOKENIZER's tokenizer alone (the words, as written) and its whole analyzer (the terms),
-    built to cut queries as the index cut its text."""
+def text_analyzers(schema_version: int = SCHEMA_VERSION) -> tuple[Any, Any]:
+    """The index's tokenizer alone (the words, as written) and its whole analyzer (the terms), built to
+    cut queries as the index cut its text: words of letters and digits, cut at 40 bytes, lower case,
+    folded to ASCII where a letter has an ASCII form ("Zürich", "Straße", "ＡＢＣ"; since schema 3: a
+    user types names without their accents), English stems."""
     import tantivy
 
     words = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple()).filter(tantivy.Filter.remove_long(40)).build()
     terms = (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple()).filter(tantivy.Filter.remove_long(40))
-             .filter(tantivy.Filter.lowercase()).filter(tantivy.Filter.stemmer("english")).build())
-    return words, terms
+             .filter(tantivy.Filter.lowercase()))
+    if schema_version >= 3:
+        terms = terms.filter(tantivy.Filter.ascii_fold())
+    return words, terms.filter(tantivy.Filter.stemmer("english")).build()
+
+
+def register_analyzers(index: Any) -> Any:
+    """``index`` (a tantivy index) with TEXT_TOKENIZER registered: tantivy keeps a custom analyzer's
+    name in the schema, not the analyzer, so each index object opened or created needs it."""
+    index.register_tokenizer(TEXT_TOKENIZER, text_analyzers()[1])
+    return index
 
 
 def build_schema():
