@@ -89,7 +89,7 @@ def _index(settings: Settings) -> Check:
     from ragcli.errors import RagcliError
     from ragcli.retrieval.index import TantivyIndex
     from ragcli.retrieval.rebuild import rebuild_command
-    from ragcli.retrieval.schema import SCHEMA_VERSION, WHAT_SCHEMAS_ADD
+    from ragcli.retrieval.schema import SCHEMA_VERSION, what_it_lacks
     from ragcli.words import counted
 
     try:
@@ -100,8 +100,7 @@ def _index(settings: Settings) -> Check:
         detail = (f"{settings.index}: {counted(stats['passages'], 'passage')} from {counted(stats['files'], 'file')}"
                   + (f"; encodings (files): {encodings}" if encodings else ""))
         if stats["schema_version"] < SCHEMA_VERSION:  # readable, without what later schemas index
-            missing = [what for version, what in sorted(WHAT_SCHEMAS_ADD.items()) if version > stats["schema_version"]]
-            return Check("index", True, detail + f"; schema {stats['schema_version']}: " + "; ".join(missing),
+            return Check("index", True, detail + f"; schema {stats['schema_version']}: " + what_it_lacks(stats["schema_version"]),
                          rebuild_command(settings.index), warn_only=True)
         return Check("index", True, detail)
     except RagcliError as exc:

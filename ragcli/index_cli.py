@@ -71,6 +71,14 @@ def index(
         + f"): {counted(report.passages_added, 'passage')} added, {report.passages_total} in the index, "
         f"{report.seconds:.1f}s ({report.passages_per_second:.0f} passages/s) → {markup_safe(settings.index)}",
     )
+    from ragcli.retrieval.schema import what_it_lacks
+
+    if report.schema_version and what_it_lacks(report.schema_version):  # updated as built, by today's ragcli
+        from ragcli.retrieval.rebuild import rebuild_command
+
+        console.print(f"[dim]this index was built with schema {report.schema_version}: "
+                      f"{markup_safe(what_it_lacks(report.schema_version))}; "
+                      f"{markup_safe(rebuild_command(settings.index))} makes it anew[/]")
 
 
 @with_settings("index")

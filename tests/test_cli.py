@@ -559,6 +559,23 @@ def test_doctor_says_an_index_from_before_the_cjk_field_wants_a_rebuild(built_in
     assert check.ok and check.warn_only and "schema 1" in check.detail and "--rebuild" in check.fix
 
 
+def test_updating_an_index_of_an_older_schema_says_what_a_rebuild_adds(small_corpus, tmp_path, capsys):
+    """An index built by an older ragcli is updated as it was built (schema 2: no accent folding), and
+    `ragcli index` said nothing of it: only `ragcli doctor` did. The summary is followed by what the index
+    lacks and the command that rebuilds it; a rebuild says no more."""
+    idx = tmp_path / "idx"
+    call(["index", str(small_corpus), "--index", str(idx)], capsys)
+    meta = json.loads((idx / "ragcli.json").read_text())
+    meta["schema_version"] = 2
+    (idx / "ragcli.json").write_text(json.dumps(meta))
+    (small_corpus / "new.txt").write_text("Zürich is a city.", encoding="utf-8")
+    code, out, err = call(["index", str(small_corpus), "--index", str(idx)], capsys)
+    assert code == 0 and "this index was built with schema 2: words are found only with their accents as written" in err
+    assert f"ragcli index --rebuild --index {idx} {small_corpus} makes it anew" in " ".join(err.split()), err
+    code, out, err = call(["index", str(small_corpus), "--index", str(idx), "--rebuild"], capsys)
+    assert code == 0 and "schema" not in err, err
+
+
 def test_an_unreadable_path_is_the_indexers_to_report_not_a_usage_error(tmp_path, capsys, monkeypatch):
     """Typer checked paths for readability itself: an unreadable file or folder printed the usage block
     ("Invalid value for 'PATHS...'") where a missing one is one `error:` line, and one unreadable path

@@ -100,6 +100,7 @@ def build_index(
                 TantivyIndex.remove(index_dir)  # its lock file and the folder go as the lock is let go
             raise
         _save_meta(index, report, rebuild, last_update)
+        report.schema_version = index.meta.schema_version
     report.seconds = time.perf_counter() - started
     return report
 

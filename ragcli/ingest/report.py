@@ -48,6 +48,7 @@ class IndexReport:
     passages_added: int = 0
     passages_total: int = 0
     seconds: float = 0.0
+    schema_version: int = 0  # of the index written (an older one is updated as it was built)
 
     def not_read_text(self, shown: int = 3) -> str:
         """e.g. "not read: 14 files of other types (6 .png, 3 .json, 2 without an extension, …)", or ""."""
