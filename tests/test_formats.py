@@ -81,6 +81,27 @@ def test_html_boilerplate_removed_title_kept(tmp_path):
         assert junk not in text
 
 
+def test_an_xhtml_page_or_one_that_reads_like_a_path_prints_no_parser_warning(tmp_path):
+    """Indexing /usr/share/doc printed BeautifulSoup's XMLParsedAsHTMLWarning, a dozen lines of advice
+    on installing a parser, for each XHTML page (an XML declaration before <html>); a page whose whole
+    text looks like a file name drew MarkupResemblesLocatorWarning. Both pages are read as HTML, quietly."""
+    import warnings
+
+    xhtml = tmp_path / "guide.html"
+    xhtml.write_text('<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Strict//EN" '
+                     '"http://www.w3.org/TR/xhtml1/DTD/xhtml1-strict.dtd">\n<html xmlns="http://www.w3.org/1999/xhtml">'
+                     "<head><title>Guide</title></head><body><p>Quokkas live on Rottnest Island.</p></body></html>",
+                     encoding="utf-8")
+    bare = tmp_path / "index.html"
+    bare.write_text("index.html", encoding="utf-8")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        passages = read_passages(xhtml, "guide.html")
+        read_passages(bare, "index.html")
+    assert [str(w.message)[:60] for w in caught] == []
+    assert passages[0].title == "Guide" and "Rottnest Island" in passages[0].text
+
+
 def test_html_keeps_every_text_node_in_paragraphs_of_its_own(tmp_path):
     """Loose text, <div>s, a list item's own text beside its nested list, table headers, small
     headings, <summary> and <figcaption> are text a reader sees: none of it may be lost."""

@@ -249,12 +249,20 @@ def declared_encoding(raw: bytes) -> str | None:
 
 def html_sections(path: Path, markup: bytes | str) -> list[Section]:
     """Bytes are decoded by the parser in the encoding the page declares."""
-    from bs4 import BeautifulSoup
+    import warnings
 
-    try:
-        soup = BeautifulSoup(markup, "lxml")
-    except Exception:  # noqa: BLE001 - fall back to the stdlib parser
-        soup = BeautifulSoup(markup, "html.parser")
+    import bs4
+
+    with warnings.catch_warnings():
+        # bs4 warns on the terminal, a dozen lines each, of an XHTML page read as HTML (what ragcli means to
+        # do: its text is the same) and of a page whose whole text looks like a file name or URL
+        for name in ("XMLParsedAsHTMLWarning", "MarkupResemblesLocatorWarning"):
+            if hasattr(bs4, name):
+                warnings.simplefilter("ignore", getattr(bs4, name))
+        try:
+            soup = bs4.BeautifulSoup(markup, "lxml")
+        except Exception:  # noqa: BLE001 - fall back to the stdlib parser
+            soup = bs4.BeautifulSoup(markup, "html.parser")
     title = ""
     # the page's <title>, not an SVG icon's (which may come first)
     tag = next((t for t in soup.find_all("title") if not t.find_parent("svg")), None)
