@@ -102,6 +102,19 @@ def test_an_xhtml_page_or_one_that_reads_like_a_path_prints_no_parser_warning(tm
     assert passages[0].title == "Guide" and "Rottnest Island" in passages[0].text
 
 
+def test_a_title_is_one_line_of_plain_spaces(tmp_path):
+    """DocBook pages write "2.&nbsp;The GNU Free Documentation License" in their <title>, and titles
+    break across lines: the passage's title kept the no-break space and the line break, and FLARE's
+    read line showed it quoted as '2.\\xa0The GNU Free Documentation License'."""
+    page = tmp_path / "license.html"
+    page.write_text("<html><head><title>2.&nbsp;The GNU Free\n      Documentation License</title></head>"
+                    "<body><p>Everyone is permitted to copy this document.</p></body></html>", encoding="utf-8")
+    notes = tmp_path / "notes.md"
+    notes.write_text("#  Setup\u00a0guide \n\nInstall it first.\n", encoding="utf-8")
+    assert {p.title for p in read_passages(page, "license.html")} == {"2. The GNU Free Documentation License"}
+    assert {p.title for p in read_passages(notes, "notes.md")} == {"Setup guide"}
+
+
 def test_html_keeps_every_text_node_in_paragraphs_of_its_own(tmp_path):
     """Loose text, <div>s, a list item's own text beside its nested list, table headers, small
     headings, <summary> and <figcaption> are text a reader sees: none of it may be lost."""

@@ -112,6 +112,9 @@ def _says_one_byte(codec: str) -> bool:
 
 def _section_passages(section: Section, shown: str) -> Iterator[Passage]:
     text = section.text
+    # one line of plain spaces: an HTML title's &nbsp; and line breaks were kept, and shown escaped
+    # ("'2.\\xa0The GNU Free Documentation License'") where a title is quoted
+    title = " ".join(section.title.split())
     line_starts = starts_of_lines(text) if section.first_line is not None else None
     pieces = chunk_text(text)
     for i, (a, b) in enumerate(pieces, start=1):
@@ -126,7 +129,7 @@ def _section_passages(section: Section, shown: str) -> Iterator[Passage]:
             location = f"{shown}:{first}" if first == last else f"{shown}:{first}-{last}"
         else:
             location = f"{shown} §{i}" if len(pieces) > 1 else shown
-        yield Passage(passage_id(section.title, body), section.title, body, shown, location)
+        yield Passage(passage_id(title, body), title, body, shown, location)
 
 
 
