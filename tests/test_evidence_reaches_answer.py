@@ -378,6 +378,10 @@ def test_the_gate_takes_a_read_that_shortens_the_answer_or_replaces_one_no_page_
     assert said.startswith("the read's 'He played drums") and said.endswith("names 'Beatles', which no page read holds")
     assert "names '1944'" in gate("He was born in 1946.", "He was born in 1944.", [moon], [moon, later])
     assert gate("Jan Smit.", "Piet Jansen.", [page], [page, later]) == ""  # the first answer was no better
+    # said on one line of plain spaces: a JSONL title's no-break space was shown as "\\xa0"
+    odd = Document("mvd", "2.\u00a0Mart\nVan Duren", page.text)
+    said = gate("Mart Van Duren.", "Wim\u00a0Roos.", [odd], [odd, later])
+    assert said == "'Mart Van Duren' is in '2. Mart Van Duren', a page it was written from; the read's 'Wim Roos' is in no page found later", said
     assert gate("He was born in 1944.", "He was born in 1946.", [moon], [moon, later]) == ""
     assert "names 'Beatles'" in gate("He played for the Who.", "Beatles.", [moon], [moon, later])  # a name alone
 

@@ -43,4 +43,7 @@ def unsupported_revision(before: str, after: str, written_from: Sequence[Documen
 
 
 def _clip(text: str, width: int = 60) -> str:
+    """``text`` on one line of plain spaces (quoted with repr, a line break or a no-break space of a
+    page's title or an answer was shown as "\\n" or "\\xa0"), cut to ``width`` characters."""
+    text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1].rstrip() + "…"
