@@ -461,7 +461,7 @@ def test_files_in_a_folder_that_cannot_be_listed_keep_their_passages(small_corpu
 
 
 def test_files_of_types_not_read_are_counted_not_passed_over_in_silence(small_corpus, settings, tmp_path, capsys):
-    for name in ("README", "Makefile", "data.json", "photo.png", "scan.png", ".hidden.json"):
+    for name in ("VERSION", "build", "data.json", "photo.png", "scan.png", ".hidden.json"):
         (small_corpus / name).write_text("Run make to build it.", encoding="utf-8")
     (small_corpus / ".ragcliignore").write_text("scan.png\n", encoding="utf-8")
     report = build_index([small_corpus], Path(settings.index))
@@ -471,15 +471,33 @@ def test_files_of_types_not_read_are_counted_not_passed_over_in_silence(small_co
     assert report.not_read_text(shown=1).startswith("not read: 4 files of other types (2 without an extension, …)")
     code, _, err = call(["index", str(small_corpus), "--index", str(tmp_path / "idx2")], capsys)
     assert code == 0 and "not read: 4 files of other types" in err
-    code, _, err = call(["index", str(small_corpus / "README"), "--index", str(tmp_path / "idx2")], capsys)
+    code, _, err = call(["index", str(small_corpus / "VERSION"), "--index", str(tmp_path / "idx2")], capsys)
     assert code == 0 and "1 added" in err  # as the line says
     # with --hidden, the .ragcliignore itself was "1 without an extension" left unread
     (small_corpus / ".git" / "objects").mkdir(parents=True)  # nor git's files, nor an index's own
     (small_corpus / ".git" / "HEAD").write_text("ref: refs/heads/main")
     (small_corpus / ".git" / "objects" / "ab12").write_bytes(b"x")
-    build_index([small_corpus / "README"], small_corpus / "index_data")  # an index inside the folder
+    build_index([small_corpus / "VERSION"], small_corpus / "index_data")  # an index inside the folder
     report = build_index([small_corpus], tmp_path / "idx3", include_hidden=True)
     assert dict(report.walk.other_types) == {"": 2, ".json": 2, ".png": 1}
+
+
+def test_a_projects_readme_license_and_makefile_are_read_in_a_folders_walk(small_corpus, settings):
+    """`ragcli index project` left README, LICENSE, COPYING and Makefile unread ("not read: … without an
+    extension"): a project's first documents. Files without an extension that are text by their name are
+    read as plain text, whatever their case; other files without one still are not (executables, data)."""
+    texts = {"README": "Quokkas live on Rottnest Island.", "LICENSE": "Permission is hereby granted, free of charge.",
+             "copying": "This program is free software.", "Makefile": "build:\n\tcc -o quokka quokka.c",
+             "ChangeLog": "Version 2 adds burrows.", "VERSION": "2.0", "quokka": "\x7fELF binary"}
+    for name, text in texts.items():
+        (small_corpus / name).write_text(text, encoding="utf-8")
+    report = build_index([small_corpus], Path(settings.index))
+    read = {Path(r.path).name for r in report.files if r.action == "added"}
+    assert {"README", "LICENSE", "copying", "Makefile", "ChangeLog"} <= read and not {"VERSION", "quokka"} & read
+    assert report.walk.other_types[""] == 2
+    index = TantivyIndex.open(settings.index)
+    assert [d.title for d in index.search("Rottnest Island quokkas", 1)] == ["README"]
+    assert [d.title for d in index.search("permission granted free of charge", 1)] == ["LICENSE"]
 
 
 class _CutAfter(FakeGenerator):

@@ -22,6 +22,17 @@ CODE_SUFFIXES = {
 }
 JSONL_SUFFIXES = {".jsonl"}
 SUPPORTED_SUFFIXES = TEXT_SUFFIXES | MARKDOWN_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES | CODE_SUFFIXES | JSONL_SUFFIXES
+# Files without an extension that are text by their name (any case): a project's or a package's own
+# documents and build files, read as plain text. Other files without one are not read in a folder's
+# walk (executables, data); named on the command line, any file is.
+TEXT_NAMES = frozenset("""readme license licence copying notice authors contributors maintainers thanks changelog
+    changes news history install todo bugs hacking contributing copyright makefile dockerfile""".split())
+
+
+def read_in_walk(path: Path) -> bool:
+    """Whether a folder's walk reads ``path``: a supported extension, or a known text file's name."""
+    suffix = path.suffix.lower()
+    return suffix in SUPPORTED_SUFFIXES or not suffix and path.name.lower() in TEXT_NAMES
 
 # What reading a file of a format gives changes as its extraction is mended; each index records the
 # version a file was read with, and its next run reads a file an older version read again (counted as

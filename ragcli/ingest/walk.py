@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from ragcli.ingest.encoding import decode
-from ragcli.ingest.formats import SUPPORTED_SUFFIXES, SkipFile
+from ragcli.ingest.formats import SkipFile, read_in_walk
 from ragcli.paths import display_path, printable_name
 from ragcli.retrieval.schema import MANIFEST_FILE, META_FILE
 
@@ -196,10 +196,10 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
                 p = here / name
                 if ignored(p, False):
                     continue
-                if os.path.islink(p) and os.path.exists(p) and p.suffix.lower() in SUPPORTED_SUFFIXES:
+                if os.path.islink(p) and os.path.exists(p) and read_in_walk(p):
                     linked.append(p)  # after the walk: a file it reads is read under its own name, not the link's
                     continue
-                if p.suffix.lower() in SUPPORTED_SUFFIXES or not p.suffix and os.path.islink(p) and not os.path.exists(p):
+                if read_in_walk(p) or not p.suffix and os.path.islink(p) and not os.path.exists(p):
                     yield p  # (a broken link of no type is said to be one as it is looked at)
                 elif other_types is not None and name != IGNORE_FILE:  # (ragcli's own file: no text left unread)
                     other_types[p.suffix.lower()] += 1
