@@ -236,6 +236,14 @@ def test_other_sources_with_one_title_are_told_apart_by_where_they_are():
     assert lines[1] == "  [2] libtasn1 — docs/libtasn1.pdf p. 21"
     assert lines[2] == ("  also in the prompt: [1] Gorm the Old, [3] libtasn1 p. 3, [4] notes lines 12-30, "
                         "[5] notes line 31, [6] corpus line 4 §2, [7] corpus line 4 §3")
+    # two sections whose titles differ only past the 40 characters shown read the same: told apart too
+    long = [Document("r", "Results log: how the README's dev-pool figures were measured", "t", 1.0, "index",
+                     "docs/results.md:3-7"),
+            Document("s", "Results log: how the README's dev-pool figures were measured > SmolLM2", "t", 1.0, "index",
+                     "docs/results.md:252-256"), docs[0]]
+    lines = source_lines(long, [(0, 30, (2,))])
+    assert lines[2] == ("  also in the prompt: [1] Results log: how the README's dev-pool… lines 3-7, "
+                        "[2] Results log: how the README's dev-pool… lines 252-256"), lines
 
 
 def test_other_passages_of_one_web_page_file_are_told_apart_by_their_part(tmp_path):

@@ -102,11 +102,12 @@ def source_rows(sources: Sequence[Document], citations: Sequence | None = None, 
     rows = [("Sources:", "")] + [(f"  [{i + 1}] ", source_line(sources[i])) for i in cited]
     rest = [i for i in range(len(sources)) if i not in cited]
     if rest:
-        shared = Counter(one_line(d.title) for d in sources)
+        # told apart by where they are when their titles read the same as shown: one file's passages, or two
+        # sections whose long titles share the first 40 characters ("Results log: how the README's dev-pool…")
+        shown = [_title(d, title_width) for d in sources]
+        shared = Counter(shown)
         rows.append(("  also in the prompt: ", ", ".join(
-            f"[{i + 1}] {_title(sources[i], title_width)}" + (_place(sources[i].location)
-                                                               if shared[one_line(sources[i].title)] > 1 else "")
-            for i in rest)))
+            f"[{i + 1}] {shown[i]}" + (_place(sources[i].location) if shared[shown[i]] > 1 else "") for i in rest)))
     return rows
 
 
