@@ -75,6 +75,9 @@ class AnswerLog:
                     code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
                     if code not in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN) or not self.path.is_file():
                         raise
+                    wal = self.path.with_name(self.path.name + "-wal")
+                    if wal.is_file() and wal.stat().st_size > 0:  # answers not yet copied into the file, which
+                        raise  # alone is read as it is: "no answers logged yet" of a history holding them
                     # SQLite writes a -shm file beside a WAL database even to read it: in a folder
                     # ragcli may not write, the file is read as it is (no program can be writing it there)
                     self.db.close()

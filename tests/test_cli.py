@@ -367,6 +367,53 @@ def test_history_is_read_without_writing(small_corpus, tmp_path, capsys, fake_mo
         path.parent.chmod(mode)
 
 
+def test_a_history_whose_answers_are_still_in_its_wal_file_is_not_read_as_empty(small_corpus, tmp_path, capsys,
+                                                                                fake_model, monkeypatch):
+    """In a folder ragcli may not write, the history is read as it is (immutable): SQLite then reads the
+    logs.db file alone, not its -wal file. Answers a run left in the -wal file (killed before SQLite
+    copied them into logs.db; a copy without its -shm file) were missed: "no answers logged yet" of a
+    history holding them. Such a history is an error saying what to do, not an empty or a stale one."""
+    import os
+    import sqlite3
+    import subprocess
+    import sys
+
+    from ragcli import logs
+    from ragcli.logs import default_path
+
+    path = default_path()
+    path.parent.mkdir(parents=True)
+    script = ("import os, sqlite3, sys; from ragcli.logs import SCHEMA; db = sqlite3.connect(sys.argv[1]);"
+              "db.execute('PRAGMA journal_mode=WAL'); db.executescript(SCHEMA);"
+              "db.execute(\"INSERT INTO answers (created, question, answer, strategy, settings, stats, sources, events)"
+              " VALUES (1, 'Which band?', 'Rush.', 'single', '{}', '{}', '[]', '[]')\"); db.commit(); os._exit(0)")
+    subprocess.run([sys.executable, "-c", script, str(path)], check=True)  # killed: its answer is in the -wal file
+    path.with_name(path.name + "-shm").unlink(missing_ok=True)
+    assert path.with_name(path.name + "-wal").stat().st_size > 0
+    connect = logs.sqlite3.connect
+
+    class Unwritable:  # the folder cannot be written: SQLite cannot make the -shm file to read the -wal file
+        def __init__(self, db):
+            self.db = db
+
+        def execute(self, *args):
+            exc = sqlite3.OperationalError("unable to open database file")
+            exc.sqlite_errorcode = sqlite3.SQLITE_CANTOPEN
+            raise exc
+
+        def close(self):
+            self.db.close()
+
+    def in_a_read_only_folder(target, timeout=5.0, uri=False):
+        return connect(target, uri=True) if uri else Unwritable(connect(target, timeout=timeout))
+
+    monkeypatch.setattr(logs.sqlite3, "connect", in_a_read_only_folder)
+    code, out, err = call(["history"], capsys)
+    assert code == 11 and "no answers logged yet" not in out, (out, err)
+    assert f"make {path.parent} and logs.db in it writable" in " ".join(err.split()), err
+    assert os.path.exists(path.with_name(path.name + "-wal"))
+
+
 def test_a_damaged_entry_or_a_history_that_cannot_be_opened_is_exit_11_and_bounds_are_checked(
         small_corpus, tmp_path, capsys, fake_model):
     """Were internal errors (exit 1): an entry whose events do not parse, a folder where logs.db
