@@ -327,6 +327,33 @@ def test_a_locked_or_read_only_history_is_not_told_to_be_moved_aside(small_corpu
     assert code == 0 and "no answers logged yet" in out, err
 
 
+def _history_folder_not_writable(monkeypatch) -> None:
+    """The history's folder as SQLite finds it where ragcli may not write (root writes anywhere): a
+    connection that is not opened immutable fails at its first statement, as it cannot make the -shm file."""
+    import sqlite3
+
+    from ragcli import logs
+
+    connect = logs.sqlite3.connect
+
+    class Unwritable:
+        def __init__(self, db):
+            self.db = db
+
+        def execute(self, *args):
+            exc = sqlite3.OperationalError("unable to open database file")
+            exc.sqlite_errorcode = sqlite3.SQLITE_CANTOPEN
+            raise exc
+
+        def close(self):
+            self.db.close()
+
+    def in_a_read_only_folder(target, timeout=5.0, uri=False):
+        return connect(target, uri=True) if uri else Unwritable(connect(target, timeout=timeout))
+
+    monkeypatch.setattr(logs.sqlite3, "connect", in_a_read_only_folder)
+
+
 def test_history_is_read_without_writing(small_corpus, tmp_path, capsys, fake_model, monkeypatch):
     """`ragcli history` and `history show` made the data folder and an empty logs.db to say "no answers
     logged yet", and a history in a folder ragcli may not write (a colleague's, a read-only mount) could
@@ -343,17 +370,10 @@ def test_history_is_read_without_writing(small_corpus, tmp_path, capsys, fake_mo
     idx = str(tmp_path / "idx")
     call(["index", str(small_corpus), "--index", idx], capsys)
     call(["ask", "Which band?", "--index", idx, "--strategy", "single"], capsys)
-    if os.geteuid() == 0:  # root writes wherever it likes: the folder is read-only to SQLite instead
-        from ragcli import logs
-
-        connect = logs.sqlite3.connect
-
-        def read_only(target, timeout=5.0, uri=False):
-            if uri and "immutable=1" in str(target):
-                return connect(target, uri=True)
-            return connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-
-        monkeypatch.setattr(logs.sqlite3, "connect", read_only)
+    if os.geteuid() == 0:  # root writes wherever it likes: SQLite is told the folder cannot be written instead
+        # (a `mode=ro` connection made the -shm file all the same, as root, and read the log without the
+        # immutable fallback this test is about)
+        _history_folder_not_writable(monkeypatch)
     for extra in ("-wal", "-shm"):
         path.with_name(path.name + extra).unlink(missing_ok=True)
     mode = path.parent.stat().st_mode
@@ -374,11 +394,9 @@ def test_a_history_whose_answers_are_still_in_its_wal_file_is_not_read_as_empty(
     copied them into logs.db; a copy without its -shm file) were missed: "no answers logged yet" of a
     history holding them. Such a history is an error saying what to do, not an empty or a stale one."""
     import os
-    import sqlite3
     import subprocess
     import sys
 
-    from ragcli import logs
     from ragcli.logs import default_path
 
     path = default_path()
@@ -390,24 +408,7 @@ def test_a_history_whose_answers_are_still_in_its_wal_file_is_not_read_as_empty(
     subprocess.run([sys.executable, "-c", script, str(path)], check=True)  # killed: its answer is in the -wal file
     path.with_name(path.name + "-shm").unlink(missing_ok=True)
     assert path.with_name(path.name + "-wal").stat().st_size > 0
-    connect = logs.sqlite3.connect
-
-    class Unwritable:  # the folder cannot be written: SQLite cannot make the -shm file to read the -wal file
-        def __init__(self, db):
-            self.db = db
-
-        def execute(self, *args):
-            exc = sqlite3.OperationalError("unable to open database file")
-            exc.sqlite_errorcode = sqlite3.SQLITE_CANTOPEN
-            raise exc
-
-        def close(self):
-            self.db.close()
-
-    def in_a_read_only_folder(target, timeout=5.0, uri=False):
-        return connect(target, uri=True) if uri else Unwritable(connect(target, timeout=timeout))
-
-    monkeypatch.setattr(logs.sqlite3, "connect", in_a_read_only_folder)
+    _history_folder_not_writable(monkeypatch)  # SQLite cannot make the -shm file to read the -wal file
     code, out, err = call(["history"], capsys)
     assert code == 11 and "no answers logged yet" not in out, (out, err)
     assert f"make {path.parent} and logs.db in it writable" in " ".join(err.split()), err
