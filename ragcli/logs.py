@@ -59,8 +59,10 @@ class AnswerLog:
             raise
 
     def _open_to_read(self) -> None:
-        if not self.path.exists():
-            there = next((p for p in self.path.parents if p.exists()), None)
+        with self._guarded():  # a folder that cannot be entered (PermissionError): said, as writing says it
+            missing = not self.path.exists()
+            there = next((p for p in self.path.parents if p.exists()), None) if missing else None
+        if missing:
             if there is not None and not there.is_dir():  # a file where a folder should be: said, as writing says it
                 raise HistoryError(f"the answer history {self.path} cannot be used: {there} is not a folder",
                                    hint=f"make {self.path.parent} a writable folder")

@@ -415,6 +415,30 @@ def test_a_history_whose_answers_are_still_in_its_wal_file_is_not_read_as_empty(
     assert os.path.exists(path.with_name(path.name + "-wal"))
 
 
+def test_a_history_folder_that_cannot_be_entered_is_exit_11_not_an_internal_error(tmp_path, capsys, monkeypatch):
+    """Reading the history looks for logs.db before opening it: in a data folder that cannot be entered
+    (mode 600, someone else's), that look raised PermissionError, and `ragcli history` ended in an internal
+    error (exit 1) where writing the log had said what to do (exit 11)."""
+    import pathlib
+
+    from ragcli.logs import default_path
+
+    folder = default_path().parent
+    folder.mkdir(parents=True)
+    stat = pathlib.Path.stat
+
+    def denied(self, *args, **kwargs):  # as a folder without search permission does, for root too
+        if self.parent == folder:
+            raise PermissionError(13, "Permission denied", str(self))
+        return stat(self, *args, **kwargs)
+
+    monkeypatch.setattr(pathlib.Path, "stat", denied)
+    for args in (["history"], ["history", "show", "1"]):
+        code, out, err = call(args, capsys)
+        assert code == 11 and "internal error" not in err, err
+        assert "cannot be used: Permission denied" in err and f"make {folder} a writable folder" in " ".join(err.split())
+
+
 def test_a_damaged_entry_or_a_history_that_cannot_be_opened_is_exit_11_and_bounds_are_checked(
         small_corpus, tmp_path, capsys, fake_model):
     """Were internal errors (exit 1): an entry whose events do not parse, a folder where logs.db
