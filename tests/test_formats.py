@@ -112,6 +112,9 @@ def test_a_title_is_one_line_of_plain_spaces(tmp_path):
     notes = tmp_path / "notes.md"
     notes.write_text("#  Setup\u00a0guide \n\nInstall it first.\n", encoding="utf-8")
     assert {p.title for p in read_passages(page, "license.html")} == {"2. The GNU Free Documentation License"}
+    from ragcli.ingest.formats import reader_version
+
+    assert reader_version(page) >= 4  # pages indexed with such a title are read again
     assert {p.title for p in read_passages(notes, "notes.md")} == {"Setup guide"}
 
 

@@ -46,8 +46,10 @@ def read_in_walk(path: Path) -> bool:
 # Markdown 3: front matter in a file with lone-CR line ends is metadata, not the first passage.
 # JSONL 4: a line with spaces before its byte-order mark is a record too. PDF 2: an identifier broken after its
 # "_" at a line's end is joined, and a word broken before a capital where the page writes it joined elsewhere;
-# the passages of a page of several are located "p. 3 §1", "p. 3 §2".
-_READER_VERSIONS = {**{suffix: 3 for suffix in MARKDOWN_SUFFIXES}, **{suffix: 3 for suffix in HTML_SUFFIXES},
+# the passages of a page of several are located "p. 3 §1", "p. 3 §2". HTML 4: a <title>'s no-break spaces and line
+# breaks are plain spaces (Markdown's headings had none; a PDF's metadata title with a line break is rare
+# enough not to read every indexed PDF, the slowest format, again for it).
+_READER_VERSIONS = {**{suffix: 3 for suffix in MARKDOWN_SUFFIXES}, **{suffix: 4 for suffix in HTML_SUFFIXES},
                     **{suffix: 4 for suffix in JSONL_SUFFIXES}, **{suffix: 2 for suffix in PDF_SUFFIXES}}
 
 

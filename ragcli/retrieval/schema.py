@@ -60,8 +60,9 @@ def cjk_terms(text: str, *, single: bool = False) -> list[str]:
     return terms
 
 
-TEXT_TOKENIZER = "ragcli_text"  # registered on every index opened (``register_analyzers``), as follows
-OLD_TEXT_TOKENIZER = "en_stem"  # tantivy's, of schemas 1 and 2: the same without the folding
+# registered on every index opened (``register_analyzers``), as follows; schemas 1 and 2 have tantivy's
+# "en_stem", the same without the folding
+TEXT_TOKENIZER = "ragcli_text"
 
 
 def text_analyzers(schema_version: int = SCHEMA_VERSION) -> tuple[Any, Any]:
