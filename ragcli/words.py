@@ -4,6 +4,7 @@ the words that hold a draft's low tokens; and counted nouns for messages."""
 
 from __future__ import annotations
 
+import unicodedata
 from typing import TYPE_CHECKING, Sequence
 
 import regex
@@ -14,6 +15,16 @@ if TYPE_CHECKING:
 # Letters, digits and the marks written on them: Python's \w alone cut "दिल्ली" into "दिल" and "ली"
 # (a vowel sign or virama is a mark, not a letter), and so did every word of Hindi, Tamil, Thai or
 # vowel-marked Arabic: citations went by fragments ("सूरत" matched "भारत" by "रत"), masks hid pieces.
+def composed(text: str) -> str:
+    """``text`` in Unicode's composed form (NFC): "Zu\u0308rich", an accent written as a combining mark (macOS
+    file names, some PDFs' text), is "Zürich". tantivy's tokenizer cuts words at a combining mark ("zu",
+    "rich": found by neither "Zürich" nor "Zurich"), so what is indexed and what is asked are composed
+    first. ASCII, and text already composed, is returned as it is (known without a copy)."""
+    if text.isascii() or unicodedata.is_normalized("NFC", text):
+        return text
+    return unicodedata.normalize("NFC", text)
+
+
 WORD = regex.compile(r"[\w\p{M}\p{N}]+")  # \p{N}: "km²" and "½" as Python's \w took them
 # A word as a reader sees it: with inner apostrophes and hyphens ("O'Neill", "well-known") and a number's
 # decimal point or separator ("4.5", "1,200"); what a masked query hides whole.

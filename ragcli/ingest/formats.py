@@ -48,7 +48,9 @@ def read_in_walk(path: Path) -> bool:
 # "_" at a line's end is joined, and a word broken before a capital where the page writes it joined elsewhere;
 # the passages of a page of several are located "p. 3 §1", "p. 3 §2". HTML 4: a <title>'s no-break spaces and line
 # breaks are plain spaces (Markdown's headings had none; a PDF's metadata title with a line break is rare
-# enough not to read every indexed PDF, the slowest format, again for it).
+# enough not to read every indexed PDF, the slowest format, again for it). Accents composed (NFC, with index
+# schema 3) change only text written with combining marks: no format's number was bumped for it, so as not to
+# read every corpus again; such a file is composed when it changes (or with --rebuild).
 _READER_VERSIONS = {**{suffix: 3 for suffix in MARKDOWN_SUFFIXES}, **{suffix: 4 for suffix in HTML_SUFFIXES},
                     **{suffix: 4 for suffix in JSONL_SUFFIXES}, **{suffix: 2 for suffix in PDF_SUFFIXES}}
 

@@ -9,7 +9,7 @@ from typing import Iterator
 
 from ragcli.retrieval.schema import Passage
 from ragcli.sentences import CJK_STOPS, CLOSERS, SENTENCE_ENDS, plain_sentence_end, split_spans
-from ragcli.words import HAN_KANA, HAN_KANA_CHARS
+from ragcli.words import HAN_KANA, HAN_KANA_CHARS, composed
 
 __all__ = ["Passage", "TARGET_WORDS", "chunk_text", "normalise", "passage_id", "record_of"]
 
@@ -47,11 +47,12 @@ def record_of(pid: str, gold: set[str] | frozenset[str] = frozenset()) -> str:
 
 
 def record_title(record: dict) -> str:
-    """A JSONL record's (or QA paragraph's) title as text: a number or a list as JSON writes it."""
+    """A JSONL record's (or QA paragraph's) title as text, accents composed: a number or a list as JSON
+    writes it."""
     title = record.get("title")
     if title is None:
         return ""
-    return title if type(title) is str else json.dumps(title, ensure_ascii=False)
+    return composed(title) if type(title) is str else json.dumps(title, ensure_ascii=False)
 
 
 def chunk_text(text: str, target_words: int = TARGET_WORDS) -> list[tuple[int, int]]:
@@ -244,7 +245,8 @@ def _next_boundary(text: str, words, start: int, limit: int, paragraph_end: int)
 
 
 def normalise(text: str) -> str:
-    """Collapse whitespace (fast path: text that is already collapsed is returned as is)."""
+    """Collapse whitespace and compose accents (``composed``); fast path: text that is already collapsed
+    and composed is returned as is."""
     if "  " in text or "\n" in text or "\t" in text or "\r" in text:
-        return " ".join(text.split())
-    return text.strip()
+        text = " ".join(text.split())
+    return composed(text.strip())

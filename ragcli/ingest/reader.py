@@ -14,6 +14,7 @@ from ragcli.ingest.formats import FileNotes, Section, SkipFile, starts_of_lines
 from ragcli.ingest.jsonl import jsonl_passages
 from ragcli.ingest.passages import Passage, chunk_text, normalise, passage_id
 from ragcli.ingest.pdf import pdf_sections
+from ragcli.words import composed
 
 MAX_FILE_BYTES = 200 * 1024 * 1024
 
@@ -114,7 +115,7 @@ def _section_passages(section: Section, shown: str) -> Iterator[Passage]:
     text = section.text
     # one line of plain spaces: an HTML title's &nbsp; and line breaks were kept, and shown escaped
     # ("'2.\\xa0The GNU Free Documentation License'") where a title is quoted
-    title = " ".join(section.title.split())
+    title = composed(" ".join(section.title.split()))
     line_starts = starts_of_lines(text) if section.first_line is not None else None
     pieces = chunk_text(text)
     for i, (a, b) in enumerate(pieces, start=1):

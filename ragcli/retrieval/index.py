@@ -19,6 +19,7 @@ from typing import Any, Iterator
 
 from ragcli.errors import (IndexCorruptError, IndexEmptyError, IndexLockedError, IndexMissingError, UsageError)
 from ragcli.paths import located_here
+from ragcli.words import composed
 from ragcli.retrieval.query import MAX_QUERY_CHARS, query_terms
 from ragcli.retrieval.rebuild import rebuild_command
 from ragcli.retrieval.schema import (CJK_FIELD, LOCK_FILE, MANIFEST_FILE, META_FILE, READABLE_SCHEMAS, SCHEMA_VERSION,
@@ -347,6 +348,7 @@ class TantivyIndex:
         "İstanbul" where tantivy does not: found by nothing), and no query syntax is ever parsed."""
         import tantivy
 
+        query = composed(query)  # as the index's text was (an accent typed as a combining mark)
         terms = query_terms(query, *self._analyzers())
         schema = self._index.schema
         # each pair once, as each word is (``query_terms``): a CJK word written twice weighed twice
