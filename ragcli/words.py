@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 # (a vowel sign or virama is a mark, not a letter), and so did every word of Hindi, Tamil, Thai or
 # vowel-marked Arabic: citations went by fragments ("सूरत" matched "भारत" by "रत"), masks hid pieces.
 def composed(text: str) -> str:
-    """``text`` in Unicode's composed form (NFC): "Zu\u0308rich", an accent written as a combining mark (macOS
+    """``text`` in Unicode's composed form (NFC): "Zu\\u0308rich", an accent written as a combining mark (macOS
     file names, some PDFs' text), is "Zürich". tantivy's tokenizer cuts words at a combining mark ("zu",
     "rich": found by neither "Zürich" nor "Zurich"), so what is indexed and what is asked are composed
     first. ASCII, and text already composed, is returned as it is (known without a copy)."""

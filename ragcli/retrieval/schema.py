@@ -22,6 +22,8 @@ WHAT_SCHEMAS_ADD = {
 def what_it_lacks(schema_version: int) -> str:
     """What an index of ``schema_version`` does not have that a rebuild gives it ("" for today's)."""
     return "; ".join(what for version, what in sorted(WHAT_SCHEMAS_ADD.items()) if version > schema_version)
+
+
 META_FILE = "ragcli.json"
 MANIFEST_FILE = "ragcli-files.json"
 LOCK_FILE = "ragcli.lock"
