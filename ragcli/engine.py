@@ -96,6 +96,12 @@ class Engine:
                 self.close()
         return self._generator
 
+    @property
+    def model_let_go(self) -> bool:
+        """Whether the model that was loaded was let go for another that then failed to load (it loads
+        again when next used)."""
+        return self._generator is None and self._model_key is not None
+
     def _release_generator(self) -> None:
         """Let go of the generator being replaced before its successor loads: two 70B models at once
         do not fit where one does (a server's connections are closed)."""

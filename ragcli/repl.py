@@ -253,7 +253,11 @@ class Repl:
                 setattr(self.settings, key, getattr(before, key))
             self.settings._sources = before._sources
             if name == "model" and isinstance(exc, RagcliError):
-                raise type(exc)(exc.message, hint="the model in use stays" + (f"; {exc.hint}" if exc.hint else "")) from None
+                # a file llama.cpp could not load came after the model in use was let go (two big models
+                # do not fit where one does): it is loaded again, at the next question
+                stays = ("the model in use stays, loaded again at the next question" if self.engine.model_let_go
+                         else "the model in use stays")
+                raise type(exc)(exc.message, hint=stays + (f"; {exc.hint}" if exc.hint else "")) from None
             raise
         self.console.print(f"{name.replace('_', '-')} → {markup_safe(str(self.settings.to_dict()[name]))}")
         if self.settings.backend != before.backend and name != "backend":  # implied by a base URL, or taken back

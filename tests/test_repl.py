@@ -551,6 +551,34 @@ def test_a_model_that_fails_to_download_leaves_the_model_in_use_loaded(settings,
     assert "model → hf:org/repo/x.gguf" in err and len(made) == 2 and made[0].closed and "x.gguf" in out, err
 
 
+def test_a_model_llama_cpp_cannot_load_says_the_model_in_use_loads_again(settings, built_index, monkeypatch):
+    """A GGUF that passes the file checks but that llama.cpp cannot load (an architecture it does not know)
+    fails after the model in use was let go (two big models do not fit where one does). The error said
+    "the model in use stays", and the next question then spent a minute loading it again without a word:
+    the hint says it is loaded again at the next question, and it is."""
+    from ragcli import engine as engine_module, repl as repl_module
+    from ragcli.errors import ModelError
+
+    made = []
+
+    def make(s):
+        if s.model:
+            raise ModelError(f"cannot load {s.model}: unknown model architecture 'mamba3'")
+        made.append(FakeGenerator(default=toks(" Rhodotypos.", 0.9) + toks("\n\nQuestion:", 0.9)))
+        return made[-1]
+
+    monkeypatch.setattr(engine_module, "make_generator", make)
+    monkeypatch.setattr(repl_module, "_check_model", lambda path: None)
+    engine = Engine(settings.copy(index=str(built_index.directory), strategy="single"))
+    engine.generator
+    _, _, err, out = drive((engine, *make_repl(settings, built_index)[1:]),
+                           "/set model new.gguf\rWhich shrub grows in Japan?\r/exit\r")
+    text = " ".join(err.split())
+    assert ("error: cannot load new.gguf: unknown model architecture 'mamba3' (the model in use stays, loaded again "
+            "at the next question)") in text, text
+    assert len(made) == 2 and engine.settings.model == "" and "Rhodotypos" in out and not engine.model_let_go
+
+
 def test_hints_in_the_repl_name_the_set_commands_not_the_flags(settings, built_index, monkeypatch):
     """In chat, settings change with /set: "(--keep-first no to drop them)", "raise --ctx" and the
     fitting warning "(raise --ctx, or lower --max-tokens)" named flags the user cannot pass there. The
