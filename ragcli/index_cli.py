@@ -18,7 +18,7 @@ from ragcli.errors import UsageError
 
 @with_settings("index")
 def index(
-    paths: Annotated[list[Path], typer.Argument(help="Files or folders (.txt, .md, .rst, .html, .pdf, code, .jsonl).", show_default=False, readable=False, parser=path_arg)],
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders (.txt, .md, .rst, .html, .pdf, .docx, .odt, code, .jsonl).", show_default=False, readable=False, parser=path_arg)],
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Start the index over.")] = False,
     exclude: Annotated[Optional[list[str]], typer.Option("--exclude", "-x", help="gitignore-style pattern to skip (repeatable); a .ragcliignore file works too.")] = None,
     hidden: Annotated[bool, typer.Option("--hidden", help="Include hidden files and folders (never .git, .hg or .svn).")] = False,
@@ -28,7 +28,7 @@ def index(
 ) -> None:
     """Build or update the index from files and folders (only new or changed files are read).
 
-    Formats: .txt .md .rst .html .pdf, source code, and JSONL corpora ({"title", "text"} per line).
+    Formats: .txt .md .rst .html .pdf .docx .odt, source code, and JSONL corpora ({"title", "text"} per line).
     """
     from ragcli.ingest.indexer import build_index
     from ragcli.words import counted

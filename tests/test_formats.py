@@ -760,3 +760,82 @@ def test_a_heading_with_nothing_under_it_is_text(tmp_path):
     only = tmp_path / "outline.md"
     only.write_text("# Shopping list\n", encoding="utf-8")
     assert [(p.title, p.text) for p in read_passages(only, "outline.md")] == [("Shopping list", "Shopping list")]
+
+
+def _docx(path, body_xml: str, *, title: str | None = None, styles_xml: str | None = None) -> None:
+    """A minimal Word file: what Word writes that the reader looks at (document, styles, core properties)."""
+    import zipfile
+
+    w = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("[Content_Types].xml", "<Types/>")
+        z.writestr("word/document.xml", f"<w:document {w}><w:body>{body_xml}</w:body></w:document>")
+        if styles_xml is not None:
+            z.writestr("word/styles.xml", f"<w:styles {w}>{styles_xml}</w:styles>")
+        if title is not None:
+            z.writestr("docProps/core.xml", '<cp:coreProperties xmlns:cp="http://schemas.openxmlformats.org/package/2006/'
+                       'metadata/core-properties" xmlns:dc="http://purl.org/dc/elements/1.1/">'
+                       f"<dc:title>{title}</dc:title></cp:coreProperties>")
+
+
+def _p(text: str, style: str = "") -> str:
+    pstyle = f'<w:pPr><w:pStyle w:val="{style}"/></w:pPr>' if style else ""
+    runs = "".join(f"<w:r><w:t xml:space=\"preserve\">{part}</w:t></w:r>" for part in text.split("|"))
+    return f"<w:p>{pstyle}{runs}</w:p>"
+
+
+def test_word_and_opendocument_files_are_read_by_their_headings(tmp_path):
+    """A folder of notes beside Word reports was indexed without them ("not read: … .docx"): the documents
+    people most often keep. A .docx or .odt file is read with the standard library's zip and XML: one
+    section per heading, titled by the heading path as Markdown's are, paragraphs and table cells in
+    order, the run-split words of Word ("Rottn|est") whole; headings found by the style's name ("heading 1")
+    whatever its id, as a German template writes it ("berschrift1")."""
+    styles = ('<w:style w:styleId="berschrift1"><w:name w:val="heading 1"/></w:style>'
+              '<w:style w:styleId="berschrift2"><w:name w:val="heading 2"/></w:style>')
+    table = ("<w:tbl><w:tr><w:tc>" + _p("Island") + "</w:tc><w:tc>" + _p("Quokkas: 12,000") + "</w:tc></w:tr></w:tbl>")
+    _docx(tmp_path / "report.docx", _p("Field notes from the survey.") + _p("Quokkas", "berschrift1")
+          + _p("Quokkas live on Rottn|est Island.") + table + _p("Diet", "berschrift2")
+          + _p("They eat grasses.") + _p("Method", "berschrift1") + _p("Counted at dawn."),
+          title="Survey 2024", styles_xml=styles)
+    passages = read_passages(tmp_path / "report.docx", "report.docx")
+    by_title = {p.title: p.text for p in passages}
+    assert list(by_title) == ["Survey 2024", "Quokkas", "Quokkas > Diet", "Method"], by_title
+    assert by_title["Quokkas"] == "Quokkas live on Rottnest Island. Island Quokkas: 12,000"
+    assert by_title["Quokkas > Diet"] == "They eat grasses." and by_title["Survey 2024"] == "Field notes from the survey."
+
+    import zipfile
+
+    t = 'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"'
+    with zipfile.ZipFile(tmp_path / "notes.odt", "w") as z:
+        z.writestr("mimetype", "application/vnd.oasis.opendocument.text")
+        z.writestr("content.xml", f'<office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+                   f'{t}><office:body><office:text><text:h text:outline-level="1">Lighthouse</text:h>'
+                   '<text:p>Fog signals sound every<text:s text:c="2"/>thirty <text:span>seconds</text:span>.</text:p>'
+                   "</office:text></office:body></office:document-content>")
+    odt = read_passages(tmp_path / "notes.odt", "notes.odt")
+    assert [(p.title, p.text) for p in odt] == [("Lighthouse", "Fog signals sound every thirty seconds.")]
+
+
+def test_a_damaged_or_fake_word_file_is_skipped_with_the_reason(tmp_path):
+    """A .docx that is not a zip (a renamed text file), one without its document, or a zip bomb: each
+    file skipped with the reason, the rest of the folder indexed."""
+    import zipfile
+
+    from ragcli.ingest import office
+    from ragcli.ingest.formats import SkipFile
+
+    (tmp_path / "fake.docx").write_text("not a zip")
+    with zipfile.ZipFile(tmp_path / "empty.docx", "w") as z:
+        z.writestr("[Content_Types].xml", "<Types/>")
+    _docx(tmp_path / "broken.docx", "<w:p><w:r><w:t>unclosed")
+    for name, why in (("fake.docx", "not a docx file"), ("empty.docx", "not a docx file"),
+                      ("broken.docx", "damaged docx file")):
+        with pytest.raises(SkipFile, match=why):
+            read_passages(tmp_path / name, name)
+    _docx(tmp_path / "big.docx", _p("x" * 2000))
+    old, office.MAX_XML_BYTES = office.MAX_XML_BYTES, 1000
+    try:
+        with pytest.raises(SkipFile, match="unzips to more than"):
+            read_passages(tmp_path / "big.docx", "big.docx")
+    finally:
+        office.MAX_XML_BYTES = old

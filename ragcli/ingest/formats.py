@@ -15,13 +15,15 @@ TEXT_SUFFIXES = {".txt", ".text", ".rst", ".org", ".tex", ".csv", ".log"}
 MARKDOWN_SUFFIXES = {".md", ".markdown"}
 HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
 PDF_SUFFIXES = {".pdf"}
+OFFICE_SUFFIXES = {".docx", ".odt"}  # Word and OpenDocument text (``ingest.office``)
 CODE_SUFFIXES = {
     ".py", ".js", ".ts", ".tsx", ".jsx", ".go", ".rs", ".java", ".kt", ".c", ".h", ".cc", ".cpp", ".hpp", ".cs",
     ".rb", ".php", ".swift", ".scala", ".sh", ".bash", ".sql", ".r", ".jl", ".lua", ".toml", ".yaml", ".yml", ".ini",
     ".cfg",
 }
 JSONL_SUFFIXES = {".jsonl"}
-SUPPORTED_SUFFIXES = TEXT_SUFFIXES | MARKDOWN_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES | CODE_SUFFIXES | JSONL_SUFFIXES
+SUPPORTED_SUFFIXES = (TEXT_SUFFIXES | MARKDOWN_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES | OFFICE_SUFFIXES | CODE_SUFFIXES
+                      | JSONL_SUFFIXES)
 # Files without an extension that are text by their name (any case): a project's or a package's own
 # documents and build files, read as plain text. Other files without one are not read in a folder's
 # walk (executables, data); named on the command line, any file is.

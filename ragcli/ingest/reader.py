@@ -13,6 +13,7 @@ from ragcli.ingest.encoding import SNIFF_BYTES, bom, decode, is_utf8
 from ragcli.ingest.formats import FileNotes, Section, SkipFile, starts_of_lines
 from ragcli.ingest.jsonl import jsonl_passages
 from ragcli.ingest.passages import Passage, chunk_text, normalise, passage_id
+from ragcli.ingest.office import office_sections
 from ragcli.ingest.pdf import pdf_sections
 from ragcli.words import composed
 
@@ -77,6 +78,8 @@ def _sections(path: Path, suffix: str, notes: FileNotes) -> list[Section]:
     if suffix in formats.PDF_SUFFIXES:
         read_bytes(path)  # size cap and readability checks
         return pdf_sections(path)
+    if suffix in formats.OFFICE_SUFFIXES:
+        return office_sections(path, read_bytes(path))
     if suffix in formats.HTML_SUFFIXES:
         raw = read_bytes(path)
         declared = None if bom(raw) or b"\x00" in raw[:SNIFF_BYTES] else formats.declared_encoding(raw)

@@ -282,7 +282,8 @@ class TantivyIndex:
         for key, entry in manifest.items():
             name = entry.get("encoding")
             # one spelling per encoding, for what an older ragcli recorded too ("koi8_r" beside "koi8-r")
-            name = _codec_name(name) if name else "none (PDF)" if key.lower().endswith(".pdf") else "not recorded"
+            name = (_codec_name(name) if name else "none (PDF)" if key.lower().endswith(".pdf")
+                    else "none (Word, OpenDocument)" if key.lower().endswith((".docx", ".odt")) else "not recorded")
             encodings[name] = encodings.get(name, 0) + 1
         return {
             "passages": self.num_passages(),

@@ -1,0 +1,160 @@
+"""Word (.docx) and OpenDocument (.odt) files as Sections: one per heading, titled by the heading path
+("Report > Results > 2024"), as Markdown is, with the paragraphs and table cells in document order. Both
+are zip files of XML; the standard library reads them (no Office, no extra package). ``reader`` calls
+``office_sections``."""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from pathlib import Path
+from typing import Iterator
+
+from ragcli.ingest.formats import Section, SkipFile
+
+MAX_XML_BYTES = 200 * 1024 * 1024  # a document's XML unzipped: a zip bomb is skipped, not read into memory
+
+_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+_DC_TITLE = "{http://purl.org/dc/elements/1.1/}title"
+_TEXT = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
+_HEADING_NAME = re.compile(r"heading\s*(\d)", re.I)
+
+
+def office_sections(path: Path, data: bytes) -> list[Section]:
+    """The sections of a .docx or .odt file whose bytes are ``data``; SkipFile if it is not one."""
+    import io
+
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            if path.suffix.lower() == ".odt":
+                title, paragraphs = _odt(z)
+            else:
+                title, paragraphs = _docx(z)
+    except (zipfile.BadZipFile, KeyError, EOFError):
+        raise SkipFile(f"not a {path.suffix.lower()[1:]} file (not the zip of XML it should be)") from None
+    except SyntaxError as exc:  # ElementTree's ParseError
+        raise SkipFile(f"damaged {path.suffix.lower()[1:]} file: {exc}") from None
+    return _sections(title or path.stem, paragraphs)
+
+
+def _xml(z: zipfile.ZipFile, name: str):
+    from xml.etree import ElementTree
+
+    if z.getinfo(name).file_size > MAX_XML_BYTES:
+        raise SkipFile(f"its {name} unzips to more than {MAX_XML_BYTES // (1024 * 1024)} MB")
+    return ElementTree.fromstring(z.read(name))
+
+
+def _docx(z: zipfile.ZipFile) -> tuple[str, list[tuple[int, str]]]:
+    """(the document's title, its paragraphs as (heading level or 0, text)). Headings are the paragraphs
+    whose style is a "heading N" (by the style's name, as Word writes it in any language's template: the
+    style's id is translated, "berschrift1") or carries an outline level."""
+    levels: dict[str, int] = {}
+    if "word/styles.xml" in z.namelist():
+        for style in _xml(z, "word/styles.xml").iter(_W + "style"):
+            name = style.find(_W + "name")
+            outline = style.find(f"{_W}pPr/{_W}outlineLvl")
+            m = _HEADING_NAME.fullmatch((name.get(_W + "val") or "").strip()) if name is not None else None
+            if m:
+                levels[style.get(_W + "styleId", "")] = int(m[1])
+            elif outline is not None and (outline.get(_W + "val") or "").isdigit():
+                levels[style.get(_W + "styleId", "")] = int(outline.get(_W + "val")) + 1
+    title = _core_title(z)
+    paragraphs = []
+    for p in _xml(z, "word/document.xml").iter(_W + "p"):
+        style = p.find(f"{_W}pPr/{_W}pStyle")
+        style_id = style.get(_W + "val", "") if style is not None else ""
+        text = "".join(_docx_text(p)).strip()
+        if not text:
+            continue
+        if style_id == "Title" and not title:
+            title = text
+            continue
+        paragraphs.append((levels.get(style_id, 0), text))
+    return title, paragraphs
+
+
+def _docx_text(p) -> Iterator[str]:
+    for el in p.iter():
+        if el.tag == _W + "t" and el.text:
+            yield el.text
+        elif el.tag == _W + "tab":
+            yield "\t"
+        elif el.tag in (_W + "br", _W + "cr"):
+            yield "\n"
+
+
+def _core_title(z: zipfile.ZipFile) -> str:
+    if "docProps/core.xml" not in z.namelist():
+        return ""
+    el = _xml(z, "docProps/core.xml").find(_DC_TITLE)
+    return (el.text or "").strip() if el is not None else ""
+
+
+def _odt(z: zipfile.ZipFile) -> tuple[str, list[tuple[int, str]]]:
+    title = ""
+    if "meta.xml" in z.namelist():
+        el = _xml(z, "meta.xml").find(f".//{_DC_TITLE}")
+        title = (el.text or "").strip() if el is not None else ""
+    paragraphs = []
+    for el in _xml(z, "content.xml").iter():
+        if el.tag not in (_TEXT + "p", _TEXT + "h"):
+            continue
+        text = "".join(_odt_text(el)).strip()
+        if not text:
+            continue
+        level = el.get(_TEXT + "outline-level", "1") if el.tag == _TEXT + "h" else "0"
+        paragraphs.append((int(level) if level.isdigit() else 1, text))
+    return title, paragraphs
+
+
+def _odt_text(el) -> Iterator[str]:
+    """A paragraph's text: its own, its spans', and the spaces, tabs and line breaks it writes as elements
+    ("a<text:s text:c="3"/>b" is "a   b"); a paragraph nested in it (a note, a frame) is its own."""
+    if el.text:
+        yield el.text
+    for child in el:
+        if child.tag in (_TEXT + "p", _TEXT + "h"):
+            pass
+        elif child.tag == _TEXT + "s":
+            yield " " * int(child.get(_TEXT + "c", "1") or 1)
+        elif child.tag == _TEXT + "tab":
+            yield "\t"
+        elif child.tag == _TEXT + "line-break":
+            yield "\n"
+        else:
+            yield from _odt_text(child)
+        if child.tail:
+            yield child.tail
+
+
+def _sections(doc_title: str, paragraphs: list[tuple[int, str]]) -> list[Section]:
+    """One section per heading and what follows it up to the next, titled by the heading path; a heading
+    with nothing under it is a section of its own (as Markdown's are), the text before the first
+    heading is the document's."""
+    sections: list[Section] = []
+    stack: list[tuple[int, str]] = []  # the headings above, (level, text)
+    body: list[str] = []
+    heading_pending = False
+
+    def flush() -> None:
+        title = " > ".join(t for _, t in stack) or doc_title
+        if body:
+            sections.append(Section(title, "\n\n".join(body)))
+        elif heading_pending:
+            sections.append(Section(title, stack[-1][1]))
+        body.clear()
+
+    for level, text in paragraphs:
+        if level:
+            flush()
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, " ".join(text.split())))
+            heading_pending = True
+        else:
+            body.append(text)
+            heading_pending = False
+    if body or heading_pending:
+        flush()
+    return sections
