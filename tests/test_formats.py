@@ -802,6 +802,11 @@ def test_word_and_opendocument_files_are_read_by_their_headings(tmp_path):
     assert list(by_title) == ["Survey 2024", "Quokkas", "Quokkas > Diet", "Method"], by_title
     assert by_title["Quokkas"] == "Quokkas live on Rottnest Island. Island Quokkas: 12,000"
     assert by_title["Quokkas > Diet"] == "They eat grasses." and by_title["Survey 2024"] == "Field notes from the survey."
+    # a text box is a paragraph inside a paragraph's run: its text once, after the paragraph holding it
+    box = ('<w:p><w:r><w:t>Before the box.</w:t></w:r><w:r><w:pict><w:txbxContent>' + _p("Boxed note.")
+           + '</w:txbxContent></w:pict></w:r><w:hyperlink><w:r><w:t> After it.</w:t></w:r></w:hyperlink></w:p>')
+    _docx(tmp_path / "box.docx", box)
+    assert [p.text for p in read_passages(tmp_path / "box.docx", "box.docx")] == ["Before the box. After it. Boxed note."]
 
     import zipfile
 

@@ -75,13 +75,19 @@ def _docx(z: zipfile.ZipFile) -> tuple[str, list[tuple[int, str]]]:
 
 
 def _docx_text(p) -> Iterator[str]:
-    for el in p.iter():
+    """A paragraph's text, in its runs, hyperlinks and content controls; not that of a paragraph nested in
+    it (a text box's), which is a paragraph of its own (its text was read twice)."""
+    for el in p:
+        if el.tag == _W + "p":
+            continue
         if el.tag == _W + "t" and el.text:
             yield el.text
         elif el.tag == _W + "tab":
             yield "\t"
         elif el.tag in (_W + "br", _W + "cr"):
             yield "\n"
+        else:
+            yield from _docx_text(el)
 
 
 def _core_title(z: zipfile.ZipFile) -> str:
