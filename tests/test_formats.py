@@ -844,3 +844,14 @@ def test_a_damaged_or_fake_word_file_is_skipped_with_the_reason(tmp_path):
             read_passages(tmp_path / "big.docx", "big.docx")
     finally:
         office.MAX_XML_BYTES = old
+
+
+def test_a_word_text_box_written_twice_for_old_readers_is_read_once(tmp_path):
+    """Word writes a text box inside mc:AlternateContent twice: the drawing (mc:Choice) and a VML copy for
+    older readers (mc:Fallback); both copies' paragraphs were read ("Boxed note Boxed note")."""
+    mc = 'xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006"'
+    box = f"<w:txbxContent>{_p('Boxed note')}</w:txbxContent>"
+    _docx(tmp_path / "box.docx", f'<w:p><w:r><mc:AlternateContent {mc}><mc:Choice Requires="wps"><w:drawing>{box}'
+          f"</w:drawing></mc:Choice><mc:Fallback><w:pict>{box}</w:pict></mc:Fallback></mc:AlternateContent></w:r>"
+          "<w:r><w:t>Body</w:t></w:r></w:p>")
+    assert [p.text for p in read_passages(tmp_path / "box.docx", "box.docx")] == ["Body Boxed note"]

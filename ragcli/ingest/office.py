@@ -15,6 +15,7 @@ from ragcli.ingest.formats import Section, SkipFile
 MAX_XML_BYTES = 200 * 1024 * 1024  # a document's XML unzipped: a zip bomb is skipped, not read into memory
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+_MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
 _DC_TITLE = "{http://purl.org/dc/elements/1.1/}title"
 _TEXT = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
 _HEADING_NAME = re.compile(r"heading\s*(\d)", re.I)
@@ -61,7 +62,7 @@ def _docx(z: zipfile.ZipFile) -> tuple[str, list[tuple[int, str]]]:
                 levels[style.get(_W + "styleId", "")] = int(outline.get(_W + "val")) + 1
     title = _core_title(z)
     paragraphs = []
-    for p in _xml(z, "word/document.xml").iter(_W + "p"):
+    for p in _docx_paragraphs(_xml(z, "word/document.xml")):
         style = p.find(f"{_W}pPr/{_W}pStyle")
         style_id = style.get(_W + "val", "") if style is not None else ""
         text = "".join(_docx_text(p)).strip()
@@ -74,11 +75,23 @@ def _docx(z: zipfile.ZipFile) -> tuple[str, list[tuple[int, str]]]:
     return title, paragraphs
 
 
+def _docx_paragraphs(el) -> Iterator:
+    """The w:p elements under ``el`` in document order, a paragraph before those nested in it (a text box's);
+    not those of an mc:Fallback, the copy of a text box or shape Word writes for older readers beside the
+    mc:Choice it reads (its text was read twice)."""
+    for child in el:
+        if child.tag == _MC_FALLBACK:
+            continue
+        if child.tag == _W + "p":
+            yield child
+        yield from _docx_paragraphs(child)
+
+
 def _docx_text(p) -> Iterator[str]:
     """A paragraph's text, in its runs, hyperlinks and content controls; not that of a paragraph nested in
     it (a text box's), which is a paragraph of its own (its text was read twice)."""
     for el in p:
-        if el.tag == _W + "p":
+        if el.tag in (_W + "p", _MC_FALLBACK):
             continue
         if el.tag == _W + "t" and el.text:
             yield el.text
