@@ -855,3 +855,13 @@ def test_a_word_text_box_written_twice_for_old_readers_is_read_once(tmp_path):
           f"</w:drawing></mc:Choice><mc:Fallback><w:pict>{box}</w:pict></mc:Fallback></mc:AlternateContent></w:r>"
           "<w:r><w:t>Body</w:t></w:r></w:p>")
     assert [p.text for p in read_passages(tmp_path / "box.docx", "box.docx")] == ["Body Boxed note"]
+
+
+def test_a_word_style_at_outline_level_9_is_body_text(tmp_path):
+    """w:outlineLvl 0 to 8 are heading levels 1 to 9; 9 is Word's "Body Text" level, no heading: a style
+    saying so made every paragraph of it a heading (sections titled by each paragraph)."""
+    styles = '<w:style w:styleId="Body"><w:name w:val="Body Text"/><w:pPr><w:outlineLvl w:val="9"/></w:pPr></w:style>'
+    _docx(tmp_path / "b.docx", _p("First paragraph.", "Body") + _p("Second paragraph.", "Body"),
+          title="Minutes", styles_xml=styles)
+    assert [(p.title, p.text) for p in read_passages(tmp_path / "b.docx", "b.docx")] == [
+        ("Minutes", "First paragraph. Second paragraph.")]

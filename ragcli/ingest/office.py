@@ -58,7 +58,7 @@ def _docx(z: zipfile.ZipFile) -> tuple[str, list[tuple[int, str]]]:
             m = _HEADING_NAME.fullmatch((name.get(_W + "val") or "").strip()) if name is not None else None
             if m:
                 levels[style.get(_W + "styleId", "")] = int(m[1])
-            elif outline is not None and (outline.get(_W + "val") or "").isdigit():
+            elif outline is not None and outline.get(_W + "val") in tuple("012345678"):  # 9: body text
                 levels[style.get(_W + "styleId", "")] = int(outline.get(_W + "val")) + 1
     title = _core_title(z)
     paragraphs = []
