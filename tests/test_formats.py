@@ -865,3 +865,17 @@ def test_a_word_style_at_outline_level_9_is_body_text(tmp_path):
           title="Minutes", styles_xml=styles)
     assert [(p.title, p.text) for p in read_passages(tmp_path / "b.docx", "b.docx")] == [
         ("Minutes", "First paragraph. Second paragraph.")]
+
+
+def test_a_word_heading_style_based_on_a_heading_is_a_heading(tmp_path):
+    """A template's own heading style ("Chapter", based on "heading 1") takes its outline level from the
+    style it is based on, as Word does; its headings were read as body text. One based on a heading that
+    sets outline level 9 (body text) itself is no heading."""
+    styles = ('<w:style w:styleId="Heading1"><w:name w:val="heading 1"/><w:pPr><w:outlineLvl w:val="0"/></w:pPr>'
+              '</w:style><w:style w:styleId="Chapter"><w:name w:val="Chapter"/><w:basedOn w:val="Heading1"/>'
+              '</w:style><w:style w:styleId="Lead"><w:name w:val="Lead"/><w:basedOn w:val="Chapter"/>'
+              '<w:pPr><w:outlineLvl w:val="9"/></w:pPr></w:style>')
+    _docx(tmp_path / "c.docx", _p("Preface text.") + _p("Origins", "Chapter") + _p("It began.", "Lead"),
+          title="Book", styles_xml=styles)
+    assert [(p.title, p.text) for p in read_passages(tmp_path / "c.docx", "c.docx")] == [
+        ("Book", "Preface text."), ("Origins", "It began.")]

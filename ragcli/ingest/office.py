@@ -50,16 +50,32 @@ def _docx(z: zipfile.ZipFile) -> tuple[str, list[tuple[int, str]]]:
     """(the document's title, its paragraphs as (heading level or 0, text)). Headings are the paragraphs
     whose style is a "heading N" (by the style's name, as Word writes it in any language's template: the
     style's id is translated, "berschrift1") or carries an outline level."""
-    levels: dict[str, int] = {}
+    own: dict[str, int | None] = {}  # a style's own level: None where it says nothing, 0 for body text
+    based_on: dict[str, str] = {}
     if "word/styles.xml" in z.namelist():
         for style in _xml(z, "word/styles.xml").iter(_W + "style"):
+            sid = style.get(_W + "styleId", "")
             name = style.find(_W + "name")
             outline = style.find(f"{_W}pPr/{_W}outlineLvl")
+            base = style.find(_W + "basedOn")
             m = _HEADING_NAME.fullmatch((name.get(_W + "val") or "").strip()) if name is not None else None
             if m:
-                levels[style.get(_W + "styleId", "")] = int(m[1])
-            elif outline is not None and outline.get(_W + "val") in tuple("012345678"):  # 9: body text
-                levels[style.get(_W + "styleId", "")] = int(outline.get(_W + "val")) + 1
+                own[sid] = int(m[1])
+            elif outline is not None and (outline.get(_W + "val") or "").isdigit():
+                val = int(outline.get(_W + "val"))
+                own[sid] = val + 1 if val < 9 else 0  # 9: Word's body-text level
+            else:
+                own[sid] = None
+            if base is not None:
+                based_on[sid] = base.get(_W + "val", "")
+    levels: dict[str, int] = {}
+    for sid in own:  # a style saying no level has that of the style it is based on, as in Word
+        seen, at = set(), sid
+        while own.get(at) is None and at in based_on and at not in seen:
+            seen.add(at)
+            at = based_on[at]
+        if own.get(at):
+            levels[sid] = own[at]
     title = _core_title(z)
     paragraphs = []
     for p in _docx_paragraphs(_xml(z, "word/document.xml")):
