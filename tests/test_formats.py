@@ -879,3 +879,36 @@ def test_a_word_heading_style_based_on_a_heading_is_a_heading(tmp_path):
           title="Book", styles_xml=styles)
     assert [(p.title, p.text) for p in read_passages(tmp_path / "c.docx", "c.docx")] == [
         ("Book", "Preface text."), ("Origins", "It began.")]
+
+
+def test_a_word_file_whose_parts_cannot_be_unzipped_is_skipped_with_the_reason(tmp_path):
+    """A .docx whose parts are zip-encrypted, or packed by a method zipfile lacks, or whose compressed data
+    is corrupt, or nested thousands deep raised RuntimeError, NotImplementedError, zlib.error or RecursionError
+    out of the reader (not SkipFile)."""
+    import io
+    import zipfile
+
+    from ragcli.ingest.formats import SkipFile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("word/document.xml", "<w:document>" + "quokka " * 500 + "</w:document>")
+    good = buf.getvalue()
+    encrypted = bytearray(good)
+    for sig, at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):  # general-purpose flag bit 0: encrypted
+        encrypted[encrypted.find(sig) + at] |= 1
+    unknown = bytearray(good)
+    for sig, at in ((b"PK\x03\x04", 8), (b"PK\x01\x02", 10)):  # compression method 99 (AES)
+        unknown[unknown.find(sig) + at] = 99
+    corrupt = bytearray(good)
+    start = corrupt.find(b"word/document.xml") + len("word/document.xml")
+    corrupt[start + 2:start + 12] = b"\xff" * 10
+    for name, data, why in (("encrypted.docx", encrypted, "password"), ("unknown.docx", unknown, "damaged"),
+                            ("corrupt.docx", corrupt, "damaged")):
+        (tmp_path / name).write_bytes(bytes(data))
+        with pytest.raises(SkipFile, match=why):
+            read_passages(tmp_path / name, name)
+    # a paragraph nested thousands deep (RecursionError, a RuntimeError: not "protected by a password")
+    _docx(tmp_path / "deep.docx", "<w:p>" + "<w:sdt>" * 5000 + "</w:sdt>" * 5000 + "</w:p>")
+    with pytest.raises(SkipFile, match="nested too deep"):
+        read_passages(tmp_path / "deep.docx", "deep.docx")

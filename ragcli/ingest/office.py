@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Iterator
 
@@ -35,6 +36,12 @@ def office_sections(path: Path, data: bytes) -> list[Section]:
         raise SkipFile(f"not a {path.suffix.lower()[1:]} file (not the zip of XML it should be)") from None
     except SyntaxError as exc:  # ElementTree's ParseError
         raise SkipFile(f"damaged {path.suffix.lower()[1:]} file: {exc}") from None
+    except RecursionError:  # (a RuntimeError) elements nested thousands deep: no document Word writes
+        raise SkipFile(f"damaged {path.suffix.lower()[1:]} file: its XML is nested too deep") from None
+    except (NotImplementedError, zlib.error) as exc:  # a method zipfile lacks (a RuntimeError too); corrupt data
+        raise SkipFile(f"damaged {path.suffix.lower()[1:]} file: {exc}") from None
+    except RuntimeError:  # zipfile: a part encrypted, password required
+        raise SkipFile(f"{path.suffix.lower()[1:]} file protected by a password") from None
     return _sections(title or path.stem, paragraphs)
 
 
