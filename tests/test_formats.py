@@ -912,3 +912,23 @@ def test_a_word_file_whose_parts_cannot_be_unzipped_is_skipped_with_the_reason(t
     _docx(tmp_path / "deep.docx", "<w:p>" + "<w:sdt>" * 5000 + "</w:sdt>" * 5000 + "</w:p>")
     with pytest.raises(SkipFile, match="nested too deep"):
         read_passages(tmp_path / "deep.docx", "deep.docx")
+
+
+def _odt_file(path, text_xml: str) -> None:
+    import zipfile
+
+    ns = ('xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+          'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" xmlns:dc="http://purl.org/dc/elements/1.1/"')
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("content.xml", f"<office:document-content {ns}><office:body><office:text>{text_xml}"
+                   "</office:text></office:body></office:document-content>")
+
+
+def test_the_deleted_text_of_an_odt_with_tracked_changes_is_not_read(tmp_path):
+    """An .odt saved with changes tracked keeps the text deleted in text:tracked-changes, as paragraphs: it
+    was read as the document's ("Deleted secret" found, and first)."""
+    _odt_file(tmp_path / "t.odt", '<text:tracked-changes><text:changed-region text:id="c1"><text:deletion>'
+              "<office:change-info><dc:creator>Eve</dc:creator><dc:date>2024-01-01T00:00:00</dc:date>"
+              "</office:change-info><text:p>Deleted secret</text:p></text:deletion></text:changed-region>"
+              '</text:tracked-changes><text:p><text:change text:change-id="c1"/>Kept text.</text:p>')
+    assert [p.text for p in read_passages(tmp_path / "t.odt", "t.odt")] == ["Kept text."]

@@ -139,15 +139,24 @@ def _odt(z: zipfile.ZipFile) -> tuple[str, list[tuple[int, str]]]:
         el = _xml(z, "meta.xml").find(f".//{_DC_TITLE}")
         title = (el.text or "").strip() if el is not None else ""
     paragraphs = []
-    for el in _xml(z, "content.xml").iter():
-        if el.tag not in (_TEXT + "p", _TEXT + "h"):
-            continue
+    for el in _odt_paragraphs(_xml(z, "content.xml")):
         text = "".join(_odt_text(el)).strip()
         if not text:
             continue
         level = el.get(_TEXT + "outline-level", "1") if el.tag == _TEXT + "h" else "0"
         paragraphs.append((int(level) if level.isdigit() else 1, text))
     return title, paragraphs
+
+
+def _odt_paragraphs(el) -> Iterator:
+    """The text:p and text:h elements under ``el`` in document order, a paragraph before those nested in it;
+    not those of text:tracked-changes, the text deleted while changes were tracked (it was read)."""
+    for child in el:
+        if child.tag == _TEXT + "tracked-changes":
+            continue
+        if child.tag in (_TEXT + "p", _TEXT + "h"):
+            yield child
+        yield from _odt_paragraphs(child)
 
 
 def _odt_text(el) -> Iterator[str]:
