@@ -932,3 +932,16 @@ def test_the_deleted_text_of_an_odt_with_tracked_changes_is_not_read(tmp_path):
               "</office:change-info><text:p>Deleted secret</text:p></text:deletion></text:changed-region>"
               '</text:tracked-changes><text:p><text:change text:change-id="c1"/>Kept text.</text:p>')
     assert [p.text for p in read_passages(tmp_path / "t.odt", "t.odt")] == ["Kept text."]
+
+
+def test_an_odt_paragraph_holds_neither_its_comments_author_nor_its_footnote_number(tmp_path):
+    """A comment's author and date (office:annotation's dc:creator, dc:date) and a footnote's number
+    (text:note-citation) were read into the paragraph's text: "CommentedAlice Smith2024-05-01T10:00:00 word",
+    "Quokkas1 live here" (no search for "quokkas" found it). The note's and comment's own paragraphs are
+    read as before, after it."""
+    _odt_file(tmp_path / "n.odt", '<text:p>Quokkas<text:note text:id="n1" text:note-class="footnote"><text:note-citation>'
+              "1</text:note-citation><text:note-body><text:p>A footnote.</text:p></text:note-body></text:note>"
+              " live here.</text:p><text:p>Commented<office:annotation><dc:creator>Alice Smith</dc:creator>"
+              "<dc:date>2024-05-01T10:00:00</dc:date><text:p>my comment</text:p></office:annotation> word.</text:p>")
+    assert [p.text for p in read_passages(tmp_path / "n.odt", "n.odt")] == [
+        "Quokkas live here. A footnote. Commented word. my comment"]

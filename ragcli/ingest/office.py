@@ -19,6 +19,7 @@ _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
 _DC_TITLE = "{http://purl.org/dc/elements/1.1/}title"
 _TEXT = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
+_ODT_NOT_TEXT = ("{urn:oasis:names:tc:opendocument:xmlns:office:1.0}annotation", _TEXT + "note-citation")
 _HEADING_NAME = re.compile(r"heading\s*(\d)", re.I)
 
 
@@ -165,8 +166,8 @@ def _odt_text(el) -> Iterator[str]:
     if el.text:
         yield el.text
     for child in el:
-        if child.tag in (_TEXT + "p", _TEXT + "h"):
-            pass
+        if child.tag in (_TEXT + "p", _TEXT + "h") or child.tag in _ODT_NOT_TEXT:
+            pass  # a comment (its author and date) or a footnote's number: not the paragraph's words
         elif child.tag == _TEXT + "s":
             yield " " * int(child.get(_TEXT + "c", "1") or 1)
         elif child.tag == _TEXT + "tab":
