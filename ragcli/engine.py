@@ -172,9 +172,13 @@ class Engine:
         from ragcli import calibration, prompts
         from ragcli.ingest.encoding import typed_text
         from ragcli.strategies import build
+        from ragcli.words import composed
 
         settings = settings or self.settings
         question = typed_text(question.strip())[0]  # (the CLI says how it read a question that was not UTF-8)
+        # accents composed as the index's passages are: a question's "Zu\u0308rich" met their "Zürich" only
+        # inside the index's search, not where the strategies compare words (CRAG's overlap, attribution)
+        question, search = composed(question), composed(search) if search else search
         if not question:
             raise UsageError("the question is empty")
         check_has_words(question)

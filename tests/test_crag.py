@@ -338,3 +338,24 @@ def test_the_questions_pages_are_numbered_retrieval_0_when_a_web_search_follows_
     list(s.run("Who founded Rome?"))
     assert s.stats.extra.get("web") == "used" and s.stats.retrievals == 2
     assert {key[0]: e.first for key, e in s.evidence.items()} == {"d0": 0, "d1": 0, "d2": 0, "w0": 0}
+
+
+def test_a_question_with_accents_written_as_combining_marks_is_read_composed(settings):
+    """Passages are indexed composed (NFC): a question typed or pasted with combining marks ("Zu\u0308rich")
+    was composed only inside the index's search, so what the strategies compare with the passages' words
+    (CRAG's lexical overlap, attribution) missed "Zürich": half the words of this question were found."""
+    from ragcli.engine import Engine
+
+    zurich = Document("z", "Zürich", "Zürich airport is in Kloten.", 2.0)
+    asked: list[str] = []
+
+    class Recording(StaticRetriever):
+        def search(self, query: str, k: int) -> list[Document]:
+            asked.append(query)
+            return super().search(query, k)
+
+    gen = FakeGenerator([ANSWER])
+    engine = Engine(settings.copy(strategy="single"), generator=gen, retriever=Recording([zurich]))
+    list(engine.ask("Where is Zu\u0308rich airport?"))
+    assert asked and all("Zürich" in q and "\u0308" not in q for q in asked)
+    assert "Zu\u0308rich" not in answer_prompt(gen)
