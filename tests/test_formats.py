@@ -945,3 +945,19 @@ def test_an_odt_paragraph_holds_neither_its_comments_author_nor_its_footnote_num
               "<dc:date>2024-05-01T10:00:00</dc:date><text:p>my comment</text:p></office:annotation> word.</text:p>")
     assert [p.text for p in read_passages(tmp_path / "n.odt", "n.odt")] == [
         "Quokkas live here. A footnote. Commented word. my comment"]
+
+
+def test_a_strict_open_xml_word_file_is_read(tmp_path):
+    """Word's "Strict Open XML Document" (.docx) names its elements in another namespace
+    (http://purl.oclc.org/ooxml/wordprocessingml/main): nothing of it was read, not even a warning's reason."""
+    import zipfile
+
+    w = 'xmlns:w="http://purl.oclc.org/ooxml/wordprocessingml/main"'
+    with zipfile.ZipFile(tmp_path / "strict.docx", "w") as z:
+        z.writestr("word/styles.xml", f'<w:styles {w}><w:style w:styleId="Heading1"><w:name w:val="heading 1"/>'
+                   "</w:style></w:styles>")
+        z.writestr("word/document.xml", f"<w:document {w}><w:body>"
+                   + _p("Results").replace("<w:p>", '<w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr>', 1)
+                   + _p("Strict text.") + "</w:body></w:document>")
+    assert [(p.title, p.text) for p in read_passages(tmp_path / "strict.docx", "strict.docx")] == [
+        ("Results", "Strict text.")]

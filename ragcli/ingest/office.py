@@ -16,6 +16,9 @@ from ragcli.ingest.formats import Section, SkipFile
 MAX_XML_BYTES = 200 * 1024 * 1024  # a document's XML unzipped: a zip bomb is skipped, not read into memory
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+# Word's "Strict Open XML" names the same elements in this namespace: read as the usual one
+_STRICT_W = (b"http://purl.oclc.org/ooxml/wordprocessingml/main",
+             b"http://schemas.openxmlformats.org/wordprocessingml/2006/main")
 _MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
 _DC_TITLE = "{http://purl.org/dc/elements/1.1/}title"
 _TEXT = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
@@ -51,7 +54,10 @@ def _xml(z: zipfile.ZipFile, name: str):
 
     if z.getinfo(name).file_size > MAX_XML_BYTES:
         raise SkipFile(f"its {name} unzips to more than {MAX_XML_BYTES // (1024 * 1024)} MB")
-    return ElementTree.fromstring(z.read(name))
+    data = z.read(name)
+    if name.startswith("word/") and _STRICT_W[0] in data:
+        data = data.replace(*_STRICT_W)
+    return ElementTree.fromstring(data)
 
 
 def _docx(z: zipfile.ZipFile) -> tuple[str, list[tuple[int, str]]]:
