@@ -961,3 +961,13 @@ def test_a_strict_open_xml_word_file_is_read(tmp_path):
                    + _p("Strict text.") + "</w:body></w:document>")
     assert [(p.title, p.text) for p in read_passages(tmp_path / "strict.docx", "strict.docx")] == [
         ("Results", "Strict text.")]
+
+
+def test_an_odt_image_s_alternative_text_is_not_glued_into_its_paragraph(tmp_path):
+    """An image anchored in a paragraph (draw:frame) carries its alternative text as svg:title and svg:desc:
+    they were read into the paragraph's words, glued ("See Alt titleAlt descthe map.")."""
+    x = ('xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" '
+         'xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0"')
+    _odt_file(tmp_path / "m.odt", f"<text:p>See <draw:frame {x}><draw:image/><svg:title>Map</svg:title>"
+              "<svg:desc>A map of the island</svg:desc></draw:frame>the map.</text:p>")
+    assert [p.text for p in read_passages(tmp_path / "m.odt", "m.odt")] == ["See the map."]

@@ -22,7 +22,9 @@ _STRICT_W = (b"http://purl.oclc.org/ooxml/wordprocessingml/main",
 _MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
 _DC_TITLE = "{http://purl.org/dc/elements/1.1/}title"
 _TEXT = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
-_ODT_NOT_TEXT = ("{urn:oasis:names:tc:opendocument:xmlns:office:1.0}annotation", _TEXT + "note-citation")
+_SVG = "{urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0}"
+_ODT_NOT_TEXT = ("{urn:oasis:names:tc:opendocument:xmlns:office:1.0}annotation", _TEXT + "note-citation",
+                 _SVG + "title", _SVG + "desc")  # an image's alternative text
 _HEADING_NAME = re.compile(r"heading\s*(\d)", re.I)
 
 
@@ -173,7 +175,7 @@ def _odt_text(el) -> Iterator[str]:
         yield el.text
     for child in el:
         if child.tag in (_TEXT + "p", _TEXT + "h") or child.tag in _ODT_NOT_TEXT:
-            pass  # a comment (its author and date) or a footnote's number: not the paragraph's words
+            pass  # a comment (its author and date), a footnote's number, an image's alternative text
         elif child.tag == _TEXT + "s":
             yield " " * int(child.get(_TEXT + "c", "1") or 1)
         elif child.tag == _TEXT + "tab":
