@@ -971,3 +971,10 @@ def test_an_odt_image_s_alternative_text_is_not_glued_into_its_paragraph(tmp_pat
     _odt_file(tmp_path / "m.odt", f"<text:p>See <draw:frame {x}><draw:image/><svg:title>Map</svg:title>"
               "<svg:desc>A map of the island</svg:desc></draw:frame>the map.</text:p>")
     assert [p.text for p in read_passages(tmp_path / "m.odt", "m.odt")] == ["See the map."]
+
+
+def test_a_word_non_breaking_hyphen_is_kept(tmp_path):
+    """Word writes a non-breaking hyphen (Ctrl+Shift+-) as the element w:noBreakHyphen, not as text: it was
+    lost ("Jean-Paul" read "JeanPaul", found by neither "Jean" nor "Paul")."""
+    _docx(tmp_path / "h.docx", "<w:p><w:r><w:t>Jean</w:t></w:r><w:r><w:noBreakHyphen/><w:t>Paul</w:t></w:r></w:p>")
+    assert [p.text for p in read_passages(tmp_path / "h.docx", "h.docx")] == ["Jean-Paul"]

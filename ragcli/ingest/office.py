@@ -131,6 +131,8 @@ def _docx_text(p) -> Iterator[str]:
             yield "\t"
         elif el.tag in (_W + "br", _W + "cr"):
             yield "\n"
+        elif el.tag == _W + "noBreakHyphen":  # written as an element, not as text
+            yield "-"
         else:
             yield from _docx_text(el)
 
