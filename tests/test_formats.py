@@ -978,3 +978,13 @@ def test_a_word_non_breaking_hyphen_is_kept(tmp_path):
     lost ("Jean-Paul" read "JeanPaul", found by neither "Jean" nor "Paul")."""
     _docx(tmp_path / "h.docx", "<w:p><w:r><w:t>Jean</w:t></w:r><w:r><w:noBreakHyphen/><w:t>Paul</w:t></w:r></w:p>")
     assert [p.text for p in read_passages(tmp_path / "h.docx", "h.docx")] == ["Jean-Paul"]
+
+
+def test_a_password_protected_word_file_is_skipped_as_such(tmp_path):
+    """Word saves a .docx protected by a password as an encrypted OLE compound file, not a zip: it was
+    skipped as "not a docx file", which it is. The reason now says what it likely is."""
+    from ragcli.ingest.formats import SkipFile
+
+    (tmp_path / "locked.docx").write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(504))
+    with pytest.raises(SkipFile, match="protected by a password"):
+        read_passages(tmp_path / "locked.docx", "locked.docx")

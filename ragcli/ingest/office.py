@@ -15,6 +15,7 @@ from ragcli.ingest.formats import Section, SkipFile
 
 MAX_XML_BYTES = 200 * 1024 * 1024  # a document's XML unzipped: a zip bomb is skipped, not read into memory
 
+_OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # an OLE compound file's signature
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 # Word's "Strict Open XML" names the same elements in this namespace: read as the usual one
 _STRICT_W = (b"http://purl.oclc.org/ooxml/wordprocessingml/main",
@@ -39,6 +40,9 @@ def office_sections(path: Path, data: bytes) -> list[Section]:
             else:
                 title, paragraphs = _docx(z)
     except (zipfile.BadZipFile, KeyError, EOFError):
+        if data.startswith(_OLE):  # what Word saves a document protected by a password as (or a .doc renamed)
+            raise SkipFile(f"{path.suffix.lower()[1:]} file protected by a password (an encrypted OLE file),"
+                           " or an old .doc renamed") from None
         raise SkipFile(f"not a {path.suffix.lower()[1:]} file (not the zip of XML it should be)") from None
     except SyntaxError as exc:  # ElementTree's ParseError
         raise SkipFile(f"damaged {path.suffix.lower()[1:]} file: {exc}") from None
