@@ -988,3 +988,16 @@ def test_a_password_protected_word_file_is_skipped_as_such(tmp_path):
     (tmp_path / "locked.docx").write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(504))
     with pytest.raises(SkipFile, match="protected by a password"):
         read_passages(tmp_path / "locked.docx", "locked.docx")
+
+
+def test_a_word_paragraph_given_an_outline_level_of_its_own_is_a_heading(tmp_path):
+    """Word's Paragraph dialog sets an outline level on one paragraph (w:pPr/w:outlineLvl), a heading in its
+    navigation pane whatever its style; level 9 there makes a heading style's paragraph body text. Only the
+    style's level was read."""
+    styles = '<w:style w:styleId="Heading1"><w:name w:val="heading 1"/></w:style>'
+    own = '<w:p><w:pPr><w:outlineLvl w:val="0"/></w:pPr><w:r><w:t>Findings</w:t></w:r></w:p>'
+    body = ('<w:p><w:pPr><w:pStyle w:val="Heading1"/><w:outlineLvl w:val="9"/></w:pPr>'
+            "<w:r><w:t>A big line, no heading.</w:t></w:r></w:p>")
+    _docx(tmp_path / "o.docx", _p("Intro.") + own + _p("Found it.") + body, title="Doc", styles_xml=styles)
+    assert [(p.title, p.text) for p in read_passages(tmp_path / "o.docx", "o.docx")] == [
+        ("Doc", "Intro."), ("Findings", "Found it. A big line, no heading.")]

@@ -107,7 +107,11 @@ def _docx(z: zipfile.ZipFile) -> tuple[str, list[tuple[int, str]]]:
         if style_id == "Title" and not title:
             title = text
             continue
-        paragraphs.append((levels.get(style_id, 0), text))
+        level = levels.get(style_id, 0)
+        outline = p.find(f"{_W}pPr/{_W}outlineLvl")  # the paragraph's own (Word's Paragraph dialog): it wins
+        if outline is not None and (outline.get(_W + "val") or "").isdigit():
+            level = int(outline.get(_W + "val")) + 1 if int(outline.get(_W + "val")) < 9 else 0
+        paragraphs.append((level, text))
     return title, paragraphs
 
 
