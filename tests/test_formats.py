@@ -807,6 +807,12 @@ def test_word_and_opendocument_files_are_read_by_their_headings(tmp_path):
            + '</w:txbxContent></w:pict></w:r><w:hyperlink><w:r><w:t> After it.</w:t></w:r></w:hyperlink></w:p>')
     _docx(tmp_path / "box.docx", box)
     assert [p.text for p in read_passages(tmp_path / "box.docx", "box.docx")] == ["Before the box. After it. Boxed note."]
+    # text moved while changes were tracked is in the document twice, where it was (w:moveFrom) and where it
+    # went (w:moveTo): read once, where it went
+    moved = ("<w:p><w:moveFrom><w:r><w:t>Moved words.</w:t></w:r></w:moveFrom><w:r><w:t>Stays.</w:t></w:r></w:p>"
+             "<w:p><w:moveTo><w:r><w:t>Moved words.</w:t></w:r></w:moveTo></w:p>")
+    _docx(tmp_path / "moved.docx", moved)
+    assert [p.text for p in read_passages(tmp_path / "moved.docx", "moved.docx")] == ["Stays. Moved words."]
 
     import zipfile
 

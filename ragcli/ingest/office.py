@@ -131,7 +131,7 @@ def _docx_text(p) -> Iterator[str]:
     """A paragraph's text, in its runs, hyperlinks and content controls; not that of a paragraph nested in
     it (a text box's), which is a paragraph of its own (its text was read twice)."""
     for el in p:
-        if el.tag in (_W + "p", _MC_FALLBACK):
+        if el.tag in (_W + "p", _MC_FALLBACK, _W + "moveFrom"):  # (tracked moves: the text is where it went, moveTo)
             continue
         if el.tag == _W + "t" and el.text:
             yield el.text
