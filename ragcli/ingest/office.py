@@ -33,25 +33,26 @@ def office_sections(path: Path, data: bytes) -> list[Section]:
     """The sections of a .docx or .odt file whose bytes are ``data``; SkipFile if it is not one."""
     import io
 
+    kind = path.suffix.lower()[1:]
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as z:
-            if path.suffix.lower() == ".odt":
+            if kind == "odt":
                 title, paragraphs = _odt(z)
             else:
                 title, paragraphs = _docx(z)
     except (zipfile.BadZipFile, KeyError, EOFError):
         if data.startswith(_OLE):  # what Word saves a document protected by a password as (or a .doc renamed)
-            raise SkipFile(f"{path.suffix.lower()[1:]} file protected by a password (an encrypted OLE file),"
+            raise SkipFile(f"{kind} file protected by a password (an encrypted OLE file),"
                            " or an old .doc renamed") from None
-        raise SkipFile(f"not a {path.suffix.lower()[1:]} file (not the zip of XML it should be)") from None
+        raise SkipFile(f"not a {kind} file (not the zip of XML it should be)") from None
     except SyntaxError as exc:  # ElementTree's ParseError
-        raise SkipFile(f"damaged {path.suffix.lower()[1:]} file: {exc}") from None
+        raise SkipFile(f"damaged {kind} file: {exc}") from None
     except RecursionError:  # (a RuntimeError) elements nested thousands deep: no document Word writes
-        raise SkipFile(f"damaged {path.suffix.lower()[1:]} file: its XML is nested too deep") from None
+        raise SkipFile(f"damaged {kind} file: its XML is nested too deep") from None
     except (NotImplementedError, zlib.error) as exc:  # a method zipfile lacks (a RuntimeError too); corrupt data
-        raise SkipFile(f"damaged {path.suffix.lower()[1:]} file: {exc}") from None
+        raise SkipFile(f"damaged {kind} file: {exc}") from None
     except RuntimeError:  # zipfile: a part encrypted, password required
-        raise SkipFile(f"{path.suffix.lower()[1:]} file protected by a password") from None
+        raise SkipFile(f"{kind} file protected by a password") from None
     return _sections(title or path.stem, paragraphs)
 
 
@@ -76,16 +77,9 @@ def _docx(z: zipfile.ZipFile) -> tuple[str, list[tuple[int, str]]]:
         for style in _xml(z, "word/styles.xml").iter(_W + "style"):
             sid = style.get(_W + "styleId", "")
             name = style.find(_W + "name")
-            outline = style.find(f"{_W}pPr/{_W}outlineLvl")
             base = style.find(_W + "basedOn")
             m = _HEADING_NAME.fullmatch((name.get(_W + "val") or "").strip()) if name is not None else None
-            if m:
-                own[sid] = int(m[1])
-            elif outline is not None and (outline.get(_W + "val") or "").isdigit():
-                val = int(outline.get(_W + "val"))
-                own[sid] = val + 1 if val < 9 else 0  # 9: Word's body-text level
-            else:
-                own[sid] = None
+            own[sid] = int(m[1]) if m else _outline_level(style)
             if base is not None:
                 based_on[sid] = base.get(_W + "val", "")
     levels: dict[str, int] = {}
@@ -96,9 +90,9 @@ def _docx(z: zipfile.ZipFile) -> tuple[str, list[tuple[int, str]]]:
             at = based_on[at]
         if own.get(at):
             levels[sid] = own[at]
-    title = _core_title(z)
+    title = _dc_title(z, "docProps/core.xml")
     paragraphs = []
-    for p in _docx_paragraphs(_xml(z, "word/document.xml")):
+    for p in _paragraphs(_xml(z, "word/document.xml"), (_W + "p",), _MC_FALLBACK):
         style = p.find(f"{_W}pPr/{_W}pStyle")
         style_id = style.get(_W + "val", "") if style is not None else ""
         text = "".join(_docx_text(p)).strip()
@@ -107,24 +101,32 @@ def _docx(z: zipfile.ZipFile) -> tuple[str, list[tuple[int, str]]]:
         if style_id == "Title" and not title:
             title = text
             continue
-        level = levels.get(style_id, 0)
-        outline = p.find(f"{_W}pPr/{_W}outlineLvl")  # the paragraph's own (Word's Paragraph dialog): it wins
-        if outline is not None and (outline.get(_W + "val") or "").isdigit():
-            level = int(outline.get(_W + "val")) + 1 if int(outline.get(_W + "val")) < 9 else 0
-        paragraphs.append((level, text))
+        own_level = _outline_level(p)  # the paragraph's own (Word's Paragraph dialog): it wins over its style's
+        paragraphs.append((levels.get(style_id, 0) if own_level is None else own_level, text))
     return title, paragraphs
 
 
-def _docx_paragraphs(el) -> Iterator:
-    """The w:p elements under ``el`` in document order, a paragraph before those nested in it (a text box's);
-    not those of an mc:Fallback, the copy of a text box or shape Word writes for older readers beside the
-    mc:Choice it reads (its text was read twice)."""
+def _outline_level(el) -> int | None:
+    """The heading level a style or paragraph ``el`` gives itself with an outline level (w:pPr/w:outlineLvl,
+    0-based): 1 for level 0, … ; 0 for Word's body-text level 9; None where it gives none."""
+    outline = el.find(f"{_W}pPr/{_W}outlineLvl")
+    val = (outline.get(_W + "val") or "") if outline is not None else ""
+    if not val.isdigit():
+        return None
+    return int(val) + 1 if int(val) < 9 else 0
+
+
+def _paragraphs(el, tags: tuple[str, ...], left_out: str) -> Iterator:
+    """The elements under ``el`` whose tag is one of ``tags``, in document order, a paragraph before those
+    nested in it (a text box's, a note's); none under a ``left_out`` element: Word's mc:Fallback, the copy
+    of a text box it writes for older readers beside the mc:Choice it reads, or an .odt's
+    text:tracked-changes, the text deleted while changes were tracked (each was read as text)."""
     for child in el:
-        if child.tag == _MC_FALLBACK:
+        if child.tag == left_out:
             continue
-        if child.tag == _W + "p":
+        if child.tag in tags:
             yield child
-        yield from _docx_paragraphs(child)
+        yield from _paragraphs(child, tags, left_out)
 
 
 def _docx_text(p) -> Iterator[str]:
@@ -145,37 +147,24 @@ def _docx_text(p) -> Iterator[str]:
             yield from _docx_text(el)
 
 
-def _core_title(z: zipfile.ZipFile) -> str:
-    if "docProps/core.xml" not in z.namelist():
+def _dc_title(z: zipfile.ZipFile, part: str) -> str:
+    """The document's title (dc:title) in its properties, ``part`` (docProps/core.xml, meta.xml); "" if none."""
+    if part not in z.namelist():
         return ""
-    el = _xml(z, "docProps/core.xml").find(_DC_TITLE)
+    el = _xml(z, part).find(f".//{_DC_TITLE}")
     return (el.text or "").strip() if el is not None else ""
 
 
 def _odt(z: zipfile.ZipFile) -> tuple[str, list[tuple[int, str]]]:
-    title = ""
-    if "meta.xml" in z.namelist():
-        el = _xml(z, "meta.xml").find(f".//{_DC_TITLE}")
-        title = (el.text or "").strip() if el is not None else ""
+    title = _dc_title(z, "meta.xml")
     paragraphs = []
-    for el in _odt_paragraphs(_xml(z, "content.xml")):
+    for el in _paragraphs(_xml(z, "content.xml"), (_TEXT + "p", _TEXT + "h"), _TEXT + "tracked-changes"):
         text = "".join(_odt_text(el)).strip()
         if not text:
             continue
         level = el.get(_TEXT + "outline-level", "1") if el.tag == _TEXT + "h" else "0"
         paragraphs.append((int(level) if level.isdigit() else 1, text))
     return title, paragraphs
-
-
-def _odt_paragraphs(el) -> Iterator:
-    """The text:p and text:h elements under ``el`` in document order, a paragraph before those nested in it;
-    not those of text:tracked-changes, the text deleted while changes were tracked (it was read)."""
-    for child in el:
-        if child.tag == _TEXT + "tracked-changes":
-            continue
-        if child.tag in (_TEXT + "p", _TEXT + "h"):
-            yield child
-        yield from _odt_paragraphs(child)
 
 
 def _odt_text(el) -> Iterator[str]:
