@@ -89,7 +89,7 @@ def _index(settings: Settings) -> Check:
     from ragcli.errors import RagcliError
     from ragcli.retrieval.index import TantivyIndex
     from ragcli.retrieval.rebuild import rebuild_command
-    from ragcli.retrieval.schema import SCHEMA_VERSION, what_it_lacks
+    from ragcli.retrieval.schema import what_it_lacks
     from ragcli.words import counted
 
     try:
@@ -99,8 +99,9 @@ def _index(settings: Settings) -> Check:
         encodings = ", ".join(f"{name}: {count}" for name, count in stats["encodings"].items())
         detail = (f"{settings.index}: {counted(stats['passages'], 'passage')} from {counted(stats['files'], 'file')}"
                   + (f"; encodings (files): {encodings}" if encodings else ""))
-        if stats["schema_version"] < SCHEMA_VERSION:  # readable, without what later schemas index
-            return Check("index", True, detail + f"; schema {stats['schema_version']}: " + what_it_lacks(stats["schema_version"]),
+        lacks = what_it_lacks(stats["schema_version"])  # readable, without what later schemas index
+        if lacks:
+            return Check("index", True, detail + f"; schema {stats['schema_version']}: {lacks}",
                          rebuild_command(settings.index), warn_only=True)
         return Check("index", True, detail)
     except RagcliError as exc:

@@ -73,11 +73,11 @@ def index(
     )
     from ragcli.retrieval.schema import what_it_lacks
 
-    if report.schema_version and what_it_lacks(report.schema_version):  # updated as built, by today's ragcli
+    lacks = what_it_lacks(report.schema_version) if report.schema_version else ""
+    if lacks:  # an older index, updated as it was built
         from ragcli.retrieval.rebuild import rebuild_command
 
-        console.print(f"[dim]this index was built with schema {report.schema_version}: "
-                      f"{markup_safe(what_it_lacks(report.schema_version))}; "
+        console.print(f"[dim]this index was built with schema {report.schema_version}: {markup_safe(lacks)}; "
                       f"{markup_safe(rebuild_command(settings.index))} makes it anew[/]")
 
 

@@ -72,7 +72,7 @@ class AnswerLog:
         try:
             with self._guarded():
                 try:
-                    tables = self.db.execute("SELECT name FROM sqlite_master WHERE name = 'answers'").fetchall()
+                    holds_answers = self._holds_answers()
                 except sqlite3.OperationalError as exc:
                     code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
                     if code not in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN) or not self.path.is_file():
@@ -84,13 +84,16 @@ class AnswerLog:
                     # ragcli may not write, the file is read as it is (no program can be writing it there)
                     self.db.close()
                     self.db = sqlite3.connect(f"{self.path.resolve().as_uri()}?immutable=1", uri=True)
-                    tables = self.db.execute("SELECT name FROM sqlite_master WHERE name = 'answers'").fetchall()
+                    holds_answers = self._holds_answers()
         except HistoryError:
             self.db.close()
             raise
-        if not tables:  # an empty file: no answers logged in it yet
+        if not holds_answers:  # an empty file: no answers logged in it yet
             self.db.close()
             self.db = None
+
+    def _holds_answers(self) -> bool:
+        return bool(self.db.execute("SELECT name FROM sqlite_master WHERE name = 'answers'").fetchall())
 
     @contextmanager
     def _guarded(self) -> Iterator[None]:
