@@ -15,16 +15,6 @@ if TYPE_CHECKING:
 # Letters, digits and the marks written on them: Python's \w alone cut "दिल्ली" into "दिल" and "ली"
 # (a vowel sign or virama is a mark, not a letter), and so did every word of Hindi, Tamil, Thai or
 # vowel-marked Arabic: citations went by fragments ("सूरत" matched "भारत" by "रत"), masks hid pieces.
-def composed(text: str) -> str:
-    """``text`` in Unicode's composed form (NFC): "Zu\\u0308rich", an accent written as a combining mark (macOS
-    file names, some PDFs' text), is "Zürich". tantivy's tokenizer cuts words at a combining mark ("zu",
-    "rich": found by neither "Zürich" nor "Zurich"), so what is indexed and what is asked are composed
-    first. ASCII, and text already composed, is returned as it is (known without a copy)."""
-    if text.isascii() or unicodedata.is_normalized("NFC", text):
-        return text
-    return unicodedata.normalize("NFC", text)
-
-
 WORD = regex.compile(r"[\w\p{M}\p{N}]+")  # \p{N}: "km²" and "½" as Python's \w took them
 # A word as a reader sees it: with inner apostrophes and hyphens ("O'Neill", "well-known") and a number's
 # decimal point or separator ("4.5", "1,200"); what a masked query hides whole.
@@ -127,6 +117,16 @@ def low_words(sentence: Sentence, low: Sequence[Token]) -> list[tuple[str, float
         joins = piece and text[-1:].isalnum() and not HAN_KANA.match(text[-1:])
     found = [(w, p) for w, p in words if p is not None and w]
     return found or [(t.text.strip(), t.prob) for t in low]  # tokens not from this sentence: as they are
+
+
+def composed(text: str) -> str:
+    """``text`` in Unicode's composed form (NFC): "Zu\\u0308rich", an accent written as a combining mark (macOS
+    file names, some PDFs' text), is "Zürich". tantivy's tokenizer cuts words at a combining mark ("zu",
+    "rich": found by neither "Zürich" nor "Zurich"), so what is indexed and what is asked are composed
+    first. ASCII, and text already composed, is returned as it is (known without a copy)."""
+    if text.isascii() or unicodedata.is_normalized("NFC", text):
+        return text
+    return unicodedata.normalize("NFC", text)
 
 
 def same_words_key(text: str) -> str:

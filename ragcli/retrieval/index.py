@@ -19,7 +19,6 @@ from typing import Any, Iterator
 
 from ragcli.errors import (IndexCorruptError, IndexEmptyError, IndexLockedError, IndexMissingError, UsageError)
 from ragcli.paths import located_here
-from ragcli.words import composed
 from ragcli.retrieval.query import MAX_QUERY_CHARS, query_terms
 from ragcli.retrieval.rebuild import rebuild_command
 from ragcli.retrieval.schema import (CJK_FIELD, LOCK_FILE, MANIFEST_FILE, META_FILE, READABLE_SCHEMAS, SCHEMA_VERSION,
@@ -27,6 +26,7 @@ from ragcli.retrieval.schema import (CJK_FIELD, LOCK_FILE, MANIFEST_FILE, META_F
                                      text_analyzers)
 from ragcli.retrieval.writer import IndexWriter, exclusive_lock
 from ragcli.types import Document
+from ragcli.words import composed
 
 _DIGITS = re.compile(r"(\d+)")
 TIE_MARGIN = 8  # hits fetched past the k-th at first, to see whether a tie there goes on
