@@ -344,6 +344,7 @@ def bench_recall(results: dict, k: int = 5) -> None:
     from collections import defaultdict
 
     from ragcli.ingest.indexer import build_index
+    from ragcli.ingest.passages import record_of
     from ragcli.retrieval.index import TantivyIndex
     from ragcli.retrieval.schema import SCHEMA_VERSION
 
@@ -362,7 +363,7 @@ def bench_recall(results: dict, k: int = 5) -> None:
             if not gold:
                 continue
             for suffix, question in (("", row["question"]), ("_unaccented", unaccented(row["question"]))):
-                hits = {d.id.split("#")[0] for d in index.search(question, k)}
+                hits = {record_of(d.id, gold) for d in index.search(question, k)}  # a record's parts: the record
                 found[suffix][row["dataset"]].append(len(gold & hits) / len(gold))
         del index
     for suffix, per_set in found.items():
