@@ -100,6 +100,16 @@ def test_only_names_benchmarks_that_exist(capsys):
     assert "no benchmark named indx" in capsys.readouterr().err
 
 
+def test_the_read_bound_parses_every_record_of_the_corpus(tmp_path):
+    """The lower bound of the index benchmark reads what ``ragcli index`` must: every record, in
+    batches (a batch cut anywhere, blank lines skipped), not a sample of the file."""
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("\n".join(f'{{"title": "t{i}", "text": "word {i}"}}' + ("\n" if i % 7 == 0 else "")
+                                for i in range(500)) + "\n", encoding="utf-8")
+    assert run._read_and_parse(corpus) == 500
+    assert run._read_and_parse(corpus, batch_bytes=100) == 500  # many batches
+
+
 def test_a_failing_step_keeps_the_others_figures(monkeypatch, capsys):
     monkeypatch.setattr(run, "bench_help", lambda results: results.update(help_seconds=0.1))
     monkeypatch.setattr(run, "bench_rss", lambda results: 1 / 0)
