@@ -1007,3 +1007,100 @@ def test_a_word_paragraph_given_an_outline_level_of_its_own_is_a_heading(tmp_pat
     _docx(tmp_path / "o.docx", _p("Intro.") + own + _p("Found it.") + body, title="Doc", styles_xml=styles)
     assert [(p.title, p.text) for p in read_passages(tmp_path / "o.docx", "o.docx")] == [
         ("Doc", "Intro."), ("Findings", "Found it. A big line, no heading.")]
+
+
+# --------------------------------------------------------------------------- compressed files
+def _compressed(path: Path, data: bytes) -> Path:
+    import bz2
+    import gzip
+    import lzma
+
+    pack = {".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress}[path.suffix]
+    path.write_bytes(pack(data))
+    return path
+
+
+def test_compressed_files_are_read_as_what_they_hold(tmp_path):
+    """/usr/share/doc is mostly .gz, corpora ship as .jsonl.gz: they were "files of other types". A
+    compressed file is read as its inner name says, titled and located as the file it holds."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    _compressed(docs / "notes.md.gz", b"# Launch\n\nThe Zephyr rover launched on 3 March 2025.\n")
+    _compressed(docs / "changelog.bz2", b"Version 2.1\n\nFixed the flux capacitor bug reported by Marty.\n")
+    _compressed(docs / "corpus.jsonl.xz", b'{"title": "Ulm", "text": "Ulm lies on the Danube."}\n'
+                                           b'{"title": "Bonn", "text": "Bonn was a capital."}\n')
+    _compressed(docs / "page.html.gz", "<html><title>Caf\u00e9</title><p>The walrus menu.</p></html>".encode("cp1252"))
+    _compressed(docs / "archive.tar.gz", b"\0" * 512)
+    _compressed(docs / "paper.pdf.gz", b"%PDF-1.4 not read")
+    index = tmp_path / "index"
+    r = build_index([docs], index)
+    assert r.added == 4 and not r.skipped and r.passages_added == 5
+    assert dict(r.walk.other_types) == {".tar.gz": 1, ".pdf.gz": 1}
+    idx = TantivyIndex.open(index)
+    zephyr = idx.search("Zephyr rover", 1)[0]
+    assert (zephyr.title, zephyr.location) == ("Launch", f"{docs / 'notes.md.gz'}:3")
+    flux = idx.search("flux capacitor", 1)[0]
+    assert (flux.title, flux.location) == ("changelog", f"{docs / 'changelog.bz2'}:1-3")
+    assert idx.search("Danube", 1)[0].location == f"{docs / 'corpus.jsonl.xz'}#L1"
+    walrus = idx.search("walrus menu", 1)[0]
+    assert walrus.title == "Café" and r.files[-1].encoding is not None
+    assert build_index([docs], index).unchanged == 4  # hashed as the file on disk: nothing read again
+
+
+def test_a_compressed_corpus_is_hashed_as_the_file_on_disk_and_read_again_when_it_changes(tmp_path):
+    from ragcli.ingest.reader import file_hash
+
+    corpus = _compressed(tmp_path / "c.jsonl.gz", b"\xef\xbb\xbf" + b'{"title": "A", "text": "The otter swims."}\n')
+    index = tmp_path / "index"
+    build_index([corpus], index)
+    manifest = TantivyIndex.open(index).load_manifest()
+    assert manifest[str(corpus)]["sha1"] == file_hash(corpus)  # streamed, a byte-order mark seeked past
+    _compressed(corpus, b'{"title": "A", "text": "The beaver builds."}\n')
+    os.utime(corpus, ns=(1, 1))
+    r = build_index([corpus], index)
+    assert r.updated == 1 and TantivyIndex.open(index).search("beaver", 1) and not TantivyIndex.open(index).search("otter", 1)
+
+
+def test_a_damaged_compressed_file_is_skipped_with_the_reason_and_the_rest_indexed(tmp_path):
+    import gzip
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "junk.txt.gz").write_bytes(b"not gzip at all")
+    (docs / "cut.md.gz").write_bytes(gzip.compress(b"# T\n\nThe walrus sleeps on the ice floe.\n" * 50)[:40])
+    (docs / "cut.jsonl.gz").write_bytes(gzip.compress(b'{"title": "A", "text": "The otter swims."}\n' * 500)[:60])
+    _compressed(docs / "fine.txt.gz", b"The narwhal has a tusk.")
+    r = build_index([docs], tmp_path / "index")
+    assert r.added == 1 and r.passages_total == 1
+    why = {Path(shown).name: reason for shown, reason in r.skipped}
+    assert why == {"junk.txt.gz": "not a valid gzip file: Not a gzipped file (b'no')",
+                   "cut.md.gz": "not a valid gzip file: it ends too soon",
+                   "cut.jsonl.gz": "not a valid gzip file: it ends too soon"}
+
+
+def test_a_small_compressed_file_that_decompresses_past_the_cap_is_skipped(tmp_path, monkeypatch):
+    """A few KB of gzip can hold gigabytes: read only up to the cap, never whole into memory."""
+    from ragcli.ingest import reader
+
+    monkeypatch.setattr(reader, "MAX_FILE_BYTES", 1024 * 1024)
+    bomb = _compressed(tmp_path / "bomb.txt.gz", b"walrus " * 400_000)  # 2.8 MB in ~3 KB
+    assert bomb.stat().st_size < 20_000
+    with pytest.raises(SkipFile, match="larger than 1 MB once decompressed"):
+        read_passages(bomb)
+    assert read_passages(_compressed(tmp_path / "ok.txt.gz", b"walrus " * 100_000))
+
+
+def test_which_compressed_files_a_walk_reads():
+    from ragcli.ingest.formats import read_in_walk, type_of
+
+    read = ["a.md.gz", "a.JSONL.GZ", "NEWS.gz", "changelog.xz", "main.py.bz2", "page.html.gz"]
+    unread = ["a.tar.gz", "a.pdf.gz", "a.docx.gz", "data.gz", "x.png.gz", "changelog.Debian.gz"]
+    assert [n for n in read + unread if read_in_walk(Path(n))] == read
+    assert [type_of(Path(n)) for n in ("a.tar.gz", "data.gz", "x.PNG")] == [".tar.gz", ".gz", ".png"]
+
+
+def test_a_compressed_pdf_or_archive_named_on_the_command_line_says_what_to_do(tmp_path):
+    with pytest.raises(SkipFile, match="gzip-compressed PDF file: decompress it"):
+        read_passages(_compressed(tmp_path / "a.pdf.gz", b"%PDF-1.4"))
+    with pytest.raises(SkipFile, match="tar archive: unpack it"):
+        read_passages(_compressed(tmp_path / "a.tar.xz", b"\0" * 512))

@@ -31,8 +31,43 @@ TEXT_NAMES = frozenset("""readme license licence copying notice authors contribu
     changes news history install todo bugs hacking contributing copyright makefile dockerfile""".split())
 
 
+# A compressed file is read as what it holds (``ingest.compressed``): notes.md.gz as Markdown,
+# corpus.jsonl.gz as a corpus (streamed), changelog.gz and NEWS.bz2 as text. PDF and Word files are
+# compressed already: never read so.
+COMPRESSED_SUFFIXES = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz"}
+READ_COMPRESSED_SUFFIXES = SUPPORTED_SUFFIXES - PDF_SUFFIXES - OFFICE_SUFFIXES
+
+
+def compression(path: Path) -> str | None:
+    """"gzip", "bzip2" or "xz" for a file compressed so (by its name), else None."""
+    return COMPRESSED_SUFFIXES.get(path.suffix.lower())
+
+
+def inner(path: Path) -> Path:
+    """The name of what a compressed file holds (notes.md.gz: notes.md); any other file's own."""
+    return path.with_suffix("") if compression(path) else path
+
+
+def format_suffix(path: Path) -> str:
+    """The suffix that says how a file is read: its own, or what it holds once decompressed."""
+    return inner(path).suffix.lower()
+
+
+def type_of(path: Path) -> str:
+    """A file's type as the walk's "not read" line names it: ".png", ".tar.gz", "" for none."""
+    suffix = path.suffix.lower()
+    if suffix in COMPRESSED_SUFFIXES and inner(path).suffix:
+        return inner(path).suffix.lower() + suffix
+    return suffix
+
+
 def read_in_walk(path: Path) -> bool:
-    """Whether a folder's walk reads ``path``: a supported extension, or a known text file's name."""
+    """Whether a folder's walk reads ``path``: a supported extension, or a known text file's name;
+    compressed, what it holds (a .tar.gz is an archive, a .pdf.gz not read)."""
+    if compression(path):
+        path = inner(path)
+        suffix = path.suffix.lower()
+        return suffix in READ_COMPRESSED_SUFFIXES or not suffix and path.name.lower() in TEXT_NAMES
     suffix = path.suffix.lower()
     return suffix in SUPPORTED_SUFFIXES or not suffix and path.name.lower() in TEXT_NAMES
 
@@ -58,7 +93,7 @@ _READER_VERSIONS = {**{suffix: 3 for suffix in MARKDOWN_SUFFIXES}, **{suffix: 4 
 
 
 def reader_version(path: Path) -> int:
-    return _READER_VERSIONS.get(path.suffix.lower(), 1)
+    return _READER_VERSIONS.get(format_suffix(path), 1)
 
 
 class SkipFile(Exception):

@@ -31,7 +31,8 @@ from ragcli.retrieval.writer import exclusive_lock, unwritable_index
 from ragcli.words import counted
 
 COMMIT_EVERY_PASSAGES = 50_000
-SUPPORTED = "text, Markdown, reStructuredText, HTML, PDF, source code and JSONL corpora"
+SUPPORTED = ("text, Markdown, reStructuredText, HTML, PDF, Word and OpenDocument, source code and JSONL corpora "
+             "(text ones gzip-, bzip2- or xz-compressed too)")
 
 
 ProgressFn = Callable[[int, int, int], None]  # files done, files total, passages so far

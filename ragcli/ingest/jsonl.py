@@ -4,6 +4,7 @@ number and skipped; lines that are not UTF-8 are read in the corpus's encoding, 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -11,8 +12,9 @@ import re
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+from ragcli.ingest.compressed import damaged, errors, open_stream
 from ragcli.ingest.encoding import SNIFF_BYTES, bom, bomless_wide, damaged_utf8, decode, is_utf8, stray_nuls
-from ragcli.ingest.formats import FileNotes, SkipFile
+from ragcli.ingest.formats import FileNotes, SkipFile, compression
 from ragcli.ingest.passages import Passage, chunk_text, normalise, record_pid, record_title
 
 __all__ = ["jsonl_passages"]
@@ -31,9 +33,11 @@ def _jsonl_batches(path: Path, notes: FileNotes) -> Iterator[tuple[int, list[byt
     """(number of the first line, about 1 MB of raw UTF-8 lines), streamed: a multi-GB corpus never
     sits in memory. A UTF-16 or UTF-32 corpus (a byte-order mark, or NULs where those put them) is
     re-encoded to UTF-8 line by line on the way."""
+    kind = compression(path)  # corpus.jsonl.gz: decompressed as it streams, the file on disk hashed
     try:
         hashed = _Hashed(io.FileIO(path, "rb"))
-        with io.BufferedReader(hashed, HASHED_BUFFER_BYTES) as fh:
+        with io.BufferedReader(hashed, HASHED_BUFFER_BYTES) as read, \
+                (open_stream(read, kind) if kind else contextlib.nullcontext(read)) as fh:
             head = fh.read(SNIFF_BYTES)
             marked = bom(head)
             codec = marked[1] if marked else bomless_wide(head) if b"\x00" in head else "utf-8"
@@ -49,10 +53,17 @@ def _jsonl_batches(path: Path, notes: FileNotes) -> Iterator[tuple[int, list[byt
                 text = io.TextIOWrapper(fh, encoding=codec, errors="replace", newline="\n")
                 batches = iter(lambda: text.readlines(JSONL_BATCH_BYTES), [])
                 yield from _numbered([line.encode("utf-8") for line in lines] for lines in batches)
+            if kind:  # all it holds read: what follows on disk (nothing, as a rule) hashed too
+                for _ in iter(lambda: read.read(HASHED_BUFFER_BYTES), b""):
+                    pass
             notes.sha1 = hashed.hexdigest()  # read to its end
     except FileNotFoundError:
         raise SkipFile("vanished while indexing") from None
+    except errors() as exc:
+        raise damaged(kind or "", exc) from None
     except OSError as exc:
+        if kind and exc.errno is None:  # gzip.BadGzipFile, bz2's "Invalid data stream": the contents'
+            raise damaged(kind, exc) from None
         raise SkipFile(f"cannot read: {exc.strerror or exc}") from None
 
 

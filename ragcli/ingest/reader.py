@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ragcli.ingest import formats
+from ragcli.ingest.compressed import read_all
 from ragcli.ingest.encoding import SNIFF_BYTES, bom, decode, is_utf8
 from ragcli.ingest.formats import FileNotes, Section, SkipFile, starts_of_lines
 from ragcli.ingest.jsonl import jsonl_passages
@@ -27,6 +28,8 @@ def read_bytes(path: Path) -> bytes:
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
             raise SkipFile(f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MB")
+        if formats.compression(path):
+            return read_all(path, MAX_FILE_BYTES)
         return path.read_bytes()
     except FileNotFoundError:
         raise SkipFile("vanished while indexing") from None
@@ -63,7 +66,7 @@ def iter_passages(path: Path, display: str | None = None, notes: FileNotes | Non
     notes = FileNotes() if notes is None else notes
     shown = display or str(path)
     key = str(path)
-    suffix = path.suffix.lower()
+    suffix = formats.format_suffix(path)  # a compressed file's: what it holds
     if suffix in formats.JSONL_SUFFIXES:
         yield from jsonl_passages(path, shown, key, notes)
         return
@@ -75,6 +78,14 @@ def iter_passages(path: Path, display: str | None = None, notes: FileNotes | Non
 
 
 def _sections(path: Path, suffix: str, notes: FileNotes) -> list[Section]:
+    """The sections of ``path`` read as ``suffix`` says; a compressed file is read as what it holds, and
+    its sections are titled by that file's name (notes.md.gz: "notes")."""
+    named = formats.inner(path)
+    if named is not path and suffix == ".tar":  # not a document: "looks binary" said less
+        raise SkipFile("a compressed tar archive: unpack it to index the files it holds")
+    if named is not path and suffix in formats.PDF_SUFFIXES | formats.OFFICE_SUFFIXES:
+        raise SkipFile(f"a {formats.compression(path)}-compressed {suffix[1:].upper()} file: decompress it to "
+                       f"index it")
     if suffix in formats.PDF_SUFFIXES:
         read_bytes(path)  # size cap and readability checks
         return pdf_sections(path)
@@ -93,13 +104,13 @@ def _sections(path: Path, suffix: str, notes: FileNotes) -> list[Section]:
         except UnicodeDecodeError:
             text = None
         if text is None:  # no <meta charset>, a wrong one, UTF-16 or binary: decoded like any text file
-            return formats.html_sections(path, read_text(path, raw, notes))
+            return formats.html_sections(named, read_text(path, raw, notes))
         notes.encoding = declared
-        return formats.html_sections(path, text)
+        return formats.html_sections(named, text)
     text = read_text(path, notes=notes)
     if suffix in formats.MARKDOWN_SUFFIXES:
-        return formats.markdown_sections(path, text)
-    return formats.text_sections(path, text)
+        return formats.markdown_sections(named, text)
+    return formats.text_sections(named, text)
 
 
 def _says_one_byte(codec: str) -> bool:

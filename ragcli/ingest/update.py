@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from ragcli.ingest import reader
-from ragcli.ingest.formats import JSONL_SUFFIXES, reader_version
+from ragcli.ingest.formats import JSONL_SUFFIXES, format_suffix, reader_version
 from ragcli.ingest.parsers import Parsers
 from ragcli.ingest.reader import FileNotes, SkipFile, file_hash
 from ragcli.ingest.report import FileResult, IndexReport
@@ -125,12 +125,12 @@ class Run:
             report.unchanged += 1
             return
         cap = reader.MAX_FILE_BYTES  # for whole-file formats (a corpus streams); checked before hashing:
-        if info.size > cap and info.path.suffix.lower() not in JSONL_SUFFIXES:  # 2 GB read to be skipped took
+        if info.size > cap and format_suffix(info.path) not in JSONL_SUFFIXES:  # 2 GB read to be skipped took
             self.drop(info, shown, f"larger than {cap // (1024 * 1024)} MB")  # seconds every run
             return
         known = previous.get("sha1") if previous else None
         digest = None  # a corpus with no hash to compare is hashed as it streams in: read once, not twice
-        if known or info.path.suffix.lower() not in JSONL_SUFFIXES:
+        if known or format_suffix(info.path) not in JSONL_SUFFIXES:
             try:
                 digest = file_hash(info.path)
             except OSError as exc:
@@ -149,7 +149,7 @@ class Run:
         notes = FileNotes()
         count = 0
         try:
-            with _gc_paused(info.path.suffix.lower() in JSONL_SUFFIXES):
+            with _gc_paused(format_suffix(info.path) in JSONL_SUFFIXES):
                 for p in self.parsers.passages(info, shown, notes):
                     self.writer.add(p)
                     count += 1
@@ -219,7 +219,7 @@ def _changed(info: FileInfo, previous: dict | None) -> bool:
 def to_parse(files: list[FileInfo], manifest: dict[str, dict]) -> list[FileInfo]:
     """The files parser processes may read ahead: changed ones but JSONL corpora (which stream) and
     those over the size cap (skipped unread)."""
-    return [f for f in files if f.path.suffix.lower() not in JSONL_SUFFIXES and f.size <= reader.MAX_FILE_BYTES
+    return [f for f in files if format_suffix(f.path) not in JSONL_SUFFIXES and f.size <= reader.MAX_FILE_BYTES
             and _changed(f, manifest.get(str(f.path)))]
 
 

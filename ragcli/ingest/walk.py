@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from ragcli.ingest.encoding import decode
-from ragcli.ingest.formats import SkipFile, read_in_walk
+from ragcli.ingest.formats import SkipFile, read_in_walk, type_of
 from ragcli.paths import display_path, printable_name
 from ragcli.retrieval.schema import MANIFEST_FILE, META_FILE
 
@@ -202,7 +202,7 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
                 if read_in_walk(p) or not p.suffix and os.path.islink(p) and not os.path.exists(p):
                     yield p  # (a broken link of no type is said to be one as it is looked at)
                 elif other_types is not None and name != IGNORE_FILE:  # (ragcli's own file: no text left unread)
-                    other_types[p.suffix.lower()] += 1
+                    other_types[type_of(p)] += 1
 
     yield from walk(root)
     # A link to a folder inside the root is read under the link's name only where the walk did not read

@@ -1,0 +1,64 @@
+"""Reading a gzip-, bzip2- or xz-compressed file as what it holds (the standard library's gzip, bz2
+and lzma): whole for the formats read whole, with a cap on what it decompresses to, or as a stream
+(a JSONL corpus). Which files are compressed, and what they hold by name: ``formats.compression``
+and ``formats.inner``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import BinaryIO
+
+from ragcli.ingest.formats import SkipFile, compression
+
+__all__ = ["damaged", "errors", "open_stream", "read_all"]
+
+
+def open_stream(fileobj: BinaryIO, kind: str) -> BinaryIO:
+    """``fileobj`` (compressed as ``kind`` says: ``formats.compression``) read decompressed."""
+    if kind == "gzip":
+        import gzip
+
+        return gzip.GzipFile(fileobj=fileobj, mode="rb")
+    if kind == "bzip2":
+        import bz2
+
+        return bz2.BZ2File(fileobj, "rb")
+    import lzma
+
+    return lzma.LZMAFile(fileobj, "rb")
+
+
+def errors() -> tuple[type[BaseException], ...]:
+    """What decompressing a damaged file raises besides OSError (gzip's BadGzipFile is one): a file cut
+    short (EOFError), a corrupt stream (zlib.error, lzma.LZMAError)."""
+    import lzma
+    import zlib
+
+    return (EOFError, zlib.error, lzma.LZMAError)
+
+
+def damaged(kind: str, exc: BaseException) -> SkipFile:
+    """The skip of a file that does not decompress: "not a valid gzip file: it ends too soon"."""
+    why = "it ends too soon" if isinstance(exc, EOFError) else str(exc).strip() or type(exc).__name__
+    return SkipFile(f"not a valid {kind} file: {why}")
+
+
+def read_all(path: Path, limit: int) -> bytes:
+    """The decompressed bytes of ``path``; ``SkipFile`` where they would pass ``limit`` (a small file
+    can hold gigabytes: read only so far) or the file does not decompress."""
+    kind = compression(path)
+    assert kind is not None
+    try:
+        with path.open("rb") as raw, open_stream(raw, kind) as fh:
+            data = fh.read(limit + 1)
+    except FileNotFoundError:
+        raise SkipFile("vanished while indexing") from None
+    except errors() as exc:
+        raise damaged(kind, exc) from None
+    except OSError as exc:
+        if exc.errno is not None:  # the disk's or the file system's: not the file's contents
+            raise SkipFile(f"cannot read: {exc.strerror or exc}") from None
+        raise damaged(kind, exc) from None  # gzip.BadGzipFile, bz2's "Invalid data stream"
+    if len(data) > limit:
+        raise SkipFile(f"larger than {limit // (1024 * 1024)} MB once decompressed")
+    return data
