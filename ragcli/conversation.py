@@ -22,6 +22,7 @@ SHORT_ANSWER_WORDS = 12  # an answer of one sentence this short names the subjec
 # Words that point back at the previous exchange: personal pronouns (not "that" or "there", mostly
 # relative or existential: "the first person that walked on the Moon", "how many moons are there")
 REFERRING = frozenset("he him his she her hers it its they them their theirs former latter".split())
+ONE_PERSON = (frozenset("he him his".split()), frozenset("she her hers".split()))
 # "And Christer Fuglesang?", "What about 1990?", "Same for the Rolling Stones?", "Tell me more."
 _ELLIPTICAL_START = re.compile(r"^\s*(?:and|but|also|what about|how about|same(?!-)|tell me more|are you sure|why not)\b",
                                re.IGNORECASE)
@@ -223,6 +224,15 @@ def _refers_back(question: str, named: set[str]) -> bool:
     return False
 
 
+def _one_person(words: set[str]) -> bool:
+    """Whether a question's pronouns point at one person: one gender's ("he … his", "she … her"), no
+    "it" or "they" beside them, and not "he" and "him" ("Did he fly with him?" is two people; "her" is
+    as often "she"'s own: "Where did she spend her childhood?")."""
+    male, female = (words & forms for forms in ONE_PERSON)
+    return (bool(male) != bool(female) and not {"he", "him"} <= male
+            and not words & (REFERRING - ONE_PERSON[0] - ONE_PERSON[1]))
+
+
 def names(text: str, *, starters: bool = False) -> str:
     """The names in ``text`` ("Christer Fuglesang", "NASA"): what a pronoun in the next question can
     stand for. Capitalised content words, but not a sentence's first word unless a capitalised word
@@ -281,7 +291,7 @@ class Conversation:
             return question, None
         from ragcli.prompts import follow_up_request
 
-        return (follow_up_request(question, [(e.question, e.answer) for e in self.thread]),
+        return (follow_up_request(question, [(e.question, e.answer) for e in self._read_by(question)]),
                 f"{question} {self._carried(question)}".strip())
 
     def _carried(self, question: str) -> str:
@@ -292,12 +302,34 @@ class Conversation:
         dashboard?" "Loki." searched "Loki" and answered "Loki." from the same page). The names its
         questions asked about stay: "Which one is older?" may come next."""
         carried = self.thread[-1].subject
-        refers = any(w.lower() in REFERRING for w in WORD.findall(question))  # "And when did he fly with NASA?"
+        replaced = self._replaced(question)  # "Where was he born?" after "What about Christer Fuglesang?"
+        if replaced:
+            return " ".join(w for w in carried.split() if w.lower() not in replaced)
+        words = {w.lower() for w in WORD.findall(question)}
+        refers = bool(words & REFERRING)  # "And when did he fly with NASA?"
         if refers or not (_ELLIPTICAL_START.match(question) and names(question)):
             return carried
         asked = {w.lower() for e in self.thread for w in names(e.question).split()}
         answered = {w.lower() for e in self.thread for w in named_in_answer(e.answer).split()} - asked
         return " ".join(w for w in carried.split() if w.lower() not in answered)
+
+    def _replaced(self, question: str) -> set[str]:
+        """The names (lower case) that one person's pronoun in ``question`` no longer stands for: those
+        the thread asked about before its last exchange asked the same of a new name ("What about
+        Christer Fuglesang?" after questions on Ulf Merbold: a "he" next is Fuglesang). SmolLM2, searching
+        and reading both, answered "Ulf Merbold was born in Stockholm" (Fuglesang's city). Empty for any
+        other question or last exchange."""
+        last = self.thread[-1]
+        new = {w.lower() for w in names(last.question).split()}
+        if (len(self.thread) < 2 or not new or not _ELLIPTICAL_START.match(last.question)
+                or not _one_person({w.lower() for w in WORD.findall(question)})):
+            return set()
+        return {w.lower() for e in self.thread[:-1] for w in names(e.question).split()} - new
+
+    def _read_by(self, question: str) -> list[Exchange]:
+        """The exchanges a follow-up's prompt carries: the thread, or from the exchange that named the
+        person its pronoun stands for (``_replaced``), the earlier person's exchanges left out."""
+        return self.thread[-1:] if self._replaced(question) else self.thread
 
     def remember(self, exchange: Exchange, follow_up: bool) -> None:
         """Keep ``exchange`` (answered, or cancelled with no answer) for the follow-ups to come. Its
@@ -313,4 +345,4 @@ class Conversation:
             self.thread = [exchange]
         else:
             exchange.subject = subject(names(exchange.question), self._carried(exchange.question), given)
-            self.thread = (self.thread + [exchange])[-THREAD_EXCHANGES:]
+            self.thread = (self._read_by(exchange.question) + [exchange])[-THREAD_EXCHANGES:]

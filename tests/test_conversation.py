@@ -156,3 +156,28 @@ def test_its_after_a_thing_the_question_names_refers_to_that_thing():
         assert is_follow_up(q), q
         assert is_follow_up(q, "Who recorded Abbey Road? The Beatles recorded it."), q
     assert is_follow_up("Did the album and its singles chart?", "Which album did Rush release in 1978? Hemispheres.")
+
+
+def test_he_after_what_about_x_is_x_not_the_subject_x_replaced():
+    """SmolLM2 in the REPL: "Who is Ulf Merbold?", "When was he born?", "What about Christer Fuglesang?",
+    then "Where was he born?" searched "Christer Fuglesang Ulf Merbold" and answered "Ulf Merbold was born in
+    Stockholm" (Fuglesang's birthplace). One person's pronoun after a question that asked the same of a new
+    name stands for that name: the name it replaced is not searched, nor carried on. A question pointing
+    at two people ("Did he fly with him?"), or at a thing ("When was it built?"), keeps the whole thread."""
+    talk = Conversation()
+    talk.remember(Exchange("Who is Ulf Merbold?", "Ulf Merbold was a West German astronaut."), follow_up=False)
+    talk.remember(Exchange("When was he born?", "Ulf Merbold was born on June 20, 1941."), follow_up=True)
+    assert talk.texts("What about Christer Fuglesang?")[1] == "What about Christer Fuglesang? Ulf Merbold"
+    talk.remember(Exchange("What about Christer Fuglesang?", "Christer Fuglesang was born on March 18, 1957."),
+                  follow_up=True)
+    for question in ("Where was he born?", "Where did he spend his childhood?", "Where did she spend her youth?"):
+        assert talk.texts(question)[1] == f"{question} Christer Fuglesang"
+    for question in ("Did he fly with him?", "Which one is older?", "When was it built?"):
+        assert "Ulf Merbold" in talk.texts(question)[1], question
+    request = talk.texts("Where was he born?")[0]  # the model reads Fuglesang's exchange, not Merbold's
+    assert request == ("Where was he born? (Earlier question: What about Christer Fuglesang? Earlier answer: "
+                       "Christer Fuglesang was born on March 18, 1957.)")
+    assert "Merbold" in talk.texts("Which one is older?")[0]
+    talk.remember(Exchange("Where was he born?", "In Stockholm."), follow_up=True)
+    assert [e.question for e in talk.thread] == ["What about Christer Fuglesang?", "Where was he born?"]
+    assert talk.texts("What did he study?")[1] == "What did he study? Christer Fuglesang Stockholm"
