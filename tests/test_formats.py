@@ -1102,5 +1102,9 @@ def test_which_compressed_files_a_walk_reads():
 def test_a_compressed_pdf_or_archive_named_on_the_command_line_says_what_to_do(tmp_path):
     with pytest.raises(SkipFile, match="gzip-compressed PDF file: decompress it"):
         read_passages(_compressed(tmp_path / "a.pdf.gz", b"%PDF-1.4"))
-    with pytest.raises(SkipFile, match="tar archive: unpack it"):
-        read_passages(_compressed(tmp_path / "a.tar.xz", b"\0" * 512))
+    import gzip
+
+    (tmp_path / "a.tgz").write_bytes(gzip.compress(b"\0" * 512))  # .tar.gz by its short name
+    for tarball in (_compressed(tmp_path / "a.tar.xz", b"\0" * 512), tmp_path / "a.tgz"):
+        with pytest.raises(SkipFile, match="tar archive: unpack it"):
+            read_passages(tarball)

@@ -77,11 +77,14 @@ def iter_passages(path: Path, display: str | None = None, notes: FileNotes | Non
 
 
 
+_TARBALLS = {".tgz", ".tbz", ".tbz2", ".txz"}  # .tar.gz and the like by their short names
+
+
 def _sections(path: Path, suffix: str, notes: FileNotes) -> list[Section]:
     """The sections of ``path`` read as ``suffix`` says; a compressed file is read as what it holds, and
     its sections are titled by that file's name (notes.md.gz: "notes")."""
     named = formats.inner(path)
-    if named is not path and suffix == ".tar":  # not a document: "looks binary" said less
+    if named is not path and suffix == ".tar" or suffix in _TARBALLS:  # not a document: "looks binary" said less
         raise SkipFile("a compressed tar archive: unpack it to index the files it holds")
     if named is not path and suffix in formats.PDF_SUFFIXES | formats.OFFICE_SUFFIXES:
         raise SkipFile(f"a {formats.compression(path)}-compressed {suffix[1:].upper()} file: decompress it to "
