@@ -1108,3 +1108,75 @@ def test_a_compressed_pdf_or_archive_named_on_the_command_line_says_what_to_do(t
     for tarball in (_compressed(tmp_path / "a.tar.xz", b"\0" * 512), tmp_path / "a.tgz"):
         with pytest.raises(SkipFile, match="tar archive: unpack it"):
             read_passages(tarball)
+
+
+# --------------------------------------------------------------------------- e-books
+def make_epub(path: Path, chapters: list[tuple[str, str]], title: str = "The Walrus Book", *,
+              encrypted: list[str] = (), container: bool = True) -> Path:
+    """A minimal EPUB 3: a package file in OEBPS/, a nav document, a stylesheet, and one XHTML file per
+    (file name, body markup) in reading order, some in a subfolder with a space in its name."""
+    import zipfile
+
+    manifest = ['<item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>',
+                '<item id="css" href="style.css" media-type="text/css"/>']
+    spine = []
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("mimetype", "application/epub+zip")
+        if container:
+            z.writestr("META-INF/container.xml", '<?xml version="1.0"?><container version="1.0" '
+                       'xmlns="urn:oasis:names:tc:opendocument:xmlns:container"><rootfiles><rootfile '
+                       'full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/></rootfiles></container>')
+        for i, (name, body) in enumerate(chapters):
+            href = name.replace(" ", "%20")
+            manifest.append(f'<item id="c{i}" href="{href}" media-type="application/xhtml+xml"/>')
+            spine.append(f'<itemref idref="c{i}"/>')
+            z.writestr(f"OEBPS/{name}", f'<?xml version="1.0" encoding="utf-8"?><html xmlns="http://www.w3.org/1999/xhtml">'
+                                        f'<head><title>{title}</title></head><body>{body}</body></html>')
+        z.writestr("OEBPS/nav.xhtml", "<html><body><nav><ol><li>Chapter One</li></ol></nav></body></html>")
+        z.writestr("OEBPS/style.css", "p { margin: 0 }")
+        z.writestr("OEBPS/content.opf", f'<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" version="3.0">'
+                   f'<metadata xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:title>{title}</dc:title></metadata>'
+                   f'<manifest>{"".join(manifest)}</manifest><spine>{"".join(spine)}</spine></package>')
+        if encrypted:
+            refs = "".join(f'<EncryptedData><CipherData><CipherReference URI="{u}"/></CipherData></EncryptedData>'
+                           for u in encrypted)
+            z.writestr("META-INF/encryption.xml", f"<encryption>{refs}</encryption>")
+    return path
+
+
+def test_an_epub_is_read_chapter_by_chapter_in_reading_order(tmp_path):
+    book = make_epub(tmp_path / "walrus.epub", [
+        ("cover.xhtml", '<img src="cover.jpg"/>'),
+        ("Text parts/one.xhtml", "<h2>The Ice</h2><p>The walrus sleeps on the ice floe.</p>"),
+        ("two.xhtml", "<p>The narwhal has a long tusk.</p>"),
+    ])
+    passages = read_passages(book)
+    assert [(p.title, p.location.rsplit(" ", 2)[-2:], p.text) for p in passages] == [
+        ("The Walrus Book > The Ice", ["ch.", "2"], "The Ice The walrus sleeps on the ice floe."),
+        ("The Walrus Book", ["ch.", "3"], "The narwhal has a long tusk."),
+    ]
+    assert passages[0].location == f"{book} ch. 2"  # the nav document, the stylesheet and the cover: no text
+    index = tmp_path / "index"
+    r = build_index([tmp_path], index)
+    assert r.added == 1 and r.passages_added == 2
+    assert TantivyIndex.open(index).search("narwhal tusk", 1)[0].location == f"{book} ch. 3"
+    assert TantivyIndex.open(index).stats()["encodings"] == {"none (e-book)": 1}
+
+
+def test_an_epub_that_cannot_be_read_is_skipped_with_the_reason(tmp_path, monkeypatch):
+    from ragcli.ingest import epub
+
+    (tmp_path / "fake.epub").write_bytes(b"PK\x03\x04 not really")
+    with pytest.raises(SkipFile, match="not an epub file"):
+        read_passages(tmp_path / "fake.epub")
+    drm = make_epub(tmp_path / "drm.epub", [("one.xhtml", "<p>Secret.</p>")], encrypted=["OEBPS/one.xhtml"])
+    with pytest.raises(SkipFile, match="protected by DRM"):
+        read_passages(drm)
+    fonts = make_epub(tmp_path / "fonts.epub", [("one.xhtml", "<p>Open.</p>")], encrypted=["OEBPS/font.otf"])
+    assert [p.text for p in read_passages(fonts)] == ["Open."]  # an obfuscated font is no DRM
+    bare = make_epub(tmp_path / "bare.epub", [("one.xhtml", "<p>Found by its .opf.</p>")], container=False)
+    assert [p.text for p in read_passages(bare)] == ["Found by its .opf."]
+    monkeypatch.setattr(epub, "MAX_BOOK_BYTES", 300)  # a zip bomb's chapters: not unzipped
+    big = make_epub(tmp_path / "big.epub", [("one.xhtml", "<p>" + "walrus " * 100 + "</p>")])
+    with pytest.raises(SkipFile, match="unzip to more than"):
+        read_passages(big)

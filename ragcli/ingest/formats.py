@@ -16,14 +16,15 @@ MARKDOWN_SUFFIXES = {".md", ".markdown"}
 HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
 PDF_SUFFIXES = {".pdf"}
 OFFICE_SUFFIXES = {".docx", ".odt"}  # Word and OpenDocument text (``ingest.office``)
+EPUB_SUFFIXES = {".epub"}  # e-books (``ingest.epub``)
 CODE_SUFFIXES = {
     ".py", ".js", ".ts", ".tsx", ".jsx", ".go", ".rs", ".java", ".kt", ".c", ".h", ".cc", ".cpp", ".hpp", ".cs",
     ".rb", ".php", ".swift", ".scala", ".sh", ".bash", ".sql", ".r", ".jl", ".lua", ".toml", ".yaml", ".yml", ".ini",
     ".cfg",
 }
 JSONL_SUFFIXES = {".jsonl"}
-SUPPORTED_SUFFIXES = (TEXT_SUFFIXES | MARKDOWN_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES | OFFICE_SUFFIXES | CODE_SUFFIXES
-                      | JSONL_SUFFIXES)
+SUPPORTED_SUFFIXES = (TEXT_SUFFIXES | MARKDOWN_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES | OFFICE_SUFFIXES | EPUB_SUFFIXES
+                      | CODE_SUFFIXES | JSONL_SUFFIXES)
 # Files without an extension that are text by their name (any case): a project's or a package's own
 # documents and build files, read as plain text. Other files without one are not read in a folder's
 # walk (executables, data); named on the command line, any file is.
@@ -35,7 +36,7 @@ TEXT_NAMES = frozenset("""readme license licence copying notice authors contribu
 # corpus.jsonl.gz as a corpus (streamed), changelog.gz and NEWS.bz2 as text. PDF and Word files are
 # compressed already: never read so.
 COMPRESSED_SUFFIXES = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz"}
-READ_COMPRESSED_SUFFIXES = SUPPORTED_SUFFIXES - PDF_SUFFIXES - OFFICE_SUFFIXES
+READ_COMPRESSED_SUFFIXES = SUPPORTED_SUFFIXES - PDF_SUFFIXES - OFFICE_SUFFIXES - EPUB_SUFFIXES
 
 
 def compression(path: Path) -> str | None:
@@ -133,6 +134,7 @@ class Section:
     text: str
     first_line: int | None = None  # 1-based line of text[0] in the file (text formats)
     page: int | None = None  # 1-based page (PDF)
+    part: str | None = None  # where in the file, as cited: "ch. 3" (an e-book's chapter in reading order)
 
 
 # --------------------------------------------------------------------------- plain text and code
@@ -301,6 +303,14 @@ def declared_encoding(raw: bytes) -> str | None:
 
 def html_sections(path: Path, markup: bytes | str) -> list[Section]:
     """Bytes are decoded by the parser in the encoding the page declares."""
+    title, heading, blocks = html_page(markup)
+    title = title or heading or path.stem
+    return [Section(title, "\n\n".join(blocks))] if blocks else []
+
+
+def html_page(markup: bytes | str, headings: tuple[str, ...] = ("h1",)) -> tuple[str, str, list[str]]:
+    """(the page's <title>, the text of its first heading of the first of ``headings`` it has, its
+    paragraphs of text without the page's chrome), "" where there is no such title or heading."""
     import warnings
 
     import bs4
@@ -332,11 +342,8 @@ def html_sections(path: Path, markup: bytes | str) -> list[Section]:
     # the whole body: a page of several <article>s (a blog, a feed) or text beside its <main> lost all
     # but the first one
     root = soup.body or soup
-    if not title:
-        h1 = root.find("h1")
-        title = h1.get_text(" ", strip=True) if h1 else path.stem
-    blocks = _text_blocks(root)
-    return [Section(title, "\n\n".join(blocks))] if blocks else []
+    heading = next((h for h in map(root.find, headings) if h is not None and h.get_text(strip=True)), None)
+    return title, heading.get_text(" ", strip=True) if heading else "", _text_blocks(root)
 
 
 # Elements that start a block of text of their own (HTML's block-level and table elements): the text

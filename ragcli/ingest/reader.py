@@ -11,6 +11,7 @@ from typing import Iterator
 from ragcli.ingest import formats
 from ragcli.ingest.compressed import read_all
 from ragcli.ingest.encoding import SNIFF_BYTES, bom, decode, is_utf8
+from ragcli.ingest.epub import epub_sections
 from ragcli.ingest.formats import FileNotes, Section, SkipFile, starts_of_lines
 from ragcli.ingest.jsonl import jsonl_passages
 from ragcli.ingest.passages import Passage, chunk_text, normalise, passage_id
@@ -86,7 +87,7 @@ def _sections(path: Path, suffix: str, notes: FileNotes) -> list[Section]:
     named = formats.inner(path)
     if named is not path and suffix == ".tar" or suffix in _TARBALLS:  # not a document: "looks binary" said less
         raise SkipFile("a compressed tar archive: unpack it to index the files it holds")
-    if named is not path and suffix in formats.PDF_SUFFIXES | formats.OFFICE_SUFFIXES:
+    if named is not path and suffix in formats.PDF_SUFFIXES | formats.OFFICE_SUFFIXES | formats.EPUB_SUFFIXES:
         raise SkipFile(f"a {formats.compression(path)}-compressed {suffix[1:].upper()} file: decompress it to "
                        f"index it")
     if suffix in formats.PDF_SUFFIXES:
@@ -94,6 +95,8 @@ def _sections(path: Path, suffix: str, notes: FileNotes) -> list[Section]:
         return pdf_sections(path)
     if suffix in formats.OFFICE_SUFFIXES:
         return office_sections(path, read_bytes(path))
+    if suffix in formats.EPUB_SUFFIXES:
+        return epub_sections(path, read_bytes(path))
     if suffix in formats.HTML_SUFFIXES:
         raw = read_bytes(path)
         declared = None if bom(raw) or b"\x00" in raw[:SNIFF_BYTES] else formats.declared_encoding(raw)
@@ -141,6 +144,8 @@ def _section_passages(section: Section, shown: str) -> Iterator[Passage]:
             continue
         if section.page is not None:  # a page of two passages or more: which part ("p. 32" twice named neither)
             location = f"{shown} p. {section.page}" + (f" §{i}" if len(pieces) > 1 else "")
+        elif section.part is not None:  # an e-book's chapter: "book.epub ch. 3 §2"
+            location = f"{shown} {section.part}" + (f" §{i}" if len(pieces) > 1 else "")
         elif line_starts is not None:
             base = section.first_line - 1
             first, last = base + _line_of(line_starts, a), base + _line_of(line_starts, b - 1)

@@ -283,7 +283,8 @@ class TantivyIndex:
             name = entry.get("encoding")
             # one spelling per encoding, for what an older ragcli recorded too ("koi8_r" beside "koi8-r")
             name = (_codec_name(name) if name else "none (PDF)" if key.lower().endswith(".pdf")
-                    else "none (Word, OpenDocument)" if key.lower().endswith((".docx", ".odt")) else "not recorded")
+                    else "none (Word, OpenDocument)" if key.lower().endswith((".docx", ".odt"))
+                    else "none (e-book)" if key.lower().endswith(".epub") else "not recorded")
             encodings[name] = encodings.get(name, 0) + 1
         return {
             "passages": self.num_passages(),

@@ -1,0 +1,115 @@
+"""E-books (.epub) as Sections: one per chapter in reading order (the spine of the book's package
+file), its text read as an HTML page's is (``formats.html_page``), titled "Book > Chapter heading" and
+cited by its place in the reading order ("ch. 3"; a cover or title page counts as one). An EPUB is a zip
+of XHTML; the standard library and the HTML reader read it (no e-book library). ``reader`` calls
+``epub_sections``."""
+
+from __future__ import annotations
+
+import posixpath
+import zipfile
+import zlib
+from pathlib import Path
+from urllib.parse import unquote
+
+from ragcli.ingest.formats import Section, SkipFile, html_page
+
+MAX_PART_BYTES = 64 * 1024 * 1024  # one chapter unzipped: a zip bomb is skipped, not read into memory
+MAX_BOOK_BYTES = 512 * 1024 * 1024  # all its chapters together
+
+_CONTAINER = "META-INF/container.xml"
+_ENCRYPTION = "META-INF/encryption.xml"
+_OPF = "{http://www.idpf.org/2007/opf}"
+_DC_TITLE = "{http://purl.org/dc/elements/1.1/}title"
+_PAGE_TYPES = {"application/xhtml+xml", "text/html", "application/xml", "text/xml"}
+
+
+def epub_sections(path: Path, data: bytes) -> list[Section]:
+    """The sections of the e-book whose bytes are ``data``; SkipFile if it is none or cannot be read."""
+    import io
+
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            title, parts = _book(z)
+            sections, total = [], 0
+            for n, name in enumerate(parts, start=1):
+                info = z.getinfo(name)
+                total += info.file_size
+                if info.file_size > MAX_PART_BYTES or total > MAX_BOOK_BYTES:
+                    raise SkipFile(f"its chapters unzip to more than "
+                                   f"{(MAX_PART_BYTES if info.file_size > MAX_PART_BYTES else MAX_BOOK_BYTES) >> 20} MB")
+                sections += _chapter(z.read(name), title or path.stem, n)
+    except (zipfile.BadZipFile, EOFError):
+        raise SkipFile("not an epub file (not the zip of XHTML it should be)") from None
+    except SyntaxError as exc:  # ElementTree's ParseError, of the container or the package file
+        raise SkipFile(f"damaged epub file: {exc}") from None
+    except (NotImplementedError, zlib.error) as exc:  # a method zipfile lacks; corrupt data
+        raise SkipFile(f"damaged epub file: {exc}") from None
+    except RuntimeError:  # zipfile: a part encrypted, password required
+        raise SkipFile("epub file protected by a password") from None
+    return sections
+
+
+def _book(z: zipfile.ZipFile) -> tuple[str, list[str]]:
+    """(the book's title, the zip names of its chapters in reading order)."""
+    from xml.etree import ElementTree
+
+    names = set(z.namelist())
+    opf = _package_name(z, names)
+    root = ElementTree.fromstring(_small(z, opf))
+    title = next((t.text.strip() for t in root.iter(_DC_TITLE) if t.text and t.text.strip()), "")
+    base = posixpath.dirname(opf)
+    items = {}
+    for item in root.iter(_OPF + "item"):
+        href, kind = item.get("href"), (item.get("media-type") or "").lower()
+        if href and kind in _PAGE_TYPES and "nav" not in (item.get("properties") or "").split():
+            items[item.get("id")] = posixpath.normpath(posixpath.join(base, unquote(href.split("#")[0])))
+    parts = []
+    for ref in root.iter(_OPF + "itemref"):
+        name = items.get(ref.get("idref"))
+        if name in names and name not in parts:  # (a chapter listed twice is read once)
+            parts.append(name)
+    if not parts:
+        raise SkipFile("an epub file whose reading order lists no chapters")
+    _refuse_drm(z, names, set(parts))
+    return title, parts
+
+
+def _package_name(z: zipfile.ZipFile, names: set[str]) -> str:
+    """The zip name of the package (.opf) file: as META-INF/container.xml says, else the only one."""
+    from xml.etree import ElementTree
+
+    if _CONTAINER in names:
+        for rootfile in ElementTree.fromstring(_small(z, _CONTAINER)).iter():
+            if rootfile.tag.endswith("rootfile") and rootfile.get("full-path") in names:
+                return rootfile.get("full-path")
+    found = [n for n in names if n.lower().endswith(".opf")]
+    if len(found) != 1:
+        raise SkipFile("not an epub file (no package file naming its chapters)")
+    return found[0]
+
+
+def _refuse_drm(z: zipfile.ZipFile, names: set[str], parts: set[str]) -> None:
+    """SkipFile for a book whose chapters are encrypted (DRM: Adobe, Apple, …); fonts alone being
+    obfuscated, as publishers do, is no reason."""
+    if _ENCRYPTION not in names:
+        return
+    data = _small(z, _ENCRYPTION)
+    if any(unquote(part).encode() in data or part.encode() in data for part in parts):
+        raise SkipFile("epub file protected by DRM (its chapters are encrypted)")
+
+
+def _small(z: zipfile.ZipFile, name: str) -> bytes:
+    if z.getinfo(name).file_size > MAX_PART_BYTES:
+        raise SkipFile(f"its {name} unzips to more than {MAX_PART_BYTES >> 20} MB")
+    return z.read(name)
+
+
+def _chapter(markup: bytes, book: str, n: int) -> list[Section]:
+    """One chapter as a section titled "Book > its heading" (the book's title alone for a chapter with
+    no heading of its own, or one that repeats it)."""
+    page_title, heading, blocks = html_page(markup, headings=("h1", "h2", "h3"))
+    if not blocks:
+        return []
+    own = heading or (page_title if page_title != book else "")
+    return [Section(f"{book} > {own}" if own and own != book else book, "\n\n".join(blocks), part=f"ch. {n}")]
