@@ -71,7 +71,7 @@ def scope(retriever: Retriever | None, settings: Settings) -> str:
     style. A calibration is reused only where all of these are the same."""
     directory = getattr(retriever, "directory", None)
     if directory is not None:  # the folder and what it holds: an index rebuilt there from other files is another
-        from ragcli.retrieval.index import content_id
+        from ragcli.retrieval.folder import content_id
 
         where = f"{Path(directory).resolve()} content={(content_id(directory) or '')[:16]}"
     else:

@@ -113,7 +113,7 @@ def _file_named(row: dict) -> Callable[[str], str | None]:
 
     @cache
     def files() -> list[tuple[str, str]]:  # (the file's name as a location shows it, its full path)
-        from ragcli.retrieval.index import indexed_paths
+        from ragcli.retrieval.folder import indexed_paths
 
         index = row["settings"].get("index")
         paths = indexed_paths(index) if isinstance(index, str) and os.path.isabs(index) else []

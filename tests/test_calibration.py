@@ -122,11 +122,11 @@ def test_a_calibration_is_kept_per_index_and_draft_settings(settings, tmp_path):
     (tmp_path / "notes" / MANIFEST_FILE).write_text('{"/b.md": {"sha1": "2", "passages": 30}}')
     assert calibrated(notes) == [False]
     # rebuilt from as many files (the same size) within a second on a file system with coarse times
-    from ragcli.retrieval.index import _atomic_write
+    from ragcli.retrieval.folder import atomic_write
 
     manifest = tmp_path / "notes" / MANIFEST_FILE
     before = manifest.stat()
-    _atomic_write(manifest, '{"/c.md": {"sha1": "3", "passages": 30}}')
+    atomic_write(manifest, '{"/c.md": {"sha1": "3", "passages": 30}}')
     os.utime(manifest, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert manifest.stat().st_size == before.st_size and calibrated(notes) == [False]
 

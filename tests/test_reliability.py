@@ -615,10 +615,10 @@ def test_an_index_tantivy_cannot_lock_for_reading_is_not_called_damaged(tmp_path
         TantivyIndex.open(tmp_path / "idx")
     assert "needs to write its lock file" in caught.value.message and "(permission denied)" in caught.value.message
     assert "--rebuild" not in caught.value.hint
-    from ragcli.retrieval.index import _lock_reason
+    from ragcli.retrieval.folder import lock_reason
 
     # without tantivy's "message", its own text, less its ". None" (not the letters of it: "…one" lost its "one")
-    assert _lock_reason("Failed to acquire Lockfile: held by another one. None") == "Failed to acquire Lockfile: held by another one"
+    assert lock_reason("Failed to acquire Lockfile: held by another one. None") == "Failed to acquire Lockfile: held by another one"
 
 
 @pytest.mark.parametrize("mode", [0o000, 0o644])

@@ -206,7 +206,7 @@ def run_metadata(settings: Settings, dataset: Path, index_dir: str, model_path: 
     from importlib.metadata import PackageNotFoundError, version
 
     from ragcli import __version__
-    from ragcli.retrieval.index import content_id
+    from ragcli.retrieval.folder import content_id
 
     versions = {"ragcli": __version__, "python": platform.python_version()}
     for pkg in ("llama-cpp-python", "tantivy", "nltk"):

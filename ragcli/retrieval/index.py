@@ -1,5 +1,5 @@
-"""The tantivy BM25 index: open/create, what it holds (meta, manifest, stats), search; its schema is
-``retrieval.schema``'s, its writer ``retrieval.writer``'s.
+"""The tantivy BM25 index: open/create, what it holds (manifest, stats), search; its schema is
+``retrieval.schema``'s, its writer ``retrieval.writer``'s, its folder's own files ``retrieval.folder``'s.
 
 tantivy's own objects (``DocAddress``, ``tantivy.Document``) never leave these modules: callers
 get :class:`ragcli.types.Document`.
@@ -7,18 +7,16 @@ get :class:`ragcli.types.Document`.
 
 from __future__ import annotations
 
-import functools
 import json
-import os
 import re
-import time
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
 from ragcli.errors import (IndexCorruptError, IndexEmptyError, IndexLockedError, IndexMissingError, UsageError)
 from ragcli.paths import located_here
+from ragcli.retrieval.folder import (INDEX_FILE, IndexMeta, atomic_write, build_hint, codec_name, foreign_files,
+                                     is_tantivy_meta, listed, lock_reason)
 from ragcli.retrieval.query import MAX_QUERY_CHARS, query_terms
 from ragcli.retrieval.rebuild import rebuild_command
 from ragcli.retrieval.schema import (CJK_FIELD, LOCK_FILE, MANIFEST_FILE, META_FILE, READABLE_SCHEMAS, SCHEMA_VERSION,
@@ -32,72 +30,6 @@ _DIGITS = re.compile(r"(\d+)")
 TIE_MARGIN = 8  # hits fetched past the k-th at first, to see whether a tie there goes on
 MAX_TIE_FETCH = 64  # hits fetched past the k-th to order a tie there (a larger one keeps tantivy's order)
 SAME_PID_READ = 8  # passages read for one sampled pid (several passages can share one)
-
-
-@dataclass
-class IndexMeta:
-    schema_version: int = SCHEMA_VERSION
-    created: float = field(default_factory=time.time)
-    updated: float = 0.0
-    passages: int = 0
-    files: int = 0
-    ragcli_version: str = ""
-    passage_words: int = 0  # the passage size the indexer aimed at (0: not recorded)
-
-    @classmethod
-    def load(cls, directory: Path) -> "IndexMeta":
-        data = json.loads((directory / META_FILE).read_text(encoding="utf-8"))
-        if not isinstance(data, dict):  # `[]` was an internal error in every command, --rebuild included
-            raise ValueError(f"expected a JSON object, found {type(data).__name__}")
-        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        return cls(**known)
-
-    def save(self, directory: Path) -> None:
-        _atomic_write(directory / META_FILE, json.dumps(self.__dict__, indent=2))
-
-
-# What an index folder holds: tantivy's segment files ("<uuid>.term", deletes "<uuid>.<opstamp>.del"),
-# its meta.json, .managed.json and locks, ragcli's two JSON files (and their .tmp while written), the lock
-_INDEX_FILE = re.compile(r"[0-9a-f]{32}\.(?:\d+\.)?(?:idx|pos|term|store|fast|fieldnorm|del)|meta\.json|\.managed\.json"
-                         r"|\.tantivy-(?:meta|writer)\.lock|(?:ragcli|ragcli-files)\.json(?:\.tmp)?|ragcli\.lock")
-
-
-def _foreign_files(directory: Path) -> list[str]:
-    """Names in ``directory`` no index writes (a README aside), or [] if it does not exist. A
-    ``meta.json`` counts as the index's only when it is tantivy's."""
-    if not directory.is_dir():
-        return []
-    out = []
-    for child in sorted(directory.iterdir()):
-        name = child.name
-        if name == "README.md":
-            continue
-        if not _INDEX_FILE.fullmatch(name) or not child.is_file() or name == "meta.json" and not _tantivy_meta(child):
-            out.append(name)
-    return out
-
-
-def _lock_reason(message: str) -> str:
-    found = re.search(r'message: "([^"]+)"', message)  # tantivy's IoError { …, message: "Permission denied" }
-    return found.group(1).lower() if found else message.removesuffix(". None").rstrip(".")
-
-
-def _tantivy_meta(path: Path) -> bool:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(data, dict) and "segments" in data and "schema" in data
-
-
-def _some(names: list[str]) -> str:
-    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 class TantivyIndex:
@@ -119,12 +51,12 @@ class TantivyIndex:
             if directory.is_file():  # "no index at FILE (run `ragcli index PATH` first)" led to a refusal there
                 raise UsageError(f"{directory} is a file, not an index folder",
                                  hint="--index names the folder `ragcli index` writes")
-            if directory.is_dir() and _tantivy_meta(directory / "meta.json"):
+            if directory.is_dir() and is_tantivy_meta(directory / "meta.json"):
                 raise IndexCorruptError(
                     f"{directory} holds a tantivy index that ragcli did not finish creating",
                     hint=f"rebuild it: {rebuild_command(directory)}",
                 )
-            raise IndexMissingError(f"no index at {directory}", hint=_build_hint(directory))
+            raise IndexMissingError(f"no index at {directory}", hint=build_hint(directory))
         try:
             meta = IndexMeta.load(directory)
         except (ValueError, TypeError, OSError) as exc:
@@ -144,7 +76,7 @@ class TantivyIndex:
                 # index is sound (a shared one, a read-only mount), and "rebuild it" would destroy it
                 raise IndexLockedError(
                     f"index at {directory} cannot be read: tantivy needs to write its lock file "
-                    f"{directory / '.tantivy-meta.lock'} even to search ({_lock_reason(str(exc))})",
+                    f"{directory / '.tantivy-meta.lock'} even to search ({lock_reason(str(exc))})",
                     hint="make that file writable for you, or copy the index folder somewhere you can write") from None
             # tantivy's own advice ("Please use tantivy 0.15 or above to recreate the index") is for its
             # users: ragcli's is the hint
@@ -177,9 +109,9 @@ class TantivyIndex:
 
         directory = Path(directory)
         cls.check_folder(directory)
-        foreign = [] if among_other_files else _foreign_files(directory)
+        foreign = [] if among_other_files else foreign_files(directory)
         if foreign:
-            raise UsageError(f"{directory} is not a ragcli index and holds other files ({_some(foreign)}); "
+            raise UsageError(f"{directory} is not a ragcli index and holds other files ({listed(foreign)}); "
                              "refusing to write an index among them", hint="give --index a new or empty folder")
         directory.mkdir(parents=True, exist_ok=True)
         index = register_analyzers(tantivy.Index(build_schema(), path=str(directory), reuse=False))
@@ -206,11 +138,11 @@ class TantivyIndex:
         directory = Path(directory)
         if not directory.is_dir():
             return
-        foreign = [] if (directory / META_FILE).is_file() else _foreign_files(directory)
+        foreign = [] if (directory / META_FILE).is_file() else foreign_files(directory)
         if foreign:
-            raise UsageError(f"{directory} is not a ragcli index (it holds {_some(foreign)}); refusing to delete it")
+            raise UsageError(f"{directory} is not a ragcli index (it holds {listed(foreign)}); refusing to delete it")
         for child in directory.iterdir():
-            if _INDEX_FILE.fullmatch(child.name) and child.name != LOCK_FILE and child.is_file():
+            if INDEX_FILE.fullmatch(child.name) and child.name != LOCK_FILE and child.is_file():
                 child.unlink()
 
     # ---------------------------------------------------------------- manifest of indexed files
@@ -247,7 +179,7 @@ class TantivyIndex:
         return [(term, count) for term, count in live if count > 0]
 
     def save_manifest(self, manifest: dict[str, dict[str, Any]]) -> None:
-        _atomic_write(self.directory / MANIFEST_FILE, json.dumps(manifest, sort_keys=True))
+        atomic_write(self.directory / MANIFEST_FILE, json.dumps(manifest, sort_keys=True))
 
     # ---------------------------------------------------------------- writing
     @contextmanager
@@ -282,7 +214,7 @@ class TantivyIndex:
         for key, entry in manifest.items():
             name = entry.get("encoding")
             # one spelling per encoding, for what an older ragcli recorded too ("koi8_r" beside "koi8-r")
-            name = (_codec_name(name) if name else "none (PDF)" if key.lower().endswith(".pdf")
+            name = (codec_name(name) if name else "none (PDF)" if key.lower().endswith(".pdf")
                     else "none (Word, OpenDocument)" if key.lower().endswith((".docx", ".odt"))
                     else "none (e-book)" if key.lower().endswith(".epub") else "not recorded")
             encodings[name] = encodings.get(name, 0) + 1
@@ -393,42 +325,6 @@ class TantivyIndex:
         return sorted(docs, key=lambda d: (-d.score, _place(d.location), d.id))[:k]
 
 
-def content_id(directory: str | Path) -> str | None:
-    """What an index holds, as a hash of its files' content hashes and passage counts (not their
-    paths or times: a copied or touched corpus is the same index). None when it has no manifest.
-    Remembered while the manifest is unchanged (asked once per question with --theta auto): the same
-    file, size and times (it is replaced whole on each write, so a new one is a new inode even where
-    times are as coarse as a second and a rebuild from as many files keeps the size)."""
-    path = Path(directory) / MANIFEST_FILE
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return _content_id(str(path), (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
-
-
-def indexed_paths(directory: str | Path) -> list[str]:
-    """The full paths of the files an index lists (its manifest, read without opening the index); none
-    where it has no readable list."""
-    try:
-        manifest = json.loads((Path(directory) / MANIFEST_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    return [path for path in manifest if isinstance(path, str)] if isinstance(manifest, dict) else []
-
-
-@functools.lru_cache(maxsize=8)
-def _content_id(path: str, _stat: tuple[int, ...]) -> str | None:
-    import hashlib
-
-    try:
-        manifest = json.loads(Path(path).read_text(encoding="utf-8"))
-        files = sorted(f"{entry.get('sha1')}:{entry.get('passages')}" for entry in manifest.values())
-    except (OSError, ValueError, AttributeError):
-        return None
-    return hashlib.sha256("\n".join(files).encode()).hexdigest()
-
-
 def _tie_runs_on(hits: list, limit: int, total: int, k: int) -> bool:
     """Whether the k-th hit's score may go on past the ``limit`` hits fetched (of ``total``)."""
     return len(hits) == limit < total and hits[-1][0] == hits[k - 1][0]
@@ -444,29 +340,3 @@ def _place(location: str) -> tuple:
 def _first(doc: Any, name: str) -> str:
     values = doc.get_all(name)
     return str(values[0]) if values else ""
-
-
-def _codec_name(name: str) -> str:
-    import codecs
-
-    try:
-        return codecs.lookup(name).name
-    except LookupError:
-        return name
-
-
-def _build_hint(directory: Path) -> str | None:
-    """The command that builds the index at ``directory``: `ragcli index PATH` builds the index the settings
-    name without a flag (RAGCLI_INDEX, the config file, else the built-in default), so another
-    (``--index ~/work-idx``) is named in it, quoted as the shell needs; None: the error's own."""
-    import shlex
-
-    from ragcli.config import Settings, default_index_dir
-
-    try:
-        unflagged = Settings.resolve().index
-    except Exception:  # noqa: BLE001 - a config file that cannot be read fails on its own; here, the default
-        unflagged = default_index_dir()
-    if os.path.abspath(os.path.expanduser(directory)) == os.path.abspath(os.path.expanduser(unflagged)):
-        return None
-    return f"run `ragcli index --index {shlex.quote(str(directory))} PATH` first"
