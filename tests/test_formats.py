@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ragcli.ingest.formats import SkipFile, html_sections
+from ragcli.ingest.formats import FileNotes, SkipFile, html_sections
 from ragcli.ingest.indexer import build_index
 from ragcli.ingest.reader import read_passages
 from ragcli.ingest.walk import iter_files
@@ -525,6 +525,60 @@ def test_a_jsonl_text_that_is_null_is_said_to_be_null(tmp_path):
     notes = FileNotes()
     assert [p.text for p in read_passages(corpus, notes=notes)] == ["fine"]
     assert notes.examples == ['line 1 has a "text" that is null', 'line 2 has no "text" field']
+
+
+ARRAY = """[
+  {"title": "Ulm", "text": "Ulm lies on the Danube."},
+  {"title": "Bonn", "id": "b1",
+   "text": "Bonn was the capital of West Germany."},
+  {"title": "No text"},
+  {"title": "Kiel", "text": "Kiel is a port on the Baltic Sea."}
+]
+"""
+
+
+def test_a_corpus_written_as_one_json_array_is_read_record_by_record(tmp_path):
+    """A pretty-printed JSON array (what many tools export) named .jsonl gave the one record that sat on a
+    line of its own and a bad line for every other line; a .json one was indexed as one text of braces
+    and quotes. Each record is a passage, located by the line it starts on, as a JSONL record is."""
+    from ragcli.ingest.reader import file_hash
+
+    for name in ("c.jsonl", "c.json"):
+        corpus = tmp_path / name
+        corpus.write_text(ARRAY, encoding="utf-8")
+        notes = FileNotes()
+        passages = read_passages(corpus, notes=notes)
+        assert [(p.title, p.location, p.pid) for p in passages] == [
+            ("Ulm", f"{corpus}#L2", passages[0].pid), ("Bonn", f"{corpus}#L3", "b1"), ("Kiel", f"{corpus}#L6", passages[2].pid)]
+        assert notes.examples == ['line 5 has no "text" field'] and notes.sha1 == file_hash(corpus)
+    index = tmp_path / "index"
+    r = build_index([tmp_path / "c.jsonl"], index)
+    assert r.passages_added == 3 and r.bad_lines == {str(tmp_path / "c.jsonl"): 1}
+    assert build_index([tmp_path / "c.jsonl"], index).unchanged == 1
+
+
+def test_a_json_file_that_is_no_array_of_records_is_read_as_before(tmp_path):
+    """A .jsonl whose lines are arrays streams as JSON Lines (each a bad line); a .json that is no corpus
+    (a package.json) is text, as any file named on the command line; a folder's .json files are not read."""
+    (tmp_path / "arrays.jsonl").write_text('[1, 2]\n{"title": "A", "text": "The otter swims."}\n', encoding="utf-8")
+    notes = FileNotes()
+    assert [p.text for p in read_passages(tmp_path / "arrays.jsonl", notes=notes)] == ["The otter swims."]
+    assert notes.examples == ["line 1 is not a JSON object"]
+    (tmp_path / "package.json").write_text('{"name": "walrus", "version": "1.0"}', encoding="utf-8")
+    assert [p.text for p in read_passages(tmp_path / "package.json")] == ['{"name": "walrus", "version": "1.0"}']
+    (tmp_path / "numbers.json").write_text("[1, 2, 3]", encoding="utf-8")
+    assert [p.text for p in read_passages(tmp_path / "numbers.json")] == ["[1, 2, 3]"]
+    r = build_index([tmp_path], tmp_path / "index")
+    assert r.added == 1 and r.walk.other_types[".json"] == 2
+
+
+@pytest.mark.parametrize("codec", ["utf-16", "utf-8-sig", "cp1252"])
+def test_a_json_array_corpus_in_any_encoding_or_compressed_is_read(tmp_path, codec):
+    text = ARRAY.replace("Ulm lies", "Ulm liegt an der Donau, caf\u00e9")
+    (tmp_path / "c.jsonl").write_bytes(text.encode(codec))
+    assert [p.text for p in read_passages(tmp_path / "c.jsonl")][0] == "Ulm liegt an der Donau, café on the Danube."
+    gz = _compressed(tmp_path / "c.json.gz", text.encode(codec))
+    assert [p.location for p in read_passages(gz)][0] == f"{gz}#L2"
 
 
 def test_add_change_delete_cycle_reports_counts(tmp_path):

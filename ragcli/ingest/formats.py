@@ -23,6 +23,9 @@ CODE_SUFFIXES = {
     ".cfg",
 }
 JSONL_SUFFIXES = {".jsonl"}
+# A .json file is read only where named (a folder's are settings and data): as a corpus where it is a JSON
+# array of {"title", "text"} records, else as text
+JSON_SUFFIXES = {".json"}
 SUPPORTED_SUFFIXES = (TEXT_SUFFIXES | MARKDOWN_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES | OFFICE_SUFFIXES | EPUB_SUFFIXES
                       | CODE_SUFFIXES | JSONL_SUFFIXES)
 # Files without an extension that are text by their name (any case): a project's or a package's own
@@ -88,8 +91,12 @@ def read_in_walk(path: Path) -> bool:
 # breaks are plain spaces (Markdown's headings had none; a PDF's metadata title with a line break is rare
 # enough not to read every indexed PDF, the slowest format, again for it). Accents composed (NFC, with index
 # schema 3) change only text written with combining marks: no format's number was bumped for it, so as not to
-# read every corpus again; such a file is composed when it changes (or with --rebuild).
+# read every corpus again; such a file is composed when it changes (or with --rebuild). JSON 2: a .json file that
+# is an array of records is a corpus, not one text. A .jsonl file holding such an array (it gave the records
+# on lines of their own and a bad line for each other line) is read so when it changes: JSONL was not bumped,
+# so as not to read every corpus again for it.
 _READER_VERSIONS = {**{suffix: 3 for suffix in MARKDOWN_SUFFIXES}, **{suffix: 4 for suffix in HTML_SUFFIXES},
+                    **{suffix: 2 for suffix in JSON_SUFFIXES},
                     **{suffix: 4 for suffix in JSONL_SUFFIXES}, **{suffix: 2 for suffix in PDF_SUFFIXES}}
 
 

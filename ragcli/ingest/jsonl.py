@@ -319,3 +319,45 @@ def _jsonl_passages(records: Iterable[tuple[int, object]], shown: str, key: str,
             yield Passage(f"{pid}#{i}", title, body[a:b], key, f"{location} §{i + 1}")
     if notes.bad_lines and not good:
         raise SkipFile("no valid line: " + notes.bad_lines_text())
+
+
+def array_passages(text: str, shown: str, key: str, notes: FileNotes) -> Iterator[Passage] | None:
+    """The passages of a corpus written as one JSON array of records (``[{"title", "text"}, …]``, what
+    many tools export, often pretty-printed over many lines), each located by the line its record starts
+    on as a JSONL record is ("corpus.json#L3"); None where ``text`` is no such array (not an array, or
+    no record in it has a "text" string), to be read otherwise."""
+    records = _array_records(text)
+    if records is None or not any(type(r) is dict and type(r.get("text")) is str for _, r in records):
+        return None
+    return _jsonl_passages(records, shown, key, notes)
+
+
+_SPACE = re.compile(r"[ \t\r\n]*")  # what JSON allows between values
+
+
+def _array_records(text: str) -> list[tuple[int, object]] | None:
+    """(line number, value) of each element of the JSON array ``text`` is, or None if it is not one
+    (anything after its closing bracket, a missing comma, a value that is not JSON)."""
+    decoder = json.JSONDecoder()
+    at = _SPACE.match(text, 1 if text.startswith("\ufeff") else 0).end()
+    if text[at:at + 1] != "[":
+        return None
+    at = _SPACE.match(text, at + 1).end()
+    records: list[tuple[int, object]] = []
+    line, counted = 1, 0  # the line of offset ``counted``
+    while text[at:at + 1] != "]":
+        try:
+            value, end = decoder.raw_decode(text, at)
+        except ValueError:
+            return None
+        line += text.count("\n", counted, at)
+        counted = at
+        records.append((line, value))
+        at = _SPACE.match(text, end).end()
+        if text[at:at + 1] == ",":
+            at = _SPACE.match(text, at + 1).end()
+            if text[at:at + 1] == "]":  # [1, 2,] is no JSON
+                return None
+        elif text[at:at + 1] != "]":
+            return None
+    return records if not text[at + 1:].strip() else None

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Iterator
 
 from ragcli.ingest import formats
-from ragcli.ingest.compressed import read_all
+from ragcli.ingest.compressed import errors, open_stream, read_all
 from ragcli.ingest.encoding import SNIFF_BYTES, bom, decode, is_utf8
 from ragcli.ingest.epub import epub_sections
 from ragcli.ingest.formats import FileNotes, Section, SkipFile, starts_of_lines
-from ragcli.ingest.jsonl import jsonl_passages
+from ragcli.ingest.jsonl import array_passages, jsonl_passages
 from ragcli.ingest.passages import Passage, chunk_text, normalise, passage_id
 from ragcli.ingest.office import office_sections
 from ragcli.ingest.pdf import pdf_sections
@@ -68,9 +68,14 @@ def iter_passages(path: Path, display: str | None = None, notes: FileNotes | Non
     shown = display or str(path)
     key = str(path)
     suffix = formats.format_suffix(path)  # a compressed file's: what it holds
-    if suffix in formats.JSONL_SUFFIXES:
-        yield from jsonl_passages(path, shown, key, notes)
-        return
+    if suffix in formats.JSONL_SUFFIXES or suffix in formats.JSON_SUFFIXES:
+        records = _array_passages(path, suffix, shown, key, notes)
+        if records is not None:
+            yield from records
+            return
+        if suffix in formats.JSONL_SUFFIXES:
+            yield from jsonl_passages(path, shown, key, notes)
+            return
     for section in _sections(path, suffix, notes):
         for p in _section_passages(section, shown):
             yield Passage(p.pid, p.title, p.text, key, p.location)
@@ -79,6 +84,46 @@ def iter_passages(path: Path, display: str | None = None, notes: FileNotes | Non
 
 
 _TARBALLS = {".tgz", ".tbz", ".tbz2", ".txz"}  # .tar.gz and the like by their short names
+
+
+def _array_passages(path: Path, suffix: str, shown: str, key: str, notes: FileNotes) -> Iterator[Passage] | None:
+    """The passages of a corpus written as one JSON array of records (a .json file, or a .jsonl one that
+    starts with "[": a pretty-printed array gave one record of many and a bad line for each other line),
+    or None where the file is no such array (a .jsonl one is then streamed, a .json one read as text).
+    Read whole: a .jsonl file too large for that is streamed as JSON Lines."""
+    if suffix in formats.JSONL_SUFFIXES and not _starts_array(path):
+        return None
+    try:
+        raw = read_bytes(path)
+    except SkipFile:
+        if suffix in formats.JSONL_SUFFIXES:
+            return None
+        raise
+    said = FileNotes()
+    passages = array_passages(read_text(path, raw, said), shown, key, notes)
+    if passages is None:
+        return None
+    notes.encoding, notes.replaced, notes.nuls = said.encoding, said.replaced, said.nuls
+    notes.sha1 = file_hash(path)  # the file on disk, as the manifest compares it
+    return passages
+
+
+def _starts_array(path: Path) -> bool:
+    """Whether a file's first character, past spaces and a byte-order mark, is "[" (in any encoding)."""
+    try:
+        with path.open("rb") as raw:
+            kind = formats.compression(path)
+            if kind:
+                with open_stream(raw, kind) as fh:
+                    head = fh.read(SNIFF_BYTES)
+            else:
+                head = raw.read(SNIFF_BYTES)
+    except (OSError, *errors()):
+        return False  # said as the file is streamed
+    head = head.replace(b"\x00", b"")  # UTF-16 and UTF-32: "[" with NULs beside it
+    for mark in (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff"):
+        head = head.removeprefix(mark)
+    return head.lstrip(b" \t\r\n")[:1] == b"["
 
 
 def _sections(path: Path, suffix: str, notes: FileNotes) -> list[Section]:
