@@ -1234,3 +1234,20 @@ def test_an_epub_that_cannot_be_read_is_skipped_with_the_reason(tmp_path, monkey
     big = make_epub(tmp_path / "big.epub", [("one.xhtml", "<p>" + "walrus " * 100 + "</p>")])
     with pytest.raises(SkipFile, match="unzip to more than"):
         read_passages(big)
+
+
+def test_an_epub_whose_bzip2_or_lzma_chapter_is_corrupt_is_skipped_with_the_reason(tmp_path):
+    import zipfile
+
+    for method in (zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA):
+        plain = make_epub(tmp_path / "plain.epub", [("one.xhtml", "<p>" + "walrus " * 2000 + "</p>")])
+        book = tmp_path / f"corrupt{method}.epub"
+        with zipfile.ZipFile(plain) as src, zipfile.ZipFile(book, "w", method) as z:
+            for name in src.namelist():
+                z.writestr(name, src.read(name))
+        data = bytearray(book.read_bytes())
+        at = data.index(b"OEBPS/one.xhtml") + 40  # inside the chapter's compressed data
+        data[at:at + 30] = bytes(b ^ 0x55 for b in data[at:at + 30])
+        book.write_bytes(bytes(data))
+        with pytest.raises(SkipFile, match="damaged epub file"):
+            read_passages(book)

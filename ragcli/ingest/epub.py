@@ -6,6 +6,7 @@ of XHTML; the standard library and the HTML reader read it (no e-book library). 
 
 from __future__ import annotations
 
+import lzma
 import posixpath
 import zipfile
 import zlib
@@ -43,7 +44,9 @@ def epub_sections(path: Path, data: bytes) -> list[Section]:
         raise SkipFile("not an epub file (not the zip of XHTML it should be)") from None
     except SyntaxError as exc:  # ElementTree's ParseError, of the container or the package file
         raise SkipFile(f"damaged epub file: {exc}") from None
-    except (NotImplementedError, zlib.error) as exc:  # a method zipfile lacks; corrupt data
+    except (NotImplementedError, zlib.error, OSError, lzma.LZMAError) as exc:
+        # a method zipfile lacks; corrupt data (deflate's zlib.error, bzip2's OSError, LZMA's own error: the
+        # zip is read from memory, so an OSError is no disk's)
         raise SkipFile(f"damaged epub file: {exc}") from None
     except RuntimeError:  # zipfile: a part encrypted, password required
         raise SkipFile("epub file protected by a password") from None
