@@ -1251,3 +1251,21 @@ def test_an_epub_whose_bzip2_or_lzma_chapter_is_corrupt_is_skipped_with_the_reas
         book.write_bytes(bytes(data))
         with pytest.raises(SkipFile, match="damaged epub file"):
             read_passages(book)
+
+
+def test_an_epub_whose_package_file_is_in_an_encoding_expat_lacks_is_read_or_skipped(tmp_path):
+    import zipfile
+
+    book = make_epub(tmp_path / "jp.epub", [("one.xhtml", "<p>The walrus in Tokyo.</p>")], title="日本の本")
+    with zipfile.ZipFile(book) as z:
+        files = {name: z.read(name) for name in z.namelist()}
+    opf = files["OEBPS/content.opf"].decode()
+    for name, encoding in (("jp.epub", "Shift_JIS"), ("bogus.epub", "x-no-such-encoding")):
+        files["OEBPS/content.opf"] = opf.replace('<?xml version="1.0"?>',
+                                                 f'<?xml version="1.0" encoding="{encoding}"?>').encode("shift_jis")
+        with zipfile.ZipFile(tmp_path / name, "w") as z:
+            for n, data in files.items():
+                z.writestr(n, data)
+    assert [p.title for p in read_passages(tmp_path / "jp.epub")] == ["日本の本"]  # expat reads no Shift_JIS
+    with pytest.raises(SkipFile, match="damaged epub file"):
+        read_passages(tmp_path / "bogus.epub")

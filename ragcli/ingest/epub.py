@@ -13,7 +13,7 @@ import zlib
 from pathlib import Path
 from urllib.parse import unquote
 
-from ragcli.ingest.formats import Section, SkipFile, html_page
+from ragcli.ingest.formats import Section, SkipFile, declared_encoding, html_page
 
 MAX_PART_BYTES = 64 * 1024 * 1024  # one chapter unzipped: a zip bomb is skipped, not read into memory
 MAX_BOOK_BYTES = 512 * 1024 * 1024  # all its chapters together
@@ -55,11 +55,9 @@ def epub_sections(path: Path, data: bytes) -> list[Section]:
 
 def _book(z: zipfile.ZipFile) -> tuple[str, list[str]]:
     """(the book's title, the zip names of its chapters in reading order)."""
-    from xml.etree import ElementTree
-
     names = set(z.namelist())
     opf = _package_name(z, names)
-    root = ElementTree.fromstring(_small(z, opf))
+    root = _xml(z, opf)
     title = next((t.text.strip() for t in root.iter(_DC_TITLE) if t.text and t.text.strip()), "")
     base = posixpath.dirname(opf)
     items = {}
@@ -80,10 +78,8 @@ def _book(z: zipfile.ZipFile) -> tuple[str, list[str]]:
 
 def _package_name(z: zipfile.ZipFile, names: set[str]) -> str:
     """The zip name of the package (.opf) file: as META-INF/container.xml says, else the only one."""
-    from xml.etree import ElementTree
-
     if _CONTAINER in names:
-        for rootfile in ElementTree.fromstring(_small(z, _CONTAINER)).iter():
+        for rootfile in _xml(z, _CONTAINER).iter():
             if rootfile.tag.endswith("rootfile") and rootfile.get("full-path") in names:
                 return rootfile.get("full-path")
     found = [n for n in names if n.lower().endswith(".opf")]
@@ -100,6 +96,27 @@ def _refuse_drm(z: zipfile.ZipFile, names: set[str], parts: set[str]) -> None:
     data = _small(z, _ENCRYPTION)
     if any(unquote(part).encode() in data or part.encode() in data for part in parts):
         raise SkipFile("epub file protected by DRM (its chapters are encrypted)")
+
+
+def _xml(z: zipfile.ZipFile, name: str):
+    """The parsed XML file ``name`` (ElementTree's ParseError, a SyntaxError, where it is no XML)."""
+    from xml.etree import ElementTree
+
+    data = _small(z, name)
+    try:
+        return ElementTree.fromstring(data)
+    except (LookupError, ValueError):
+        # expat reads UTF-8, UTF-16 and one-byte encodings only: a package file declared Shift_JIS or GBK (no
+        # valid EPUB, but written) raised ValueError, one in an encoding nobody knows LookupError: internal
+        # errors. Decoded here, the text is parsed whatever its declaration says.
+        encoding = declared_encoding(data)
+        try:
+            text = data.decode(encoding) if encoding else None
+        except UnicodeDecodeError:
+            text = None
+        if text is None:
+            raise SkipFile(f"damaged epub file: its {name} is in an encoding that cannot be read") from None
+        return ElementTree.fromstring(text)
 
 
 def _small(z: zipfile.ZipFile, name: str) -> bytes:
