@@ -1269,3 +1269,12 @@ def test_an_epub_whose_package_file_is_in_an_encoding_expat_lacks_is_read_or_ski
     assert [p.title for p in read_passages(tmp_path / "jp.epub")] == ["日本の本"]  # expat reads no Shift_JIS
     with pytest.raises(SkipFile, match="damaged epub file"):
         read_passages(tmp_path / "bogus.epub")
+
+
+def test_an_epub_whose_encrypted_chapters_are_named_by_escaped_uris_is_skipped_as_drm(tmp_path):
+    # encryption.xml names parts by URI (a space as %20, ü as %C3%BC): its bytes never held the zip name
+    for i, (name, uri) in enumerate((("Text parts/one.xhtml", "OEBPS/Text%20parts/one.xhtml"),
+                                     ("Kapitel ü.xhtml", "OEBPS/Kapitel%20%C3%BC.xhtml"))):
+        book = make_epub(tmp_path / f"drm{i}.epub", [(name, "<p>Secret.</p>")], encrypted=[uri])
+        with pytest.raises(SkipFile, match="protected by DRM"):
+            read_passages(book)

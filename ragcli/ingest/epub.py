@@ -11,7 +11,7 @@ import posixpath
 import zipfile
 import zlib
 from pathlib import Path
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from ragcli.ingest.formats import Section, SkipFile, declared_encoding, html_page
 
@@ -93,8 +93,15 @@ def _refuse_drm(z: zipfile.ZipFile, names: set[str], parts: set[str]) -> None:
     obfuscated, as publishers do, is no reason."""
     if _ENCRYPTION not in names:
         return
-    data = _small(z, _ENCRYPTION)
-    if any(unquote(part).encode() in data or part.encode() in data for part in parts):
+    # each encrypted part is named by a URI relative to the container's root, in XML: "Text%20one.xhtml",
+    # "a&amp;b.xhtml" (its bytes never held the zip name "Text one.xhtml" or "a&b.xhtml" that was looked for)
+    try:
+        uris = [ref.get("URI") or "" for ref in _xml(z, _ENCRYPTION).iter()
+                if ref.tag.rpartition("}")[2] == "CipherReference"]
+    except SyntaxError:  # no XML: the names looked for in its bytes, as they are or as URIs
+        data = _small(z, _ENCRYPTION)
+        uris = [part for part in parts if part.encode() in data or quote(part).encode() in data]
+    if any(posixpath.normpath(unquote(uri.split("#")[0]).lstrip("/")) in parts for uri in uris if uri):
         raise SkipFile("epub file protected by DRM (its chapters are encrypted)")
 
 
