@@ -1278,3 +1278,20 @@ def test_an_epub_whose_encrypted_chapters_are_named_by_escaped_uris_is_skipped_a
         book = make_epub(tmp_path / f"drm{i}.epub", [(name, "<p>Secret.</p>")], encrypted=[uri])
         with pytest.raises(SkipFile, match="protected by DRM"):
             read_passages(book)
+
+
+def test_an_epub_whose_zip_names_are_utf8_without_the_zip_flag_saying_so_is_read(tmp_path):
+    import struct
+
+    # Info-ZIP and others write UTF-8 names without bit 11 set: zipfile then decodes them as cp437
+    # ("Kapitel├╝.xhtml"), and the chapter the package file names "Kapitel%C3%BC.xhtml" was not found
+    data = bytearray(make_epub(tmp_path / "flagged.epub", [("Kapitelü.xhtml", "<p>The walrus in Munich.</p>")])
+                     .read_bytes())
+    for signature, at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):  # local headers, central directory
+        start = data.find(signature)
+        while start >= 0:
+            flags = struct.unpack_from("<H", data, start + at)[0]
+            struct.pack_into("<H", data, start + at, flags & ~0x800)
+            start = data.find(signature, start + 4)
+    (tmp_path / "unflagged.epub").write_bytes(bytes(data))
+    assert [p.text for p in read_passages(tmp_path / "unflagged.epub")] == ["The walrus in Munich."]

@@ -27,10 +27,8 @@ _PAGE_TYPES = {"application/xhtml+xml", "text/html", "application/xml", "text/xm
 
 def epub_sections(path: Path, data: bytes) -> list[Section]:
     """The sections of the e-book whose bytes are ``data``; SkipFile if it is none or cannot be read."""
-    import io
-
     try:
-        with zipfile.ZipFile(io.BytesIO(data)) as z:
+        with _open(data) as z:
             title, parts = _book(z)
             sections, total = [], 0
             for n, name in enumerate(parts, start=1):
@@ -51,6 +49,18 @@ def epub_sections(path: Path, data: bytes) -> list[Section]:
     except RuntimeError:  # zipfile: a part encrypted, password required
         raise SkipFile("epub file protected by a password") from None
     return sections
+
+
+def _open(data: bytes) -> zipfile.ZipFile:
+    """The zip, its names read as UTF-8 (as the EPUB standard has them) whether or not it says so: zip
+    tools that leave the zip's UTF-8 flag unset had zipfile read them as cp437, "Kapitel├╝.xhtml", and a
+    chapter named in the package file as "Kapitel%C3%BC.xhtml" was not found."""
+    import io
+
+    try:
+        return zipfile.ZipFile(io.BytesIO(data), metadata_encoding="utf-8")
+    except UnicodeDecodeError:  # names in a code page after all: read as zipfile reads them
+        return zipfile.ZipFile(io.BytesIO(data))
 
 
 def _book(z: zipfile.ZipFile) -> tuple[str, list[str]]:
