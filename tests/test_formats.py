@@ -832,6 +832,24 @@ def _docx(path, body_xml: str, *, title: str | None = None, styles_xml: str | No
                        f"<dc:title>{title}</dc:title></cp:coreProperties>")
 
 
+@pytest.mark.parametrize("method", ["ZIP_BZIP2", "ZIP_LZMA", "ZIP_DEFLATED"])
+def test_a_word_file_whose_compressed_xml_is_corrupt_is_skipped_as_damaged(tmp_path, method):
+    """zipfile raises OSError (bzip2) or lzma.LZMAError for a corrupt member, not only zlib.error: an
+    internal error where the reason was due."""
+    import zipfile
+
+    w = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+    body = "".join(_p(f"Walrus paragraph number {i} about ice.") for i in range(400))
+    with zipfile.ZipFile(tmp_path / "bad.docx", "w", compression=getattr(zipfile, method)) as z:
+        z.writestr("word/document.xml", f"<w:document {w}><w:body>{body}</w:body></w:document>")
+    data = bytearray((tmp_path / "bad.docx").read_bytes())
+    middle = len(data) // 2
+    data[middle:middle + 64] = bytes(64)  # the compressed stream's middle zeroed
+    (tmp_path / "bad.docx").write_bytes(bytes(data))
+    with pytest.raises(SkipFile, match="damaged docx file|not a docx file"):
+        read_passages(tmp_path / "bad.docx")
+
+
 def _p(text: str, style: str = "") -> str:
     pstyle = f'<w:pPr><w:pStyle w:val="{style}"/></w:pPr>' if style else ""
     runs = "".join(f"<w:r><w:t xml:space=\"preserve\">{part}</w:t></w:r>" for part in text.split("|"))
@@ -1295,3 +1313,20 @@ def test_an_epub_whose_zip_names_are_utf8_without_the_zip_flag_saying_so_is_read
             start = data.find(signature, start + 4)
     (tmp_path / "unflagged.epub").write_bytes(bytes(data))
     assert [p.text for p in read_passages(tmp_path / "unflagged.epub")] == ["The walrus in Munich."]
+
+
+def test_an_epub_package_without_the_opf_namespace_is_read_and_a_chapter_listed_twice_once(tmp_path):
+    """OEB 1 packages and some tools write <package> in no namespace: every chapter was missed and the
+    book skipped as "reading order lists no chapters"."""
+    import zipfile
+
+    book = make_epub(tmp_path / "old.epub", [("one.xhtml", "<p>The walrus sleeps.</p>"), ("two.xhtml", "<p>Tusks.</p>")])
+    with zipfile.ZipFile(book) as z:
+        files = {n: z.read(n) for n in z.namelist()}
+    opf = files["OEBPS/content.opf"].replace(b' xmlns="http://www.idpf.org/2007/opf"', b"")
+    files["OEBPS/content.opf"] = opf.replace(b'<itemref idref="c1"/>', b'<itemref idref="c1"/><itemref idref="c0"/>')
+    with zipfile.ZipFile(book, "w") as z:
+        for name, data in files.items():
+            z.writestr(name, data)
+    assert [(p.text, p.location.rsplit(" ", 1)[-1]) for p in read_passages(book)] == [
+        ("The walrus sleeps.", "1"), ("Tusks.", "2")]

@@ -71,19 +71,25 @@ def _book(z: zipfile.ZipFile) -> tuple[str, list[str]]:
     title = next((t.text.strip() for t in root.iter(_DC_TITLE) if t.text and t.text.strip()), "")
     base = posixpath.dirname(opf)
     items = {}
-    for item in root.iter(_OPF + "item"):
+    for item in _elements(root, "item"):
         href, kind = item.get("href"), (item.get("media-type") or "").lower()
         if href and kind in _PAGE_TYPES and "nav" not in (item.get("properties") or "").split():
             items[item.get("id")] = posixpath.normpath(posixpath.join(base, unquote(href.split("#")[0])))
-    parts = []
-    for ref in root.iter(_OPF + "itemref"):
+    parts: dict[str, None] = {}  # (a chapter listed twice is read once; a dict keeps the order, in linear time)
+    for ref in _elements(root, "itemref"):
         name = items.get(ref.get("idref"))
-        if name in names and name not in parts:  # (a chapter listed twice is read once)
-            parts.append(name)
+        if name in names:
+            parts[name] = None
     if not parts:
         raise SkipFile("an epub file whose reading order lists no chapters")
     _refuse_drm(z, names, set(parts))
-    return title, parts
+    return title, list(parts)
+
+
+def _elements(root, name: str):
+    """The package file's ``name`` elements: in the OPF namespace, or in none (OEB 1 packages, and tools
+    that leave it out: every chapter was missed, "reading order lists no chapters")."""
+    return [e for e in root.iter() if isinstance(e.tag, str) and e.tag in (_OPF + name, name)]
 
 
 def _package_name(z: zipfile.ZipFile, names: set[str]) -> str:

@@ -5,6 +5,7 @@ are zip files of XML; the standard library reads them (no Office, no extra packa
 
 from __future__ import annotations
 
+import lzma
 import re
 import zipfile
 import zlib
@@ -49,7 +50,9 @@ def office_sections(path: Path, data: bytes) -> list[Section]:
         raise SkipFile(f"damaged {kind} file: {exc}") from None
     except RecursionError:  # (a RuntimeError) elements nested thousands deep: no document Word writes
         raise SkipFile(f"damaged {kind} file: its XML is nested too deep") from None
-    except (NotImplementedError, zlib.error) as exc:  # a method zipfile lacks (a RuntimeError too); corrupt data
+    except (NotImplementedError, zlib.error, OSError, lzma.LZMAError) as exc:
+        # a method zipfile lacks (a RuntimeError too); corrupt data (deflate's zlib.error, bzip2's OSError,
+        # LZMA's own error: the zip is read from memory, so an OSError is no disk's)
         raise SkipFile(f"damaged {kind} file: {exc}") from None
     except RuntimeError:  # zipfile: a part encrypted, password required
         raise SkipFile(f"{kind} file protected by a password") from None
