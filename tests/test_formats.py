@@ -850,6 +850,72 @@ def test_a_word_file_whose_compressed_xml_is_corrupt_is_skipped_as_damaged(tmp_p
         read_passages(tmp_path / "bad.docx")
 
 
+_PML = ('xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main" '
+        'xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" '
+        'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"')
+_RELS = 'xmlns="http://schemas.openxmlformats.org/package/2006/relationships"'
+_RT = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/"
+
+
+def _shape(text: str, placeholder: str | None = None) -> str:
+    ph = "" if placeholder is None else f'<p:nvPr><p:ph type="{placeholder}"/></p:nvPr>'
+    paras = "".join(f"<a:p><a:r><a:t>{line}</a:t></a:r></a:p>" for line in text.split("|"))
+    return f"<p:sp><p:nvSpPr>{ph}</p:nvSpPr><p:txBody>{paras}</p:txBody></p:sp>"
+
+
+def _pptx(path, slides: list[tuple[str, str, str | None]], title: str | None = None) -> None:
+    """A minimal PowerPoint deck: (slide part name, shapes markup, notes markup or None) in the deck's
+    order, which is presentation.xml's list, not the parts' names."""
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as z:
+        ids = "".join(f'<p:sldId id="{256 + i}" r:id="rId{i + 1}"/>' for i in range(len(slides)))
+        z.writestr("ppt/presentation.xml", f"<p:presentation {_PML}><p:sldIdLst>{ids}</p:sldIdLst></p:presentation>")
+        rels = "".join(f'<Relationship Id="rId{i + 1}" Type="{_RT}slide" Target="slides/{name}"/>'
+                       for i, (name, _, _) in enumerate(slides))
+        z.writestr("ppt/_rels/presentation.xml.rels", f"<Relationships {_RELS}>{rels}</Relationships>")
+        for i, (name, shapes, notes) in enumerate(slides):
+            z.writestr(f"ppt/slides/{name}", f"<p:sld {_PML}><p:cSld><p:spTree>{shapes}</p:spTree></p:cSld></p:sld>")
+            if notes is not None:
+                z.writestr(f"ppt/slides/_rels/{name}.rels", f'<Relationships {_RELS}><Relationship Id="rId9" '
+                           f'Type="{_RT}notesSlide" Target="../notesSlides/notes{i}.xml"/></Relationships>')
+                z.writestr(f"ppt/notesSlides/notes{i}.xml",
+                           f"<p:notes {_PML}><p:cSld><p:spTree>{notes}</p:spTree></p:cSld></p:notes>")
+        if title is not None:
+            z.writestr("docProps/core.xml", '<cp:coreProperties xmlns:cp="http://schemas.openxmlformats.org/package/2006/'
+                       'metadata/core-properties" xmlns:dc="http://purl.org/dc/elements/1.1/">'
+                       f"<dc:title>{title}</dc:title></cp:coreProperties>")
+
+
+def test_a_powerpoint_deck_is_read_slide_by_slide_with_its_notes(tmp_path):
+    """Slide decks are documents people keep beside their notes ("not read: … .pptx"): each slide is a
+    passage titled by the deck and the slide's title, holding its text boxes, tables and speaker notes
+    (not the notes page's slide picture or number), cited by its place in the deck."""
+    table = ("<p:graphicFrame><a:graphic><a:graphicData><a:tbl><a:tr><a:tc><a:txBody><a:p><a:r><a:t>Kapp Lee"
+             "</a:t></a:r></a:p></a:txBody></a:tc><a:tc><a:txBody><a:p><a:r><a:t>412</a:t></a:r></a:p></a:txBody>"
+             "</a:tc></a:tr></a:tbl></a:graphicData></a:graphic></p:graphicFrame>")
+    group = f"<p:grpSp>{_shape('Grouped caption.')}</p:grpSp>"
+    notes = _shape("", "sldImg") + _shape("Mention the drone method.", "body") + _shape("2", "sldNum")
+    _pptx(tmp_path / "deck.pptx", [
+        ("slide2.xml", _shape("Walrus Survey", "ctrTitle") + _shape("Svalbard, 2025"), None),
+        ("slide1.xml", _shape("Counts", "title") + _shape("We counted 412 walruses.|Most were females.")
+         + table + group, notes),
+        ("slide3.xml", "", _shape("Empty slide's notes.", "body")),
+        ("slide9.xml", _shape("", "title"), None),
+    ], title="Field Report")
+    passages = read_passages(tmp_path / "deck.pptx", "deck.pptx")
+    assert [(p.title, p.location, p.text) for p in passages] == [
+        ("Field Report > Walrus Survey", "deck.pptx slide 1", "Walrus Survey Svalbard, 2025"),
+        ("Field Report > Counts", "deck.pptx slide 2",
+         "Counts We counted 412 walruses. Most were females. Kapp Lee 412 Grouped caption. "
+         "Notes: Mention the drone method."),
+        ("Field Report", "deck.pptx slide 3", "Notes: Empty slide's notes."),
+    ]
+    (tmp_path / "locked.pptx").write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(512))
+    with pytest.raises(SkipFile, match="pptx file protected by a password .* or an old .ppt renamed"):
+        read_passages(tmp_path / "locked.pptx")
+
+
 def _p(text: str, style: str = "") -> str:
     pstyle = f'<w:pPr><w:pStyle w:val="{style}"/></w:pPr>' if style else ""
     runs = "".join(f"<w:r><w:t xml:space=\"preserve\">{part}</w:t></w:r>" for part in text.split("|"))

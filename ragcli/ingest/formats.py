@@ -15,7 +15,7 @@ TEXT_SUFFIXES = {".txt", ".text", ".rst", ".org", ".tex", ".csv", ".log"}
 MARKDOWN_SUFFIXES = {".md", ".markdown"}
 HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
 PDF_SUFFIXES = {".pdf"}
-OFFICE_SUFFIXES = {".docx", ".odt"}  # Word and OpenDocument text (``ingest.office``)
+OFFICE_SUFFIXES = {".docx", ".odt", ".pptx"}  # Word, OpenDocument text, PowerPoint (``ingest.office``)
 EPUB_SUFFIXES = {".epub"}  # e-books (``ingest.epub``)
 CODE_SUFFIXES = {
     ".py", ".js", ".ts", ".tsx", ".jsx", ".go", ".rs", ".java", ".kt", ".c", ".h", ".cc", ".cpp", ".hpp", ".cs",

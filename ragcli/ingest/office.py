@@ -1,6 +1,7 @@
 """Word (.docx) and OpenDocument (.odt) files as Sections: one per heading, titled by the heading path
-("Report > Results > 2024"), as Markdown is, with the paragraphs and table cells in document order. Both
-are zip files of XML; the standard library reads them (no Office, no extra package). ``reader`` calls
+("Report > Results > 2024"), as Markdown is, with the paragraphs and table cells in document order;
+PowerPoint (.pptx) decks one per slide, with its speaker notes, cited "deck.pptx slide 3". All are zip
+files of XML; the standard library reads them (no Office, no extra package). ``reader`` calls
 ``office_sections``."""
 
 from __future__ import annotations
@@ -31,20 +32,22 @@ _HEADING_NAME = re.compile(r"heading\s*(\d)", re.I)
 
 
 def office_sections(path: Path, data: bytes) -> list[Section]:
-    """The sections of a .docx or .odt file whose bytes are ``data``; SkipFile if it is not one."""
+    """The sections of a .docx, .odt or .pptx file whose bytes are ``data``; SkipFile if it is not one."""
     import io
 
     kind = path.suffix.lower()[1:]
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as z:
+            if kind == "pptx":
+                return _pptx(z, _dc_title(z, "docProps/core.xml") or path.stem)
             if kind == "odt":
                 title, paragraphs = _odt(z)
             else:
                 title, paragraphs = _docx(z)
     except (zipfile.BadZipFile, KeyError, EOFError):
-        if data.startswith(_OLE):  # what Word saves a document protected by a password as (or a .doc renamed)
-            raise SkipFile(f"{kind} file protected by a password (an encrypted OLE file),"
-                           " or an old .doc renamed") from None
+        if data.startswith(_OLE):  # what Office saves a document protected by a password as (or a .doc renamed)
+            old = {"docx": " or an old .doc renamed", "pptx": " or an old .ppt renamed"}.get(kind, "")
+            raise SkipFile(f"{kind} file protected by a password (an encrypted OLE file),{old}") from None
         raise SkipFile(f"not a {kind} file (not the zip of XML it should be)") from None
     except SyntaxError as exc:  # ElementTree's ParseError
         raise SkipFile(f"damaged {kind} file: {exc}") from None
@@ -220,3 +223,99 @@ def _sections(doc_title: str, paragraphs: list[tuple[int, str]]) -> list[Section
     if body or heading_pending:
         flush()
     return sections
+
+
+_P = "{http://schemas.openxmlformats.org/presentationml/2006/main}"
+_A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
+_R_ID = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
+_REL = "{http://schemas.openxmlformats.org/package/2006/relationships}Relationship"
+_TITLES = {"title", "ctrTitle"}  # a slide's title placeholders
+_NOT_NOTES = {"sldImg", "sldNum", "hdr", "ftr", "dt"}  # a notes page's slide picture, number, header…
+
+
+def _pptx(z: zipfile.ZipFile, deck: str) -> list[Section]:
+    """One section per slide in the deck's order, titled "Deck > Slide title" (the deck alone for a slide
+    without one), its text the title, every other text box, table cell and grouped shape in order, then
+    its speaker notes; a slide without text gives none. Cited by number: "slide 3"."""
+    sections = []
+    for number, slide in enumerate(_slide_parts(z), start=1):
+        shapes = _shapes(_xml(z, slide))
+        title = " ".join(" ".join(t for kind, t in shapes if kind in _TITLES).split())
+        texts = [t for _, t in shapes]
+        notes = _notes_part(z, slide)
+        if notes:
+            said = [t for kind, t in _shapes(_xml(z, notes)) if kind not in _NOT_NOTES]
+            if said:
+                texts.append("Notes: " + "\n\n".join(said))
+        if texts:
+            sections.append(Section(f"{deck} > {title}" if title else deck, "\n\n".join(texts),
+                                    part=f"slide {number}"))
+    return sections
+
+
+def _slide_parts(z: zipfile.ZipFile) -> list[str]:
+    """The slides' parts in the deck's order (presentation.xml's list, through its relationships)."""
+    targets = _relationships(z, "ppt/presentation.xml")
+    order = [targets.get(el.get(_R_ID)) for el in _xml(z, "ppt/presentation.xml").iter(_P + "sldId")]
+    names = set(z.namelist())
+    return [name for name in order if name in names]
+
+
+def _notes_part(z: zipfile.ZipFile, slide: str) -> str | None:
+    for target in _relationships(z, slide, "/notesSlide").values():
+        if target in z.namelist():
+            return target
+    return None
+
+
+def _relationships(z: zipfile.ZipFile, part: str, kind: str = "") -> dict[str, str]:
+    """{relationship id: the zip name it points at} of ``part`` (those whose type ends with ``kind``)."""
+    import posixpath
+
+    folder, name = posixpath.split(part)
+    rels = f"{folder}/_rels/{name}.rels"
+    if rels not in z.namelist():
+        return {}
+    out = {}
+    for rel in _xml(z, rels).iter(_REL):
+        target = rel.get("Target") or ""
+        if rel.get("TargetMode") == "External" or not (rel.get("Type") or "").endswith(kind):
+            continue
+        out[rel.get("Id")] = (target.lstrip("/") if target.startswith("/")
+                              else posixpath.normpath(posixpath.join(folder, target)))
+    return out
+
+
+def _shapes(root) -> list[tuple[str, str]]:
+    """(placeholder type or "", text) of each shape and table cell with text, in the slide's order."""
+    out = []
+    for el in root.iter():
+        if el.tag == _P + "sp":
+            ph = el.find(f"{_P}nvSpPr/{_P}nvPr/{_P}ph")
+            kind = ph.get("type", "body") if ph is not None else ""
+            body = el.find(_P + "txBody")
+            text = _text_body(body) if body is not None else ""
+        elif el.tag == _A + "tc":
+            kind, body = "", el.find(_A + "txBody")
+            text = _text_body(body) if body is not None else ""
+        else:
+            continue
+        if text:
+            out.append((kind, text))
+    return out
+
+
+def _text_body(body) -> str:
+    """A text box's paragraphs, one a line: its runs, line breaks and fields (a date, a slide number)."""
+    lines = []
+    for p in body.iter(_A + "p"):
+        parts = []
+        for child in p:
+            if child.tag in (_A + "r", _A + "fld"):
+                parts.append("".join(t.text or "" for t in child.iter(_A + "t")))
+            elif child.tag == _A + "br":
+                parts.append("\n")
+        line = "".join(parts).strip()
+        if line:
+            lines.append(line)
+    return "\n".join(lines)

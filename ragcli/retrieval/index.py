@@ -215,7 +215,7 @@ class TantivyIndex:
             name = entry.get("encoding")
             # one spelling per encoding, for what an older ragcli recorded too ("koi8_r" beside "koi8-r")
             name = (codec_name(name) if name else "none (PDF)" if key.lower().endswith(".pdf")
-                    else "none (Word, OpenDocument)" if key.lower().endswith((".docx", ".odt"))
+                    else "none (Word, OpenDocument, PowerPoint)" if key.lower().endswith((".docx", ".odt", ".pptx"))
                     else "none (e-book)" if key.lower().endswith(".epub") else "not recorded")
             encodings[name] = encodings.get(name, 0) + 1
         return {
