@@ -1232,9 +1232,27 @@ def test_which_compressed_files_a_walk_reads():
     from ragcli.ingest.formats import read_in_walk, type_of
 
     read = ["a.md.gz", "a.JSONL.GZ", "NEWS.gz", "changelog.xz", "main.py.bz2", "page.html.gz"]
-    unread = ["a.tar.gz", "a.pdf.gz", "a.docx.gz", "data.gz", "x.png.gz", "changelog.Debian.gz"]
+    unread = ["a.tar.gz", "a.pdf.gz", "a.docx.gz", "data.gz", "x.png.gz", "changelog.Debian.tar.gz"]
     assert [n for n in read + unread if read_in_walk(Path(n))] == read
     assert [type_of(Path(n)) for n in ("a.tar.gz", "data.gz", "x.PNG")] == [".tar.gz", ".gz", ".png"]
+
+
+def test_a_text_name_with_a_variant_after_a_dot_is_read_in_a_walk(tmp_path):
+    """/usr/share/doc holds 625 changelog.Debian.gz, 91 NEWS.Debian.gz, 87 README.Debian and changelog.amd64
+    files: all "not read" (".debian"), the packaging notes a user asks about. A known text name with a
+    variant after a dot is text, unless that suffix is a binary type's or a format of its own."""
+    from ragcli.ingest.formats import read_in_walk
+
+    read = ["README.Debian", "changelog.Debian.gz", "changelog.amd64", "NEWS.source", "TODO.Debian", "COPYING.LIB"]
+    unread = ["history.db", "install.exe", "readme.png", "license.pdf.gz", "changelog.Debian.tar", "news.pyc"]
+    assert [n for n in read + unread if read_in_walk(Path(n))] == read
+    docs = tmp_path / "doc" / "walrus"
+    docs.mkdir(parents=True)
+    (docs / "README.Debian").write_text("Walrus for Debian: the tusk module is built without ice support.\n")
+    _compressed(docs / "changelog.Debian.gz", b"walrus (1.2-3) unstable; urgency=low\n\n  * Fix tusk length.\n")
+    r = build_index([tmp_path / "doc"], tmp_path / "index")
+    assert r.added == 2 and not r.walk.other_types
+    assert TantivyIndex.open(tmp_path / "index").search("tusk module ice", 1)[0].title == "README"
 
 
 def test_a_compressed_pdf_or_archive_named_on_the_command_line_says_what_to_do(tmp_path):

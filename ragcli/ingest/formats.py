@@ -29,8 +29,9 @@ JSON_SUFFIXES = {".json"}
 SUPPORTED_SUFFIXES = (TEXT_SUFFIXES | MARKDOWN_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES | OFFICE_SUFFIXES | EPUB_SUFFIXES
                       | CODE_SUFFIXES | JSONL_SUFFIXES)
 # Files without an extension that are text by their name (any case): a project's or a package's own
-# documents and build files, read as plain text. Other files without one are not read in a folder's
-# walk (executables, data); named on the command line, any file is.
+# documents and build files, read as plain text, and so are those names with a variant after a dot
+# (README.Debian, changelog.amd64: most of /usr/share/doc). Other files without an extension are not
+# read in a folder's walk (executables, data); named on the command line, any file is.
 TEXT_NAMES = frozenset("""readme license licence copying notice authors contributors maintainers thanks changelog
     changes news history install todo bugs hacking contributing copyright makefile dockerfile""".split())
 
@@ -65,15 +66,25 @@ def type_of(path: Path) -> str:
     return suffix
 
 
+# Not text, whatever the name before them: "history.db" and "install.exe" are no documents
+_NOT_TEXT_SUFFIXES = frozenset(""".exe .dll .so .dylib .bin .dat .db .sqlite .sqlite3 .png .jpg .jpeg .gif .bmp .ico
+    .webp .zip .tar .tgz .7z .rar .zst .doc .xls .ppt .class .jar .pyc .o .a .obj .iso .img .mp3 .mp4 .wav .ogg
+    .flac .avi .mov .mkv .woff .woff2 .ttf .otf .eot .lock .pid .sock""".split())
+
+
 def read_in_walk(path: Path) -> bool:
-    """Whether a folder's walk reads ``path``: a supported extension, or a known text file's name;
-    compressed, what it holds (a .tar.gz is an archive, a .pdf.gz not read)."""
+    """Whether a folder's walk reads ``path``: a supported extension, or a known text file's name (one
+    of a variant too: README.Debian, changelog.amd64, NEWS.source); compressed, what it holds (a .tar.gz
+    is an archive, a .pdf.gz not read)."""
+    supported = SUPPORTED_SUFFIXES
     if compression(path):
-        path = inner(path)
-        suffix = path.suffix.lower()
-        return suffix in READ_COMPRESSED_SUFFIXES or not suffix and path.name.lower() in TEXT_NAMES
+        path, supported = inner(path), READ_COMPRESSED_SUFFIXES
     suffix = path.suffix.lower()
-    return suffix in SUPPORTED_SUFFIXES or not suffix and path.name.lower() in TEXT_NAMES
+    if suffix in supported:
+        return True
+    stem, dot, variant = path.name.lower().partition(".")
+    return stem in TEXT_NAMES and (not dot or variant.isalnum() and suffix not in _NOT_TEXT_SUFFIXES
+                                   and suffix not in SUPPORTED_SUFFIXES)
 
 # What reading a file of a format gives changes as its extraction is mended; each index records the
 # version a file was read with, and its next run reads a file an older version read again (counted as
