@@ -1243,7 +1243,8 @@ def test_a_text_name_with_a_variant_after_a_dot_is_read_in_a_walk(tmp_path):
     variant after a dot is text, unless that suffix is a binary type's or a format of its own."""
     from ragcli.ingest.formats import read_in_walk
 
-    read = ["README.Debian", "changelog.Debian.gz", "changelog.amd64", "NEWS.source", "TODO.Debian", "COPYING.LIB"]
+    read = ["README.Debian", "changelog.Debian.gz", "changelog.amd64", "NEWS.source", "TODO.Debian", "COPYING.LIB",
+            "changelog.Debian.amd64.gz"]
     unread = ["history.db", "install.exe", "readme.png", "license.pdf.gz", "changelog.Debian.tar", "news.pyc"]
     assert [n for n in read + unread if read_in_walk(Path(n))] == read
     docs = tmp_path / "doc" / "walrus"

@@ -83,8 +83,8 @@ def read_in_walk(path: Path) -> bool:
     if suffix in supported:
         return True
     stem, dot, variant = path.name.lower().partition(".")
-    return stem in TEXT_NAMES and (not dot or variant.isalnum() and suffix not in _NOT_TEXT_SUFFIXES
-                                   and suffix not in SUPPORTED_SUFFIXES)
+    return stem in TEXT_NAMES and (not dot or all(map(str.isalnum, variant.split("."))) and suffix not in
+                                   _NOT_TEXT_SUFFIXES and suffix not in SUPPORTED_SUFFIXES)
 
 # What reading a file of a format gives changes as its extraction is mended; each index records the
 # version a file was read with, and its next run reads a file an older version read again (counted as
