@@ -1178,7 +1178,7 @@ def test_compressed_files_are_read_as_what_they_hold(tmp_path):
     zephyr = idx.search("Zephyr rover", 1)[0]
     assert (zephyr.title, zephyr.location) == ("Launch", f"{docs / 'notes.md.gz'}:3")
     flux = idx.search("flux capacitor", 1)[0]
-    assert (flux.title, flux.location) == ("changelog", f"{docs / 'changelog.bz2'}:1-3")
+    assert (flux.title, flux.location) == ("docs/changelog", f"{docs / 'changelog.bz2'}:1-3")
     assert idx.search("Danube", 1)[0].location == f"{docs / 'corpus.jsonl.xz'}#L1"
     walrus = idx.search("walrus menu", 1)[0]
     assert walrus.title == "Café" and r.files[-1].encoding is not None
@@ -1253,7 +1253,10 @@ def test_a_text_name_with_a_variant_after_a_dot_is_read_in_a_walk(tmp_path):
     _compressed(docs / "changelog.Debian.gz", b"walrus (1.2-3) unstable; urgency=low\n\n  * Fix tusk length.\n")
     r = build_index([tmp_path / "doc"], tmp_path / "index")
     assert r.added == 2 and not r.walk.other_types
-    assert TantivyIndex.open(tmp_path / "index").search("tusk module ice", 1)[0].title == "README"
+    index = TantivyIndex.open(tmp_path / "index")
+    assert index.search("tusk module ice", 1)[0].title == "walrus/README"
+    # titled by the package's folder: 'the changelog of walrus' finds it among every package's changelog
+    assert index.search("walrus changelog", 1)[0].title == "walrus/changelog"
 
 
 def test_a_compressed_pdf_or_archive_named_on_the_command_line_says_what_to_do(tmp_path):

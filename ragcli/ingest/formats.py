@@ -82,6 +82,14 @@ def read_in_walk(path: Path) -> bool:
     suffix = path.suffix.lower()
     if suffix in supported:
         return True
+    return is_text_name(path)
+
+
+def is_text_name(path: Path) -> bool:
+    """Whether ``path`` (a compressed file's inner name) is a text file by its name: README, LICENSE,
+    Makefile, any case, bare or with a variant after a dot (README.Debian, COPYING.LIB), not a binary
+    type's suffix nor a format's own (README.md is Markdown)."""
+    suffix = path.suffix.lower()
     stem, dot, variant = path.name.lower().partition(".")
     return stem in TEXT_NAMES and (not dot or all(map(str.isalnum, variant.split("."))) and suffix not in
                                    _NOT_TEXT_SUFFIXES and suffix not in SUPPORTED_SUFFIXES)
@@ -105,9 +113,10 @@ def read_in_walk(path: Path) -> bool:
 # read every corpus again; such a file is composed when it changes (or with --rebuild). JSON 2: a .json file that
 # is an array of records is a corpus, not one text. A .jsonl file holding such an array (it gave the records
 # on lines of their own and a bad line for each other line) is read so when it changes: JSONL was not bumped,
-# so as not to read every corpus again for it.
+# so as not to read every corpus again for it. No suffix 2: a README, LICENSE or copyright file is titled by its
+# folder too ("gzip/copyright"; a variant, README.Debian, was not read before).
 _READER_VERSIONS = {**{suffix: 3 for suffix in MARKDOWN_SUFFIXES}, **{suffix: 4 for suffix in HTML_SUFFIXES},
-                    **{suffix: 2 for suffix in JSON_SUFFIXES},
+                    **{suffix: 2 for suffix in JSON_SUFFIXES}, "": 2,
                     **{suffix: 4 for suffix in JSONL_SUFFIXES}, **{suffix: 2 for suffix in PDF_SUFFIXES}}
 
 
@@ -180,7 +189,13 @@ def split_lines(text: str) -> list[str]:
 
 
 def text_sections(path: Path, text: str) -> list[Section]:
-    return [Section(path.stem, text, first_line=1)]
+    """The whole text, titled by the file's name; a file named for what it is (README, copyright,
+    changelog.Debian: ``is_text_name``) by its folder's too, "gzip/copyright": of the 1,200 "copyright"
+    files of /usr/share/doc, the one "the license of gzip" asks for had nothing to be found by."""
+    title = path.stem
+    if is_text_name(path) and path.parent.name:
+        title = f"{path.parent.name}/{path.name.partition('.')[0]}"
+    return [Section(title, text, first_line=1)]
 
 
 def markdown_sections(path: Path, text: str) -> list[Section]:
