@@ -581,6 +581,25 @@ def test_a_json_array_corpus_in_any_encoding_or_compressed_is_read(tmp_path, cod
     assert [p.location for p in read_passages(gz)][0] == f"{gz}#L2"
 
 
+def test_json_nested_thousands_deep_is_a_bad_record_not_an_internal_error(tmp_path):
+    """A value nested 100,000 deep (junk, or a hostile file) made json's decoder raise RecursionError, which
+    ended indexing as an internal error: in an array corpus it is no array read record by record (a .json
+    is then text, a .jsonl streamed), on a JSONL line a bad line."""
+    deep = "[" * 100_000 + "]" * 100_000
+    (tmp_path / "deep.json").write_text(f'[{{"title": "D", "text": "The otter dives.", "x": {deep}}}]', encoding="utf-8")
+    assert {p.title for p in read_passages(tmp_path / "deep.json")} == {"deep"}  # read as text
+    (tmp_path / "deep.jsonl").write_text(f'{{"title": "D", "x": {deep}}}\n{{"title": "E", "text": "The otter dives."}}\n',
+                                         encoding="utf-8")
+    notes = FileNotes()
+    assert [p.text for p in read_passages(tmp_path / "deep.jsonl", notes=notes)] == ["The otter dives."]
+    assert notes.examples == ["line 1 is nested too deep"]
+    (tmp_path / "deep2.jsonl").write_text(f'[{{"title": "D", "text": "The otter dives.", "x": {deep}}}]\n',
+                                          encoding="utf-8")
+    notes = FileNotes()
+    with pytest.raises(SkipFile, match="line 1 is nested too deep"):
+        read_passages(tmp_path / "deep2.jsonl", notes=notes)
+
+
 def test_add_change_delete_cycle_reports_counts(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()

@@ -135,7 +135,7 @@ def _jsonl_records(batches: Iterable[tuple[int, list[bytes]]], notes: FileNotes)
     def array(lines: list[bytes]) -> list | None:
         try:
             values = loads(b"[" + b",".join(lines) + b"]")
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):  # (json's, without orjson: a line nested deep)
             return None
         return values if isinstance(values, list) and len(values) == len(lines) else None
 
@@ -230,6 +230,8 @@ def _parse_line(lineno: int, raw: bytes, notes: FileNotes, codec: Callable[[], s
         return json.loads(text)
     except json.JSONDecodeError:
         raise _BadLine(f"line {lineno} is not JSON") from None
+    except RecursionError:  # a value nested thousands deep: json's decoder recurses (an internal error)
+        raise _BadLine(f"line {lineno} is nested too deep") from None
 
 
 CODEC_EVIDENCE_BYTES = 64 * 1024  # of lines that are not UTF-8, to decide a corpus's encoding by
@@ -348,7 +350,7 @@ def _array_records(text: str) -> list[tuple[int, object]] | None:
     while text[at:at + 1] != "]":
         try:
             value, end = decoder.raw_decode(text, at)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested thousands deep (json's decoder recurses)
             return None
         line += text.count("\n", counted, at)
         counted = at
