@@ -935,6 +935,21 @@ def test_a_powerpoint_deck_is_read_slide_by_slide_with_its_notes(tmp_path):
         read_passages(tmp_path / "locked.pptx")
 
 
+def test_a_deck_of_thousands_of_slides_is_read_in_linear_time(tmp_path, monkeypatch):
+    """Each slide looked its notes and relationships up in a fresh list of the zip's every part (3,000 slides
+    with notes took 2.8 s of 3.8 s doing so, 10,000 half a minute): the names are listed once a deck."""
+    import zipfile
+
+    slides = [(f"slide{i}.xml", _shape(f"Slide {i}", "title"), _shape(f"Note {i}.", "body")) for i in range(200)]
+    _pptx(tmp_path / "big.pptx", slides)
+    listed = []
+    namelist = zipfile.ZipFile.namelist
+    monkeypatch.setattr(zipfile.ZipFile, "namelist", lambda z: listed.append(1) or namelist(z))
+    passages = read_passages(tmp_path / "big.pptx", "big.pptx")
+    assert len(passages) == 200 and passages[-1].text == "Slide 199 Notes: Note 199."
+    assert len(listed) < 10
+
+
 def _p(text: str, style: str = "") -> str:
     pstyle = f'<w:pPr><w:pStyle w:val="{style}"/></w:pPr>' if style else ""
     runs = "".join(f"<w:r><w:t xml:space=\"preserve\">{part}</w:t></w:r>" for part in text.split("|"))

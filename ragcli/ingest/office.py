@@ -238,11 +238,12 @@ def _pptx(z: zipfile.ZipFile, deck: str) -> list[Section]:
     without one), its text the title, every other text box, table cell and grouped shape in order, then
     its speaker notes; a slide without text gives none. Cited by number: "slide 3"."""
     sections = []
-    for number, slide in enumerate(_slide_parts(z), start=1):
+    names = set(z.namelist())  # once: a list made and searched per slide took 2.8 s of 3.8 s for 3,000 slides
+    for number, slide in enumerate(_slide_parts(z, names), start=1):
         shapes = _shapes(_xml(z, slide))
         title = " ".join(" ".join(t for kind, t in shapes if kind in _TITLES).split())
         texts = [t for _, t in shapes]
-        notes = _notes_part(z, slide)
+        notes = _notes_part(z, slide, names)
         if notes:
             said = [t for kind, t in _shapes(_xml(z, notes)) if kind not in _NOT_NOTES]
             if said:
@@ -253,28 +254,28 @@ def _pptx(z: zipfile.ZipFile, deck: str) -> list[Section]:
     return sections
 
 
-def _slide_parts(z: zipfile.ZipFile) -> list[str]:
+def _slide_parts(z: zipfile.ZipFile, names: set[str]) -> list[str]:
     """The slides' parts in the deck's order (presentation.xml's list, through its relationships)."""
-    targets = _relationships(z, "ppt/presentation.xml")
+    targets = _relationships(z, names, "ppt/presentation.xml")
     order = [targets.get(el.get(_R_ID)) for el in _xml(z, "ppt/presentation.xml").iter(_P + "sldId")]
-    names = set(z.namelist())
     return [name for name in order if name in names]
 
 
-def _notes_part(z: zipfile.ZipFile, slide: str) -> str | None:
-    for target in _relationships(z, slide, "/notesSlide").values():
-        if target in z.namelist():
+def _notes_part(z: zipfile.ZipFile, slide: str, names: set[str]) -> str | None:
+    for target in _relationships(z, names, slide, "/notesSlide").values():
+        if target in names:
             return target
     return None
 
 
-def _relationships(z: zipfile.ZipFile, part: str, kind: str = "") -> dict[str, str]:
-    """{relationship id: the zip name it points at} of ``part`` (those whose type ends with ``kind``)."""
+def _relationships(z: zipfile.ZipFile, names: set[str], part: str, kind: str = "") -> dict[str, str]:
+    """{relationship id: the zip name it points at} of ``part`` (those whose type ends with ``kind``);
+    ``names``: the zip's."""
     import posixpath
 
     folder, name = posixpath.split(part)
     rels = f"{folder}/_rels/{name}.rels"
-    if rels not in z.namelist():
+    if rels not in names:
         return {}
     out = {}
     for rel in _xml(z, rels).iter(_REL):
