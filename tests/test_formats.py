@@ -935,6 +935,27 @@ def test_a_powerpoint_deck_is_read_slide_by_slide_with_its_notes(tmp_path):
         read_passages(tmp_path / "locked.pptx")
 
 
+def test_a_strict_open_xml_deck_is_read(tmp_path):
+    """PowerPoint's "Strict Open XML Presentation" names the same elements in other namespaces: every slide was
+    missed ("no text found in it"), as Word's strict documents were."""
+    import zipfile
+
+    _pptx(tmp_path / "usual.pptx", [("slide1.xml", _shape("Walrus Survey", "title") + _shape("We counted 412."),
+                                     _shape("Mention the drone.", "body"))])
+    strict = {b"http://schemas.openxmlformats.org/presentationml/2006/main": b"http://purl.oclc.org/ooxml/presentationml/main",
+              b"http://schemas.openxmlformats.org/drawingml/2006/main": b"http://purl.oclc.org/ooxml/drawingml/main",
+              b"http://schemas.openxmlformats.org/officeDocument/2006/relationships":
+                  b"http://purl.oclc.org/ooxml/officeDocument/relationships"}
+    with zipfile.ZipFile(tmp_path / "usual.pptx") as usual, zipfile.ZipFile(tmp_path / "strict.pptx", "w") as z:
+        for name in usual.namelist():
+            data = usual.read(name)
+            for old, new in strict.items():
+                data = data.replace(old, new)
+            z.writestr(name, data)
+    assert [(p.title, p.text) for p in read_passages(tmp_path / "strict.pptx")] == [
+        ("strict > Walrus Survey", "Walrus Survey We counted 412. Notes: Mention the drone.")]
+
+
 def test_a_deck_of_thousands_of_slides_is_read_in_linear_time(tmp_path, monkeypatch):
     """Each slide looked its notes and relationships up in a fresh list of the zip's every part (3,000 slides
     with notes took 2.8 s of 3.8 s doing so, 10,000 half a minute): the names are listed once a deck."""

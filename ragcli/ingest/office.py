@@ -22,6 +22,11 @@ _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 # Word's "Strict Open XML" names the same elements in this namespace: read as the usual one
 _STRICT_W = (b"http://purl.oclc.org/ooxml/wordprocessingml/main",
              b"http://schemas.openxmlformats.org/wordprocessingml/2006/main")
+# PowerPoint's names its slides, shapes and relationship ids in these: read as the usual ones (no slide was found)
+_STRICT_PPT = ((b"http://purl.oclc.org/ooxml/presentationml/main", b"http://schemas.openxmlformats.org/presentationml/2006/main"),
+               (b"http://purl.oclc.org/ooxml/drawingml/main", b"http://schemas.openxmlformats.org/drawingml/2006/main"),
+               (b"http://purl.oclc.org/ooxml/officeDocument/relationships",
+                b"http://schemas.openxmlformats.org/officeDocument/2006/relationships"))
 _MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
 _DC_TITLE = "{http://purl.org/dc/elements/1.1/}title"
 _TEXT = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
@@ -70,6 +75,9 @@ def _xml(z: zipfile.ZipFile, name: str):
     data = z.read(name)
     if name.startswith("word/") and _STRICT_W[0] in data:
         data = data.replace(*_STRICT_W)
+    if name.startswith("ppt/") and b"http://purl.oclc.org/ooxml/" in data:
+        for strict in _STRICT_PPT:
+            data = data.replace(*strict)
     return ElementTree.fromstring(data)
 
 
