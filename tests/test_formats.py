@@ -572,6 +572,25 @@ def test_a_json_file_that_is_no_array_of_records_is_read_as_before(tmp_path):
     assert r.added == 1 and r.walk.other_types[".json"] == 2
 
 
+def test_a_jsonl_array_not_read_whole_says_why_where_no_line_is_a_record(tmp_path, monkeypatch):
+    """A .jsonl file that starts with "[" but is no array read whole (cut short, a comma after its last
+    record, or over the size cap) is streamed as JSON Lines; where no line is a record, the skip said only
+    "line 1 is not JSON; line 2 is not JSON; …" (or "line 1 is not a JSON object" for a valid array on one
+    line), not that it was taken for an array and why it was not read as one."""
+    from ragcli.ingest import reader
+
+    (tmp_path / "cut.jsonl").write_text(ARRAY[:-10], encoding="utf-8")
+    with pytest.raises(SkipFile, match=r"^not one JSON array .*cut short.*: no valid line: .*line 1 is not JSON"):
+        read_passages(tmp_path / "cut.jsonl")
+    (tmp_path / "big.jsonl").write_text(" ".join(ARRAY.split()), encoding="utf-8")
+    monkeypatch.setattr(reader, "MAX_FILE_BYTES", 100)
+    with pytest.raises(SkipFile, match=r"^a JSON array larger than 0 MB .*: no valid line: .*line 1 is not a JSON object"):
+        read_passages(tmp_path / "big.jsonl")
+    (tmp_path / "big.json").write_text(" ".join(ARRAY.split()), encoding="utf-8")
+    with pytest.raises(SkipFile, match=r"^larger than 0 MB$"):
+        read_passages(tmp_path / "big.json")
+
+
 @pytest.mark.parametrize("codec", ["utf-16", "utf-8-sig", "cp1252"])
 def test_a_json_array_corpus_in_any_encoding_or_compressed_is_read(tmp_path, codec):
     text = ARRAY.replace("Ulm lies", "Ulm liegt an der Donau, caf\u00e9")

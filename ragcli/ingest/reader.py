@@ -95,17 +95,33 @@ def _array_passages(path: Path, suffix: str, shown: str, key: str, notes: FileNo
         return None
     try:
         raw = read_bytes(path)
-    except SkipFile:
+    except SkipFile as exc:
         if suffix in formats.JSONL_SUFFIXES:
-            return None
+            return _streamed(path, shown, key, notes, f"a JSON array {exc} (too large to read whole: write it "
+                                                      "as JSON Lines, a record a line)")
         raise
     said = FileNotes()
     passages = array_passages(read_text(path, raw, said), shown, key, notes)
     if passages is None:
+        if suffix in formats.JSONL_SUFFIXES:
+            return _streamed(path, shown, key, notes, 'not one JSON array of {"text": …} records (cut short, a comma '
+                                                      "after its last, more after it?)")
         return None
     notes.encoding, notes.replaced, notes.nuls = said.encoding, said.replaced, said.nuls
     notes.sha1 = file_hash(path)  # the file on disk, as the manifest compares it
     return passages
+
+
+def _streamed(path: Path, shown: str, key: str, notes: FileNotes, why: str) -> Iterator[Passage]:
+    """A .jsonl file that starts with "[" but is not read as one array, streamed as JSON Lines; where no line is
+    a record, the skip says ``why`` it was not read as an array: "line 1 is not JSON; line 2 is not JSON; …"
+    alone hid it (a cut array's lines, a valid one on one line over the size cap)."""
+    try:
+        yield from jsonl_passages(path, shown, key, notes)
+    except SkipFile as exc:
+        if not str(exc).startswith("no valid line"):
+            raise
+        raise SkipFile(f"{why}: {exc}") from None
 
 
 def _starts_array(path: Path) -> bool:
