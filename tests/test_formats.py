@@ -893,6 +893,7 @@ _PML = ('xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main" '
         'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"')
 _RELS = 'xmlns="http://schemas.openxmlformats.org/package/2006/relationships"'
 _RT = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/"
+_MC = "http://schemas.openxmlformats.org/markup-compatibility/2006"
 
 
 def _shape(text: str, placeholder: str | None = None) -> str:
@@ -937,7 +938,9 @@ def test_a_powerpoint_deck_is_read_slide_by_slide_with_its_notes(tmp_path):
     _pptx(tmp_path / "deck.pptx", [
         ("slide2.xml", _shape("Walrus Survey", "ctrTitle") + _shape("Svalbard, 2025"), None),
         ("slide1.xml", _shape("Counts", "title") + _shape("We counted 412 walruses.|Most were females.")
-         + table + group, notes),
+         + table + group + _shape("2", "sldNum") + _shape("Confidential", "ftr")  # on every slide: not its text
+         + f'<mc:AlternateContent xmlns:mc="{_MC}"><mc:Choice Requires="a14">{_shape("Once.")}</mc:Choice>'
+           f'<mc:Fallback>{_shape("Once.")}</mc:Fallback></mc:AlternateContent>', notes),
         ("slide3.xml", "", _shape("Empty slide's notes.", "body")),
         ("slide9.xml", _shape("", "title"), None),
     ], title="Field Report")
@@ -945,7 +948,7 @@ def test_a_powerpoint_deck_is_read_slide_by_slide_with_its_notes(tmp_path):
     assert [(p.title, p.location, p.text) for p in passages] == [
         ("Field Report > Walrus Survey", "deck.pptx slide 1", "Walrus Survey Svalbard, 2025"),
         ("Field Report > Counts", "deck.pptx slide 2",
-         "Counts We counted 412 walruses. Most were females. Kapp Lee 412 Grouped caption. "
+         "Counts We counted 412 walruses. Most were females. Kapp Lee 412 Grouped caption. Once. "
          "Notes: Mention the drone method."),
         ("Field Report", "deck.pptx slide 3", "Notes: Empty slide's notes."),
     ]

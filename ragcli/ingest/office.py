@@ -238,7 +238,8 @@ _A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
 _R_ID = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
 _REL = "{http://schemas.openxmlformats.org/package/2006/relationships}Relationship"
 _TITLES = {"title", "ctrTitle"}  # a slide's title placeholders
-_NOT_NOTES = {"sldImg", "sldNum", "hdr", "ftr", "dt"}  # a notes page's slide picture, number, header…
+_CHROME = {"sldNum", "hdr", "ftr", "dt"}  # a slide's or notes page's number, header, footer and date: on every one
+_NOT_NOTES = _CHROME | {"sldImg"}  # and a notes page's picture of its slide
 
 
 def _pptx(z: zipfile.ZipFile, deck: str) -> list[Section]:
@@ -248,7 +249,7 @@ def _pptx(z: zipfile.ZipFile, deck: str) -> list[Section]:
     sections = []
     names = set(z.namelist())  # once: a list made and searched per slide took 2.8 s of 3.8 s for 3,000 slides
     for number, slide in enumerate(_slide_parts(z, names), start=1):
-        shapes = _shapes(_xml(z, slide))
+        shapes = [(kind, t) for kind, t in _shapes(_xml(z, slide)) if kind not in _CHROME]  # "3", "Confidential"
         title = " ".join(" ".join(t for kind, t in shapes if kind in _TITLES).split())
         texts = [t for _, t in shapes]
         notes = _notes_part(z, slide, names)
@@ -298,7 +299,7 @@ def _relationships(z: zipfile.ZipFile, names: set[str], part: str, kind: str = "
 def _shapes(root) -> list[tuple[str, str]]:
     """(placeholder type or "", text) of each shape and table cell with text, in the slide's order."""
     out = []
-    for el in root.iter():
+    for el in _paragraphs(root, (_P + "sp", _A + "tc"), _MC_FALLBACK):  # (a shape's older copy: read once)
         if el.tag == _P + "sp":
             ph = el.find(f"{_P}nvSpPr/{_P}nvPr/{_P}ph")
             kind = ph.get("type", "body") if ph is not None else ""
