@@ -619,6 +619,63 @@ def test_json_nested_thousands_deep_is_a_bad_record_not_an_internal_error(tmp_pa
         read_passages(tmp_path / "deep2.jsonl", notes=notes)
 
 
+def _notebook(path: Path, cells: list[dict]) -> Path:
+    import json
+
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}), encoding="utf-8")
+    return path
+
+
+def _md(source) -> dict:
+    return {"cell_type": "markdown", "metadata": {}, "source": source}
+
+
+def _code(source, *outputs) -> dict:
+    return {"cell_type": "code", "metadata": {}, "execution_count": 1, "source": source, "outputs": list(outputs)}
+
+
+def test_a_jupyter_notebook_is_read_by_its_headings_and_cited_by_cell(tmp_path):
+    """Notebooks were "not read: … .ipynb", or, named, one text of JSON. The Markdown cells' headings give
+    the sections, as in a Markdown file; a code cell's "#" comments are no headings; what it printed or
+    returned as text is kept (an image, a traceback's escape codes are not; a long log is cut); raw cells
+    are left out. A passage is cited by the cells it holds."""
+    log = "".join(f"epoch {i} loss 0.{i:03d}\n" for i in range(400))
+    nb = _notebook(tmp_path / "walrus.ipynb", [
+        _md(["# Walrus analysis\n", "\n", "Counting walruses from the drone survey."]),
+        _code(["import pandas as pd\n", "# Results of the survey\n", "df = pd.read_csv('counts.csv')"]),
+        _md("## Results"),
+        _code("print(total)\ndf.female.mean()",
+              {"output_type": "stream", "name": "stdout", "text": ["412 walruses\n"]},
+              {"output_type": "execute_result", "data": {"text/plain": "0.83", "image/png": "iVBORw0KGgo="}}),
+        {"cell_type": "raw", "metadata": {}, "source": "raw converter text"},
+        _code("df['calves']", {"output_type": "error", "ename": "KeyError", "evalue": "'calves'",
+                               "traceback": ["\x1b[0;31mKeyError\x1b[0m"]}),
+        _md("## Training"),
+        _code("train()", {"output_type": "stream", "name": "stdout", "text": log}),
+    ])
+    passages = read_passages(nb, "walrus.ipynb")
+    assert [(p.title, p.location) for p in passages[:3]] == [
+        ("Walrus analysis", "walrus.ipynb cells 1-2"), ("Walrus analysis > Results", "walrus.ipynb cells 4-6"),
+        ("Walrus analysis > Training", "walrus.ipynb cell 8 §1")]
+    assert "# Results of the survey df = pd.read_csv" in passages[0].text
+    assert passages[1].text == "print(total) df.female.mean() 412 walruses 0.83 df['calves'] KeyError: 'calves'"
+    training = " ".join(p.text for p in passages[2:])  # the log cut at 2,000 characters, in passages of its own
+    assert "epoch 10 loss" in training and "epoch 399" not in training and len(training) < 2100
+    r = build_index([tmp_path], tmp_path / "index")
+    assert r.added == 1 and TantivyIndex.open(tmp_path / "index").search("walruses female", 1)[0].location.endswith(
+        "cells 4-6")
+
+
+def test_a_file_named_ipynb_that_is_no_notebook_is_skipped_with_the_reason(tmp_path):
+    (tmp_path / "a.ipynb").write_text("not json", encoding="utf-8")
+    with pytest.raises(SkipFile, match="not a Jupyter notebook"):
+        read_passages(tmp_path / "a.ipynb")
+    (tmp_path / "old.ipynb").write_text('{"worksheets": [{"cells": []}], "nbformat": 3}', encoding="utf-8")
+    with pytest.raises(SkipFile, match="nbformat 3"):
+        read_passages(tmp_path / "old.ipynb")
+    assert read_passages(_notebook(tmp_path / "empty.ipynb", [_md(""), _code("")])) == []
+
+
 def test_add_change_delete_cycle_reports_counts(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()

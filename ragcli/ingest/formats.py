@@ -17,6 +17,7 @@ HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
 PDF_SUFFIXES = {".pdf"}
 OFFICE_SUFFIXES = {".docx", ".odt", ".pptx"}  # Word, OpenDocument text, PowerPoint (``ingest.office``)
 EPUB_SUFFIXES = {".epub"}  # e-books (``ingest.epub``)
+NOTEBOOK_SUFFIXES = {".ipynb"}  # Jupyter notebooks (``ingest.notebook``)
 CODE_SUFFIXES = {
     ".py", ".js", ".ts", ".tsx", ".jsx", ".go", ".rs", ".java", ".kt", ".c", ".h", ".cc", ".cpp", ".hpp", ".cs",
     ".rb", ".php", ".swift", ".scala", ".sh", ".bash", ".sql", ".r", ".jl", ".lua", ".toml", ".yaml", ".yml", ".ini",
@@ -27,7 +28,7 @@ JSONL_SUFFIXES = {".jsonl"}
 # array of {"title", "text"} records, else as text
 JSON_SUFFIXES = {".json"}
 SUPPORTED_SUFFIXES = (TEXT_SUFFIXES | MARKDOWN_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES | OFFICE_SUFFIXES | EPUB_SUFFIXES
-                      | CODE_SUFFIXES | JSONL_SUFFIXES)
+                      | NOTEBOOK_SUFFIXES | CODE_SUFFIXES | JSONL_SUFFIXES)
 # Files without an extension that are text by their name (any case): a project's or a package's own
 # documents and build files, read as plain text, and so are those names with a variant after a dot
 # (README.Debian, changelog.amd64: most of /usr/share/doc). Other files without an extension are not

@@ -14,6 +14,7 @@ from ragcli.ingest.encoding import SNIFF_BYTES, bom, decode, is_utf8
 from ragcli.ingest.epub import epub_sections
 from ragcli.ingest.formats import FileNotes, Section, SkipFile, starts_of_lines
 from ragcli.ingest.jsonl import array_passages, jsonl_passages
+from ragcli.ingest.notebook import notebook_sections
 from ragcli.ingest.passages import Passage, chunk_text, normalise, passage_id
 from ragcli.ingest.office import office_sections
 from ragcli.ingest.pdf import pdf_sections
@@ -175,6 +176,8 @@ def _sections(path: Path, suffix: str, notes: FileNotes) -> list[Section]:
         notes.encoding = declared
         return formats.html_sections(named, text)
     text = read_text(path, notes=notes)
+    if suffix in formats.NOTEBOOK_SUFFIXES:
+        return notebook_sections(named, text)
     if suffix in formats.MARKDOWN_SUFFIXES:
         return formats.markdown_sections(named, text)
     return formats.text_sections(named, text)

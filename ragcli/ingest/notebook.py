@@ -1,0 +1,91 @@
+"""Jupyter notebooks (.ipynb) as Sections: the Markdown cells' headings give the sections and their
+titles ("Analysis > Results"), as a Markdown file's do, and each section holds the cells under its
+heading: Markdown, code, and the text a code cell printed or returned (images and HTML tables left
+out, long outputs cut). Cited by cell: "notebook.ipynb cell 7", "cells 3-5". ``reader`` calls
+``notebook_sections``."""
+
+from __future__ import annotations
+
+import bisect
+import json
+from pathlib import Path
+
+from ragcli.ingest.formats import Section, SkipFile, markdown_sections
+
+MAX_OUTPUT_CHARS = 2000  # of one cell's text output: a printed data frame or a training log is cut there
+_FENCE = "~~~~~~~~"  # around code and outputs: no line inside a cell starts with it
+
+
+def notebook_sections(path: Path, text: str) -> list[Section]:
+    """The sections of the notebook whose JSON is ``text``; SkipFile if it is none."""
+    try:
+        cells = json.loads(text).get("cells")
+    except (ValueError, AttributeError):
+        raise SkipFile("not a Jupyter notebook (not its JSON)") from None
+    if not isinstance(cells, list):
+        raise SkipFile("not a Jupyter notebook (no list of cells; nbformat 3 and older are not read)")
+    lines: list[str] = []  # the notebook as one Markdown document
+    starts: list[int] = []  # the 0-based line each cell starts on in it
+    numbers: list[int] = []  # and its 1-based number in the notebook
+    for number, cell in enumerate(cells, start=1):
+        block = _cell_markdown(cell) if isinstance(cell, dict) else ""
+        if block.strip():
+            starts.append(len(lines))
+            numbers.append(number)
+            lines += block.splitlines() + [""]
+    sections = []
+    for section in markdown_sections(path, "\n".join(lines)):
+        text = section.text.rstrip()
+        blank = len(text) - len(text.lstrip("\n"))  # lines between a heading and the next cell's text
+        first = section.first_line - 1 + blank
+        last = section.first_line - 1 + text.count("\n")
+        a, b = (numbers[bisect.bisect_right(starts, line) - 1] for line in (first, last))
+        body = "\n".join(line for line in section.text.splitlines() if line != _FENCE)
+        sections.append(Section(section.title, body, part=f"cell {a}" if a == b else f"cells {a}-{b}"))
+    return sections
+
+
+def _cell_markdown(cell: dict) -> str:
+    """A cell as Markdown: a Markdown cell as written, a code cell's source and its text outputs fenced
+    (their "#" lines are no headings)."""
+    source = _joined(cell.get("source"))
+    kind = cell.get("cell_type")
+    if kind == "markdown":
+        return source
+    if kind != "code":  # raw cells: what a converter passes through, not read
+        return ""
+    out = [_fenced(source)] if source.strip() else []
+    for output in cell.get("outputs") or []:
+        said = _output_text(output) if isinstance(output, dict) else ""
+        if said.strip():
+            if len(said) > MAX_OUTPUT_CHARS:
+                said = said[:MAX_OUTPUT_CHARS].rsplit("\n", 1)[0] + "\n…"
+            out.append(_fenced(said))
+    return "\n".join(out)
+
+
+def _output_text(output: dict) -> str:
+    """The text of one output: printed (stream), or a result's or display's plain text; an error's name
+    and message (not its traceback, coloured escape codes)."""
+    kind = output.get("output_type")
+    if kind == "stream":
+        return _joined(output.get("text"))
+    if kind in ("execute_result", "display_data"):
+        data = output.get("data")
+        return _joined(data.get("text/plain")) if isinstance(data, dict) else ""
+    if kind == "error":
+        return f"{output.get('ename', '')}: {output.get('evalue', '')}"
+    return ""
+
+
+def _joined(value: object) -> str:
+    """A notebook string: one string, or a list of lines (nbformat writes both)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "".join(v for v in value if isinstance(v, str))
+    return ""
+
+
+def _fenced(text: str) -> str:
+    return f"{_FENCE}\n{text.rstrip()}\n{_FENCE}"
