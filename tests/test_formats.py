@@ -911,13 +911,17 @@ def test_a_heading_with_nothing_under_it_is_text(tmp_path):
     assert [(p.title, p.text) for p in read_passages(only, "outline.md")] == [("Shopping list", "Shopping list")]
 
 
-def _docx(path, body_xml: str, *, title: str | None = None, styles_xml: str | None = None) -> None:
-    """A minimal Word file: what Word writes that the reader looks at (document, styles, core properties)."""
+def _docx(path, body_xml: str, *, title: str | None = None, styles_xml: str | None = None,
+          parts: dict[str, str] | None = None) -> None:
+    """A minimal Word file: what Word writes that the reader looks at (document, styles, core properties),
+    and any other ``parts`` (their XML in the w: namespace)."""
     import zipfile
 
     w = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
     with zipfile.ZipFile(path, "w") as z:
         z.writestr("[Content_Types].xml", "<Types/>")
+        for name, xml in (parts or {}).items():
+            z.writestr(name, xml.replace(">", f" {w}>", 1))  # the namespace declared in the root element
         z.writestr("word/document.xml", f"<w:document {w}><w:body>{body_xml}</w:body></w:document>")
         if styles_xml is not None:
             z.writestr("word/styles.xml", f"<w:styles {w}>{styles_xml}</w:styles>")
@@ -925,6 +929,19 @@ def _docx(path, body_xml: str, *, title: str | None = None, styles_xml: str | No
             z.writestr("docProps/core.xml", '<cp:coreProperties xmlns:cp="http://schemas.openxmlformats.org/package/2006/'
                        'metadata/core-properties" xmlns:dc="http://purl.org/dc/elements/1.1/">'
                        f"<dc:title>{title}</dc:title></cp:coreProperties>")
+
+
+def test_a_word_files_footnotes_and_endnotes_are_read_after_its_body(tmp_path):
+    """word/footnotes.xml and word/endnotes.xml were not read: a report's sources and asides went unfound.
+    They follow the body under headings of their own; Word's separator lines are no notes."""
+    separator = '<w:footnote w:type="separator" w:id="-1"><w:p><w:r><w:separator/></w:r></w:p></w:footnote>'
+    notes = {"word/footnotes.xml": f"<w:footnotes>{separator}<w:footnote w:id=\"1\">{_p('Counted by drone in 2025.')}"
+                                   f"{_p('Second paragraph.')}</w:footnote></w:footnotes>",
+             "word/endnotes.xml": f"<w:endnotes><w:endnote w:id=\"1\">{_p('Data: walrus-census.csv')}</w:endnote></w:endnotes>"}
+    _docx(tmp_path / "report.docx", _p("We counted 412 walruses."), title="Survey", parts=notes)
+    assert [(p.title, p.text) for p in read_passages(tmp_path / "report.docx", "report.docx")] == [
+        ("Survey", "We counted 412 walruses."), ("Footnotes", "Counted by drone in 2025. Second paragraph."),
+        ("Endnotes", "Data: walrus-census.csv")]
 
 
 @pytest.mark.parametrize("method", ["ZIP_BZIP2", "ZIP_LZMA", "ZIP_DEFLATED"])

@@ -117,7 +117,24 @@ def _docx(z: zipfile.ZipFile) -> tuple[str, list[tuple[int, str]]]:
             continue
         own_level = _outline_level(p)  # the paragraph's own (Word's Paragraph dialog): it wins over its style's
         paragraphs.append((levels.get(style_id, 0) if own_level is None else own_level, text))
-    return title, paragraphs
+    return title, paragraphs + _docx_notes(z, "word/footnotes.xml", "footnote", "Footnotes") \
+        + _docx_notes(z, "word/endnotes.xml", "endnote", "Endnotes")
+
+
+def _docx_notes(z: zipfile.ZipFile, part: str, tag: str, heading: str) -> list[tuple[int, str]]:
+    """A document's footnotes or endnotes (``part``) as paragraphs under a heading of their own, after its
+    body: they were not read at all, and a report's sources and asides are often in them. Word's separator
+    lines (the notes of type "separator" and "continuationSeparator") are no notes."""
+    if part not in z.namelist():
+        return []
+    said = []
+    for note in _xml(z, part).iter(_W + tag):
+        if note.get(_W + "type", "normal") != "normal":
+            continue
+        text = " ".join("".join(_docx_text(p)).strip() for p in _paragraphs(note, (_W + "p",), _MC_FALLBACK))
+        if text.strip():
+            said.append((0, " ".join(text.split())))
+    return [(1, heading)] + said if said else []
 
 
 def _outline_level(el) -> int | None:
