@@ -676,6 +676,16 @@ def test_a_file_named_ipynb_that_is_no_notebook_is_skipped_with_the_reason(tmp_p
     assert read_passages(_notebook(tmp_path / "empty.ipynb", [_md(""), _code("")])) == []
 
 
+def test_a_notebook_nested_thousands_deep_or_with_outputs_not_a_list_is_no_internal_error(tmp_path):
+    """json's decoder raised RecursionError on a value nested 100,000 deep, and a code cell whose "outputs"
+    was a number raised TypeError: either ended indexing as an internal error (exit 70)."""
+    (tmp_path / "deep.ipynb").write_text('{"cells": [' + "[" * 100_000 + "]" * 100_000 + "]}", encoding="utf-8")
+    with pytest.raises(SkipFile, match="not a Jupyter notebook"):
+        read_passages(tmp_path / "deep.ipynb")
+    nb = _notebook(tmp_path / "odd.ipynb", [_md("# Otters"), {"cell_type": "code", "source": "dive()", "outputs": 5}])
+    assert [(p.title, p.text) for p in read_passages(nb)] == [("Otters", "dive()")]
+
+
 def test_add_change_delete_cycle_reports_counts(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()

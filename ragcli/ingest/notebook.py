@@ -20,7 +20,7 @@ def notebook_sections(path: Path, text: str) -> list[Section]:
     """The sections of the notebook whose JSON is ``text``; SkipFile if it is none."""
     try:
         cells = json.loads(text).get("cells")
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):  # (json's decoder recurses: a value nested thousands deep)
         raise SkipFile("not a Jupyter notebook (not its JSON)") from None
     if not isinstance(cells, list):
         raise SkipFile("not a Jupyter notebook (no list of cells; nbformat 3 and older are not read)")
@@ -55,7 +55,8 @@ def _cell_markdown(cell: dict) -> str:
     if kind != "code":  # raw cells: what a converter passes through, not read
         return ""
     out = [_fenced(source)] if source.strip() else []
-    for output in cell.get("outputs") or []:
+    outputs = cell.get("outputs")
+    for output in outputs if isinstance(outputs, list) else []:  # (a hand-edited or broken file's: a number)
         said = _output_text(output) if isinstance(output, dict) else ""
         if said.strip():
             if len(said) > MAX_OUTPUT_CHARS:
