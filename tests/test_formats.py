@@ -666,6 +666,23 @@ def test_a_jupyter_notebook_is_read_by_its_headings_and_cited_by_cell(tmp_path):
         "cells 4-6")
 
 
+def test_a_notebook_cell_printing_a_line_of_tildes_keeps_its_comments_and_output_no_headings(tmp_path):
+    """Code and outputs were fenced with a line of 8 tildes, which a printed rule of 40 ('~' * 40) closed: the
+    output's lines after it were read as Markdown (a heading 'Not a heading', a setext 'foo'), the fences after
+    it were turned inside out, and the next cells' text was cited by the wrong cells ("cells 2-4")."""
+    nb = _notebook(tmp_path / "rule.ipynb", [
+        _md("# Otters\nWhere otters dive."),
+        _code("print('~' * 40)\nreport()", {"output_type": "stream", "name": "stdout",
+                                             "text": "~" * 40 + "\n# Not a heading\nfoo\n===\n"}),
+        _md("## Dens\nWhere otters sleep."),
+        _code("~~~~~~~~\n# a comment"),
+    ])
+    assert [(p.title, p.location) for p in read_passages(nb, "rule.ipynb")] == [
+        ("Otters", "rule.ipynb cells 1-2"), ("Otters > Dens", "rule.ipynb cells 3-4")]
+    assert read_passages(nb)[0].text == "Where otters dive. print('~' * 40) report() " + "~" * 40 + " # Not a heading foo ==="
+    assert read_passages(nb)[1].text == "Where otters sleep. ~~~~~~~~ # a comment"
+
+
 def test_a_file_named_ipynb_that_is_no_notebook_is_skipped_with_the_reason(tmp_path):
     (tmp_path / "a.ipynb").write_text("not json", encoding="utf-8")
     with pytest.raises(SkipFile, match="not a Jupyter notebook"):

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import bisect
 import json
+import re
 from pathlib import Path
 
 from ragcli.ingest.formats import Section, SkipFile, markdown_sections
 
 MAX_OUTPUT_CHARS = 2000  # of one cell's text output: a printed data frame or a training log is cut there
-_FENCE = "~~~~~~~~"  # around code and outputs: no line inside a cell starts with it
+_FENCE = "~~~~~~~~"  # around code and outputs, longer than any line of tildes inside ("~" * 40 printed closed it)
+_TILDES = re.compile(r"^[ \t]*(~+)", re.M)
 
 
 def notebook_sections(path: Path, text: str) -> list[Section]:
@@ -27,12 +29,15 @@ def notebook_sections(path: Path, text: str) -> list[Section]:
     lines: list[str] = []  # the notebook as one Markdown document
     starts: list[int] = []  # the 0-based line each cell starts on in it
     numbers: list[int] = []  # and its 1-based number in the notebook
+    fences: set[int] = set()  # the lines that are fences put around code and outputs: not the notebook's text
     for number, cell in enumerate(cells, start=1):
-        block = _cell_markdown(cell) if isinstance(cell, dict) else ""
+        block, fence = _cell_markdown(cell) if isinstance(cell, dict) else ("", "")
         if block.strip():
             starts.append(len(lines))
             numbers.append(number)
-            lines += block.splitlines() + [""]
+            block_lines = block.splitlines()
+            fences.update(len(lines) + i for i, line in enumerate(block_lines) if fence and line == fence)
+            lines += block_lines + [""]
     sections = []
     for section in markdown_sections(path, "\n".join(lines)):
         text = section.text.rstrip()
@@ -40,29 +45,34 @@ def notebook_sections(path: Path, text: str) -> list[Section]:
         first = section.first_line - 1 + blank
         last = section.first_line - 1 + text.count("\n")
         a, b = (numbers[bisect.bisect_right(starts, line) - 1] for line in (first, last))
-        body = "\n".join(line for line in section.text.splitlines() if line != _FENCE)
+        base = section.first_line - 1
+        body = "\n".join(line for i, line in enumerate(section.text.splitlines()) if base + i not in fences)
         sections.append(Section(section.title, body, part=f"cell {a}" if a == b else f"cells {a}-{b}"))
     return sections
 
 
-def _cell_markdown(cell: dict) -> str:
+def _cell_markdown(cell: dict) -> tuple[str, str]:
     """A cell as Markdown: a Markdown cell as written, a code cell's source and its text outputs fenced
-    (their "#" lines are no headings)."""
+    (their "#" lines are no headings); and the fence, "" for none."""
     source = _joined(cell.get("source"))
     kind = cell.get("cell_type")
     if kind == "markdown":
-        return source
+        return source, ""
     if kind != "code":  # raw cells: what a converter passes through, not read
-        return ""
-    out = [_fenced(source)] if source.strip() else []
+        return "", ""
+    texts = [source] if source.strip() else []
     outputs = cell.get("outputs")
     for output in outputs if isinstance(outputs, list) else []:  # (a hand-edited or broken file's: a number)
         said = _output_text(output) if isinstance(output, dict) else ""
         if said.strip():
             if len(said) > MAX_OUTPUT_CHARS:
                 said = said[:MAX_OUTPUT_CHARS].rsplit("\n", 1)[0] + "\n…"
-            out.append(_fenced(said))
-    return "\n".join(out)
+            texts.append(said)
+    # longer than any run of tildes a line inside starts with: that line would close it (CommonMark), and
+    # no line inside is the fence, so the fences are known by it
+    runs = [len(m.group(1)) + 1 for text in texts for m in _TILDES.finditer(text)]
+    fence = "~" * max([len(_FENCE), *runs])
+    return "\n".join(f"{fence}\n{text.rstrip()}\n{fence}" for text in texts), fence
 
 
 def _output_text(output: dict) -> str:
@@ -87,6 +97,3 @@ def _joined(value: object) -> str:
         return "".join(v for v in value if isinstance(v, str))
     return ""
 
-
-def _fenced(text: str) -> str:
-    return f"{_FENCE}\n{text.rstrip()}\n{_FENCE}"
