@@ -683,6 +683,23 @@ def test_a_notebook_cell_printing_a_line_of_tildes_keeps_its_comments_and_output
     assert read_passages(nb)[1].text == "Where otters sleep. ~~~~~~~~ # a comment"
 
 
+def test_a_markdown_cell_left_in_a_code_block_ends_it_there_as_jupyter_shows_it(tmp_path):
+    """Jupyter shows each Markdown cell alone: a code block never closed ("```python" and no "```", or a line of
+    tildes) ends with its cell. In the notebook read as one document it went on into the next cells: their
+    headings were lost ("Dens" in "Otters"), or a fence's end turned a code cell's "# a comment" into one."""
+    nb = _notebook(tmp_path / "open.ipynb", [
+        _md("# Otters\nWhere otters dive.\n```python\ndive()"),
+        _code("# a comment\nswim()"),
+        _md("## Dens\nWhere otters sleep.\n~~~~~~~~~~"),
+        _code("# another comment"),
+        _md("## Food\nWhat otters eat."),
+    ])
+    assert [(p.title, p.location, p.text) for p in read_passages(nb, "open.ipynb")] == [
+        ("Otters", "open.ipynb cells 1-2", "Where otters dive. ```python dive() # a comment swim()"),
+        ("Otters > Dens", "open.ipynb cells 3-4", "Where otters sleep. ~~~~~~~~~~ # another comment"),
+        ("Otters > Food", "open.ipynb cell 5", "What otters eat.")]
+
+
 def test_a_file_named_ipynb_that_is_no_notebook_is_skipped_with_the_reason(tmp_path):
     (tmp_path / "a.ipynb").write_text("not json", encoding="utf-8")
     with pytest.raises(SkipFile, match="not a Jupyter notebook"):

@@ -11,7 +11,7 @@ import json
 import re
 from pathlib import Path
 
-from ragcli.ingest.formats import Section, SkipFile, markdown_sections
+from ragcli.ingest.formats import Section, SkipFile, _markdown, markdown_sections
 
 MAX_OUTPUT_CHARS = 2000  # of one cell's text output: a printed data frame or a training log is cut there
 _FENCE = "~~~~~~~~"  # around code and outputs, longer than any line of tildes inside ("~" * 40 printed closed it)
@@ -31,13 +31,12 @@ def notebook_sections(path: Path, text: str) -> list[Section]:
     numbers: list[int] = []  # and its 1-based number in the notebook
     fences: set[int] = set()  # the lines that are fences put around code and outputs: not the notebook's text
     for number, cell in enumerate(cells, start=1):
-        block, fence = _cell_markdown(cell) if isinstance(cell, dict) else ("", "")
-        if block.strip():
+        block, added = _cell_markdown(cell) if isinstance(cell, dict) else ([], set())
+        if any(line.strip() for line in block):
             starts.append(len(lines))
             numbers.append(number)
-            block_lines = block.splitlines()
-            fences.update(len(lines) + i for i, line in enumerate(block_lines) if fence and line == fence)
-            lines += block_lines + [""]
+            fences.update(len(lines) + i for i in added)
+            lines += block + [""]
     sections = []
     for section in markdown_sections(path, "\n".join(lines)):
         text = section.text.rstrip()
@@ -51,15 +50,15 @@ def notebook_sections(path: Path, text: str) -> list[Section]:
     return sections
 
 
-def _cell_markdown(cell: dict) -> tuple[str, str]:
-    """A cell as Markdown: a Markdown cell as written, a code cell's source and its text outputs fenced
-    (their "#" lines are no headings); and the fence, "" for none."""
+def _cell_markdown(cell: dict) -> tuple[list[str], set[int]]:
+    """A cell's lines as Markdown: a Markdown cell as written, a code cell's source and its text outputs
+    fenced (their "#" lines are no headings); and which of them are fences added, not the cell's text."""
     source = _joined(cell.get("source"))
     kind = cell.get("cell_type")
     if kind == "markdown":
-        return source, ""
+        return _closed(source.splitlines())
     if kind != "code":  # raw cells: what a converter passes through, not read
-        return "", ""
+        return [], set()
     texts = [source] if source.strip() else []
     outputs = cell.get("outputs")
     for output in outputs if isinstance(outputs, list) else []:  # (a hand-edited or broken file's: a number)
@@ -72,7 +71,21 @@ def _cell_markdown(cell: dict) -> tuple[str, str]:
     # no line inside is the fence, so the fences are known by it
     runs = [len(m.group(1)) + 1 for text in texts for m in _TILDES.finditer(text)]
     fence = "~" * max([len(_FENCE), *runs])
-    return "\n".join(f"{fence}\n{text.rstrip()}\n{fence}" for text in texts), fence
+    lines = [line for text in texts for line in (fence, *text.rstrip().splitlines(), fence)]
+    return lines, {i for i, line in enumerate(lines) if line == fence}
+
+
+def _closed(lines: list[str]) -> tuple[list[str], set[int]]:
+    """A Markdown cell's lines, and a fence closing a code block it leaves open ("```python" and no "```"):
+    Jupyter shows each cell alone, so the block ends with it; in the one document it went on over the next
+    cells (their headings lost)."""
+    for token in _markdown().parse("\n".join(lines)):
+        if token.type == "fence" and token.level == 0 and token.map and token.map[1] >= len(lines):
+            first, last = token.map[0], len(lines) - 1
+            closer = re.compile(rf"^ {{0,3}}{re.escape(token.markup[0])}{{{len(token.markup)},}}[ \t]*$")
+            if last == first or not closer.match(lines[last]):
+                return [*lines, token.markup], {len(lines)}
+    return lines, set()
 
 
 def _output_text(output: dict) -> str:
