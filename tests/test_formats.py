@@ -700,6 +700,13 @@ def test_a_markdown_cell_left_in_a_code_block_ends_it_there_as_jupyter_shows_it(
         ("Otters > Food", "open.ipynb cell 5", "What otters eat.")]
 
 
+def test_a_heading_cells_trailing_blank_line_of_spaces_does_not_cite_it(tmp_path):
+    """A section's first cell was found by skipping empty lines only: a heading cell ending in a line of
+    spaces ("# Otters\\n   ") was cited for text the next cells hold ("cells 1-3")."""
+    nb = _notebook(tmp_path / "spaces.ipynb", [_md("# Otters\n   \n"), _md("   \nWhere otters dive."), _code("dive()")])
+    assert [p.location for p in read_passages(nb, "spaces.ipynb")] == ["spaces.ipynb cells 2-3"]
+
+
 def test_a_file_named_ipynb_that_is_no_notebook_is_skipped_with_the_reason(tmp_path):
     (tmp_path / "a.ipynb").write_text("not json", encoding="utf-8")
     with pytest.raises(SkipFile, match="not a Jupyter notebook"):

@@ -39,12 +39,14 @@ def notebook_sections(path: Path, text: str) -> list[Section]:
             lines += block + [""]
     sections = []
     for section in markdown_sections(path, "\n".join(lines)):
-        text = section.text.rstrip()
-        blank = len(text) - len(text.lstrip("\n"))  # lines between a heading and the next cell's text
-        first = section.first_line - 1 + blank
-        last = section.first_line - 1 + text.count("\n")
-        a, b = (numbers[bisect.bisect_right(starts, line) - 1] for line in (first, last))
         base = section.first_line - 1
+        # the first and last lines of text: not blank (nor spaces: a heading cell's last line held only
+        # them, and was cited), nor a fence
+        held = [base + i for i, line in enumerate(section.text.splitlines())
+                if line.strip() and base + i not in fences]
+        if not held:
+            continue
+        a, b = (numbers[bisect.bisect_right(starts, line) - 1] for line in (held[0], held[-1]))
         body = "\n".join(line for i, line in enumerate(section.text.splitlines()) if base + i not in fences)
         sections.append(Section(section.title, body, part=f"cell {a}" if a == b else f"cells {a}-{b}"))
     return sections
