@@ -646,7 +646,9 @@ def test_a_jupyter_notebook_is_read_by_its_headings_and_cited_by_cell(tmp_path):
         _md("## Results"),
         _code("print(total)\ndf.female.mean()",
               {"output_type": "stream", "name": "stdout", "text": ["412 walruses\n"]},
-              {"output_type": "execute_result", "data": {"text/plain": "0.83", "image/png": "iVBORw0KGgo="}}),
+              {"output_type": "execute_result", "data": {"text/plain": "0.83", "image/png": "iVBORw0KGgo="}},
+              {"output_type": "display_data", "data": {"text/markdown": "**Most were females**",
+                                                       "text/plain": "<IPython.core.display.Markdown object>"}}),
         {"cell_type": "raw", "metadata": {}, "source": "raw converter text"},
         _code("df['calves']", {"output_type": "error", "ename": "KeyError", "evalue": "'calves'",
                                "traceback": ["\x1b[0;31mKeyError\x1b[0m"]}),
@@ -658,7 +660,8 @@ def test_a_jupyter_notebook_is_read_by_its_headings_and_cited_by_cell(tmp_path):
         ("Walrus analysis", "walrus.ipynb cells 1-2"), ("Walrus analysis > Results", "walrus.ipynb cells 4-6"),
         ("Walrus analysis > Training", "walrus.ipynb cell 8 §1")]
     assert "# Results of the survey df = pd.read_csv" in passages[0].text
-    assert passages[1].text == "print(total) df.female.mean() 412 walruses 0.83 df['calves'] KeyError: 'calves'"
+    assert passages[1].text == ("print(total) df.female.mean() 412 walruses 0.83 **Most were females** "
+                                "df['calves'] KeyError: 'calves'")
     training = " ".join(p.text for p in passages[2:])  # the log cut at 2,000 characters, in passages of its own
     assert "epoch 10 loss" in training and "epoch 399" not in training and len(training) < 2100
     r = build_index([tmp_path], tmp_path / "index")

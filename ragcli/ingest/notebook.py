@@ -98,7 +98,10 @@ def _output_text(output: dict) -> str:
         return _joined(output.get("text"))
     if kind in ("execute_result", "display_data"):
         data = output.get("data")
-        return _joined(data.get("text/plain")) if isinstance(data, dict) else ""
+        if not isinstance(data, dict):
+            return ""
+        # display(Markdown(…)): its text/plain is "<IPython.core.display.Markdown object>"
+        return _joined(data.get("text/markdown")) or _joined(data.get("text/plain"))
     if kind == "error":
         return f"{output.get('ename', '')}: {output.get('evalue', '')}"
     return ""
