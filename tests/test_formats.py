@@ -112,7 +112,7 @@ def test_a_title_is_one_line_of_plain_spaces(tmp_path):
     notes = tmp_path / "notes.md"
     notes.write_text("#  Setup\u00a0guide \n\nInstall it first.\n", encoding="utf-8")
     assert {p.title for p in read_passages(page, "license.html")} == {"2. The GNU Free Documentation License"}
-    from ragcli.ingest.formats import reader_version
+    from ragcli.ingest.filetypes import reader_version
 
     assert reader_version(page) >= 4  # pages indexed with such a title are read again
     assert {p.title for p in read_passages(notes, "notes.md")} == {"Setup guide"}
@@ -182,7 +182,7 @@ def test_an_html_charset_is_read_as_browsers_read_it_and_a_wrong_one_is_not_trus
 def test_a_meta_tag_declaring_utf16_is_read_as_utf8_as_browsers_do(tmp_path, head):
     """WHATWG: a <meta> declaring UTF-16 or UTF-32 means UTF-8 (the tag itself was read as ASCII). Taken
     at its word, an ASCII or UTF-8 page of even length was indexed as CJK garbage."""
-    from ragcli.ingest.formats import reader_version
+    from ragcli.ingest.filetypes import reader_version
     from ragcli.ingest.reader import FileNotes, iter_passages
 
     markup = f"<html><head>{head}<title>Pump</title></head><body><p>Restart the pump – gently.</p></body></html>"
@@ -205,7 +205,7 @@ def test_markdown_front_matter_is_found_whatever_the_line_ends(tmp_path, eol):
                      .encode("utf-8"))
     [p] = read_passages(post, "post.md")
     assert (p.title, p.text, p.location) == ("My Post", "Intro about frogs.", "post.md:6")
-    from ragcli.ingest.formats import reader_version
+    from ragcli.ingest.filetypes import reader_version
 
     assert reader_version(post) >= 3  # notes indexed with their front matter as text are read again
 
@@ -480,7 +480,7 @@ def test_jsonl_lines_starting_with_a_byte_order_mark_are_records(tmp_path, monke
     record (and, in the json fallback, every line of its batch after a bad one) was "not JSON"."""
     import sys
 
-    from ragcli.ingest.formats import reader_version
+    from ragcli.ingest.filetypes import reader_version
 
     if parser == "json":
         monkeypatch.setitem(sys.modules, "orjson", None)  # ImportError: the stdlib json path
@@ -511,7 +511,7 @@ def test_a_jsonl_byte_order_mark_after_spaces_is_dropped_too(tmp_path, monkeypat
     r = build_index([corpus], tmp_path / "index", on_warning=warnings.append)
     assert (r.passages_added, r.bad_lines, warnings) == (3, {}, [])
     assert sorted(d.title for d in TantivyIndex.open(tmp_path / "index").search("walruses", 5)) == ["A", "B", "C"]
-    from ragcli.ingest.formats import reader_version
+    from ragcli.ingest.filetypes import reader_version
 
     assert reader_version(corpus) >= 4  # corpora that lost such lines are read again
 
@@ -1434,7 +1434,7 @@ def test_a_small_compressed_file_that_decompresses_past_the_cap_is_skipped(tmp_p
 
 
 def test_which_compressed_files_a_walk_reads():
-    from ragcli.ingest.formats import read_in_walk, type_of
+    from ragcli.ingest.filetypes import read_in_walk, type_of
 
     read = ["a.md.gz", "a.JSONL.GZ", "NEWS.gz", "changelog.xz", "main.py.bz2", "page.html.gz"]
     unread = ["a.tar.gz", "a.pdf.gz", "a.docx.gz", "data.gz", "x.png.gz", "changelog.Debian.tar.gz"]
@@ -1446,7 +1446,7 @@ def test_a_text_name_with_a_variant_after_a_dot_is_read_in_a_walk(tmp_path):
     """/usr/share/doc holds 625 changelog.Debian.gz, 91 NEWS.Debian.gz, 87 README.Debian and changelog.amd64
     files: all "not read" (".debian"), the packaging notes a user asks about. A known text name with a
     variant after a dot is text, unless that suffix is a binary type's or a format of its own."""
-    from ragcli.ingest.formats import read_in_walk
+    from ragcli.ingest.filetypes import read_in_walk
 
     read = ["README.Debian", "changelog.Debian.gz", "changelog.amd64", "NEWS.source", "TODO.Debian", "COPYING.LIB",
             "changelog.Debian.amd64.gz"]

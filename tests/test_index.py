@@ -40,14 +40,14 @@ def test_a_file_read_by_an_older_reader_is_read_again(tmp_path, monkeypatch):
     """A heading with nothing under it became a passage (Markdown reader 2). An index built before
     that kept the old passages of an unchanged note until `--rebuild`; now its next run reads the
     note again, once, and leaves the other formats' files alone."""
-    from ragcli.ingest import formats
+    from ragcli.ingest import filetypes, formats
 
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "falcon.md").write_text("# Project Falcon\n\n## Launch date: 3 March 2025\n", encoding="utf-8")
     (notes / "team.txt").write_text("Alice and Bob run Falcon.\n", encoding="utf-8")
     index = tmp_path / "index"
-    monkeypatch.setattr(formats, "_READER_VERSIONS", {})  # as an older ragcli read it
+    monkeypatch.setattr(filetypes, "_READER_VERSIONS", {})  # as an older ragcli read it
     monkeypatch.setattr(formats, "markdown_sections", lambda path, text: [])
     build_index([notes], index)
     assert TantivyIndex.open(index).search("launch date", 3) == []

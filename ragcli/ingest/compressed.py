@@ -1,20 +1,21 @@
 """Reading a gzip-, bzip2- or xz-compressed file as what it holds (the standard library's gzip, bz2
 and lzma): whole for the formats read whole, with a cap on what it decompresses to, or as a stream
-(a JSONL corpus). Which files are compressed, and what they hold by name: ``formats.compression``
-and ``formats.inner``."""
+(a JSONL corpus). Which files are compressed, and what they hold by name: ``filetypes.compression``
+and ``filetypes.inner``."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import BinaryIO
 
-from ragcli.ingest.formats import SkipFile, compression
+from ragcli.ingest.filetypes import compression
+from ragcli.ingest.formats import SkipFile
 
 __all__ = ["damaged", "errors", "open_stream", "read_all"]
 
 
 def open_stream(fileobj: BinaryIO, kind: str) -> BinaryIO:
-    """``fileobj`` (compressed as ``kind`` says: ``formats.compression``) read decompressed."""
+    """``fileobj`` (compressed as ``kind`` says: ``filetypes.compression``) read decompressed."""
     if kind == "gzip":
         import gzip
 

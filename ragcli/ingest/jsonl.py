@@ -14,7 +14,8 @@ from typing import Callable, Iterable, Iterator
 
 from ragcli.ingest.compressed import damaged, errors, open_stream
 from ragcli.ingest.encoding import SNIFF_BYTES, bom, bomless_wide, damaged_utf8, decode, is_utf8, stray_nuls
-from ragcli.ingest.formats import FileNotes, SkipFile, compression
+from ragcli.ingest.filetypes import compression
+from ragcli.ingest.formats import FileNotes, SkipFile
 from ragcli.ingest.passages import Passage, chunk_text, normalise, record_pid, record_title
 
 __all__ = ["jsonl_passages"]

@@ -8,7 +8,7 @@ import hashlib
 from pathlib import Path
 from typing import Iterator
 
-from ragcli.ingest import formats
+from ragcli.ingest import filetypes, formats
 from ragcli.ingest.compressed import errors, open_stream, read_all
 from ragcli.ingest.encoding import SNIFF_BYTES, bom, decode, is_utf8
 from ragcli.ingest.epub import epub_sections
@@ -30,7 +30,7 @@ def read_bytes(path: Path) -> bytes:
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
             raise SkipFile(f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MB")
-        if formats.compression(path):
+        if filetypes.compression(path):
             return read_all(path, MAX_FILE_BYTES)
         return path.read_bytes()
     except FileNotFoundError:
@@ -68,13 +68,13 @@ def iter_passages(path: Path, display: str | None = None, notes: FileNotes | Non
     notes = FileNotes() if notes is None else notes
     shown = display or str(path)
     key = str(path)
-    suffix = formats.format_suffix(path)  # a compressed file's: what it holds
-    if suffix in formats.JSONL_SUFFIXES or suffix in formats.JSON_SUFFIXES:
+    suffix = filetypes.format_suffix(path)  # a compressed file's: what it holds
+    if suffix in filetypes.JSONL_SUFFIXES or suffix in filetypes.JSON_SUFFIXES:
         records = _array_passages(path, suffix, shown, key, notes)
         if records is not None:
             yield from records
             return
-        if suffix in formats.JSONL_SUFFIXES:
+        if suffix in filetypes.JSONL_SUFFIXES:
             yield from jsonl_passages(path, shown, key, notes)
             return
     for section in _sections(path, suffix, notes):
@@ -92,19 +92,19 @@ def _array_passages(path: Path, suffix: str, shown: str, key: str, notes: FileNo
     starts with "[": a pretty-printed array gave one record of many and a bad line for each other line),
     or None where the file is no such array (a .jsonl one is then streamed, a .json one read as text).
     Read whole: a .jsonl file too large for that is streamed as JSON Lines."""
-    if suffix in formats.JSONL_SUFFIXES and not _starts_array(path):
+    if suffix in filetypes.JSONL_SUFFIXES and not _starts_array(path):
         return None
     try:
         raw = read_bytes(path)
     except SkipFile as exc:
-        if suffix in formats.JSONL_SUFFIXES:
+        if suffix in filetypes.JSONL_SUFFIXES:
             return _streamed(path, shown, key, notes, f"a JSON array {exc} (too large to read whole: write it "
                                                       "as JSON Lines, a record a line)")
         raise
     said = FileNotes()
     passages = array_passages(read_text(path, raw, said), shown, key, notes)
     if passages is None:
-        if suffix in formats.JSONL_SUFFIXES:
+        if suffix in filetypes.JSONL_SUFFIXES:
             return _streamed(path, shown, key, notes, 'not one JSON array of {"text": …} records (cut short, a comma '
                                                       "after its last, more after it?)")
         return None
@@ -129,7 +129,7 @@ def _starts_array(path: Path) -> bool:
     """Whether a file's first character, past spaces and a byte-order mark, is "[" (in any encoding)."""
     try:
         with path.open("rb") as raw:
-            kind = formats.compression(path)
+            kind = filetypes.compression(path)
             if kind:
                 with open_stream(raw, kind) as fh:
                     head = fh.read(SNIFF_BYTES)
@@ -146,20 +146,20 @@ def _starts_array(path: Path) -> bool:
 def _sections(path: Path, suffix: str, notes: FileNotes) -> list[Section]:
     """The sections of ``path`` read as ``suffix`` says; a compressed file is read as what it holds, and
     its sections are titled by that file's name (notes.md.gz: "notes")."""
-    named = formats.inner(path)
+    named = filetypes.inner(path)
     if named is not path and suffix == ".tar" or suffix in _TARBALLS:  # not a document: "looks binary" said less
         raise SkipFile("a compressed tar archive: unpack it to index the files it holds")
-    if named is not path and suffix in formats.PDF_SUFFIXES | formats.OFFICE_SUFFIXES | formats.EPUB_SUFFIXES:
-        raise SkipFile(f"a {formats.compression(path)}-compressed {suffix[1:].upper()} file: decompress it to "
+    if named is not path and suffix in filetypes.PDF_SUFFIXES | filetypes.OFFICE_SUFFIXES | filetypes.EPUB_SUFFIXES:
+        raise SkipFile(f"a {filetypes.compression(path)}-compressed {suffix[1:].upper()} file: decompress it to "
                        f"index it")
-    if suffix in formats.PDF_SUFFIXES:
+    if suffix in filetypes.PDF_SUFFIXES:
         read_bytes(path)  # size cap and readability checks
         return pdf_sections(path)
-    if suffix in formats.OFFICE_SUFFIXES:
+    if suffix in filetypes.OFFICE_SUFFIXES:
         return office_sections(path, read_bytes(path))
-    if suffix in formats.EPUB_SUFFIXES:
+    if suffix in filetypes.EPUB_SUFFIXES:
         return epub_sections(path, read_bytes(path))
-    if suffix in formats.HTML_SUFFIXES:
+    if suffix in filetypes.HTML_SUFFIXES:
         raw = read_bytes(path)
         declared = None if bom(raw) or b"\x00" in raw[:SNIFF_BYTES] else formats.declared_encoding(raw)
         if declared and _says_one_byte(declared) and not raw.isascii() and is_utf8(raw):
@@ -176,9 +176,9 @@ def _sections(path: Path, suffix: str, notes: FileNotes) -> list[Section]:
         notes.encoding = declared
         return formats.html_sections(named, text)
     text = read_text(path, notes=notes)
-    if suffix in formats.NOTEBOOK_SUFFIXES:
+    if suffix in filetypes.NOTEBOOK_SUFFIXES:
         return notebook_sections(named, text)
-    if suffix in formats.MARKDOWN_SUFFIXES:
+    if suffix in filetypes.MARKDOWN_SUFFIXES:
         return formats.markdown_sections(named, text)
     return formats.text_sections(named, text)
 

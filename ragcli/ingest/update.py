@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from ragcli.ingest import reader
-from ragcli.ingest.formats import JSONL_SUFFIXES, format_suffix, reader_version
+from ragcli.ingest.filetypes import JSONL_SUFFIXES, format_suffix, reader_version
 from ragcli.ingest.parsers import Parsers
 from ragcli.ingest.reader import FileNotes, SkipFile, file_hash
 from ragcli.ingest.report import FileResult, IndexReport

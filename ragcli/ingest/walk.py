@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from ragcli.ingest.encoding import decode
-from ragcli.ingest.formats import SkipFile, read_in_walk, type_of
+from ragcli.ingest.filetypes import read_in_walk, type_of
+from ragcli.ingest.formats import SkipFile
 from ragcli.paths import display_path, printable_name
 from ragcli.retrieval.schema import MANIFEST_FILE, META_FILE
 

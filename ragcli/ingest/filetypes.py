@@ -1,0 +1,121 @@
+"""Which files ragcli reads and as what: the suffixes of each format, the files that are text by their
+name (README, LICENSE, changelog.Debian), what a compressed file holds by its name (notes.md.gz:
+Markdown), the types a folder's walk counts as not read, and the version of each format's reader an
+index records. Paths only: no file is opened here (``formats`` and the readers read them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+TEXT_SUFFIXES = {".txt", ".text", ".rst", ".org", ".tex", ".csv", ".log"}
+MARKDOWN_SUFFIXES = {".md", ".markdown"}
+HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
+PDF_SUFFIXES = {".pdf"}
+OFFICE_SUFFIXES = {".docx", ".odt", ".pptx"}  # Word, OpenDocument text, PowerPoint (``ingest.office``)
+EPUB_SUFFIXES = {".epub"}  # e-books (``ingest.epub``)
+NOTEBOOK_SUFFIXES = {".ipynb"}  # Jupyter notebooks (``ingest.notebook``)
+CODE_SUFFIXES = {
+    ".py", ".js", ".ts", ".tsx", ".jsx", ".go", ".rs", ".java", ".kt", ".c", ".h", ".cc", ".cpp", ".hpp", ".cs",
+    ".rb", ".php", ".swift", ".scala", ".sh", ".bash", ".sql", ".r", ".jl", ".lua", ".toml", ".yaml", ".yml", ".ini",
+    ".cfg",
+}
+JSONL_SUFFIXES = {".jsonl"}
+# A .json file is read only where named (a folder's are settings and data): as a corpus where it is a JSON
+# array of {"title", "text"} records, else as text
+JSON_SUFFIXES = {".json"}
+SUPPORTED_SUFFIXES = (TEXT_SUFFIXES | MARKDOWN_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES | OFFICE_SUFFIXES | EPUB_SUFFIXES
+                      | NOTEBOOK_SUFFIXES | CODE_SUFFIXES | JSONL_SUFFIXES)
+# Files without an extension that are text by their name (any case): a project's or a package's own
+# documents and build files, read as plain text, and so are those names with a variant after a dot
+# (README.Debian, changelog.amd64: most of /usr/share/doc). Other files without an extension are not
+# read in a folder's walk (executables, data); named on the command line, any file is.
+TEXT_NAMES = frozenset("""readme license licence copying notice authors contributors maintainers thanks changelog
+    changes news history install todo bugs hacking contributing copyright makefile dockerfile""".split())
+
+
+# A compressed file is read as what it holds (``ingest.compressed``): notes.md.gz as Markdown,
+# corpus.jsonl.gz as a corpus (streamed), changelog.gz and NEWS.bz2 as text. PDF and Word files are
+# compressed already: never read so.
+COMPRESSED_SUFFIXES = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz"}
+READ_COMPRESSED_SUFFIXES = SUPPORTED_SUFFIXES - PDF_SUFFIXES - OFFICE_SUFFIXES - EPUB_SUFFIXES
+
+
+def compression(path: Path) -> str | None:
+    """"gzip", "bzip2" or "xz" for a file compressed so (by its name), else None."""
+    return COMPRESSED_SUFFIXES.get(path.suffix.lower())
+
+
+def inner(path: Path) -> Path:
+    """The name of what a compressed file holds (notes.md.gz: notes.md); any other file's own."""
+    return path.with_suffix("") if compression(path) else path
+
+
+def format_suffix(path: Path) -> str:
+    """The suffix that says how a file is read: its own, or what it holds once decompressed."""
+    return inner(path).suffix.lower()
+
+
+def type_of(path: Path) -> str:
+    """A file's type as the walk's "not read" line names it: ".png", ".tar.gz", "" for none."""
+    suffix = path.suffix.lower()
+    if suffix in COMPRESSED_SUFFIXES and inner(path).suffix:
+        return inner(path).suffix.lower() + suffix
+    return suffix
+
+
+# Not text, whatever the name before them: "history.db" and "install.exe" are no documents
+_NOT_TEXT_SUFFIXES = frozenset(""".exe .dll .so .dylib .bin .dat .db .sqlite .sqlite3 .png .jpg .jpeg .gif .bmp .ico
+    .webp .zip .tar .tgz .7z .rar .zst .doc .xls .ppt .class .jar .pyc .o .a .obj .iso .img .mp3 .mp4 .wav .ogg
+    .flac .avi .mov .mkv .woff .woff2 .ttf .otf .eot .lock .pid .sock""".split())
+
+
+def read_in_walk(path: Path) -> bool:
+    """Whether a folder's walk reads ``path``: a supported extension, or a known text file's name (one
+    of a variant too: README.Debian, changelog.amd64, NEWS.source); compressed, what it holds (a .tar.gz
+    is an archive, a .pdf.gz not read)."""
+    supported = SUPPORTED_SUFFIXES
+    if compression(path):
+        path, supported = inner(path), READ_COMPRESSED_SUFFIXES
+    suffix = path.suffix.lower()
+    if suffix in supported:
+        return True
+    return is_text_name(path)
+
+
+def is_text_name(path: Path) -> bool:
+    """Whether ``path`` (a compressed file's inner name) is a text file by its name: README, LICENSE,
+    Makefile, any case, bare or with a variant after a dot (README.Debian, COPYING.LIB), not a binary
+    type's suffix nor a format's own (README.md is Markdown)."""
+    suffix = path.suffix.lower()
+    stem, dot, variant = path.name.lower().partition(".")
+    return stem in TEXT_NAMES and (not dot or all(map(str.isalnum, variant.split("."))) and suffix not in
+                                   _NOT_TEXT_SUFFIXES and suffix not in SUPPORTED_SUFFIXES)
+
+# What reading a file of a format gives changes as its extraction is mended; each index records the
+# version a file was read with, and its next run reads a file an older version read again (counted as
+# updated), so an upgrade needs no `--rebuild`. Bump a format's number when its passages change.
+# Markdown 2: a heading with nothing under it is a passage. HTML 2: a page declaring a one-byte
+# charset over UTF-8 bytes is read as UTF-8. HTML 3: a page declaring UTF-16 or UTF-32 in a <meta> is
+# read as UTF-8 (it was read as UTF-16: CJK garbage). JSONL 2: a line that is not UTF-8 is read in the file's
+# encoding, not skipped as a bad line; a record's "id" 0 is its id, a title that is no text is
+# written out, and the parts of a long record without an id are its hash's "#0", "#1", …. JSONL 3: a
+# line starting with a byte-order mark (concatenated Windows exports) is a record, not a bad line.
+# Markdown 3: front matter in a file with lone-CR line ends is metadata, not the first passage.
+# JSONL 4: a line with spaces before its byte-order mark is a record too. PDF 2: an identifier broken after its
+# "_" at a line's end is joined, and a word broken before a capital where the page writes it joined elsewhere;
+# the passages of a page of several are located "p. 3 §1", "p. 3 §2". HTML 4: a <title>'s no-break spaces and line
+# breaks are plain spaces (Markdown's headings had none; a PDF's metadata title with a line break is rare
+# enough not to read every indexed PDF, the slowest format, again for it). Accents composed (NFC, with index
+# schema 3) change only text written with combining marks: no format's number was bumped for it, so as not to
+# read every corpus again; such a file is composed when it changes (or with --rebuild). JSON 2: a .json file that
+# is an array of records is a corpus, not one text. A .jsonl file holding such an array (it gave the records
+# on lines of their own and a bad line for each other line) is read so when it changes: JSONL was not bumped,
+# so as not to read every corpus again for it. No suffix 2: a README, LICENSE or copyright file is titled by its
+# folder too ("gzip/copyright"; a variant, README.Debian, was not read before). Word 2: footnotes and endnotes read.
+_READER_VERSIONS = {**{suffix: 3 for suffix in MARKDOWN_SUFFIXES}, **{suffix: 4 for suffix in HTML_SUFFIXES},
+                    **{suffix: 2 for suffix in JSON_SUFFIXES}, "": 2, ".docx": 2,
+                    **{suffix: 4 for suffix in JSONL_SUFFIXES}, **{suffix: 2 for suffix in PDF_SUFFIXES}}
+
+
+def reader_version(path: Path) -> int:
+    return _READER_VERSIONS.get(format_suffix(path), 1)
