@@ -6,14 +6,13 @@ of XHTML; the standard library and the HTML reader read it (no e-book library). 
 
 from __future__ import annotations
 
-import lzma
 import posixpath
 import zipfile
-import zlib
 from pathlib import Path
 from urllib.parse import quote, unquote
 
-from ragcli.ingest.formats import Section, SkipFile, declared_encoding, html_page
+from ragcli.ingest.formats import Section, SkipFile, html_page
+from ragcli.ingest.zipxml import parsed, read_capped, skips
 
 MAX_PART_BYTES = 64 * 1024 * 1024  # one chapter unzipped: a zip bomb is skipped, not read into memory
 MAX_BOOK_BYTES = 512 * 1024 * 1024  # all its chapters together
@@ -27,27 +26,16 @@ _PAGE_TYPES = {"application/xhtml+xml", "text/html", "application/xml", "text/xm
 
 def epub_sections(path: Path, data: bytes) -> list[Section]:
     """The sections of the e-book whose bytes are ``data``; SkipFile if it is none or cannot be read."""
-    try:
-        with _open(data) as z:
-            title, parts = _book(z)
-            sections, total = [], 0
-            for n, name in enumerate(parts, start=1):
-                info = z.getinfo(name)
-                total += info.file_size
-                if info.file_size > MAX_PART_BYTES or total > MAX_BOOK_BYTES:
-                    raise SkipFile(f"its chapters unzip to more than "
-                                   f"{(MAX_PART_BYTES if info.file_size > MAX_PART_BYTES else MAX_BOOK_BYTES) >> 20} MB")
-                sections += _chapter(z.read(name), title or path.stem, n)
-    except (zipfile.BadZipFile, EOFError):
-        raise SkipFile("not an epub file (not the zip of XHTML it should be)") from None
-    except SyntaxError as exc:  # ElementTree's ParseError, of the container or the package file
-        raise SkipFile(f"damaged epub file: {exc}") from None
-    except (NotImplementedError, zlib.error, OSError, lzma.LZMAError) as exc:
-        # a method zipfile lacks; corrupt data (deflate's zlib.error, bzip2's OSError, LZMA's own error: the
-        # zip is read from memory, so an OSError is no disk's)
-        raise SkipFile(f"damaged epub file: {exc}") from None
-    except RuntimeError:  # zipfile: a part encrypted, password required
-        raise SkipFile("epub file protected by a password") from None
+    with skips("epub", "not an epub file (not the zip of XHTML it should be)"), _open(data) as z:
+        title, parts = _book(z)
+        sections, total = [], 0
+        for n, name in enumerate(parts, start=1):
+            info = z.getinfo(name)
+            total += info.file_size
+            if info.file_size > MAX_PART_BYTES or total > MAX_BOOK_BYTES:
+                raise SkipFile(f"its chapters unzip to more than "
+                               f"{(MAX_PART_BYTES if info.file_size > MAX_PART_BYTES else MAX_BOOK_BYTES) >> 20} MB")
+            sections += _chapter(z.read(name), title or path.stem, n)
     return sections
 
 
@@ -123,29 +111,11 @@ def _refuse_drm(z: zipfile.ZipFile, names: set[str], parts: set[str]) -> None:
 
 def _xml(z: zipfile.ZipFile, name: str):
     """The parsed XML file ``name`` (ElementTree's ParseError, a SyntaxError, where it is no XML)."""
-    from xml.etree import ElementTree
-
-    data = _small(z, name)
-    try:
-        return ElementTree.fromstring(data)
-    except (LookupError, ValueError):
-        # expat reads UTF-8, UTF-16 and one-byte encodings only: a package file declared Shift_JIS or GBK (no
-        # valid EPUB, but written) raised ValueError, one in an encoding nobody knows LookupError: internal
-        # errors. Decoded here, the text is parsed whatever its declaration says.
-        encoding = declared_encoding(data)
-        try:
-            text = data.decode(encoding) if encoding else None
-        except UnicodeDecodeError:
-            text = None
-        if text is None:
-            raise SkipFile(f"damaged epub file: its {name} is in an encoding that cannot be read") from None
-        return ElementTree.fromstring(text)
+    return parsed(_small(z, name), name)
 
 
 def _small(z: zipfile.ZipFile, name: str) -> bytes:
-    if z.getinfo(name).file_size > MAX_PART_BYTES:
-        raise SkipFile(f"its {name} unzips to more than {MAX_PART_BYTES >> 20} MB")
-    return z.read(name)
+    return read_capped(z, name, MAX_PART_BYTES)
 
 
 def _chapter(markup: bytes, book: str, n: int) -> list[Section]:

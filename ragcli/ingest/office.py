@@ -6,14 +6,13 @@ files of XML; the standard library reads them (no Office, no extra package). ``r
 
 from __future__ import annotations
 
-import lzma
 import re
 import zipfile
-import zlib
 from pathlib import Path
 from typing import Iterator
 
 from ragcli.ingest.formats import Section, SkipFile
+from ragcli.ingest.zipxml import parsed, read_capped, skips
 
 MAX_XML_BYTES = 200 * 1024 * 1024  # a document's XML unzipped: a zip bomb is skipped, not read into memory
 
@@ -41,44 +40,29 @@ def office_sections(path: Path, data: bytes) -> list[Section]:
     import io
 
     kind = path.suffix.lower()[1:]
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as z:
-            if kind == "pptx":
-                return _pptx(z, _dc_title(z, "docProps/core.xml") or path.stem)
-            if kind == "odt":
-                title, paragraphs = _odt(z)
-            else:
-                title, paragraphs = _docx(z)
-    except (zipfile.BadZipFile, KeyError, EOFError):
-        if data.startswith(_OLE):  # what Office saves a document protected by a password as (or a .doc renamed)
-            old = {"docx": " or an old .doc renamed", "pptx": " or an old .ppt renamed"}.get(kind, "")
-            raise SkipFile(f"{kind} file protected by a password (an encrypted OLE file),{old}") from None
-        raise SkipFile(f"not a {kind} file (not the zip of XML it should be)") from None
-    except SyntaxError as exc:  # ElementTree's ParseError
-        raise SkipFile(f"damaged {kind} file: {exc}") from None
-    except RecursionError:  # (a RuntimeError) elements nested thousands deep: no document Word writes
-        raise SkipFile(f"damaged {kind} file: its XML is nested too deep") from None
-    except (NotImplementedError, zlib.error, OSError, lzma.LZMAError) as exc:
-        # a method zipfile lacks (a RuntimeError too); corrupt data (deflate's zlib.error, bzip2's OSError,
-        # LZMA's own error: the zip is read from memory, so an OSError is no disk's)
-        raise SkipFile(f"damaged {kind} file: {exc}") from None
-    except RuntimeError:  # zipfile: a part encrypted, password required
-        raise SkipFile(f"{kind} file protected by a password") from None
+    if data.startswith(_OLE):  # what Office saves a document protected by a password as (or a .doc renamed)
+        old = {"docx": " or an old .doc renamed", "pptx": " or an old .ppt renamed"}.get(kind, "")
+        not_zip = f"{kind} file protected by a password (an encrypted OLE file),{old}"
+    else:
+        not_zip = f"not a {kind} file (not the zip of XML it should be)"
+    with skips(kind, not_zip), zipfile.ZipFile(io.BytesIO(data)) as z:
+        if kind == "pptx":
+            return _pptx(z, _dc_title(z, "docProps/core.xml") or path.stem)
+        if kind == "odt":
+            title, paragraphs = _odt(z)
+        else:
+            title, paragraphs = _docx(z)
     return _sections(title or path.stem, paragraphs)
 
 
 def _xml(z: zipfile.ZipFile, name: str):
-    from xml.etree import ElementTree
-
-    if z.getinfo(name).file_size > MAX_XML_BYTES:
-        raise SkipFile(f"its {name} unzips to more than {MAX_XML_BYTES // (1024 * 1024)} MB")
-    data = z.read(name)
+    data = read_capped(z, name, MAX_XML_BYTES)
     if name.startswith("word/") and _STRICT_W[0] in data:
         data = data.replace(*_STRICT_W)
     if name.startswith("ppt/") and b"http://purl.oclc.org/ooxml/" in data:
         for strict in _STRICT_PPT:
             data = data.replace(*strict)
-    return ElementTree.fromstring(data)
+    return parsed(data, name)
 
 
 def _docx(z: zipfile.ZipFile) -> tuple[str, list[tuple[int, str]]]:
