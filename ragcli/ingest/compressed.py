@@ -11,11 +11,14 @@ from typing import BinaryIO
 from ragcli.ingest.filetypes import compression
 from ragcli.ingest.formats import SkipFile
 
-__all__ = ["damaged", "errors", "open_stream", "read_all"]
+__all__ = ["errors", "open_stream", "read_all", "unread"]
 
 
-def open_stream(fileobj: BinaryIO, kind: str) -> BinaryIO:
-    """``fileobj`` (compressed as ``kind`` says: ``filetypes.compression``) read decompressed."""
+def open_stream(fileobj: BinaryIO, kind: str | None) -> BinaryIO:
+    """``fileobj`` (compressed as ``kind`` says: ``filetypes.compression``) read decompressed; itself
+    where ``kind`` is None (not compressed)."""
+    if kind is None:
+        return fileobj
     if kind == "gzip":
         import gzip
 
@@ -38,10 +41,17 @@ def errors() -> tuple[type[BaseException], ...]:
     return (EOFError, zlib.error, lzma.LZMAError)
 
 
-def damaged(kind: str, exc: BaseException) -> SkipFile:
-    """The skip of a file that does not decompress: "not a valid gzip file: it ends too soon"."""
-    why = "it ends too soon" if isinstance(exc, EOFError) else str(exc).strip() or type(exc).__name__
-    return SkipFile(f"not a valid {kind} file: {why}")
+def unread(exc: BaseException, kind: str | None) -> SkipFile:
+    """The skip of a file whose reading (decompressed as ``kind`` says, if compressed) raised ``exc``:
+    vanished, the disk's or the file system's error, or one of its contents: "not a valid gzip file: it
+    ends too soon"."""
+    if isinstance(exc, FileNotFoundError):
+        return SkipFile("vanished while indexing")
+    # OSError without an errno: gzip.BadGzipFile, bz2's "Invalid data stream" (the contents'); with one, the disk's
+    if kind and (isinstance(exc, errors()) or isinstance(exc, OSError) and exc.errno is None):
+        why = "it ends too soon" if isinstance(exc, EOFError) else str(exc).strip() or type(exc).__name__
+        return SkipFile(f"not a valid {kind} file: {why}")
+    return SkipFile(f"cannot read: {getattr(exc, 'strerror', None) or exc}")
 
 
 def read_all(path: Path, limit: int) -> bytes:
@@ -52,14 +62,8 @@ def read_all(path: Path, limit: int) -> bytes:
     try:
         with path.open("rb") as raw, open_stream(raw, kind) as fh:
             data = fh.read(limit + 1)
-    except FileNotFoundError:
-        raise SkipFile("vanished while indexing") from None
-    except errors() as exc:
-        raise damaged(kind, exc) from None
-    except OSError as exc:
-        if exc.errno is not None:  # the disk's or the file system's: not the file's contents
-            raise SkipFile(f"cannot read: {exc.strerror or exc}") from None
-        raise damaged(kind, exc) from None  # gzip.BadGzipFile, bz2's "Invalid data stream"
+    except (OSError, *errors()) as exc:
+        raise unread(exc, kind) from None
     if len(data) > limit:
         raise SkipFile(f"larger than {limit // (1024 * 1024)} MB once decompressed")
     return data

@@ -4,7 +4,6 @@ number and skipped; lines that are not UTF-8 are read in the corpus's encoding, 
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import json
@@ -12,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from ragcli.ingest.compressed import damaged, errors, open_stream
+from ragcli.ingest.compressed import errors, open_stream, unread
 from ragcli.ingest.encoding import SNIFF_BYTES, bom, bomless_wide, damaged_utf8, decode, is_utf8, stray_nuls
 from ragcli.ingest.filetypes import compression
 from ragcli.ingest.formats import FileNotes, SkipFile
@@ -37,8 +36,7 @@ def _jsonl_batches(path: Path, notes: FileNotes) -> Iterator[tuple[int, list[byt
     kind = compression(path)  # corpus.jsonl.gz: decompressed as it streams, the file on disk hashed
     try:
         hashed = _Hashed(io.FileIO(path, "rb"))
-        with io.BufferedReader(hashed, HASHED_BUFFER_BYTES) as read, \
-                (open_stream(read, kind) if kind else contextlib.nullcontext(read)) as fh:
+        with io.BufferedReader(hashed, HASHED_BUFFER_BYTES) as read, open_stream(read, kind) as fh:
             head = fh.read(SNIFF_BYTES)
             marked = bom(head)
             codec = marked[1] if marked else bomless_wide(head) if b"\x00" in head else "utf-8"
@@ -58,14 +56,8 @@ def _jsonl_batches(path: Path, notes: FileNotes) -> Iterator[tuple[int, list[byt
                 for _ in iter(lambda: read.read(HASHED_BUFFER_BYTES), b""):
                     pass
             notes.sha1 = hashed.hexdigest()  # read to its end
-    except FileNotFoundError:
-        raise SkipFile("vanished while indexing") from None
-    except errors() as exc:
-        raise damaged(kind or "", exc) from None
-    except OSError as exc:
-        if kind and exc.errno is None:  # gzip.BadGzipFile, bz2's "Invalid data stream": the contents'
-            raise damaged(kind, exc) from None
-        raise SkipFile(f"cannot read: {exc.strerror or exc}") from None
+    except (OSError, *errors()) as exc:
+        raise unread(exc, kind) from None
 
 
 HASHED_BUFFER_BYTES = 1 << 18

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ragcli.ingest import filetypes, formats
-from ragcli.ingest.compressed import errors, open_stream, read_all
+from ragcli.ingest.compressed import errors, open_stream, read_all, unread
 from ragcli.ingest.encoding import SNIFF_BYTES, bom, decode, is_utf8
 from ragcli.ingest.epub import epub_sections
 from ragcli.ingest.formats import FileNotes, Section, SkipFile, starts_of_lines
@@ -33,10 +33,8 @@ def read_bytes(path: Path) -> bytes:
         if filetypes.compression(path):
             return read_all(path, MAX_FILE_BYTES)
         return path.read_bytes()
-    except FileNotFoundError:
-        raise SkipFile("vanished while indexing") from None
     except OSError as exc:
-        raise SkipFile(f"cannot read: {exc.strerror or exc}") from None
+        raise unread(exc, None) from None
 
 
 def file_hash(path: Path, algorithm: str = "sha1") -> str:
@@ -128,13 +126,8 @@ def _streamed(path: Path, shown: str, key: str, notes: FileNotes, why: str) -> I
 def _starts_array(path: Path) -> bool:
     """Whether a file's first character, past spaces and a byte-order mark, is "[" (in any encoding)."""
     try:
-        with path.open("rb") as raw:
-            kind = filetypes.compression(path)
-            if kind:
-                with open_stream(raw, kind) as fh:
-                    head = fh.read(SNIFF_BYTES)
-            else:
-                head = raw.read(SNIFF_BYTES)
+        with path.open("rb") as raw, open_stream(raw, filetypes.compression(path)) as fh:
+            head = fh.read(SNIFF_BYTES)
     except (OSError, *errors()):
         return False  # said as the file is streamed
     head = head.replace(b"\x00", b"")  # UTF-16 and UTF-32: "[" with NULs beside it
