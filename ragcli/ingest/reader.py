@@ -107,7 +107,9 @@ def _array_passages(path: Path, suffix: str, shown: str, key: str, notes: FileNo
                                                       "after its last, more after it?)")
         return None
     notes.encoding, notes.replaced, notes.nuls = said.encoding, said.replaced, said.nuls
-    notes.sha1 = file_hash(path)  # the file on disk, as the manifest compares it
+    # the file on disk, as the manifest compares it: the bytes just read, not the file read again (a
+    # compressed one's are what it holds)
+    notes.sha1 = file_hash(path) if filetypes.compression(path) else hashlib.sha1(raw).hexdigest()
     return passages
 
 
