@@ -1623,3 +1623,15 @@ def test_an_epub_package_without_the_opf_namespace_is_read_and_a_chapter_listed_
             z.writestr(name, data)
     assert [(p.text, p.location.rsplit(" ", 1)[-1]) for p in read_passages(book)] == [
         ("The walrus sleeps.", "1"), ("Tusks.", "2")]
+
+
+def test_a_word_file_whose_xml_declares_an_encoding_expat_lacks_is_read(tmp_path):
+    """A part declared Shift_JIS (expat reads no multi-byte encoding: ValueError) was an internal error;
+    it is decoded first, as an EPUB's package file is (``zipxml.parsed``)."""
+    import zipfile
+
+    w = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+    xml = f'<?xml version="1.0" encoding="Shift_JIS"?><w:document {w}><w:body>{_p("セイウチ walruses")}</w:body></w:document>'
+    with zipfile.ZipFile(tmp_path / "jp.docx", "w") as z:
+        z.writestr("word/document.xml", xml.encode("shift_jis"))
+    assert [p.text for p in read_passages(tmp_path / "jp.docx", "jp.docx")] == ["セイウチ walruses"]
