@@ -81,19 +81,40 @@ def index(
                       f"{markup_safe(rebuild_command(settings.index))} makes it anew[/]")
 
 
+TYPES_SHOWN = 8  # file types `ragcli info` names, the most indexed first
+
+
+def _with_types(stats: dict, paths: list[str]) -> dict:
+    """``stats`` with "types" after "files": how many indexed files of each type (".md", ".tar.gz" … as
+    the walk names them, "" for none), the most first; a folder of notes beside a corpus says what it holds."""
+    from collections import Counter
+
+    from ragcli.ingest.filetypes import type_of
+
+    types = Counter(type_of(Path(p)) for p in paths)
+    out = {}
+    for key, value in stats.items():
+        out[key] = value
+        if key == "files":
+            out["types"] = dict(sorted(types.items(), key=lambda kv: (-kv[1], kv[0])))
+    return out
+
+
 @with_settings("index")
 def info(
     as_json: Annotated[bool, typer.Option("--json", help="The statistics as one JSON object.")] = False,
     flags: dict | None = None,
 ) -> None:
-    """Index statistics: passages, files, size on disk, last update, how it was built."""
+    """Index statistics: passages, files and their types, size on disk, last update, how it was built."""
     import datetime
 
+    from ragcli.retrieval.folder import indexed_paths
     from ragcli.retrieval.index import TantivyIndex
+    from ragcli.words import counted
 
     settings = Settings.resolve(flags)
     idx = TantivyIndex.open(settings.index)
-    stats = idx.stats()
+    stats = _with_types(idx.stats(), indexed_paths(settings.index))
     if as_json:
         typer.echo(json.dumps(stats, indent=2))
         return
@@ -109,6 +130,10 @@ def info(
             key, value = "size on disk", f"{value / 1e6:.1f} MB" if value >= 1e5 else f"{value / 1e3:.0f} kB"  # not "0.0 MB"
         if key == "encodings":
             key, value = "encodings (files)", ", ".join(f"{name}: {count}" for name, count in value.items())
+        if key == "types":
+            shown = [f"{name or 'no extension'}: {count}" for name, count in list(value.items())[:TYPES_SHOWN]]
+            more = len(value) - TYPES_SHOWN
+            key, value = "file types", ", ".join(shown) + (f" and {counted(more, 'more type')}" if more > 0 else "")
         table.add_row(key.replace("_", " "), markup_safe(str(value)))
     text_console().print(table)
 

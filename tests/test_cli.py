@@ -497,6 +497,26 @@ def test_info_shows_index_stats(built_index, settings, capsys):
     assert re.search(r"size on disk +│ \d+ kB", out), out  # a small index: "0.0 MB" said nothing
 
 
+def test_info_says_how_many_files_of_each_type_the_index_holds(tmp_path, capsys):
+    """`ragcli info` said how many files, and their encodings, never which kinds: a folder of notes, decks and a
+    corpus read as a count. The types come after the files, the most first, as the walk names them."""
+    import gzip
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in ("a.md", "b.md", "c.txt", "README"):
+        (docs / name).write_text(f"The walrus note {name}.", encoding="utf-8")
+    (docs / "d.txt.gz").write_bytes(gzip.compress(b"Zipped walrus."))
+    idx = str(tmp_path / "idx")
+    assert call(["index", str(docs), "--index", idx], capsys)[0] == 0
+    code, out, _ = call(["info", "--index", idx, "--json"], capsys)
+    stats = json.loads(out)
+    assert list(stats)[:3] == ["passages", "files", "types"]
+    assert stats["types"] == {".md": 2, "": 1, ".txt": 1, ".txt.gz": 1}
+    code, out, _ = call(["info", "--index", idx], capsys)
+    assert "file types" in out and ".md: 2, no extension: 1, .txt: 1, .txt.gz: 1" in " ".join(out.split()), out
+
+
 def test_unexpected_errors_are_one_line_with_exit_1(monkeypatch, capsys, tmp_path):
     def broken(*a, **k):
         raise ZeroDivisionError("boom")
