@@ -37,7 +37,8 @@ TEXT_NAMES = frozenset("""readme license licence copying notice authors contribu
 # corpus.jsonl.gz as a corpus (streamed), changelog.gz and NEWS.bz2 as text. PDF and Word files are
 # compressed already: never read so.
 COMPRESSED_SUFFIXES = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz"}
-READ_COMPRESSED_SUFFIXES = SUPPORTED_SUFFIXES - PDF_SUFFIXES - OFFICE_SUFFIXES - EPUB_SUFFIXES
+NOT_READ_COMPRESSED_SUFFIXES = PDF_SUFFIXES | OFFICE_SUFFIXES | EPUB_SUFFIXES  # zips and PDFs: compressed already
+READ_COMPRESSED_SUFFIXES = SUPPORTED_SUFFIXES - NOT_READ_COMPRESSED_SUFFIXES
 
 
 def compression(path: Path) -> str | None:

@@ -144,7 +144,7 @@ def _sections(path: Path, suffix: str, notes: FileNotes) -> list[Section]:
     named = filetypes.inner(path)
     if named is not path and suffix == ".tar" or suffix in _TARBALLS:  # not a document: "looks binary" said less
         raise SkipFile("a compressed tar archive: unpack it to index the files it holds")
-    if named is not path and suffix in filetypes.PDF_SUFFIXES | filetypes.OFFICE_SUFFIXES | filetypes.EPUB_SUFFIXES:
+    if named is not path and suffix in filetypes.NOT_READ_COMPRESSED_SUFFIXES:  # as the walk leaves them unread
         raise SkipFile(f"a {filetypes.compression(path)}-compressed {suffix[1:].upper()} file: decompress it to "
                        f"index it")
     if suffix in filetypes.PDF_SUFFIXES:
