@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from itertools import islice
 from typing import Iterator
 
 from ragcli.retrieval.schema import Passage
@@ -130,15 +131,16 @@ class _Words:
         """How many words there are from word ``i`` on, counting at most ``n``."""
         need = i + n - self._base
         spans = self._spans
-        if len(spans) < need:
-            for m in self._found:
-                spans.append(m.span())
-                if len(spans) >= need:
-                    break
+        if len(spans) < need:  # in bulk, at C speed (a loop over the matches was most of indexing a text file)
+            spans.extend(map(_SPAN, islice(self._found, need - len(spans))))
         return max(0, min(need, len(spans)) - (i - self._base))
 
     def __getitem__(self, j: int) -> tuple[int, int]:
         return self._spans[j - self._base]
+
+    def between(self, i: int, j: int) -> list[tuple[int, int]]:
+        """The spans of words i to j - 1 (found already: ``remaining`` counted them)."""
+        return self._spans[i - self._base:j - self._base]
 
     def forget(self, i: int) -> None:
         """Drop the spans before word ``i`` (in blocks: deleting from a list's front is linear)."""
@@ -162,6 +164,7 @@ def _capped(text: str, spans: list[tuple[int, int]]) -> Iterator[tuple[int, int]
 
 
 _WORD = re.compile(r"\S+")
+_SPAN = re.Match.span
 # Chinese and Japanese write no spaces: a paragraph of them was one "word", so a whole document became
 # one passage (a 7,200-character page: one passage, its prompt cut to its start). There a unit is two
 # characters of Han or kana (~1.4 Gemma tokens, as an English word is ~1.1), or a run of anything else,
@@ -226,21 +229,30 @@ def _ends_sentence(text: str, word: tuple[int, int], paragraph_end: int) -> int 
     return None
 
 
-def _last_boundary(text: str, words, i: int, limit: int, paragraph_end: int) -> tuple[int, int] | None:
+# A word whose last character is none of these ends no sentence: skipped without a call (text with few
+# sentence ends, a changelog's or a table's, had every word of every passage looked at that way)
+_MAY_END = frozenset(SENTENCE_ENDS) | frozenset(CLOSERS)
+
+
+def _last_boundary(text: str, words: _Words, i: int, limit: int, paragraph_end: int) -> tuple[int, int] | None:
     """(index of the next word, end offset) of the last sentence end among words[i:limit]."""
-    for j in range(limit - 1, i - 1, -1):
-        end = _ends_sentence(text, words[j], paragraph_end)
-        if end is not None:
-            return j + 1, end
+    spans = words.between(i, limit)
+    for k in range(len(spans) - 1, -1, -1):
+        word = spans[k]
+        if text[word[1] - 1] in _MAY_END:
+            end = _ends_sentence(text, word, paragraph_end)
+            if end is not None:
+                return i + k + 1, end
     return None
 
 
-def _next_boundary(text: str, words, start: int, limit: int, paragraph_end: int) -> tuple[int, int] | None:
+def _next_boundary(text: str, words: _Words, start: int, limit: int, paragraph_end: int) -> tuple[int, int] | None:
     """The first sentence end among words[start:limit]."""
-    for j in range(start, limit):
-        end = _ends_sentence(text, words[j], paragraph_end)
-        if end is not None:
-            return j + 1, end
+    for k, word in enumerate(words.between(start, limit)):
+        if text[word[1] - 1] in _MAY_END:
+            end = _ends_sentence(text, word, paragraph_end)
+            if end is not None:
+                return start + k + 1, end
     return None
 
 
