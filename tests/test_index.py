@@ -489,7 +489,10 @@ def test_a_file_interrupted_after_a_commit_leaves_the_index_with_its_passages(tm
     """A corpus commits every 1,000 passages as it is read. Interrupted after such a commit, its
     passages were in the index but the file in no list: moved or deleted, it left them there for
     good (search kept citing corpus.jsonl#L8 of a file long gone)."""
+    from ragcli.ingest import jsonl
     from ragcli.retrieval import index as index_module
+
+    monkeypatch.setattr(jsonl, "JSONL_BATCH_BYTES", 6000)  # about a hundred of these records a batch
 
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -497,22 +500,23 @@ def test_a_file_interrupted_after_a_commit_leaves_the_index_with_its_passages(tm
     corpus.write_text("".join(json.dumps({"title": f"T{i}", "text": f"Record {i} about zanzibarquill."}) + "\n"
                               for i in range(2500)), encoding="utf-8")
     (docs / "note.txt").write_text("A note about herons.", encoding="utf-8")
-    added = index_module.IndexWriter.add
+    added = index_module.IndexWriter.add_all
     seen = {"n": 0}
 
-    def interrupted(self, p):
-        seen["n"] += 1
-        if seen["n"] == 1500:
+    def interrupted(self, passages):
+        seen["n"] += len(passages)
+        if seen["n"] >= 1500:
             raise KeyboardInterrupt
-        return added(self, p)
+        return added(self, passages)
 
-    monkeypatch.setattr(index_module.IndexWriter, "add", interrupted)
+    monkeypatch.setattr(index_module.IndexWriter, "add_all", interrupted)
     with pytest.raises(KeyboardInterrupt):
         build_index([docs], tmp_path / "index", commit_every=1000)
     monkeypatch.undo()
     idx = TantivyIndex.open(tmp_path / "index")
     assert idx.search("zanzibarquill", 3)  # the first thousand were committed
-    assert idx.load_manifest()[str(corpus)] == {"passages": 1000, "partial": True}
+    entry = idx.load_manifest()[str(corpus)]
+    assert entry["partial"] and 1000 <= entry["passages"] < 1500 and idx.num_passages() == entry["passages"]
     report = build_index([docs], tmp_path / "index")  # its entry has no hash to compare: read again, whole
     assert (report.updated, report.added, report.passages_total) == (1, 1, 2501)  # and the note, never reached
     corpus.rename(docs / "corpus-2024.jsonl")
@@ -546,7 +550,7 @@ def test_a_new_corpus_is_read_once_and_hashed_as_it_is_read(tmp_path, monkeypatc
     monkeypatch.setattr(update, "file_hash", real_hash)
     os.utime(corpus, ns=(1, 1))
     read = []
-    monkeypatch.setattr(parsers, "iter_passages", lambda *a, **k: read.append(a) or iter(()))
+    monkeypatch.setattr(parsers, "passage_batches", lambda *a, **k: read.append(a) or iter(()))
     report = build_index([corpus], tmp_path / "index")
     assert (report.unchanged, read) == (1, [])
 
@@ -603,9 +607,10 @@ def test_long_text_file_locations(tmp_path, settings):
 
 
 def test_large_jsonl_is_streamed_past_the_size_cap_and_committed_in_batches(tmp_path, monkeypatch):
-    from ragcli.ingest import reader
+    from ragcli.ingest import jsonl, reader
 
     monkeypatch.setattr(reader, "MAX_FILE_BYTES", 1000)  # the cap is for whole-file formats only
+    monkeypatch.setattr(jsonl, "JSONL_BATCH_BYTES", 6000)  # about a hundred of these records a batch
     big = tmp_path / "big.jsonl"
     big.write_text("".join(f'{{"title": "T{i}", "text": "passage number {i} about quokkas"}}\n' for i in range(2500)))
     commits = []
@@ -838,11 +843,11 @@ def test_a_file_skipped_after_a_commit_part_way_leaves_no_entry(tmp_path, monkey
     (docs / "c.jsonl").write_text("".join(json.dumps({"text": f"record {i} apple"}) + "\n" for i in range(3000)))
     records = jsonl._jsonl_records
 
-    def failing(batches, notes):  # an I/O error mid-way (what _jsonl_batches makes a SkipFile)
-        for n, (i, v) in enumerate(records(batches, notes)):
-            if n == 2500:
+    def failing(batches, notes):  # an I/O error mid-way (what _jsonl_batches makes a SkipFile), after 2,500 records
+        for numbers, values in records(batches, notes):
+            yield numbers[:2500], values[:2500]
+            if len(values) >= 2500:
                 raise SkipFile("cannot read: Input/output error")
-            yield i, v
 
     monkeypatch.setattr(jsonl, "_jsonl_records", failing)
     with pytest.raises(EmptyCorpusError):
@@ -892,8 +897,8 @@ def test_files_skipped_unparsed_hold_no_place_in_the_parser_pool(tmp_path, monke
     for i in range(20):
         (docs / f"b{i:02d}.txt").write_text(f"small file {i}")
     in_loop, left = [], []
-    iter_passages = parsers.iter_passages
-    monkeypatch.setattr(parsers, "iter_passages", lambda p, *a, **k: (in_loop.append(p.name), iter_passages(p, *a, **k))[1])
+    passage_batches = parsers.passage_batches
+    monkeypatch.setattr(parsers, "passage_batches", lambda p, *a, **k: (in_loop.append(p.name), passage_batches(p, *a, **k))[1])
     leave = indexer.Parsers.__exit__
     monkeypatch.setattr(indexer.Parsers, "__exit__", lambda self, *exc: (left.append(len(self.futures)), leave(self, *exc))[1])
     report = indexer.build_index([docs], tmp_path / "idx", jobs=2)
@@ -920,7 +925,7 @@ def test_broken_parser_processes_fall_back_to_parsing_in_process(tmp_path):
     warnings = []
     parsers = indexer.Parsers(Broken(), list(files), ahead=4, warn=warnings.append)
     parsers._fill()
-    got = [list(parsers.passages(f, f.path.name)) for f in files]
+    got = [[p for batch in parsers.batches(f, f.path.name) for p in batch] for f in files]
     assert [len(g) for g in got] == [1, 1, 1] and parsers.pool is None
     assert warnings == ["the parser processes stopped; parsing the remaining files here"]
 
@@ -948,6 +953,41 @@ def test_jsonl_records_are_split_only_when_long_and_gc_is_restored(tmp_path):
     assert gc.isenabled()  # indexing turns the cyclic GC off for its loop only
 
 
+def test_a_batch_of_plain_records_gives_the_passages_record_by_record_reading_does():
+    """A batch whose records are all plain is made into passages a column at a time (``_plain_batch``):
+    the same passages, in the same order, as reading it a record at a time, whatever the titles, ids,
+    whitespace, accents and lengths; a batch with anything else in it is left to that reading."""
+    from ragcli.ingest import jsonl
+    from ragcli.ingest.formats import FileNotes
+
+    sentence = "The harbour at Brindle Point was dredged in the spring of that year. "
+    records = [
+        {"pid": "p1", "title": "Zu\u0308rich", "text": "  Zu\u0308rich  lies\non the Limmat.\t"},
+        {"title": 1999, "text": "A year as a title."},
+        {"id": 7, "text": "An id that is a number, no title."},
+        {"pid": "", "title": ["a", "b"], "text": "東京は日本の首都です。"},
+        {"pid": "long", "title": "L", "text": sentence * 40},
+        {"title": "S", "text": "a b c d " * 160},
+        {"pid": "p7", "title": "Plain", "text": "Nothing to change here."},
+        {"pid": "p8", "title": "Spaces", "text": "Two  spaces,  no other   whitespace."},
+    ]
+    numbers = range(3, 3 + len(records))
+
+    def record_by_record(batch):
+        out, notes = [], FileNotes()
+        for n, r in zip(numbers, batch):
+            jsonl._record_passages(n, r, "c.jsonl#L", "/c.jsonl", notes, out)
+        return out
+
+    for batch in (records, records[:1], records[4:], [records[6]] * 3, records[7:]):
+        fast = jsonl._plain_batch(numbers[:len(batch)], batch, "c.jsonl#L", "/c.jsonl")
+        assert fast == record_by_record(batch)
+    assert fast[0].text == "Two spaces, no other whitespace." and fast[0].location == "c.jsonl#L3"
+    assert [p.pid for p in jsonl._plain_batch(numbers, records, "c.jsonl#L", "/c.jsonl")][4:6] == ["long#0", "long#1"]
+    for odd in ({"text": "   "}, {"text": None}, {"title": "no text"}, "a string", {"text": 3}):
+        assert jsonl._plain_batch(numbers, records[:2] + [odd], "c.jsonl#L", "/c.jsonl") is None
+
+
 def test_gc_is_paused_only_while_a_jsonl_corpus_streams_in(tmp_path, monkeypatch):
     import gc
 
@@ -958,9 +998,9 @@ def test_gc_is_paused_only_while_a_jsonl_corpus_streams_in(tmp_path, monkeypatch
     (src / "c.jsonl").write_text('{"id": "a", "title": "A", "text": "Alpha is a letter."}\n', encoding="utf-8")
     (src / "p.html").write_text("<html><body><p>Beta is a letter too.</p></body></html>", encoding="utf-8")
     seen = []
-    original = index_mod.IndexWriter.add
-    monkeypatch.setattr(index_mod.IndexWriter, "add",
-                        lambda self, p: (seen.append((Path(p.path).suffix, gc.isenabled())), original(self, p))[1])
+    original = index_mod.IndexWriter.add_all
+    monkeypatch.setattr(index_mod.IndexWriter, "add_all",
+                        lambda self, ps: (seen.extend((Path(p.path).suffix, gc.isenabled()) for p in ps), original(self, ps))[1])
     build_index([src], tmp_path / "index")
     # HTML parse trees are cyclic garbage that only the GC frees; JSONL records are not
     assert sorted(seen) == [(".html", True), (".jsonl", False)]

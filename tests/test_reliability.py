@@ -431,7 +431,7 @@ def test_search_during_indexing_reads_the_last_commit(built_index, settings):
 
     before = built_index.num_passages()
     with built_index.writer() as w:  # an indexer in progress, nothing committed yet
-        w.add(Passage("p_new", "Quokka", "Quokkas are uncommitted marsupials.", "/x", "/x:1"))
+        w.add_all([Passage("p_new", "Quokka", "Quokkas are uncommitted marsupials.", "/x", "/x:1")])
         reader = TantivyIndex.open(settings.index)
         assert reader.num_passages() == before
         assert reader.search("uncommitted quokkas", 3) == []

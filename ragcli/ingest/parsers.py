@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from ragcli.config import available_cpus
-from ragcli.ingest.reader import FileNotes, SkipFile, file_hash, iter_passages, read_passages
+from ragcli.ingest.reader import FileNotes, SkipFile, file_hash, passage_batches, read_passages
 from ragcli.ingest.walk import FileInfo, shown_path
+from ragcli.retrieval.schema import Passage
 
 WarnFn = Callable[[str], None]
 
@@ -82,24 +83,25 @@ class Parsers:
             future.cancel()
             self._fill()
 
-    def passages(self, info: FileInfo, shown: str, notes: FileNotes | None = None):
-        """The passages of one file; ``notes`` receives what reading it found."""
+    def batches(self, info: FileInfo, shown: str, notes: FileNotes | None = None) -> Iterable[list[Passage]]:
+        """The passages of one file, a list at a time (``passage_batches``); ``notes`` receives what
+        reading it found."""
         from concurrent.futures.process import BrokenProcessPool
 
         notes = FileNotes() if notes is None else notes
         future = self.futures.pop(info.path, None)
         if future is None:
-            return iter_passages(info.path, shown, notes)
+            return passage_batches(info.path, shown, notes)
         try:
             passages, found, skipped = future.result()
         except BrokenProcessPool:
             self._broken()
-            return iter_passages(info.path, shown, notes)
+            return passage_batches(info.path, shown, notes)
         self._fill()
         notes.__dict__.update(found.__dict__)
         if skipped is not None:
             raise SkipFile(skipped)
-        return passages
+        return [passages]
 
     def __enter__(self) -> "Parsers":
         return self

@@ -5,15 +5,16 @@ file raises ``SkipFile`` with the reason; what reading found besides passages go
 from __future__ import annotations
 
 import hashlib
+from itertools import chain, islice
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from ragcli.ingest import filetypes, formats
 from ragcli.ingest.compressed import errors, open_stream, read_all, unread
 from ragcli.ingest.encoding import SNIFF_BYTES, bom, decode, is_utf8
 from ragcli.ingest.epub import epub_sections
 from ragcli.ingest.formats import FileNotes, Section, SkipFile, starts_of_lines
-from ragcli.ingest.jsonl import array_passages, jsonl_passages
+from ragcli.ingest.jsonl import array_passages, jsonl_batches, jsonl_passages
 from ragcli.ingest.notebook import notebook_sections
 from ragcli.ingest.passages import Passage, chunk_text, normalise, passage_id
 from ragcli.ingest.office import office_sections
@@ -22,7 +23,8 @@ from ragcli.words import composed
 
 MAX_FILE_BYTES = 200 * 1024 * 1024
 
-__all__ = ["FileNotes", "MAX_FILE_BYTES", "SkipFile", "file_hash", "iter_passages", "read_passages", "read_text"]
+__all__ = ["FileNotes", "MAX_FILE_BYTES", "SkipFile", "file_hash", "iter_passages", "passage_batches", "read_passages",
+           "read_text"]
 
 
 def read_bytes(path: Path) -> bytes:
@@ -63,6 +65,12 @@ def iter_passages(path: Path, display: str | None = None, notes: FileNotes | Non
     """Passages of one file, lazily. JSONL corpora are streamed line by line (no size cap), so a
     multi-GB corpus never sits in memory; ``SkipFile`` can then come mid-way. ``notes`` receives
     the encoding and the bad JSONL lines."""
+    return chain.from_iterable(passage_batches(path, display, notes))
+
+
+def passage_batches(path: Path, display: str | None = None, notes: FileNotes | None = None) -> Iterator[list[Passage]]:
+    """``iter_passages`` a list at a time, for the indexing loop: a JSONL corpus's about 1 MB of lines
+    at a time, any other file's passages a thousand at a time."""
     notes = FileNotes() if notes is None else notes
     shown = display or str(path)
     key = str(path)
@@ -70,16 +78,19 @@ def iter_passages(path: Path, display: str | None = None, notes: FileNotes | Non
     if suffix in filetypes.JSONL_SUFFIXES or suffix in filetypes.JSON_SUFFIXES:
         records = _array_passages(path, suffix, shown, key, notes)
         if records is not None:
-            yield from records
+            yield from _lists(records)
             return
         if suffix in filetypes.JSONL_SUFFIXES:
-            yield from jsonl_passages(path, shown, key, notes)
+            yield from jsonl_batches(path, shown, key, notes)
             return
-    for section in _sections(path, suffix, notes):
-        for p in _section_passages(section, shown):
-            yield Passage(p.pid, p.title, p.text, key, p.location)
+    yield from _lists(Passage(p.pid, p.title, p.text, key, p.location)
+                      for section in _sections(path, suffix, notes) for p in _section_passages(section, shown))
 
 
+def _lists(passages: Iterable[Passage], size: int = 1000) -> Iterator[list[Passage]]:
+    passages = iter(passages)
+    while batch := list(islice(passages, size)):
+        yield batch
 
 
 _TARBALLS = {".tgz", ".tbz", ".tbz2", ".txz"}  # .tar.gz and the like by their short names

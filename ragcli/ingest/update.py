@@ -150,11 +150,12 @@ class Run:
         count = 0
         try:
             with _gc_paused(format_suffix(info.path) in JSONL_SUFFIXES):
-                for p in self.parsers.passages(info, shown, notes):
-                    self.writer.add(p)
-                    count += 1
-                    if count % 1000 == 0:
-                        self.added(1000, key, count)
+                for batch in self.parsers.batches(info, shown, notes):
+                    self.writer.add_all(batch)
+                    thousands = count // 1000
+                    count += len(batch)
+                    if count // 1000 > thousands:  # counted in thousands (the rest once the file is done)
+                        self.added(1000 * (count // 1000 - thousands), key, count)
         except SkipFile as exc:
             self.drop(info, shown, str(exc))
             return

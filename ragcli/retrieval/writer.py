@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from ragcli.errors import IndexLockedError, IndexWriteError
 from ragcli.retrieval.schema import CJK_FIELD, LOCK_FILE, MAYBE_CJK, Passage, cjk_terms
@@ -20,18 +20,19 @@ class IndexWriter:
         self._w = writer
         self._add = writer.add_document
         self._doc = tantivy.Document
-        self._cjk = cjk  # the index has the CJK field (schema 2)
+        self._cjk = cjk
 
-    def add(self, p: Passage) -> None:
-        pairs = None  # the hot loop of indexing: most passages are ASCII, known without a scan
-        if self._cjk and (not p.text.isascii() and MAYBE_CJK.search(p.text)
-                          or not p.title.isascii() and MAYBE_CJK.search(p.title)):
-            pairs = cjk_terms(p.text, single=True) + cjk_terms(p.title, single=True)
-        if pairs:
-            self._add(self._doc(pid=p.pid, title=p.title, text=p.text, path=p.path, location=p.location,
-                                **{CJK_FIELD: " ".join(pairs)}))
-        else:
-            self._add(self._doc(pid=p.pid, title=p.title, text=p.text, path=p.path, location=p.location))
+    def add_all(self, passages: Iterable[Passage]) -> None:
+        """Add passages as documents: the hot loop of indexing, kept lean (most passages are ASCII,
+        known to hold no CJK without a scan)."""
+        add, doc, cjk = self._add, self._doc, self._cjk  # cjk: the index has the CJK field (schema 2)
+        for pid, title, text, path, location in passages:
+            if cjk and (not text.isascii() and MAYBE_CJK.search(text) or not title.isascii() and MAYBE_CJK.search(title)):
+                pairs = cjk_terms(text, single=True) + cjk_terms(title, single=True)
+                if pairs:
+                    add(doc(pid=pid, title=title, text=text, path=path, location=location, **{CJK_FIELD: " ".join(pairs)}))
+                    continue
+            add(doc(pid=pid, title=title, text=text, path=path, location=location))
 
     def delete_path(self, path: str) -> None:
         self._w.delete_documents_by_term("path", path)
