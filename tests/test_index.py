@@ -957,7 +957,7 @@ def test_a_batch_of_plain_records_gives_the_passages_record_by_record_reading_do
     """A batch whose records are all plain is made into passages a column at a time (``_plain_batch``):
     the same passages, in the same order, as reading it a record at a time, whatever the titles, ids,
     whitespace, accents and lengths; a batch with anything else in it is left to that reading."""
-    from ragcli.ingest import jsonl
+    from ragcli.ingest import records as records_mod
     from ragcli.ingest.formats import FileNotes
 
     sentence = "The harbour at Brindle Point was dredged in the spring of that year. "
@@ -976,16 +976,16 @@ def test_a_batch_of_plain_records_gives_the_passages_record_by_record_reading_do
     def record_by_record(batch):
         out, notes = [], FileNotes()
         for n, r in zip(numbers, batch):
-            jsonl._record_passages(n, r, "c.jsonl#L", "/c.jsonl", notes, out)
+            records_mod._record_passages(n, r, "c.jsonl#L", "/c.jsonl", notes, out)
         return out
 
     for batch in (records, records[:1], records[4:], [records[6]] * 3, records[7:]):
-        fast = jsonl._plain_batch(numbers[:len(batch)], batch, "c.jsonl#L", "/c.jsonl")
+        fast = records_mod._plain_batch(numbers[:len(batch)], batch, "c.jsonl#L", "/c.jsonl")
         assert fast == record_by_record(batch)
     assert fast[0].text == "Two spaces, no other whitespace." and fast[0].location == "c.jsonl#L3"
-    assert [p.pid for p in jsonl._plain_batch(numbers, records, "c.jsonl#L", "/c.jsonl")][4:6] == ["long#0", "long#1"]
+    assert [p.pid for p in records_mod._plain_batch(numbers, records, "c.jsonl#L", "/c.jsonl")][4:6] == ["long#0", "long#1"]
     for odd in ({"text": "   "}, {"text": None}, {"title": "no text"}, "a string", {"text": 3}):
-        assert jsonl._plain_batch(numbers, records[:2] + [odd], "c.jsonl#L", "/c.jsonl") is None
+        assert records_mod._plain_batch(numbers, records[:2] + [odd], "c.jsonl#L", "/c.jsonl") is None
 
 
 def test_gc_is_paused_only_while_a_jsonl_corpus_streams_in(tmp_path, monkeypatch):

@@ -14,11 +14,12 @@ from ragcli.ingest.compressed import errors, open_stream, read_all, unread
 from ragcli.ingest.encoding import SNIFF_BYTES, bom, decode, is_utf8
 from ragcli.ingest.epub import epub_sections
 from ragcli.ingest.formats import FileNotes, Section, SkipFile, starts_of_lines
-from ragcli.ingest.jsonl import array_passages, jsonl_batches, jsonl_passages
+from ragcli.ingest.jsonl import jsonl_batches, jsonl_passages
 from ragcli.ingest.notebook import notebook_sections
 from ragcli.ingest.passages import Passage, chunk_text, normalise, passage_id
 from ragcli.ingest.office import office_sections
 from ragcli.ingest.pdf import pdf_sections
+from ragcli.ingest.records import array_passages
 from ragcli.words import composed
 
 MAX_FILE_BYTES = 200 * 1024 * 1024
