@@ -887,13 +887,13 @@ def test_files_skipped_unparsed_hold_no_place_in_the_parser_pool(tmp_path, monke
     """Files over the size cap were sent to the parser processes and dropped without taking their
     result: each held a place in the pool's window for good, and with enough of them every other
     file was parsed in the indexing loop, one at a time."""
-    from ragcli.ingest import indexer, parsers
+    from ragcli.ingest import indexer, parsers, reader
 
     docs = tmp_path / "docs"
     docs.mkdir()
     for i in range(8):
         with open(docs / f"a{i}.txt", "wb") as fh:
-            fh.truncate(indexer.reader.MAX_FILE_BYTES + 1)  # sparse: no disk used
+            fh.truncate(reader.MAX_FILE_BYTES + 1)  # sparse: no disk used
     for i in range(20):
         (docs / f"b{i:02d}.txt").write_text(f"small file {i}")
     in_loop, left = [], []
@@ -1139,7 +1139,6 @@ def _build_with_old_schema(version: int, paths: list, index_dir, monkeypatch) ->
 
 
 def test_an_index_from_before_the_cjk_field_is_read_and_updated_without_it(tmp_path, monkeypatch):
-    from ragcli.retrieval import index as index_module
     from ragcli.retrieval.index import TantivyIndex
 
     notes = tmp_path / "notes"

@@ -32,7 +32,6 @@ from __future__ import annotations
 import codecs
 import itertools
 import math
-import re
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 

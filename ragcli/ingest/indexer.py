@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from ragcli.errors import EmptyCorpusError, IndexCorruptError, IndexMissingError, InputPathError, RagcliError
-from ragcli.ingest import reader
 from ragcli.ingest.passages import TARGET_WORDS
 from ragcli.ingest.parsers import Parsers
 from ragcli.ingest.report import IndexReport

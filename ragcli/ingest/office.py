@@ -11,7 +11,7 @@ import zipfile
 from pathlib import Path
 from typing import Iterator
 
-from ragcli.ingest.formats import Section, SkipFile
+from ragcli.ingest.formats import Section
 from ragcli.ingest.zipxml import parsed, read_capped, skips
 
 MAX_XML_BYTES = 200 * 1024 * 1024  # a document's XML unzipped: a zip bomb is skipped, not read into memory

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, ClassVar, Iterator, Mapping, Sequence
 
-from ragcli import answers, attribution, prompts
+from ragcli import attribution, prompts
 from ragcli.config import Settings
 from ragcli.errors import UsageError
 from ragcli.events import (
