@@ -644,6 +644,38 @@ def test_bad_jsonl_lines_are_skipped_by_number_and_the_rest_indexed(tmp_path):
     assert idx.load_manifest()[shown]["bad_lines"] == 3
 
 
+@pytest.mark.parametrize("name,encoding", [("c.jsonl", "utf-8"), ("c.jsonl.gz", "utf-8"), ("c.jsonl", "utf-16")])
+def test_a_jsonl_line_too_long_to_be_a_record_is_skipped_unread(tmp_path, monkeypatch, name, encoding):
+    """A line of hundreds of MB (a minified array or one huge record, a few hundred KB gzipped) was read
+    whole, decoded and parsed: a 300 MB line took 1.3 GB. One over the cap is read past without being
+    held, and is a bad line by number; the lines around it are read, their numbers right."""
+    import gzip
+    import tracemalloc
+
+    from ragcli.ingest import jsonl
+    from ragcli.ingest.reader import read_passages
+
+    monkeypatch.setattr(jsonl, "MAX_LINE_BYTES", 4 << 20)
+    monkeypatch.setattr(jsonl, "JSONL_BATCH_BYTES", 1 << 16)
+    huge = '{"title": "Huge", "text": "' + "walrus " * (3 << 20) + '"}'  # 21 MB, ~5x the cap
+    lines = ['{"title": "A", "text": "Ants march."}', huge, "", '{"title": "B", "text": "Bees hum."}',
+             '{"title": "C", "text": "' + "cat " * 200_000 + '"}']  # 800 KB: under the cap, in many reads
+    data = "\n".join(lines).encode(encoding)
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    del huge, data
+    notes = jsonl.FileNotes()
+    tracemalloc.start()
+    passages = read_passages(path, name, notes)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert [p.title for p in passages][:2] == ["A", "B"] and {p.title for p in passages[2:]} == {"C"}
+    assert [p.location for p in passages[:2]] == [f"{name}#L1", f"{name}#L4"]
+    assert passages[2].location.startswith(f"{name}#L5")
+    assert notes.bad_lines_text() == "skipped 1 bad line: line 2 is longer than 4 MB (not read)"
+    assert peak < 40 << 20  # the 21 MB line (more as text: 84 MB in UTF-16) never held whole
+
+
 def test_a_jsonl_file_without_one_good_line_is_skipped(tmp_path):
     corpus = tmp_path / "c"
     corpus.mkdir()

@@ -55,11 +55,10 @@ def _jsonl_batches(path: Path, notes: FileNotes) -> Iterator[tuple[int, list[byt
             notes.encoding = codec
             fh.seek(len(marked[0]) if marked else 0)
             if codec == "utf-8":
-                yield from _numbered(iter(lambda: fh.readlines(JSONL_BATCH_BYTES), []))
+                yield from _numbered(_line_lists(fh.read, b"\n"))
             else:
                 text = io.TextIOWrapper(fh, encoding=codec, errors="replace", newline="\n")
-                batches = iter(lambda: text.readlines(JSONL_BATCH_BYTES), [])
-                yield from _numbered([line.encode("utf-8") for line in lines] for lines in batches)
+                yield from _numbered(_line_lists(text.read, "\n"))
             if kind:  # all it holds read: what follows on disk (nothing, as a rule) hashed too
                 for _ in iter(lambda: read.read(HASHED_BUFFER_BYTES), b""):
                     pass
@@ -115,6 +114,41 @@ class _Hashed(io.RawIOBase):
     def hexdigest(self) -> str | None:
         """The SHA-1 of the bytes read from the start (as ``file_hash`` gives once all are read)."""
         return None if self._gap else self._sha1.hexdigest()
+
+
+MAX_LINE_BYTES = 32 << 20  # a record's line longer than this (a minified array, a corpus gone wrong) is skipped unread
+TOO_LONG = bytes(bytearray(b"\x00 a line over MAX_LINE_BYTES"))  # such a line's place in its batch (``is``, not ==)
+
+
+def _line_lists(read: Callable[[int], bytes | str], end: bytes | str) -> Iterator[list[bytes]]:
+    """The lines of what ``read(n)`` gives (bytes, or text: encoded to UTF-8), without their ends,
+    about JSONL_BATCH_BYTES at a time. A line longer than MAX_LINE_BYTES is read past, never held (a
+    300 MB line took 1.3 GB to be found no record), and stands as ``TOO_LONG`` in its place."""
+    encode = (lambda line: line) if isinstance(end, bytes) else (lambda line: line.encode("utf-8"))
+    part: list = []  # the start of a line that goes on in the next read
+    size = 0
+    over = False  # in a line over the cap (TOO_LONG given in its place already)
+    while block := read(JSONL_BATCH_BYTES):
+        lines = block.split(end)
+        rest = lines.pop()  # what follows the last line end: the start of the next line
+        out = []
+        if lines:
+            if over:
+                del lines[0]  # the long line's last piece
+            elif part:
+                lines[0] = block[:0].join(part) + lines[0]
+            out = [encode(line) for line in lines]
+            part, size, over = [], 0, False
+        if not over and rest:
+            part.append(rest)
+            size += len(rest)
+            if size > MAX_LINE_BYTES:
+                out.append(TOO_LONG)
+                part, size, over = [], 0, True
+        if out:
+            yield out
+    if part:
+        yield [encode(block[:0].join(part))]
 
 
 def _numbered(batches: Iterable[list[bytes]]) -> Iterator[tuple[int, list[bytes]]]:
@@ -174,6 +208,9 @@ def _jsonl_records(batches: Iterable[tuple[int, list[bytes]]], notes: FileNotes)
             continue
         good: Records = ([], [])
         for n, raw in numbered:
+            if raw is TOO_LONG:
+                notes.bad_line(f"line {n} is longer than {MAX_LINE_BYTES >> 20} MB (not read)")
+                continue
             try:
                 value = _parse_line(n, raw, notes, lambda: codec(lines, raw))
             except _BadLine as bad:
