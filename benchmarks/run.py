@@ -412,7 +412,7 @@ def bench_index_jobs(results: dict, n_files: int = 2000) -> None:
     against every CPU (`ragcli index --jobs`)."""
     import html
 
-    from ragcli.config import available_cpus
+    from ragcli.cpus import available_cpus
     from ragcli.ingest.indexer import build_index
 
     records = _records(corpus_path())[: n_files * 4]

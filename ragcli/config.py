@@ -93,7 +93,8 @@ class Settings:
     # llama.cpp
     n_gpu_layers: int = field(default=0, metadata={"help": "layers to offload to the GPU (-1: all)"})
     ctx: int = field(default=4096, metadata={"help": "context window in tokens"})
-    threads: int = field(default=0, metadata={"help": "CPU threads for the model (0: every CPU ragcli may use)"})
+    threads: int = field(default=0, metadata={"help": "CPU threads for the model (0: the physical cores, fewer while "
+                                                          "other programs keep some busy)"})
     seed: int = field(default=0, metadata={"help": "sampling seed"})
     temperature: float = field(default=0.0, metadata={"help": "0 is greedy decoding"})
     top_p: float = field(default=0.95, metadata={"help": "nucleus sampling when temperature > 0"})
@@ -330,14 +331,6 @@ class Settings:
         if self.highlight >= 0:
             return self.highlight
         return self.theta if isinstance(self.theta, float) else 0.4
-
-
-def available_cpus() -> int:
-    """CPUs this process may run on (what `--threads 0` and `index --jobs 0` use)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
 
 
 # Settings that take "auto" besides a number (calibrated per model: ragcli.calibration).

@@ -290,3 +290,73 @@ def test_a_hint_worded_for_the_command_line_names_set_commands_in_the_repl(cli, 
     from ragcli.set_commands import as_set_commands
 
     assert as_set_commands(cli) == repl
+
+
+# ---------------------------------------------------------------------------- the model's threads (ragcli.cpus)
+def _proc(tmp_path, monkeypatch, cpus=(0, 1)):
+    """Fake /proc/stat and /proc/self/stat the test moves forward with ``tick(others, ours, seconds)``."""
+    from ragcli import cpus as cpus_mod
+
+    stat, own, clock = tmp_path / "stat", tmp_path / "self_stat", {"t": 100.0, "busy": 0, "ours": 0, "nice": 0}
+
+    def write():
+        lines = ["cpu  1 2 3 4 5 6 7 8 0 0"]
+        for c in range(4):  # the machine has four CPUs; this process may use ``cpus`` (the busy time all on the first)
+            busy = (clock["busy"] if c == cpus[0] else 0) if c in cpus else 999 * clock["t"]
+            lines.append(f"cpu{c} {busy} {clock['nice']} 0 5000 0 0 0 0 0 0")
+        stat.write_text("\n".join(lines) + "\nintr 1 2 3\n")
+        own.write_text(f"42 (rag cli (x)) R 1 1 1 0 -1 0 0 0 0 0 {clock['ours']} 0 0 0 20 0 3 0")
+
+    def tick(others, ours, seconds, nice=0.0):
+        ticks = os.sysconf("SC_CLK_TCK")
+        clock["t"] += seconds
+        clock["ours"] += round(ours * seconds * ticks)
+        clock["busy"] += round((others + ours) * seconds * ticks)
+        clock["nice"] += round(nice * seconds * ticks)
+        write()
+
+    write()
+    monkeypatch.setattr(cpus_mod, "PROC_STAT", stat)
+    monkeypatch.setattr(cpus_mod, "SELF_STAT", own)
+    monkeypatch.setattr(cpus_mod, "our_cpus", lambda: set(cpus))
+    monkeypatch.setattr(cpus_mod.time, "monotonic", lambda: clock["t"])
+    return tick
+
+
+def test_the_models_threads_leave_out_the_cores_other_programs_keep_busy(tmp_path, monkeypatch):
+    """Two model threads on two cores, one of them busy with another program, took 94 s for a question
+    one thread answered in 6 s: without --threads the model uses the cores left free, looked at again
+    before each call."""
+    from ragcli import cpus
+
+    tick = _proc(tmp_path, monkeypatch)
+    free = cpus.FreeCpus()
+    tick(others=0.0, ours=1.0, seconds=0.5)  # loading the model: ours alone
+    assert free.look() == pytest.approx(2.0) and cpus.model_threads(2, free.look()) == 2
+    tick(others=1.0, ours=1.0, seconds=2.0)  # another program took a core
+    assert free.look() == pytest.approx(1.0) and cpus.model_threads(2, 1.0) == 1
+    tick(others=0.5, ours=1.0, seconds=0.1)  # too soon to tell: the last answer stands
+    assert free.look() == pytest.approx(1.0)
+    tick(others=0.3, ours=1.5, seconds=2.0)  # a third of a core: that core is not free
+    assert cpus.model_threads(2, free.look()) == 1
+    tick(others=0.1, ours=2.0, seconds=2.0)  # it ended
+    assert cpus.model_threads(2, free.look()) == 2
+    tick(others=0.0, ours=1.0, seconds=2.0, nice=1.0)  # a program at a lower priority gives way: not counted
+    assert cpus.model_threads(2, free.look()) == 2
+    tick(others=2.0, ours=0.0, seconds=2.0)  # every core busy: one thread still
+    assert cpus.model_threads(2, free.look()) == 1
+    assert cpus.model_threads(3, None) == 3  # not Linux: the cores, as before
+
+
+def test_the_models_threads_are_the_physical_cores_and_unknown_load_changes_nothing(tmp_path, monkeypatch):
+    from ragcli import cpus
+
+    topology = tmp_path / "cpu"
+    for cpu, siblings in {0: "0,2", 1: "1,3", 2: "0,2", 3: "1,3"}.items():  # two cores, two hyperthreads each
+        (topology / f"cpu{cpu}" / "topology").mkdir(parents=True)
+        (topology / f"cpu{cpu}" / "topology" / "thread_siblings_list").write_text(siblings + "\n")
+    monkeypatch.setattr(cpus, "TOPOLOGY", topology)
+    assert cpus.physical_cores({0, 1, 2, 3}) == 2 and cpus.physical_cores({0, 2}) == 1
+    assert cpus.physical_cores({0, 7}) == 2  # no topology for CPU 7: the CPUs, counted
+    monkeypatch.setattr(cpus, "PROC_STAT", tmp_path / "missing")
+    assert cpus.FreeCpus().look() is None

@@ -36,6 +36,7 @@ def test_the_low_level_functions_keep_their_signatures():
     assert len(llama_cpp.llama_token_to_piece.argtypes) == 6  # vocab, token, buf, length, lstrip, special
     assert callable(llama_cpp.llama_vocab_is_eog) and callable(llama_cpp.llama_supports_gpu_offload)
     assert callable(llama_cpp.llama_vocab_get_add_bos)
+    assert len(llama_cpp.llama_set_n_threads.argtypes) == 3  # ctx, n_threads, n_threads_batch (``_fit_threads``)
 
 
 def test_llama_exposes_what_the_generator_reads():

@@ -233,6 +233,25 @@ def test_a_slot_that_could_not_grow_is_made_anew_not_used_freed(engine, monkeypa
     assert [t.text for t in gen.stream("Hello there", max_tokens=2, slot="draft")]
 
 
+def test_the_models_threads_follow_the_cores_other_programs_leave_free(engine, monkeypatch):
+    """Without --threads, each call runs on the cores free at its start (``ragcli.cpus``): llama.cpp's
+    own count for the context changes, and the tokens do not."""
+    import llama_cpp
+
+    from ragcli import cpus
+
+    gen = engine.generator
+    assert gen._free is not None and gen._cores == cpus.physical_cores()
+    before = [t.id for t in gen.stream("The capital of France is", max_tokens=6)]
+    monkeypatch.setattr(gen._free, "look", lambda: 0.9)  # another program keeps all but most of a core busy
+    one = [t.id for t in gen.stream("The capital of France is", max_tokens=6)]
+    assert llama_cpp.llama_n_threads(gen._slots["main"].ctx.ctx) == 1 == gen._slots["main"].threads
+    monkeypatch.setattr(gen._free, "look", lambda: float(gen._cores))
+    again = [t.id for t in gen.stream("The capital of France is", max_tokens=6)]
+    assert llama_cpp.llama_n_threads(gen._slots["main"].ctx.ctx) == gen._cores
+    assert before == one == again
+
+
 def test_a_continuation_that_does_not_fit_the_context_is_a_context_overflow(engine):
     """It failed in llama.cpp's decode as a model error (exit 6, "lower --ctx": the opposite advice)."""
     from ragcli.errors import ContextOverflowError

@@ -76,10 +76,11 @@ CHARACTER_TOKENS = 3  # tokens past --max-tokens that may finish a character cut
 class _Slot:
     """One llama.cpp context and the tokens its KV cache holds."""
 
-    def __init__(self, ctx, batch, size: int) -> None:
+    def __init__(self, ctx, batch, size: int, threads: int) -> None:
         self.ctx = ctx
         self.batch = batch
         self.size = size  # tokens its KV cache has room for
+        self.threads = threads  # llama.cpp's threads for it (``_fit_threads``)
         self.tokens: list[int] = []
         self.batches: list[int] = []  # end positions of the prompt batches whose KV the slot holds
 
@@ -113,12 +114,14 @@ class LlamaGenerator:
             n_ctx = trained
         kwargs = dict(model_path=str(model_path), n_ctx=n_ctx, n_gpu_layers=n_gpu_layers, seed=seed,
                       logits_all=False, verbose=False, n_batch=CHUNK, n_ubatch=CHUNK)
-        # llama-cpp-python generates on half the CPUs by default; measured here (2 cores) generation
-        # ran at 18 tokens/s on one thread and 28 on two. Use every CPU this process may run on.
-        from ragcli.config import available_cpus
+        # llama-cpp-python generates on half the CPUs by default; measured here (2 cores, idle) generation
+        # ran at 18 tokens/s on one thread and 28 on two. Without --threads: the physical cores, fewer
+        # while other programs keep some busy (``cpus``), looked at again before each call (``_fit_threads``).
+        from ragcli import cpus
 
-        threads = threads if threads > 0 else available_cpus()
-        kwargs.update(n_threads=threads, n_threads_batch=threads)
+        self._free = cpus.FreeCpus() if threads <= 0 else None  # its first look spans the model's loading
+        self._cores = threads if threads > 0 else cpus.physical_cores()
+        kwargs.update(n_threads=self._cores, n_threads_batch=self._cores)
         try:
             with signals_held(), quiet_stderr():  # a Ctrl-C meanwhile is raised once it has loaded
                 self.llm = Llama(**kwargs)
@@ -138,7 +141,7 @@ class LlamaGenerator:
         self.context_hint = LOCAL_CONTEXT_HINT
         self._pieces: dict[int, bytes] = {}
         self._control_texts = None  # a pattern of the control tokens' texts (chat style), once needed
-        self._slots: dict[str, _Slot] = {"main": _Slot(self.llm._ctx, self.llm._batch, self.n_ctx)}
+        self._slots: dict[str, _Slot] = {"main": _Slot(self.llm._ctx, self.llm._batch, self.n_ctx, self._cores)}
         self.chat_template = self.llm.metadata.get("tokenizer.chat_template")
         import llama_cpp
 
@@ -269,7 +272,7 @@ class LlamaGenerator:
             name = "main"
         slot = self._slots.get(name)
         if slot is not None and (slot.size >= need or name == "main"):
-            return slot
+            return self._fit_threads(slot)
         size = SMALL_SLOT if slot is None else slot.size
         while size < need:
             size *= 2
@@ -288,7 +291,22 @@ class LlamaGenerator:
             raise ModelError(f"llama.cpp could not create another {size}-token context (out of memory?)",
                              hint="lower --ctx") from None
         batch = LlamaBatch(n_tokens=self.llm.n_batch, embd=0, n_seq_max=1, verbose=False)
-        slot = self._slots[name] = _Slot(ctx, batch, size)
+        slot = self._slots[name] = _Slot(ctx, batch, size, params.n_threads)
+        return self._fit_threads(slot)
+
+    def _fit_threads(self, slot: _Slot) -> _Slot:
+        """The slot with as many threads as there are cores other programs leave free now (without
+        --threads; ``cpus``): one thread whose core another program keeps busy holds up the rest at
+        every step (a question took 94 s on two threads, 6 s on one)."""
+        if self._free is not None:
+            from ragcli import cpus
+
+            threads = cpus.model_threads(self._cores, self._free.look())
+            if threads != slot.threads:
+                import llama_cpp
+
+                llama_cpp.llama_set_n_threads(slot.ctx.ctx, threads, threads)
+                slot.threads = threads
         return slot
 
     def layout(self, tokens: Sequence[int]) -> list[int]:

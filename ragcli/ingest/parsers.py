@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ragcli.config import available_cpus
+from ragcli.cpus import available_cpus
 from ragcli.ingest.reader import FileNotes, SkipFile, file_hash, passage_batches, read_passages
 from ragcli.ingest.walk import FileInfo, shown_path
 from ragcli.retrieval.schema import Passage
