@@ -22,6 +22,7 @@ PROC_STAT = Path("/proc/stat")
 SELF_STAT = Path("/proc/self/stat")
 TOPOLOGY = Path("/sys/devices/system/cpu")
 MIN_INTERVAL_S = 0.2  # a look sooner than this after the last one keeps the last answer (ticks are 10 ms)
+FIRST_INTERVAL_S = 0.05  # the first look waits for this much time at least (a model loaded from the page cache)
 KEEP_FREE = 0.75  # of a core another program uses: more than a quarter of a core, and the core is not free
 
 
@@ -73,9 +74,14 @@ class FreeCpus:
         now = self._sample()
         if now is None or self._last is None:
             return None
-        if now[0] - self._last[0] < MIN_INTERVAL_S:
+        if self._free is None and now[0] - self._last[0] < FIRST_INTERVAL_S:  # a first look this soon: a moment more
+            time.sleep(FIRST_INTERVAL_S - (now[0] - self._last[0]))
+            now = self._sample() or now
+        elif now[0] - self._last[0] < MIN_INTERVAL_S:
             return self._free
         seconds = now[0] - self._last[0]
+        if seconds <= 0:
+            return self._free
         ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
         others = max(0.0, (now[1] - self._last[1]) - (now[2] - self._last[2])) / ticks / seconds
         self._last = now

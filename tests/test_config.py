@@ -330,8 +330,12 @@ def test_the_models_threads_leave_out_the_cores_other_programs_keep_busy(tmp_pat
     from ragcli import cpus
 
     tick = _proc(tmp_path, monkeypatch)
+    waited = []
+    monkeypatch.setattr(cpus.time, "sleep", lambda s: (waited.append(s), tick(others=1.0, ours=0.0, seconds=s)))
     free = cpus.FreeCpus()
-    tick(others=0.0, ours=1.0, seconds=0.5)  # loading the model: ours alone
+    tick(others=1.0, ours=1.0, seconds=0.01)  # a model loaded at once: the first look waits a moment more
+    assert free.look() == pytest.approx(1.0, abs=0.5) and waited == [pytest.approx(0.04)]
+    tick(others=0.0, ours=1.0, seconds=0.5)  # ours alone
     assert free.look() == pytest.approx(2.0) and cpus.model_threads(2, free.look()) == 2
     tick(others=1.0, ours=1.0, seconds=2.0)  # another program took a core
     assert free.look() == pytest.approx(1.0) and cpus.model_threads(2, 1.0) == 1
