@@ -23,6 +23,7 @@ SELF_STAT = Path("/proc/self/stat")
 TOPOLOGY = Path("/sys/devices/system/cpu")
 MIN_INTERVAL_S = 0.2  # a look sooner than this after the last one keeps the last answer (ticks are 10 ms)
 FIRST_INTERVAL_S = 0.05  # the first look waits for this much time at least (a model loaded from the page cache)
+STALE_S = 5.0  # a look this long after the last one looks afresh, over FIRST_INTERVAL_S
 KEEP_FREE = 0.75  # of a core another program uses: more than a quarter of a core, and the core is not free
 
 
@@ -74,8 +75,10 @@ class FreeCpus:
         now = self._sample()
         if now is None or self._last is None:
             return None
-        if self._free is None and now[0] - self._last[0] < FIRST_INTERVAL_S:  # a first look this soon: a moment more
-            time.sleep(FIRST_INTERVAL_S - (now[0] - self._last[0]))
+        if now[0] - self._last[0] > STALE_S:  # (a REPL left idle: what ran meanwhile may have ended, or begun)
+            self._last = now
+        if self._free is None or self._last is now:  # a first look this soon, or afresh: a moment more
+            time.sleep(max(0.0, FIRST_INTERVAL_S - (now[0] - self._last[0])))
             now = self._sample() or now
         elif now[0] - self._last[0] < MIN_INTERVAL_S:
             return self._free

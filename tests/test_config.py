@@ -349,6 +349,10 @@ def test_the_models_threads_leave_out_the_cores_other_programs_keep_busy(tmp_pat
     assert cpus.model_threads(2, free.look()) == 2
     tick(others=2.0, ours=0.0, seconds=2.0)  # every core busy: one thread still
     assert cpus.model_threads(2, free.look()) == 1
+    tick(others=0.0, ours=0.0, seconds=600.0)  # a REPL left idle ten minutes; a program starts as the question comes
+    tick(others=1.0, ours=0.0, seconds=0.5)
+    waited.clear()
+    assert cpus.model_threads(2, free.look()) == 1 and waited == [pytest.approx(0.05)]  # looked at afresh
     assert cpus.model_threads(3, None) == 3  # not Linux: the cores, as before
 
 
