@@ -89,6 +89,7 @@ def passage_batches(path: Path, display: str | None = None, notes: FileNotes | N
 
 
 def _lists(passages: Iterable[Passage], size: int = 1000) -> Iterator[list[Passage]]:
+    """``passages`` in lists of ``size`` (the last shorter), read lazily."""
     passages = iter(passages)
     while batch := list(islice(passages, size)):
         yield batch
