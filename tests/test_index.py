@@ -581,6 +581,72 @@ def test_chunking_keeps_the_sizes_and_breaks_it_says():
     assert "".join(blob[a:b] for a, b in chunk_text(blob)) == blob
 
 
+def _chunk_word_by_word(text: str, target: int) -> list[tuple[int, int]]:
+    """chunk_text as first written: a span for every word (or unit) of a paragraph, and every candidate
+    sentence end asked in turn. chunk_text counts and searches many words at a time (a match of a
+    regular expression, a str.split) and must cut exactly where this does."""
+    import re
+
+    from ragcli.ingest import passages
+    from ragcli.words import HAN_KANA_CHARS
+
+    unit = re.compile(passages._UNIT if re.search(f"[{HAN_KANA_CHARS}]", text) else r"\S+")
+    edges = [0, *(x for m in re.finditer(r"\n[^\S\n]*\n\s*", text) for x in m.span()), len(text)]
+    spans, cur = [], None  # cur: [start, end, words] of the passage being filled
+    for a, b in zip(edges[::2], edges[1::2]):
+        words = [m.span() for m in unit.finditer(text, a, b)]
+        if not words:
+            continue
+        if cur and cur[2] >= target // 2:
+            spans.append((cur[0], cur[1]))
+            cur = None
+        b, i = words[-1][1], 0
+
+        def first_end(ks: range) -> tuple[int, int] | None:  # of the words[k] for k in ks: (k + 1, its end)
+            return next(((k + 1, e) for k in ks if (e := passages._ends_sentence(text, words[k], b))), None)
+
+        while i < len(words):
+            room = target - (cur[2] if cur else 0)
+            if len(words) - i <= room:
+                cur = cur or [words[i][0], b, 0]
+                cur[1], cur[2] = b, cur[2] + len(words) - i
+                break
+            if last := first_end(range(i + room - 1, i - 1, -1)):
+                spans.append((cur[0] if cur else words[i][0], last[1]))
+                cur, i = None, last[0]
+            elif cur:
+                spans.append((cur[0], cur[1]))
+                cur = None
+            else:
+                j, end = first_end(range(i + room, min(len(words), i + 2 * target))) or (i + target, words[i + target - 1][1])
+                spans.append((words[i][0], end))
+                i = j
+    if cur:
+        spans.append((cur[0], cur[1]))
+    return list(passages._capped(text, spans))
+
+
+def test_chunking_cuts_where_a_span_for_every_word_would():
+    """Words counted many at a time (short words and long), sentence ends looked for backwards and
+    forwards, closers, Chinese and Japanese units beside plain words, paragraph breaks of every kind:
+    the same spans as the slow way, for targets small and large."""
+    import random
+
+    rnd = random.Random(7)
+    plain = ["word", "end.", "Dr.", "e.g.", "(2012).", "f()", "'quoted.'", ")", "...", "Why?!", "x" * 40, "a.b",
+             "\n\n", "\r\n \r\n", "\n", "\t", "\xa0", "  "]
+    cjk = ["東京は日本の首都です。", "」", "。", "abc。def", "「行きます。」と言った", "\u3000"]
+    for n in range(100):
+        pieces = plain + cjk * (n % 3 == 0)
+        text = " ".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 150 if n % 10 else 400)))
+        for target in (2, 7, 25) if n % 10 else (130,):
+            assert chunk_text(text, target) == _chunk_word_by_word(text, target), (target, text)
+    long = "It starts. " + " ".join(["ab.cdefghij" * 3] * 90) + " and ends."  # the last end far back
+    assert chunk_text(long, 60) == _chunk_word_by_word(long, 60)
+    blob = "end. " * 30 + "y" * 25_000 + " and more. " * 30  # a passage over MAX_PASSAGE_CHARS, capped
+    assert chunk_text(blob, 20) == _chunk_word_by_word(blob, 20)
+
+
 def test_a_file_rewritten_at_the_same_size_is_read_again(tmp_path):
     src = tmp_path / "src"
     src.mkdir()

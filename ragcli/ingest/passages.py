@@ -5,12 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections import deque
 from itertools import islice
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from ragcli.retrieval.schema import Passage
 from ragcli.sentences import CJK_STOPS, CLOSERS, SENTENCE_ENDS, plain_sentence_end, split_spans
-from ragcli.words import HAN_KANA, HAN_KANA_CHARS, composed
+from ragcli.words import HAN_KANA_CHARS, composed
 
 __all__ = ["Passage", "TARGET_WORDS", "chunk_text", "normalise", "passage_id", "record_of"]
 
@@ -71,30 +72,27 @@ def chunk_text(text: str, target_words: int = TARGET_WORDS) -> list[tuple[int, i
     spans: list[tuple[int, int]] = []
     cur: list[int] | None = None  # [start, end, words] of the passage being filled
     half = target_words // 2
-    unit = _WORD if text.isascii() or not HAN_KANA.search(text) else _UNIT
+    cjk = not text.isascii() and _HAN_KANA.search(text) is not None
     for a, b in _paragraphs(text):
-        words = _Words(text, a, b, unit)
+        # (a paragraph without Han, kana or a CJK stop has its words as units: the faster _WORDS count them)
+        units = _UNITS if cjk and _HAS_UNITS.search(text, a, b) else _WORDS
         if cur is not None and cur[2] >= half:
             spans.append((cur[0], cur[1]))  # the paragraph break ends it
             cur = None
-        i = 0  # index of the first word of the paragraph not yet in a passage
-        while words.remaining(i, 1):
-            words.forget(i)
+        p = a  # where the words not yet in a passage start, or the space before them
+        while p < b:  # (b ends a word: one is left while p is short of it)
             room = target_words - (cur[2] if cur else 0)
-            rest = words.remaining(i, room + 1)
-            if rest <= room:  # the rest of the paragraph fits
+            n, q = units.skip(text, p, b, room)  # q: the end of the room-th word from p, or of the last
+            if q == b:  # the rest of the paragraph fits
                 if cur is None:
-                    cur = [words[i][0], b, 0]
+                    cur = [_word_start(text, p), b, 0]
                 cur[1] = b
-                cur[2] += rest
+                cur[2] += n
                 break
-            cut = _last_boundary(text, words, i, i + room, b)
-            if cut is not None:  # fill the passage up to the last sentence end that fits
-                j, end = cut
-                if cur is None:
-                    cur = [words[i][0], end, 0]
-                spans.append((cur[0], end))
-                cur, i = None, j
+            end = _sentence_end(text, units.ends_back(text, p, q), b)
+            if end is not None:  # fill the passage up to the last sentence end that fits
+                spans.append((cur[0] if cur is not None else _word_start(text, p), end))
+                cur, p = None, end
                 continue
             if cur is not None:  # no sentence of this paragraph fits: close the passage, start afresh
                 spans.append((cur[0], cur[1]))
@@ -102,10 +100,10 @@ def chunk_text(text: str, target_words: int = TARGET_WORDS) -> list[tuple[int, i
                 continue
             # a sentence longer than the target: up to twice the target it is a passage of its own,
             # longer "sentences" (tables, code) are cut by words
-            nxt = _next_boundary(text, words, i + room, i + words.remaining(i, 2 * target_words), b)
-            j = nxt[0] if nxt else i + target_words
-            spans.append((words[i][0], nxt[1] if nxt else words[j - 1][1]))
-            i = j
+            end = _sentence_end(text, units.ends(text, q, units.skip(text, q, b, target_words)[1]), b)
+            end = q if end is None else end
+            spans.append((_word_start(text, p), end))
+            p = end
     if cur is not None:
         spans.append((cur[0], cur[1]))
     if any(e - s > MAX_PASSAGE_CHARS for s, e in spans):
@@ -114,39 +112,6 @@ def chunk_text(text: str, target_words: int = TARGET_WORDS) -> list[tuple[int, i
 
 
 MAX_PASSAGE_CHARS = 20_000  # only a "word" of thousands of characters (a base64 blob, minified data) comes near
-
-
-class _Words:
-    """The word spans of one paragraph, found as the cuts move on and forgotten behind them, so
-    a paragraph of millions of words (a 50 MB one-line file) never sits in memory as spans."""
-
-    __slots__ = ("_found", "_spans", "_base")
-
-    def __init__(self, text: str, a: int, b: int, unit: re.Pattern | None = None) -> None:
-        self._found = (unit or _WORD).finditer(text, a, b)
-        self._spans: list[tuple[int, int]] = []
-        self._base = 0  # index of the word self._spans[0]
-
-    def remaining(self, i: int, n: int) -> int:
-        """How many words there are from word ``i`` on, counting at most ``n``."""
-        need = i + n - self._base
-        spans = self._spans
-        if len(spans) < need:  # in bulk, at C speed (a loop over the matches was most of indexing a text file)
-            spans.extend(map(_SPAN, islice(self._found, need - len(spans))))
-        return max(0, min(need, len(spans)) - (i - self._base))
-
-    def __getitem__(self, j: int) -> tuple[int, int]:
-        return self._spans[j - self._base]
-
-    def between(self, i: int, j: int) -> list[tuple[int, int]]:
-        """The spans of words i to j - 1 (found already: ``remaining`` counted them)."""
-        return self._spans[i - self._base:j - self._base]
-
-    def forget(self, i: int) -> None:
-        """Drop the spans before word ``i`` (in blocks: deleting from a list's front is linear)."""
-        if i - self._base > 4096:
-            del self._spans[: i - self._base]
-            self._base = i
 
 
 def _capped(text: str, spans: list[tuple[int, int]]) -> Iterator[tuple[int, int]]:
@@ -163,30 +128,119 @@ def _capped(text: str, spans: list[tuple[int, int]]) -> Iterator[tuple[int, int]
             yield a, b
 
 
-_WORD = re.compile(r"\S+")
-_SPAN = re.Match.span
+class _Units:
+    """The units (``_UNIT``) of a paragraph, counted and searched many at a time (a regular expression
+    match for 64 of them), not a span each: a paragraph of millions of them (a 50 MB one-line file)
+    never sits in memory as spans."""
+
+    __slots__ = ("_blocks", "_ending", "_unit")
+
+    def __init__(self, unit: str, ends_none: str) -> None:
+        self._unit = re.compile(unit)
+        # 64, 32, ..., 1 units and the spaces before them, atomic: a match that fails does not backtrack
+        self._blocks = [(n, re.compile(f"(?>(?:\\s*+(?>{unit})){{{n}}})").match) for n in (64, 32, 16, 8, 4, 2, 1)]
+        # the units up to the next that may end a sentence (``ends_none`` matches one that ends none), and
+        # that one; at the end, without it (so that finditer never looks for one inside a unit)
+        self._ending = re.compile(f"(?:\\s*+(?:{ends_none}))*+(?:\\s*+((?>{unit})))?").finditer
+
+    def skip(self, text: str, p: int, b: int, n: int) -> tuple[int, int]:
+        """(how many, where the last ends) of the first ``n`` units in text[p:b] (all of them if fewer)."""
+        count = 0
+        if b - p > 2 * n:  # (else they may well be fewer: a block's match would fail, having read them)
+            count, p = self._by_blocks(text, p, b, n)
+            if count == n:
+                return count, p
+        last = deque(enumerate(islice(self._unit.finditer(text, p, b), n - count), 1), maxlen=1)  # (a loop in C)
+        return (count + last[0][0], last[0][1].end()) if last else (count, p)
+
+    def _by_blocks(self, text: str, p: int, b: int, n: int) -> tuple[int, int]:
+        """``skip``'s count, or less: as many 64s as it takes, then each smaller block once (n in binary),
+        up to one that fails: fewer units are left, or they are long."""
+        count = 0
+        for size, block in self._blocks:
+            while n - count >= size:
+                w = min(b, p + 8 * size)  # (a match where units are long would read far, and might fail)
+                m = block(text, p, w)
+                if m is None or m.end() == w < b:  # (at w a unit may go on)
+                    return count, p
+                p, count = m.end(), count + size
+        return count, p
+
+    def ends(self, text: str, p: int, q: int) -> Iterator[tuple[int, int]]:
+        """The spans of the units in text[p:q] that may end a sentence (``_ends_sentence`` tells)."""
+        return (m.span(1) for m in self._ending(text, p, q) if m.start(1) >= 0)
+
+    def ends_back(self, text: str, p: int, q: int) -> Iterable[tuple[int, int]]:
+        """``ends``, the last first."""
+        return reversed(list(self.ends(text, p, q)))
+
+
+class _Words(_Units):
+    """``_Units`` for words (``\\S+``), which str.split counts and a search of the text reversed finds
+    the last sentence ends of."""
+
+    __slots__ = ()
+
+    def skip(self, text: str, p: int, b: int, n: int) -> tuple[int, int]:
+        if n <= 0:
+            return 0, p
+        c = min(b, p + 16 * n + 64)  # where n + 1 words of prose, or a table's, have started
+        words = text[p:c].split(None, n)  # (n words and the rest, at C speed)
+        if len(words) <= n:
+            if c == b:  # they are all there is
+                return len(words), b
+            return super().skip(text, p, b, n)  # long words: counted one by one
+        q = c - len(words[-1]) - 1  # a space before the (n + 1)-th word; the n-th ends after the last of them
+        while text[q - 1].isspace():
+            q -= 1
+        return n, q
+
+    def ends_back(self, text: str, p: int, q: int) -> Iterator[tuple[int, int]]:
+        # a word that may end a sentence, read backwards, starts with a final mark: searched for in the
+        # text reversed, ~1,000 characters at a time, from a space (where no word goes on)
+        while q > p:
+            lo = max(text.rfind(" ", p, q - 1024), p) if q - 1024 > p else p
+            for m in _ENDING_BACKWARDS.finditer(text[lo:q][::-1]):
+                yield q - m.end(), q - m.start()
+            q = lo
+
+
 # Chinese and Japanese write no spaces: a paragraph of them was one "word", so a whole document became
 # one passage (a 7,200-character page: one passage, its prompt cut to its start). There a unit is two
 # characters of Han or kana (~1.4 Gemma tokens, as an English word is ~1.1), or a run of anything else,
 # with the stops and closing brackets that follow it (a sentence end is a unit's last character).
-_UNIT = re.compile(f"(?:[{HAN_KANA_CHARS}]{{1,2}}|[^\\s{HAN_KANA_CHARS}{CJK_STOPS}]+|(?=[{CJK_STOPS}]))"
-                   f"[{CJK_STOPS}]*[{re.escape(CLOSERS)}]*")
+_UNIT = (f"(?:[{HAN_KANA_CHARS}]{{1,2}}|[^\\s{HAN_KANA_CHARS}{CJK_STOPS}]+|(?=[{CJK_STOPS}]))"
+         f"[{CJK_STOPS}]*[{re.escape(CLOSERS)}]*")
+_HAN_KANA = re.compile(f"[{HAN_KANA_CHARS}]")  # (words.HAN_KANA, in re: searched ~4 times as fast)
+_HAS_UNITS = re.compile(f"[{HAN_KANA_CHARS}{CJK_STOPS}]")  # (without these a paragraph's units are its words)
+_ENDS, _CLOSERS = (re.escape("".join(sorted(chars))) for chars in (SENTENCE_ENDS, CLOSERS))  # for [classes]
+# A word ends a sentence only if its last character before closing quotes and brackets is a final mark
+# (_ends_sentence asks Punkt about those): the others, the words of a changelog or a table that end in
+# none ("f()"), are skipped by the pattern. A unit: if it ends in neither, or in one or two closers after neither.
+_WORDS = _Words(r"\S+", f"(?>\\S++)(?<![{_ENDS}{_CLOSERS}])|\\S*?[^\\s{_ENDS}{_CLOSERS}][{_CLOSERS}]++(?!\\S)"
+                         f"|[{_CLOSERS}]++(?!\\S)")
+_UNITS = _Units(_UNIT, f"(?>{_UNIT})(?:(?<![{_ENDS}{_CLOSERS}])|(?<=[^{_ENDS}{_CLOSERS}][{_CLOSERS}])"
+                      f"|(?<=[^{_ENDS}{_CLOSERS}][{_CLOSERS}]{{2}}))")
+_ENDING_BACKWARDS = re.compile(f"(?<!\\S)[{_CLOSERS}]*+[{_ENDS}]\\S*+")  # such a word in the text reversed
+_SPACES = re.compile(r"\s*+")
 _PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n\s*")
 WINDOW = 40  # characters of context Punkt sees on each side of a candidate sentence end (it looks at one token either side)
 
 
+def _word_start(text: str, p: int) -> int:
+    return _SPACES.match(text, p).end()
+
+
 def _paragraphs(text: str) -> Iterator[tuple[int, int]]:
     """Spans of the non-blank stretches between blank lines (linear; no backtracking regex)."""
-    pos = 0
-    for m in _PARAGRAPH_BREAK.finditer(text):
-        yield from _stripped(text, pos, m.start())
-        pos = m.end()
-    yield from _stripped(text, pos, len(text))
-
-
-def _stripped(text: str, a: int, b: int) -> Iterator[tuple[int, int]]:
-    while a < b and text[a].isspace():
-        a += 1
+    a = _SPACES.match(text).end()
+    for m in _PARAGRAPH_BREAK.finditer(text, a):  # (one takes the spaces after it: the next starts at a word)
+        b = m.start()
+        while text[b - 1].isspace():  # (text[a] is not a space)
+            b -= 1
+        yield a, b
+        a = m.end()
+    b = len(text)
     while b > a and text[b - 1].isspace():
         b -= 1
     if a < b:
@@ -229,30 +283,12 @@ def _ends_sentence(text: str, word: tuple[int, int], paragraph_end: int) -> int 
     return None
 
 
-# A word whose last character is none of these ends no sentence: skipped without a call (text with few
-# sentence ends, a changelog's or a table's, had every word of every passage looked at that way)
-_MAY_END = frozenset(SENTENCE_ENDS) | frozenset(CLOSERS)
-
-
-def _last_boundary(text: str, words: _Words, i: int, limit: int, paragraph_end: int) -> tuple[int, int] | None:
-    """(index of the next word, end offset) of the last sentence end among words[i:limit]."""
-    spans = words.between(i, limit)
-    for k in range(len(spans) - 1, -1, -1):
-        word = spans[k]
-        if text[word[1] - 1] in _MAY_END:
-            end = _ends_sentence(text, word, paragraph_end)
-            if end is not None:
-                return i + k + 1, end
-    return None
-
-
-def _next_boundary(text: str, words: _Words, start: int, limit: int, paragraph_end: int) -> tuple[int, int] | None:
-    """The first sentence end among words[start:limit]."""
-    for k, word in enumerate(words.between(start, limit)):
-        if text[word[1] - 1] in _MAY_END:
-            end = _ends_sentence(text, word, paragraph_end)
-            if end is not None:
-                return start + k + 1, end
+def _sentence_end(text: str, words: Iterable[tuple[int, int]], paragraph_end: int) -> int | None:
+    """The end of the first of ``words`` that ends a sentence."""
+    for word in words:
+        end = _ends_sentence(text, word, paragraph_end)
+        if end is not None:
+            return end
     return None
 
 
