@@ -200,8 +200,9 @@ class _Words(_Units):
         # text reversed, ~1,000 characters at a time, from a space (where no word goes on)
         while q > p:
             lo = max(text.rfind(" ", p, q - 1024), p) if q - 1024 > p else p
-            for m in _ENDING_BACKWARDS.finditer(text[lo:q][::-1]):
-                yield q - m.end(), q - m.start()
+            for m in _ENDING_BACKWARDS.finditer(" " + text[lo:q][::-1]):  # (the space: the word ending at q)
+                s, e = m.span(1)
+                yield q + 1 - e, q + 1 - s
             q = lo
 
 
@@ -221,14 +222,17 @@ _WORDS = _Words(r"\S+", f"(?>\\S++)(?<![{_ENDS}{_CLOSERS}])|\\S*?[^\\s{_ENDS}{_C
                          f"|[{_CLOSERS}]++(?!\\S)")
 _UNITS = _Units(_UNIT, f"(?>{_UNIT})(?:(?<![{_ENDS}{_CLOSERS}])|(?<=[^{_ENDS}{_CLOSERS}][{_CLOSERS}])"
                       f"|(?<=[^{_ENDS}{_CLOSERS}][{_CLOSERS}]{{2}}))")
-_ENDING_BACKWARDS = re.compile(f"(?<!\\S)[{_CLOSERS}]*+[{_ENDS}]\\S*+")  # such a word in the text reversed
+# such a word in the text reversed, after its space (a search for a pattern that starts with \s, not with
+# the lookbehind (?<!\S), took half the time)
+_ENDING_BACKWARDS = re.compile(f"\\s([{_CLOSERS}]*+[{_ENDS}]\\S*+)")
 _SPACES = re.compile(r"\s*+")
 _PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n\s*")
 WINDOW = 40  # characters of context Punkt sees on each side of a candidate sentence end (it looks at one token either side)
 
 
 def _word_start(text: str, p: int) -> int:
-    return _SPACES.match(text, p).end()
+    """The start of the first word at or after ``p`` (which a word follows)."""
+    return _SPACES.match(text, p).end() if text[p].isspace() else p
 
 
 def _paragraphs(text: str) -> Iterator[tuple[int, int]]:
