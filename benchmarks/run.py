@@ -280,15 +280,16 @@ def bench_index_ceiling(results: dict, rounds: int = 11) -> None:
 
     import tantivy
 
-    from ragcli.ingest import jsonl, reader, update
+    from ragcli.ingest import reader, records, update
     from ragcli.ingest.indexer import build_index
     from ragcli.retrieval.schema import build_schema, register_analyzers
 
     corpus = corpus_path()
     passages = reader.read_passages(corpus.resolve())
     ratios, bound = [], []
-    with mock.patch.object(jsonl, "chunk_text", lambda text, target=100: [(0, len(text))]), \
-            mock.patch.object(jsonl, "normalise", lambda text: text), \
+    with mock.patch.object(records, "chunk_text", lambda text, target=100: [(0, len(text))]), \
+            mock.patch.object(records, "normalise", lambda text: text), \
+            mock.patch.object(records, "normalised", lambda texts: texts), \
             mock.patch.object(update, "file_hash", lambda path, algorithm="sha1": "0"):
         for _ in range(rounds):
             with tempfile.TemporaryDirectory() as tmp:

@@ -110,6 +110,23 @@ def test_the_read_bound_parses_every_record_of_the_corpus(tmp_path):
     assert run._read_and_parse(corpus, batch_bytes=100) == 500  # many batches
 
 
+def test_the_index_ceiling_runs_with_its_shortcuts_on_what_indexing_calls(tmp_path, monkeypatch):
+    """The ceiling replaces ragcli's own per-record work by no-ops: each must be what indexing calls
+    today (the split of jsonl.py into records.py left it patching names no longer there)."""
+    from ragcli.ingest import records
+
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(f'{{"title": "t{i}", "text": "word {i}  and  more"}}\n' for i in range(50)), encoding="utf-8")
+    monkeypatch.setattr(run, "corpus_path", lambda: corpus)
+    called = []
+    normalised = records.normalised
+    monkeypatch.setattr(records, "normalised", lambda texts: called.append(len(texts)) or normalised(texts))
+    results: dict = {}
+    run.bench_index_ceiling(results, rounds=1)
+    assert results["index_throughput_ratio_ceiling"] > 0 and results["index_throughput_ratio_read_bound"] > 0
+    assert called == [50]  # once, by read_passages before the rounds: the shortcut replaced it in the rounds
+
+
 def test_a_failing_step_keeps_the_others_figures(monkeypatch, capsys):
     monkeypatch.setattr(run, "bench_help", lambda results: results.update(help_seconds=0.1))
     monkeypatch.setattr(run, "bench_rss", lambda results: 1 / 0)

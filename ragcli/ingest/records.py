@@ -82,12 +82,9 @@ def _plain_batch(numbers: Sequence[int], records: list, prefix: str, key: str) -
     texts = list(map(dict.get, records, repeat("text")))
     if set(map(type, texts)) != {str}:
         return None
-    # as ``normalise`` does
-    bodies = [" ".join(t.split()) if "\n" in t or "\t" in t or "\r" in t or "  " in t else t.strip() for t in texts]
+    bodies = normalised(texts)
     if not all(bodies):  # a blank record: none of its own (rare; read a record at a time)
         return None
-    if not all(map(str.isascii, bodies)):
-        bodies = list(map(composed, bodies))
     titles = list(map(dict.get, records, repeat("title")))
     if set(map(type, titles)) != {str}:
         titles = list(map(record_title, records))  # absent, a number, a list
@@ -108,6 +105,12 @@ def _plain_batch(numbers: Sequence[int], records: list, prefix: str, key: str) -
         done = i + 1
     out += map(Passage, pids[done:], titles[done:], bodies[done:], repeat(key), locations[done:])
     return out
+
+
+def normalised(texts: list[str]) -> list[str]:
+    """``normalise`` of each of ``texts``, a column at a time."""
+    bodies = [" ".join(t.split()) if "\n" in t or "\t" in t or "\r" in t or "  " in t else t.strip() for t in texts]
+    return bodies if all(map(str.isascii, bodies)) else list(map(composed, bodies))
 
 
 def array_passages(text: str, shown: str, key: str, notes: FileNotes) -> Iterator[Passage] | None:
