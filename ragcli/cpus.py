@@ -92,12 +92,14 @@ class FreeCpus:
         return self._free
 
     def _sample(self) -> tuple[float, int, int] | None:
-        """(time, busy ticks of our CPUs at normal priority or above, this process's ticks)."""
+        """(time, busy ticks of our CPUs at normal priority or above, this process's ticks); None where
+        those files cannot be read, or read as expected (what they hold never stops a question)."""
         try:
-            stat = PROC_STAT.read_text()
-            own = SELF_STAT.read_text()
-        except OSError:
+            return self._parse(PROC_STAT.read_text(), SELF_STAT.read_text())
+        except (OSError, ValueError, IndexError):
             return None
+
+    def _parse(self, stat: str, own: str) -> tuple[float, int, int]:
         busy = 0
         for line in stat.splitlines():
             if not line.startswith("cpu") or line[3:4] == " ":

@@ -368,3 +368,6 @@ def test_the_models_threads_are_the_physical_cores_and_unknown_load_changes_noth
     assert cpus.physical_cores({0, 7}) == 2  # no topology for CPU 7: the CPUs, counted
     monkeypatch.setattr(cpus, "PROC_STAT", tmp_path / "missing")
     assert cpus.FreeCpus().look() is None
+    (tmp_path / "odd").write_text("cpuX 1 2\ncpu0 a b c d e f g h\n")
+    monkeypatch.setattr(cpus, "PROC_STAT", tmp_path / "odd")
+    assert cpus.FreeCpus().look() is None and cpus.model_threads(4, None) == 4
