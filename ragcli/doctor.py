@@ -20,7 +20,7 @@ def run_checks(settings: Settings, *, web: bool = True) -> list[Check]:
     if settings.backend == "openai":
         model, fingerprint = _server(settings)
     else:
-        model, fingerprint = [_model(settings), _backend(settings)], None
+        model, fingerprint = [_model(settings), _backend(settings), _threads(settings)], None
     return [*model, _index(settings), _sentences(), _calibration(settings, fingerprint),
             *([_web(settings)] if web else [])]
 
@@ -83,6 +83,29 @@ def _backend(settings: Settings) -> Check:
         return Check("llama.cpp", True, detail)
     except Exception as exc:  # noqa: BLE001 - doctor reports, never crashes
         return Check("llama.cpp", False, f"llama_cpp does not import: {exc}", "reinstall: scripts/setup.sh")
+
+
+def _threads(settings: Settings) -> Check:
+    """How many threads the model would run on now (``ragcli.cpus``), and why fewer than the cores."""
+    import time
+
+    from ragcli import cpus
+
+    if settings.threads > 0:
+        return Check("threads", True, f"{settings.threads} for the model (--threads)")
+    cores = cpus.physical_cores()
+    free = cpus.FreeCpus()
+    time.sleep(cpus.MIN_INTERVAL_S)
+    now = free.look()
+    threads = cpus.model_threads(cores, now)
+    if now is None:
+        return Check("threads", True, f"{cores} for the model, the physical cores (other programs' load is not "
+                                      "known on this system)")
+    if threads >= cores:
+        return Check("threads", True, f"{threads} for the model now: the physical cores, none kept busy by other programs")
+    return Check("threads", True, f"{threads} of {cores} physical core(s) for the model now: other programs keep "
+                                  f"{cpus.available_cpus() - now:.1f} CPU(s) busy",
+                 "the model takes the cores they leave free again before each call; --threads N fixes the number")
 
 
 def _index(settings: Settings) -> Check:

@@ -651,6 +651,22 @@ def test_doctor_says_an_index_from_before_the_cjk_field_wants_a_rebuild(built_in
     assert check.ok and check.warn_only and "schema 1" in check.detail and "--rebuild" in check.fix
 
 
+def test_doctor_says_how_many_threads_the_model_would_run_on_and_why(settings, monkeypatch):
+    import dataclasses
+
+    from ragcli import cpus, doctor
+
+    monkeypatch.setattr(cpus, "physical_cores", lambda: 2)
+    monkeypatch.setattr(cpus, "available_cpus", lambda: 2)
+    monkeypatch.setattr(cpus, "MIN_INTERVAL_S", 0)
+    for free, says in ((2.0, "2 for the model now"), (1.0, "1 of 2 physical core(s) for the model now: other "
+                                                       "programs keep 1.0 CPU(s) busy"), (None, "2 for the model, the")):
+        monkeypatch.setattr(cpus.FreeCpus, "look", lambda self, free=free: free)
+        check = doctor._threads(settings)
+        assert check.ok and says in check.detail and bool(check.fix) == (free == 1.0)
+    assert doctor._threads(dataclasses.replace(settings, threads=3)).detail == "3 for the model (--threads)"
+
+
 def test_updating_an_index_of_an_older_schema_says_what_a_rebuild_adds(small_corpus, tmp_path, capsys):
     """An index built by an older ragcli is updated as it was built (schema 2: no accent folding), and
     `ragcli index` said nothing of it: only `ragcli doctor` did. The summary is followed by what the index
