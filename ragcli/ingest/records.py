@@ -73,9 +73,9 @@ LONG_RECORD_CHARS = 1500
 
 def _plain_batch(numbers: Sequence[int], records: list, prefix: str, key: str) -> list[Passage] | None:
     """The passages of a batch of plain records, found a column at a time by C loops (``map``) rather
-    than a record at a time (Python's per-record work was most of what ``ragcli index`` adds to
-    tantivy's own on a corpus); None unless every record is plain: a dict whose "text" is a string
-    that is not blank, and whose "title" is a string or absent. The passages are those
+    than a record at a time (3 ms of the ~50 ms it takes to parse corpus_dev's 10,000 records); None
+    unless every record is plain: a dict whose "text" is a string that is not blank (titles and ids of
+    any kind are taken as ``record_title`` and ``record_pid`` take them). The passages are those
     ``_record_passages`` gives, which any other batch is read with."""
     if not records or set(map(type, records)) != {dict}:
         return None
