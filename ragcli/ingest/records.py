@@ -11,7 +11,7 @@ from itertools import chain, repeat
 from typing import Iterable, Iterator, Sequence
 
 from ragcli.ingest.formats import FileNotes, SkipFile
-from ragcli.ingest.passages import Passage, chunk_text, normalise, record_pid, record_title
+from ragcli.ingest.passages import Passage, chunk_text, normalise, normalised, record_pid, record_title
 from ragcli.words import composed
 
 __all__ = ["Records", "array_passages", "batch_passages"]
@@ -105,12 +105,6 @@ def _plain_batch(numbers: Sequence[int], records: list, prefix: str, key: str) -
         done = i + 1
     out += map(Passage, pids[done:], titles[done:], bodies[done:], repeat(key), locations[done:])
     return out
-
-
-def normalised(texts: list[str]) -> list[str]:
-    """``normalise`` of each of ``texts``, a column at a time."""
-    bodies = [" ".join(t.split()) if "\n" in t or "\t" in t or "\r" in t or "  " in t else t.strip() for t in texts]
-    return bodies if all(map(str.isascii, bodies)) else list(map(composed, bodies))
 
 
 def array_passages(text: str, shown: str, key: str, notes: FileNotes) -> Iterator[Passage] | None:
