@@ -72,6 +72,8 @@ class FreeCpus:
         self._free: float | None = None
 
     def look(self) -> float | None:
+        if self._free is not None and self._last is not None and time.monotonic() - self._last[0] < MIN_INTERVAL_S:
+            return self._free  # (no /proc read: called before every generation call)
         now = self._sample()
         if now is None or self._last is None:
             return None
