@@ -124,7 +124,7 @@ def _line_lists(read: Callable[[int], bytes | str], end: bytes | str) -> Iterato
     """The lines of what ``read(n)`` gives (bytes, or text: encoded to UTF-8), without their ends,
     about JSONL_BATCH_BYTES at a time. A line longer than MAX_LINE_BYTES is read past, never held (a
     300 MB line took 1.3 GB to be found no record), and stands as ``TOO_LONG`` in its place."""
-    encode = (lambda line: line) if isinstance(end, bytes) else (lambda line: line.encode("utf-8"))
+    text = not isinstance(end, bytes)
     part: list = []  # the start of a line that goes on in the next read
     size = 0
     over = False  # in a line over the cap (TOO_LONG given in its place already)
@@ -137,7 +137,7 @@ def _line_lists(read: Callable[[int], bytes | str], end: bytes | str) -> Iterato
                 del lines[0]  # the long line's last piece
             elif part:
                 lines[0] = block[:0].join(part) + lines[0]
-            out = [encode(line) for line in lines]
+            out = [line.encode("utf-8") for line in lines] if text else lines
             part, size, over = [], 0, False
         if not over and rest:
             part.append(rest)
@@ -148,7 +148,8 @@ def _line_lists(read: Callable[[int], bytes | str], end: bytes | str) -> Iterato
         if out:
             yield out
     if part:
-        yield [encode(block[:0].join(part))]
+        line = block[:0].join(part)
+        yield [line.encode("utf-8") if text else line]
 
 
 def _numbered(batches: Iterable[list[bytes]]) -> Iterator[tuple[int, list[bytes]]]:
