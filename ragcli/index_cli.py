@@ -108,13 +108,13 @@ def info(
     """Index statistics: passages, files and their types, size on disk, last update, how it was built."""
     import datetime
 
-    from ragcli.retrieval.folder import indexed_paths
     from ragcli.retrieval.index import TantivyIndex
     from ragcli.words import counted
 
     settings = Settings.resolve(flags)
     idx = TantivyIndex.open(settings.index)
-    stats = _with_types(idx.stats(), indexed_paths(settings.index))
+    manifest = idx.load_manifest()  # read once: the files, and their types, as the index recovers a damaged list
+    stats = _with_types(idx.stats(manifest), list(manifest))
     if as_json:
         typer.echo(json.dumps(stats, indent=2))
         return

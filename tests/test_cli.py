@@ -515,6 +515,12 @@ def test_info_says_how_many_files_of_each_type_the_index_holds(tmp_path, capsys)
     assert stats["types"] == {".md": 2, "": 1, ".txt": 1, ".txt.gz": 1}
     code, out, _ = call(["info", "--index", idx], capsys)
     assert "file types" in out and ".md: 2, no extension: 1, .txt: 1, .txt.gz: 1" in " ".join(out.split()), out
+    # the list of files damaged (a crash, an editor): the files are those the index holds passages of, as
+    # `ragcli index` recovers them, and so are their types (which were read from the damaged list: none)
+    (tmp_path / "idx" / "ragcli-files.json").write_text("{}", encoding="utf-8")
+    code, out, _ = call(["info", "--index", idx, "--json"], capsys)
+    stats = json.loads(out)
+    assert code == 0 and stats["files"] == 5 and stats["types"] == {".md": 2, "": 1, ".txt": 1, ".txt.gz": 1}
 
 
 def test_unexpected_errors_are_one_line_with_exit_1(monkeypatch, capsys, tmp_path):

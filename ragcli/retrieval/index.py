@@ -207,9 +207,10 @@ class TantivyIndex:
     def num_passages(self) -> int:
         return self._searcher_().num_docs
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self, manifest: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+        """What ``ragcli info`` shows; ``manifest``: ``load_manifest``'s, where the caller has it (read once)."""
         size = sum(f.stat().st_size for f in self.directory.rglob("*") if f.is_file())
-        manifest = self.load_manifest()
+        manifest = self.load_manifest() if manifest is None else manifest
         encodings: dict[str, int] = {}
         for key, entry in manifest.items():
             name = entry.get("encoding")
