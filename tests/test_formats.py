@@ -703,6 +703,25 @@ def test_a_markdown_cell_left_in_a_code_block_ends_it_there_as_jupyter_shows_it(
         ("Otters > Food", "open.ipynb cell 5", "What otters eat.")]
 
 
+def test_a_markdown_cell_left_in_an_html_comment_or_pre_block_ends_it_there_as_jupyter_shows_it(tmp_path):
+    """An HTML block that only its closing tag ends ("<!-- TODO" with no "-->", "<pre>" with no "</pre>") ends
+    with its cell, as a code block does: read as one document it ran over every later cell to the end of the
+    notebook, all of it one section titled by the first heading ("Discussion" and "Results" lost)."""
+    nb = _notebook(tmp_path / "html.ipynb", [
+        _md("# Setup\n<!-- TODO: tidy this up\nWalruses are weighed at dawn."),
+        _md("## Results\nThe walrus count is 42."),
+        _code("count()"),
+        _md("<pre>\nraw notes"),
+        _md("## Discussion\nWalruses are big."),
+        _md("<?php echo 1;\n"),
+        _md("## Otters\nOtters are small."),
+    ])
+    assert [(p.title, p.location) for p in read_passages(nb, "html.ipynb")] == [
+        ("Setup", "html.ipynb cell 1"), ("Setup > Results", "html.ipynb cells 2-4"),
+        ("Setup > Discussion", "html.ipynb cells 5-6"), ("Setup > Otters", "html.ipynb cell 7")]
+    assert "-->" not in " ".join(p.text for p in read_passages(nb, "html.ipynb"))  # (the closers added: not its text)
+
+
 def test_a_heading_cells_trailing_blank_line_of_spaces_does_not_cite_it(tmp_path):
     """A section's first cell was found by skipping empty lines only: a heading cell ending in a line of
     spaces ("# Otters\\n   ") was cited for text the next cells hold ("cells 1-3")."""

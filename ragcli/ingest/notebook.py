@@ -78,16 +78,32 @@ def _cell_markdown(cell: dict) -> tuple[list[str], set[int]]:
 
 
 def _closed(lines: list[str]) -> tuple[list[str], set[int]]:
-    """A Markdown cell's lines, and a fence closing a code block it leaves open ("```python" and no "```"):
+    """A Markdown cell's lines, and a line closing a block it leaves open: a code block ("```python" and no
+    "```") or an HTML block that only its end tag ends ("<!-- TODO" and no "-->", "<pre>" and no "</pre>").
     Jupyter shows each cell alone, so the block ends with it; in the one document it went on over the next
     cells (their headings lost)."""
     for token in _markdown().parse("\n".join(lines)):
-        if token.type == "fence" and token.level == 0 and token.map and token.map[1] >= len(lines):
-            first, last = token.map[0], len(lines) - 1
+        if token.level != 0 or not token.map or token.map[1] < len(lines):
+            continue
+        first, last = token.map[0], len(lines) - 1
+        if token.type == "fence":
             closer = re.compile(rf"^ {{0,3}}{re.escape(token.markup[0])}{{{len(token.markup)},}}[ \t]*$")
             if last == first or not closer.match(lines[last]):
                 return [*lines, token.markup], {len(lines)}
+        elif token.type == "html_block":
+            end = next((end for start, end in _HTML_ENDS if start.match(lines[first])), None)
+            if end and (last == first and not end.search(lines[first], lines[first].find("<") + 2)
+                        or last > first and not end.search(lines[last])):
+                return [*lines, _HTML_CLOSERS[end]], {len(lines)}
     return lines, set()
+
+
+# the HTML blocks of CommonMark that only an end tag ends (kinds 1-5; the others end at a blank line, which
+# follows each cell): how one starts, and the end that closes it (what is added where a cell leaves it open)
+_HTML_ENDS = [(re.compile(start, re.I), re.compile(end, re.I)) for start, end in (
+    (r" {0,3}<(?:script|pre|style|textarea)(?:[\s>]|$)", r"</(?:script|pre|style|textarea)>"),
+    (r" {0,3}<!--", r"-->"), (r" {0,3}<\?", r"\?>"), (r" {0,3}<!\[CDATA\[", r"\]\]>"), (r" {0,3}<![A-Za-z]", r">"))]
+_HTML_CLOSERS = dict(zip((end for _, end in _HTML_ENDS), ("</pre>", "-->", "?>", "]]>", ">")))
 
 
 def _output_text(output: dict) -> str:
