@@ -56,7 +56,7 @@ class Calibration:
 
 
 def cache_path() -> Path:
-    from ragcli.config import user_cache_dir
+    from ragcli.userdirs import user_cache_dir
 
     return user_cache_dir() / CACHE_FILE
 

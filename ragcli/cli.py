@@ -267,7 +267,7 @@ def config_show(
 @config_app.command("path")
 def config_path() -> None:
     """Print the config file's path (TOML; keys are setting names)."""
-    from ragcli.config import config_file_path
+    from ragcli.userdirs import config_file_path
 
     typer.echo(str(config_file_path()))
 

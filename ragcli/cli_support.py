@@ -9,7 +9,8 @@ from typing import Annotated, Any, Callable, Iterator, Optional
 
 import typer
 
-from ragcli.config import AUTO, Settings, flag_name, setting_type
+from ragcli.config import Settings, setting_type
+from ragcli.config_values import AUTO, flag_name
 
 
 # ----------------------------------------------------------------------------- settings flags

@@ -1,13 +1,14 @@
 """Settings: defaults < config file < RAGCLI_* environment < command-line flags, resolved once.
 
 ``Settings.resolve(flags)`` returns the settings in effect and remembers where each value came
-from, so ``ragcli config show`` can print both and every run can record them.
+from, so ``ragcli config show`` can print both and every run can record them. What each setting
+accepts (choices, ranges, coercion) is ``config_values``; where the config file and the user's
+folders are is ``userdirs``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import re
 import tomllib
@@ -15,9 +16,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from ragcli.config_values import AUTO, AUTO_VALUE, LOCAL_ONLY, checked, flag_name
 from ragcli.errors import UsageError
-
-APP_NAME = "ragcli"
+from ragcli.userdirs import config_file_path, default_index_dir
 
 
 def _config_text(raw: bytes) -> str:
@@ -28,38 +29,6 @@ def _config_text(raw: bytes) -> str:
 
     found = unicode_text(raw)
     return found[0] if found else raw.decode("utf-8")
-
-
-def user_config_dir() -> Path:
-    from platformdirs import user_config_dir as _ucd
-
-    return Path(_ucd(APP_NAME))
-
-
-def user_data_dir() -> Path:
-    from platformdirs import user_data_dir as _udd
-
-    return Path(_udd(APP_NAME))
-
-
-def user_cache_dir() -> Path:
-    from platformdirs import user_cache_dir as _ucd
-
-    return Path(_ucd(APP_NAME))
-
-
-def user_state_dir() -> Path:
-    from platformdirs import user_state_dir as _usd
-
-    return Path(_usd(APP_NAME))
-
-
-def default_index_dir() -> str:
-    """``./index_data`` when it exists (running from the repository), else the user data dir."""
-    local = Path("index_data")
-    if local.is_dir():
-        return str(local)
-    return str(user_data_dir() / "index")
 
 
 def redacted_url(url: str) -> str:
@@ -78,11 +47,6 @@ def redacted_url(url: str) -> str:
     user, host = parts.netloc.rpartition("@")[::2]
     name = user.partition(":")[0] if parts.password is not None else ""
     return urlunsplit(parts._replace(netloc=f"{name + ':' if name else ''}***@{host}"))
-
-
-def config_file_path() -> Path:
-    env = os.environ.get("RAGCLI_CONFIG")
-    return Path(env).expanduser() if env else user_config_dir() / "config.toml"  # ("~/x.toml" from a .env file)
 
 
 @dataclass
@@ -275,19 +239,7 @@ class Settings:
             setattr(self, name, AUTO_VALUE)
             self._sources[name] = self._sources.get(name, "set")
             return
-        value = _coerce(name, value, setting_type(name), label)
-        if name in CHOICES and value not in CHOICES[name] + UNLISTED_CHOICES.get(name, ()):
-            raise UsageError(f"{label} must be one of {', '.join(CHOICES[name])}, got {value!r}")
-        if name in RANGES:
-            low, high = RANGES[name]
-            if not (low <= value <= high) or value != value:  # value != value: NaN
-                bounds = f"at least {_bound(low)}" if high == math.inf else f"between {_bound(low)} and {_bound(high)}"
-                raise UsageError(f"{label} must be {bounds}, got {value!r}")
-        if name == "index" and not value.strip():  # Path('') is '.': `--index ''` (or "$IDX" unset) used the
-            # current folder as the index, where `ragcli index ''` is refused (an empty --model is the bundled one)
-            raise UsageError(f"{label} is empty: '' names no folder", hint="name one; '.' is the current folder")
-        if name in PATHS:  # "~/notes-index" from a config file or the environment: the home folder
-            value = os.path.expanduser(value)
+        value = checked(name, value, setting_type(name), label)
         setattr(self, name, value)
         self._sources[name] = self._sources.get(name, "set")
 
@@ -333,100 +285,11 @@ class Settings:
         return self.theta if isinstance(self.theta, float) else 0.4
 
 
-# Settings that take "auto" besides a number (calibrated per model: ragcli.calibration).
-AUTO_VALUE = "auto"
-AUTO: frozenset[str] = frozenset({"theta", "tau"})
-
-
 def setting_type(name: str) -> type:
     """The type values of a setting are coerced to (float for the thresholds that also take "auto")."""
     if name in AUTO:
         return float
     return type(getattr(_DEFAULTS, name))
-
-
-# The strategy registry's names (ragcli.strategies; a test keeps the two equal): a bad --strategy,
-# RAGCLI_STRATEGY or config value is refused where it is set, naming where it came from.
-STRATEGY_NAMES = ("flare", "flare-instruct", "single", "none", "previous-window", "previous-sentence", "ircot",
-                  "self-ask", "crag")
-EVAL_ONLY_STRATEGIES = ("oracle",)  # the eval sets it (gold paragraphs); `ask` refuses it
-
-CHOICES: dict[str, tuple[str, ...]] = {
-    "strategy": STRATEGY_NAMES,
-    "backend": ("llama", "openai"),
-    "prompt_style": ("auto", "completion", "chat"),
-    "answer_style": ("auto", "short", "long", "cot"),
-    "final_read": ("auto", "yes", "no"),
-    "trigger": ("prob", "entropy"),
-    "query_mode": ("masked", "qgen"),
-    "keep_first": ("auto", "yes", "no"),
-    "fresh_docs": ("yes", "no"),
-    "final_search": ("yes", "no", "bridge"),
-    "revise": ("evidence", "always"),
-    "rerank": ("none", "lm"),
-    "reader": ("cot", "direct"),
-    "page_order": ("rank", "near"),
-}
-UNLISTED_CHOICES: dict[str, tuple[str, ...]] = {"strategy": EVAL_ONLY_STRATEGIES}  # accepted, never offered
-
-
-# Settings that name a file or folder: a leading ~ is the user's home, wherever the value came from.
-PATHS = frozenset({"index", "model"})
-LOCAL_ONLY = frozenset({"model", "n_gpu_layers", "threads", "require_gpu"})  # the in-process model's settings
-
-# Numeric settings outside these (inclusive) bounds are refused: --theta 7 meant 0.7, and would
-# otherwise silently retrieve at every sentence.
-RANGES: dict[str, tuple[float, float]] = {
-    **{name: (0.0, 1.0) for name in ("theta", "beta", "top_p", "upper", "lower", "retrieval_target")},
-    "tau": (0.0, math.inf),
-    "highlight": (-1.0, 1.0),  # -1: the same as theta
-    "temperature": (0.0, 10.0),  # "inf": uniform noise in-process, a JSON error (internal) on a server
-    "timeout": (0.0, math.inf),
-    "web_timeout": (0.1, 3600.0),  # an "inf" overflowed the thread wait (internal error)
-    "api_timeout": (0.1, 86400.0),  # "inf" or 1e12 overflowed httpx's clock (internal error)
-    "threads": (0, math.inf),
-    "read_cap": (0, math.inf),
-    "n_gpu_layers": (-1, math.inf),
-    "ctx": (256, math.inf),
-    "seed": (0, 2**32 - 1),  # llama.cpp's seed is unsigned (-1 was an internal error)
-    **{name: (1, math.inf) for name in ("k", "max_tokens", "max_steps", "lookahead", "max_query_words",
-                                         "stride", "query_len", "pool_cap")},
-}
-
-
-def _bound(x: float) -> str:
-    """1, 0.5, 4294967295 (not "4.29497e+09")."""
-    return str(int(x)) if float(x).is_integer() else f"{x:g}"
-
-
-def flag_name(name: str) -> str:
-    """The command-line flag of a setting: page_order -> --page-order."""
-    return "--" + name.replace("_", "-")
-
-
-def _coerce(name: str, value: Any, typ: type, label: str) -> Any:
-    try:
-        if typ is bool:
-            if isinstance(value, bool):
-                return value
-            text = str(value).strip().lower()
-            if text in {"1", "true", "yes", "on"}:
-                return True
-            if text in {"0", "false", "no", "off"}:
-                return False
-            raise ValueError(value)
-        if typ in (int, float) and isinstance(value, bool):  # TOML's `k = true`
-            raise ValueError(value)
-        if typ is int:
-            if isinstance(value, float) and not value.is_integer():  # TOML's `k = 2.9`: not silently 2
-                raise ValueError(value)
-            return int(value)
-        if typ is float:
-            return float(value)
-        return str(value)
-    except (TypeError, ValueError):
-        expected = "a number or 'auto'" if name in AUTO else typ.__name__
-        raise UsageError(f"{label} expects {expected}, got {value!r}") from None
 
 
 _DEFAULTS = Settings(index=".")

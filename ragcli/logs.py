@@ -32,7 +32,7 @@ LOCK_WAIT = 5.0  # seconds to wait for a history another program holds (another 
 
 
 def default_path() -> Path:
-    from ragcli.config import user_data_dir
+    from ragcli.userdirs import user_data_dir
 
     return user_data_dir() / "logs.db"
 

@@ -40,7 +40,7 @@ class Hub(Protocol):
 
 
 def models_dir() -> Path:
-    from ragcli.config import user_cache_dir
+    from ragcli.userdirs import user_cache_dir
 
     return user_cache_dir() / "models"
 

@@ -21,7 +21,7 @@ from rich.text import Text
 
 from ragcli import attribution
 from ragcli.cli_support import index_progress, markup_safe, path_arg
-from ragcli.config import user_state_dir
+from ragcli.userdirs import user_state_dir
 from ragcli.conversation import Conversation, Exchange
 from ragcli.engine import Engine
 from ragcli.errors import IndexMissingError, RagcliError, UsageError

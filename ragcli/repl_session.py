@@ -22,7 +22,8 @@ def make_session(console, commands: dict[str, str], history_file: Callable[[], P
     from prompt_toolkit.history import FileHistory, InMemoryHistory
     from prompt_toolkit.key_binding import KeyBindings
 
-    from ragcli.config import CHOICES, PATHS, setting_type
+    from ragcli.config import setting_type
+    from ragcli.config_values import CHOICES, PATHS
     from ragcli.shell_words import continued, typed_words
     from ragcli.strategies import STRATEGIES
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import re
 
-from ragcli.config import CHOICES, PATHS, Settings, setting_type
+from ragcli.config import Settings, setting_type
+from ragcli.config_values import CHOICES, PATHS
 from ragcli.errors import UsageError
 
 # A flag in a hint or notice ("raise --ctx", "--keep-first no to drop them"), its value if one follows, and

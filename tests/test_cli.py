@@ -1405,7 +1405,7 @@ def test_the_missing_index_hint_goes_by_the_index_ragcli_index_would_build(tmp_p
     """The short hint, "run `ragcli index PATH` first", is right only for the index `ragcli index` builds
     without --index: with RAGCLI_INDEX (or the config file) naming another, that one. Asked for the built-in
     default then, the hint names it; asked for the configured one, the short hint builds it."""
-    from ragcli.config import default_index_dir
+    from ragcli.userdirs import default_index_dir
 
     monkeypatch.chdir(tmp_path)  # (no ./index_data here: the built-in default is the user data dir's)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))

@@ -46,9 +46,9 @@ def test_numbers_out_of_range_are_refused_with_the_range(name, value, says):
 
 
 def test_numbers_at_the_bounds_are_accepted_and_every_default_is_in_range():
-    from ragcli.config import RANGES
+    from ragcli.config_values import RANGES
 
-    from ragcli.config import AUTO
+    from ragcli.config_values import AUTO
 
     s = Settings(index=".")
     for name, (low, high) in RANGES.items():
@@ -87,7 +87,7 @@ def test_thresholds_take_auto_or_a_number_in_range():
 
 
 def test_a_strategy_is_checked_where_it_is_set_and_the_names_are_the_registrys(tmp_path):
-    from ragcli.config import EVAL_ONLY_STRATEGIES, STRATEGY_NAMES
+    from ragcli.config_values import EVAL_ONLY_STRATEGIES, STRATEGY_NAMES
     from ragcli.strategies import EVAL_ONLY, STRATEGIES
 
     assert STRATEGY_NAMES == tuple(STRATEGIES) and EVAL_ONLY_STRATEGIES == tuple(EVAL_ONLY)

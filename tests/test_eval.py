@@ -904,7 +904,7 @@ def test_a_closed_book_eval_needs_no_paragraphs_and_a_retrieving_one_says_what_i
     "nothing to index: /tmp/tmpXXXX/nopara-paragraphs.jsonl holds no readable text", a file the user
     never made, and a file type that was not the problem."""
     from ragcli import cli
-    from ragcli.config import user_cache_dir
+    from ragcli.userdirs import user_cache_dir
 
     data = tmp_path / "nopara.jsonl"
     data.write_text("".join(json.dumps({"id": f"q{i}", "question": f"What is zeta{i}?", "answers": [f"Topic {i}"],
@@ -941,7 +941,7 @@ def test_eval_indexes_no_eval_used_for_a_week_and_half_built_ones_go(tmp_path, m
     import os
     import time
 
-    from ragcli.config import user_cache_dir
+    from ragcli.userdirs import user_cache_dir
     from ragcli.eval.corpus_index import eval_index
 
     data, corpus = _dataset(tmp_path)

@@ -10,7 +10,8 @@ from typing import Annotated, Optional
 import typer
 
 from ragcli.cli_support import markup_safe, stderr_console, with_settings
-from ragcli.config import Settings, flag_name
+from ragcli.config import Settings
+from ragcli.config_values import flag_name
 from ragcli.errors import InputPathError, Interrupted, ServerError, Terminated, UsageError
 from ragcli.eval.corpus_index import eval_index_plan
 from ragcli.exits import terminations_raised

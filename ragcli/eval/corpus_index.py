@@ -50,7 +50,7 @@ def eval_index_plan(dataset: Path, corpus: Path | None):
     corpus is hashed, nothing is built."""
     import tempfile
 
-    from ragcli.config import user_cache_dir
+    from ragcli.userdirs import user_cache_dir
     from ragcli.eval.dataset import corpus_records, load_examples
     from ragcli.ingest.indexer import build_index
     from ragcli.ingest.reader import file_hash

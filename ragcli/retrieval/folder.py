@@ -135,7 +135,8 @@ def build_hint(directory: Path) -> str | None:
     (``--index ~/work-idx``) is named in it, quoted as the shell needs; None: the error's own."""
     import shlex
 
-    from ragcli.config import Settings, default_index_dir
+    from ragcli.config import Settings
+    from ragcli.userdirs import default_index_dir
 
     try:
         unflagged = Settings.resolve().index

@@ -254,6 +254,6 @@ class CachedWebSearcher:
 
 def default_web_searcher(timeout: float) -> WebSearcher:
     """ddgs behind the user cache (``user_cache_dir()/web``)."""
-    from ragcli.config import user_cache_dir
+    from ragcli.userdirs import user_cache_dir
 
     return CachedWebSearcher(DdgsWebSearcher(timeout=timeout), user_cache_dir() / "web")
