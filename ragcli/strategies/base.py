@@ -1,43 +1,28 @@
-"""What every strategy shares: retrieval with events, token streaming with events, sentence
-cutting and the closing AnswerFinished; fitting pages into the context (``fitting``) and the final
-read (``finalread``) are its parts with a module each. Strategies yield events, never print."""
+"""What every strategy shares: its state for one answer, the trigger, the answer's sentences (one
+written from documents and committed, a repeat ending the answer), its queries, and the closing
+AnswerFinished with its citations. Its parts have a module each: retrieval and the evidence it
+gathers (``gathering``), calling the model with events (``generating``), fitting pages into the
+context (``fitting``) and the final read (``finalread``). Strategies yield events, never print."""
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Callable, ClassVar, Iterator, Mapping, Sequence
+from typing import Callable, ClassVar, Iterator, Sequence
 
 from ragcli import attribution, prompts
 from ragcli.config import Settings
 from ragcli.errors import UsageError
-from ragcli.events import (
-    AnswerFinished,
-    DocumentsRetrieved,
-    Event,
-    Notice,
-    RetrievalTriggered,
-    SentenceCommitted,
-    StepStarted,
-    TokenGenerated,
-)
+from ragcli.events import AnswerFinished, Event, Notice, SentenceCommitted, StepStarted
 from ragcli.generation import Generator
 from ragcli.retrieval import Retriever
 from ragcli.retrieval.web import WebSearcher
 from ragcli.sentences import ends_with_stop, first_sentence_end
 from ragcli.strategies.finalread import FinalRead
 from ragcli.strategies.fitting import DocumentFitting
+from ragcli.strategies.gathering import Evidence, Gathering
+from ragcli.strategies.generating import Generating
 from ragcli.strategies.querytext import first_content_words, question_words
-from ragcli.strategies.stream import (
-    REPEATED,
-    REPEATS,
-    Chunk,
-    SentenceTracker,
-    cut_sentence,
-    repeating,
-    repeats,
-    split_at,
-)
+from ragcli.strategies.stream import REPEATED, cut_sentence, repeats
 from ragcli.strategies.trigger import Trigger, make_trigger
 from ragcli.types import Document, Query, RunStats, Sentence
 
@@ -46,29 +31,7 @@ from ragcli.types import Document, Query, RunStats, Sentence
 PostRetrieval = Callable[["Strategy", str, Sequence[Document]], Iterator[Event]]
 
 
-# Answers never need "[": with documents listed as "[1] Title: text", small models otherwise go on
-# copying the list into the answer ("... in space. [4] Ulf Merbold: Dr. Ulf ..."). FLARE-instruct,
-# whose [Search(...)] needs it, passes its own bias.
-NO_BRACKETS = {"[": -100.0}
-
-
-@dataclass
-class Evidence:
-    """A document some retrieval of this answer returned: where it ranked, how often it came back."""
-
-    doc: Document
-    first: int  # the retrieval that first returned it (0: the question's)
-    rank: int  # its best rank in any retrieval (0: top)
-    fused: float = 0.0  # reciprocal-rank fusion over every retrieval that returned it
-
-
-RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al. 2009)
-# tokens that end an answer (the stop strings start with them), held off for one token: after a short
-# answer's phrase (FLARE's explanation draft) and, once, at the start of an answer that came back empty
-HOLD_BREAK = {"\n": 1, "\n\n": 1}
-
-
-class Strategy(DocumentFitting, FinalRead):
+class Strategy(Gathering, Generating, DocumentFitting, FinalRead):
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
     params: ClassVar[tuple[str, ...]] = ("k", "max_tokens")
@@ -135,185 +98,6 @@ class Strategy(DocumentFitting, FinalRead):
             raise UsageError(f"{name} is {value!r}: an automatic threshold is calibrated by the engine",
                              hint=f"run through ragcli, or give --{name} a number")
         return make_trigger(st.trigger, float(value), st.beta)
-
-    # -------------------------------------------------------------------- retrieval
-    def retrieve(self, query: Query, reason: str, k: int | None = None, *, fresh: bool = False) -> Iterator[Event]:
-        """Yield the retrieval events; the documents are the generator's return value. ``fresh``: the
-        best k documents not yet gathered for this answer."""
-        k = self.settings.k if k is None else k
-        yield RetrievalTriggered(query, reason)
-        t = time.perf_counter()
-        docs, already_read = [], 0
-        if self.retriever and query.text.strip():
-            seen = set(self.evidence) if fresh else set()
-            for d in self.retriever.search(query.text, k + len(seen)):
-                if len(docs) == k:
-                    break
-                if d.key in seen:
-                    already_read += 1
-                else:
-                    docs.append(d)
-        self.stats.retrievals += 1
-        number = self.stats.retrievals - 1  # before a post-retrieval step's own searches (CRAG's web) count
-        yield DocumentsRetrieved(query, tuple(docs), time.perf_counter() - t, already_read)
-        if self.post_retrieval is not None and docs:
-            docs = yield from self.post_retrieval(self, self.question, docs)
-        self.gather(docs, number)
-        return docs
-
-    def gather(self, docs: Sequence[Document], number: int | None = None) -> None:
-        """Remember a retrieval's documents as evidence for the final read (``number``: which retrieval
-        found them, 0 for the question's; the latest by default)."""
-        number = self.stats.retrievals - 1 if number is None else number
-        for rank, d in enumerate(docs):
-            e = self.evidence.get(d.key)
-            if e is None:
-                e = self.evidence[d.key] = Evidence(d, number, rank)
-            e.rank = min(e.rank, rank)
-            e.fused += 1.0 / (RRF_K + rank + 1)
-
-    def gathered(self) -> list[Document]:
-        """Every document retrieved for this answer, most useful first: by reciprocal rank fusion
-        over the retrievals (a document several queries found outranks one found once at the same
-        rank), ties broken by the earlier retrieval."""
-        ranked = sorted(self.evidence.values(), key=lambda e: (-e.fused, e.first, e.rank))
-        return [e.doc for e in ranked]
-
-    def reuse_order(self, docs: Sequence[Document], previous: Sequence[Document]) -> list[Document]:
-        """Documents that were also in the previous prompt first, in their previous order, then the
-        new ones in the order given: when a retrieval returns overlapping documents, the prompt keeps
-        a common prefix and the KV cache re-evaluates only from the first new document. The order
-        depends only on the strategy's own state, so cached and uncached runs see the same prompt."""
-        keys = {d.key for d in docs}
-        kept = [d for d in previous if d.key in keys]
-        kept_keys = {d.key for d in kept}
-        return kept + [d for d in docs if d.key not in kept_keys]
-
-    def cite(self, docs: Sequence[Document]) -> None:
-        for d in docs:
-            if d.key not in self._source_keys:
-                self._source_keys.add(d.key)
-                self.sources.append(d)
-
-    # -------------------------------------------------------------------- generation
-    def generate(
-        self,
-        prompt: str,
-        *,
-        max_tokens: int,
-        stop: Sequence[str] | None = None,
-        slot: str = "main",
-        draft: bool = False,
-        until_sentence: bool = False,
-        bias: Mapping[str, float] | None = None,
-        suppress_first: Mapping[str, int] | None = None,
-        watch: Callable[[str], bool] | None = None,
-    ) -> Iterator[Event]:
-        """Stream tokens as events; return a Chunk. ``until_sentence`` stops after one full sentence,
-        ``watch(text)`` returning True stops too (FLARE-instruct's search marker).
-
-        An answer is never empty by a line break: when a prompt that starts an answer (nothing
-        written after its cue yet) gets no text because the model's first token was a line break
-        (the stop strings end it there), it is asked once more with line breaks held off for the
-        first token (vLLM's ``min_tokens``, for stop strings). The bundled model did this in 24 of 600
-        final reads on the dev pool, where it is unsure ("\\n" at p 0.045, " Jessica" at 0.033)."""
-        if self.fit_note is not None:  # the prompt's documents were cut to fit the context: said once
-            if not self._said_fit:
-                yield self.notice(self.fit_note, "warning")
-            self.fit_note, self._said_fit = None, True
-        args = dict(max_tokens=max_tokens, stop=stop, slot=slot, draft=draft, until_sentence=until_sentence,
-                    bias=bias, watch=watch)
-        chunk = yield from self._generate(prompt, suppress_first=suppress_first, **args)
-        held = dict(suppress_first or {})
-        if (not chunk.text.strip() and chunk.ended and getattr(self.gen, "last_finish", "") == "stop"
-                and prompts.starts_answer(prompt) and any(held.get(s, 0) < 1 for s in HOLD_BREAK)):
-            chunk = yield from self._generate(prompt, suppress_first={**held, **HOLD_BREAK}, **args)
-        return chunk
-
-    def _generate(
-        self,
-        prompt: str,
-        *,
-        max_tokens: int,
-        stop: Sequence[str] | None,
-        slot: str,
-        draft: bool,
-        until_sentence: bool,
-        bias: Mapping[str, float] | None,
-        suppress_first: Mapping[str, int] | None,
-        watch: Callable[[str], bool] | None,
-    ) -> Iterator[Event]:
-        chunk = Chunk()
-        text = ""
-        stop = self.answer_stop if stop is None else stop
-        bias = NO_BRACKETS if bias is None else bias
-        if max_tokens <= 0:
-            chunk.ended = True
-            return chunk
-        if (yield from self.timed_out()):
-            chunk.ended = chunk.timed_out = True
-            return chunk
-        tracker = SentenceTracker()
-        for tok in self.gen.stream(prompt, max_tokens=max_tokens, stop=stop, slot=slot, bias=bias,
-                                   suppress_first=suppress_first):
-            chunk.tokens.append(tok)
-            text += tok.text
-            yield TokenGenerated(tok, draft=draft)
-            if until_sentence and first_sentence_end(text) is not None:
-                return chunk
-            if watch is not None and watch(text):
-                return chunk
-            if (keep := tracker.repeated(tracker.add(tok))) is not None:
-                yield from self._cut_repetition(chunk, keep)
-                return chunk
-            period = repeating(chunk.tokens)
-            if period:
-                del chunk.tokens[len(chunk.tokens) - period * (REPEATS - 1):]
-                self.stop_reason = "repetition"
-                yield Notice("the model started repeating itself; stopped", "warning")
-                chunk.ended = True
-                return chunk
-            if (yield from self.timed_out()):
-                chunk.ended = chunk.timed_out = True
-                return chunk
-        if not until_sentence and (keep := tracker.repeated(tracker.finish())) is not None:
-            yield from self._cut_repetition(chunk, keep)
-            return chunk
-        # Ended means the model finished (stop string or end of generation), not the token cap. The
-        # generator says which: it may merge several model tokens into one Token when it holds text
-        # back, so counting Tokens would mistake the cap for an end.
-        chunk.ended = getattr(self.gen, "last_finish", "eog") in ("stop", "eog")
-        return chunk
-
-    def _cut_repetition(self, chunk: Chunk, keep: int) -> Iterator[Event]:
-        """End the chunk before a sentence that repeats an earlier one (``keep``: characters before it)."""
-        chunk.tokens[:] = split_at(chunk.tokens, keep)[0]
-        self.stop_reason = "repetition"
-        yield Notice(REPEATED, "warning")
-        chunk.ended = True
-
-    def timed_out(self) -> Iterator[Event]:
-        """True when --timeout's budget is spent (``out_of_time``): the answer ends there, with the
-        notice, once a run whichever step found it spent (nothing is written after it), and the stop
-        reason (every step that would call the model asks this first: ``yield from``)."""
-        if not self.out_of_time():
-            return False
-        if not self._said_timeout:
-            self._said_timeout = True
-            yield Notice(f"time budget of {self.settings.timeout:g}s reached; stopped", "warning")
-        return True
-
-    def time_left(self) -> float | None:
-        """Seconds left of the question's --timeout (None without one)."""
-        if self.settings.timeout <= 0:
-            return None
-        return self.settings.timeout - (time.perf_counter() - self._t0)
-
-    def out_of_time(self) -> bool:
-        if self.settings.timeout > 0 and time.perf_counter() - self._t0 > self.settings.timeout:
-            self.stop_reason = "timeout"
-            return True
-        return False
 
     def sentence_with(self, question: str, docs: Sequence[Document], answer: list[str], *, what: str,
                       budget: int):

@@ -24,7 +24,8 @@ from typing import Iterator, Sequence
 from ragcli import prompts
 from ragcli.events import DraftSentence, Event
 from ragcli.sentences import first_sentence_end
-from ragcli.strategies.base import HOLD_BREAK, Strategy
+from ragcli.strategies.base import Strategy
+from ragcli.strategies.generating import HOLD_BREAK
 from ragcli.strategies.stream import cut_sentence, sentences_of
 from ragcli.strategies.trigger import Trigger
 from ragcli.types import Document, Query, Sentence, Token
