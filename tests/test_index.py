@@ -247,6 +247,37 @@ def test_text_in_any_encoding_is_decoded_and_binary_files_are_skipped(small_corp
     assert idx.stats()["encodings"]["cp1252"] == 2
 
 
+def test_names_with_a_dotted_capital_i_are_found_as_typed(tmp_path, monkeypatch):
+    """Lower case made "İstanbul" "i̇stanbul", an i and a combining dot that folding kept: "Istanbul" found no
+    page on "İstanbul", nor "Inonu" one on "İsmet İnönü", nor "Izmir" "İzmir" (Turkish names, common in
+    English text). Small-capital and a few other letters (Ǧ, ʀ) were folded to capitals no query holds. Schema
+    4 folds before and after lower case; a schema 3 index is searched and updated as it was built."""
+    from ragcli import doctor
+    from ragcli.config import Settings
+    from ragcli.retrieval.index import TantivyIndex
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "tr.txt").write_text("İsmet İnönü was born in İzmir, near İSTANBUL.", encoding="utf-8")
+    (notes / "sk.txt").write_text("The Ǧáttis river and a ʀɪɴɢ.", encoding="utf-8")
+    build_index([notes], tmp_path / "index")
+    index = TantivyIndex.open(tmp_path / "index")
+    assert index.meta.schema_version == SCHEMA_VERSION >= 4
+    for query, title in (("Inonu", "tr"), ("Izmir", "tr"), ("istanbul", "tr"), ("İstanbul", "tr"), ("İNÖNÜ", "tr"),
+                         ("Gattis", "sk"), ("ring", "sk")):
+        assert [d.title for d in index.search(query, 5)] == [title], query
+    del index
+    index = _old_index_updated(3, notes, tmp_path / "old", ("an.txt", "İlhan sailed from Antalya."), monkeypatch)
+    assert [d.title for d in index.search("İzmir", 3)] == ["tr"] and [d.title for d in index.search("İlhan", 3)] == ["an"]
+    assert index.search("Izmir", 3) == [] and index.search("Ilhan", 3) == []  # what the rebuild gives
+    check = doctor._index(Settings(index=str(tmp_path / "old")))
+    assert check.ok and check.warn_only and "--rebuild" in check.fix and "schema 3:" in check.detail, check.detail
+    del index
+    build_index([notes], tmp_path / "old", rebuild=True)
+    index = TantivyIndex.open(tmp_path / "old")
+    assert index.meta.schema_version == SCHEMA_VERSION and [d.title for d in index.search("Ilhan", 3)] == ["an"]
+
+
 @pytest.mark.parametrize("codec, text", [
     ("cp1252", "La riunione è stata spostata a giovedì. Perché non è ancora pronto? Grazie, Niccolò.\n"),
     ("cp1252", "Mötet har flyttats till torsdag. Vänligen skicka dina ändringar före onsdag. Tack, Björn Åström.\n"),
@@ -1213,15 +1244,18 @@ def test_cutting_text_without_spaces_asks_punkt_about_small_windows_only(monkeyp
 
 def _build_with_old_schema(version: int, paths: list, index_dir, monkeypatch) -> None:
     """An index of ``paths`` as ragcli built it with schema ``version`` (1: no "cjk" field; 1 and 2:
-    tantivy's en_stem, no folding), its meta saying so; later builds use today's schema again."""
+    tantivy's en_stem, no folding; 3: folded after lower case), its meta saying so; later builds use
+    today's schema again."""
     import tantivy
 
     from ragcli.retrieval import index as index_module
     from ragcli.retrieval.schema import CJK_FIELD
 
+    words = "ragcli_text" if version == 3 else "en_stem"
+
     def old_schema():
         sb = tantivy.SchemaBuilder()
-        for name, tokenizer in (("pid", "raw"), ("title", "en_stem"), ("text", "en_stem"), ("path", "raw")):
+        for name, tokenizer in (("pid", "raw"), ("title", words), ("text", words), ("path", "raw")):
             sb.add_text_field(name, stored=True, tokenizer_name=tokenizer)
         sb.add_text_field("location", stored=True, index_option="basic", tokenizer_name="raw")
         if version >= 2:
@@ -1234,6 +1268,19 @@ def _build_with_old_schema(version: int, paths: list, index_dir, monkeypatch) ->
     meta = json.loads((index_dir / "ragcli.json").read_text())
     meta["schema_version"] = version
     (index_dir / "ragcli.json").write_text(json.dumps(meta))
+
+
+def _old_index_updated(version: int, notes, index_dir, added: tuple[str, str], monkeypatch):
+    """The index of ``notes`` built with schema ``version``, then updated by today's ragcli with the file
+    ``added`` (name, text): opened, still of that version (an older index is updated as it was built)."""
+    from ragcli.retrieval.index import TantivyIndex
+
+    _build_with_old_schema(version, [notes], index_dir, monkeypatch)
+    (notes / added[0]).write_text(added[1], encoding="utf-8")
+    build_index([notes], index_dir)
+    index = TantivyIndex.open(index_dir)
+    assert index.meta.schema_version == version
+    return index
 
 
 def test_an_index_from_before_the_cjk_field_is_read_and_updated_without_it(tmp_path, monkeypatch):
@@ -1315,11 +1362,7 @@ def test_an_index_from_before_folding_is_searched_and_updated_as_it_was_built(tm
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "zh.txt").write_text("Zürich is the largest city in Switzerland.", encoding="utf-8")
-    _build_with_old_schema(2, [notes], tmp_path / "index", monkeypatch)
-    (notes / "ge.txt").write_text("Genève lies on the lake.", encoding="utf-8")
-    build_index([notes], tmp_path / "index")  # updated as built
-    index = TantivyIndex.open(tmp_path / "index")
-    assert index.meta.schema_version == 2
+    index = _old_index_updated(2, notes, tmp_path / "index", ("ge.txt", "Genève lies on the lake."), monkeypatch)
     assert [d.title for d in index.search("Zürich", 3)] == ["zh"] and [d.title for d in index.search("Genève", 3)] == ["ge"]
     assert index.search("Zurich", 3) == []  # what the rebuild gives
     from ragcli import doctor

@@ -9,13 +9,15 @@ from typing import Any, NamedTuple
 
 from ragcli.words import CJK_RUN, cjk_pairs
 
-# 3: title and text folded to ASCII ("Zürich" found by "Zurich"); 2: the "cjk" field (overlapping pairs
-# of CJK characters). Older indexes are read and written as they were built: without what came later.
-SCHEMA_VERSION = 3
-READABLE_SCHEMAS = (1, 2, 3)
+# 4: folded before lower case too ("İstanbul" found by "Istanbul"); 3: title and text folded to ASCII
+# ("Zürich" found by "Zurich"); 2: the "cjk" field (overlapping pairs of CJK characters). Older indexes
+# are read and written as they were built: without what came later.
+SCHEMA_VERSION = 4
+READABLE_SCHEMAS = (1, 2, 3, 4)
 WHAT_SCHEMAS_ADD = {
     2: "Chinese, Japanese and Korean words are not searchable inside their sentences",
     3: "words are found only with their accents as written (\"Zurich\" does not find \"Zürich\")",
+    4: "names with a dotted capital I are found only as written (\"Istanbul\" does not find \"İstanbul\")",
 }
 
 
@@ -62,30 +64,37 @@ def cjk_terms(text: str, *, single: bool = False) -> list[str]:
     return terms
 
 
-# registered on every index opened (``register_analyzers``), as follows; schemas 1 and 2 have tantivy's
-# "en_stem", the same without the folding
-TEXT_TOKENIZER = "ragcli_text"
+# registered on every index opened (``register_analyzers``), each under the name its schema's text
+# fields give; schemas 1 and 2 have tantivy's "en_stem", the same without the folding
+TEXT_TOKENIZERS = {3: "ragcli_text", 4: "ragcli_text4"}
+TEXT_TOKENIZER = TEXT_TOKENIZERS[SCHEMA_VERSION]
 
 
 def text_analyzers(schema_version: int = SCHEMA_VERSION) -> tuple[Any, Any]:
     """The index's tokenizer alone (the words, as written) and its whole analyzer (the terms), built to
     cut queries as the index cut its text: words of letters and digits, cut at 40 bytes, lower case,
     folded to ASCII where a letter has an ASCII form ("Zürich", "Straße", "ＡＢＣ"; since schema 3: a
-    user types names without their accents), English stems."""
+    user types names without their accents), English stems. Since schema 4 folded before lower case as
+    well as after: lower case alone made "İ" an i and a combining dot that no folding removes ("İzmir"
+    found by no "Izmir"), and folding alone gives capitals for a few letters ("Ǧ", "ʀ") no query holds."""
     import tantivy
 
     words = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple()).filter(tantivy.Filter.remove_long(40)).build()
-    terms = (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple()).filter(tantivy.Filter.remove_long(40))
-             .filter(tantivy.Filter.lowercase()))
+    terms = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple()).filter(tantivy.Filter.remove_long(40))
+    if schema_version >= 4:
+        terms = terms.filter(tantivy.Filter.ascii_fold())
+    terms = terms.filter(tantivy.Filter.lowercase())
     if schema_version >= 3:
         terms = terms.filter(tantivy.Filter.ascii_fold())
     return words, terms.filter(tantivy.Filter.stemmer("english")).build()
 
 
 def register_analyzers(index: Any) -> Any:
-    """``index`` (a tantivy index) with TEXT_TOKENIZER registered: tantivy keeps a custom analyzer's
-    name in the schema, not the analyzer, so each index object opened or created needs it."""
-    index.register_tokenizer(TEXT_TOKENIZER, text_analyzers()[1])
+    """``index`` (a tantivy index) with its text analyzers registered: tantivy keeps a custom analyzer's
+    name in the schema, not the analyzer, so each index object opened or created needs them (each
+    version's, under its own name: an older index is updated with the analyzer it was built with)."""
+    for version, name in TEXT_TOKENIZERS.items():
+        index.register_tokenizer(name, text_analyzers(version)[1])
     return index
 
 
