@@ -1496,9 +1496,11 @@ def test_a_compressed_pdf_or_archive_named_on_the_command_line_says_what_to_do(t
 
 # --------------------------------------------------------------------------- e-books
 def make_epub(path: Path, chapters: list[tuple[str, str]], title: str = "The Walrus Book", *,
-              encrypted: list[str] = (), container: bool = True) -> Path:
+              encrypted: list[str] = (), container: bool = True, stored=lambda name: name) -> Path:
     """A minimal EPUB 3: a package file in OEBPS/, a nav document, a stylesheet, and one XHTML file per
-    (file name, body markup) in reading order, some in a subfolder with a space in its name."""
+    (file name, body markup) in reading order, some in a subfolder with a space in its name. Each file
+    is stored in the zip under ``stored(its name)`` (``str.lower``: a book whose names differ in case
+    from what its package file says)."""
     import zipfile
 
     manifest = ['<item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>',
@@ -1507,24 +1509,24 @@ def make_epub(path: Path, chapters: list[tuple[str, str]], title: str = "The Wal
     with zipfile.ZipFile(path, "w") as z:
         z.writestr("mimetype", "application/epub+zip")
         if container:
-            z.writestr("META-INF/container.xml", '<?xml version="1.0"?><container version="1.0" '
+            z.writestr(stored("META-INF/container.xml"), '<?xml version="1.0"?><container version="1.0" '
                        'xmlns="urn:oasis:names:tc:opendocument:xmlns:container"><rootfiles><rootfile '
                        'full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/></rootfiles></container>')
         for i, (name, body) in enumerate(chapters):
             href = name.replace(" ", "%20")
             manifest.append(f'<item id="c{i}" href="{href}" media-type="application/xhtml+xml"/>')
             spine.append(f'<itemref idref="c{i}"/>')
-            z.writestr(f"OEBPS/{name}", f'<?xml version="1.0" encoding="utf-8"?><html xmlns="http://www.w3.org/1999/xhtml">'
+            z.writestr(stored(f"OEBPS/{name}"), f'<?xml version="1.0" encoding="utf-8"?><html xmlns="http://www.w3.org/1999/xhtml">'
                                         f'<head><title>{title}</title></head><body>{body}</body></html>')
-        z.writestr("OEBPS/nav.xhtml", "<html><body><nav><ol><li>Chapter One</li></ol></nav></body></html>")
-        z.writestr("OEBPS/style.css", "p { margin: 0 }")
-        z.writestr("OEBPS/content.opf", f'<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" version="3.0">'
+        z.writestr(stored("OEBPS/nav.xhtml"), "<html><body><nav><ol><li>Chapter One</li></ol></nav></body></html>")
+        z.writestr(stored("OEBPS/style.css"), "p { margin: 0 }")
+        z.writestr(stored("OEBPS/content.opf"), f'<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" version="3.0">'
                    f'<metadata xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:title>{title}</dc:title></metadata>'
                    f'<manifest>{"".join(manifest)}</manifest><spine>{"".join(spine)}</spine></package>')
         if encrypted:
             refs = "".join(f'<EncryptedData><CipherData><CipherReference URI="{u}"/></CipherData></EncryptedData>'
                            for u in encrypted)
-            z.writestr("META-INF/encryption.xml", f"<encryption>{refs}</encryption>")
+            z.writestr(stored("META-INF/encryption.xml"), f"<encryption>{refs}</encryption>")
     return path
 
 
@@ -1625,6 +1627,32 @@ def test_an_epub_whose_zip_names_are_utf8_without_the_zip_flag_saying_so_is_read
             start = data.find(signature, start + 4)
     (tmp_path / "unflagged.epub").write_bytes(bytes(data))
     assert [p.text for p in read_passages(tmp_path / "unflagged.epub")] == ["The walrus in Munich."]
+
+
+def test_an_epub_whose_zip_names_differ_in_case_from_its_package_file_is_read(tmp_path):
+    """Books made on a case-insensitive file system (Windows, macOS) name "Text/Chapter1.xhtml" in the
+    package file and store "text/chapter1.xhtml": every chapter was dropped ("reading order lists no
+    chapters"), as was container.xml's package file and encryption.xml's encrypted chapters."""
+    import zipfile
+
+    from ragcli.ingest.filetypes import reader_version
+
+    chapters = [("Text/Chapter1.xhtml", "<p>The walrus sleeps.</p>"), ("Text/Chapter2.xhtml", "<p>Tusks.</p>")]
+    book = make_epub(tmp_path / "lower.epub", chapters, stored=str.lower)
+    with zipfile.ZipFile(book, "a") as z:  # a second package file: only container.xml's full-path tells
+        z.writestr("backup/old.opf", "<package/>")
+    assert [(p.text, p.location.rsplit(" ", 1)[-1]) for p in read_passages(book)] == [
+        ("The walrus sleeps.", "1"), ("Tusks.", "2")]
+    assert reader_version(book) >= 2  # a book indexed without such a chapter is read again
+    for uri in ("OEBPS/Text/Chapter1.xhtml", "oebps/text/chapter1.xhtml"):  # as the package file or the zip says
+        drm = make_epub(tmp_path / "drm.epub", chapters, encrypted=[uri], stored=str.lower)
+        with pytest.raises(SkipFile, match="protected by DRM"):
+            read_passages(drm)
+    # the exact name first: a zip holding both spellings reads the one the package file names
+    exact = make_epub(tmp_path / "exact.epub", chapters[:1])
+    with zipfile.ZipFile(exact, "a") as z:
+        z.writestr("OEBPS/text/chapter1.xhtml", "<html><body><p>Not this one.</p></body></html>")
+    assert [p.text for p in read_passages(exact)] == ["The walrus sleeps."]
 
 
 def test_an_epub_package_without_the_opf_namespace_is_read_and_a_chapter_listed_twice_once(tmp_path):

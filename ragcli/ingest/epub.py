@@ -9,6 +9,7 @@ from __future__ import annotations
 import posixpath
 import zipfile
 from pathlib import Path
+from typing import Callable
 from urllib.parse import quote, unquote
 
 from ragcli.ingest.formats import Section, SkipFile, html_page
@@ -53,8 +54,8 @@ def _open(data: bytes) -> zipfile.ZipFile:
 
 def _book(z: zipfile.ZipFile) -> tuple[str, list[str]]:
     """(the book's title, the zip names of its chapters in reading order)."""
-    names = set(z.namelist())
-    opf = _package_name(z, names)
+    find = _finder(z.namelist())
+    opf = _package_name(z, find)
     root = _xml(z, opf)
     title = next((t.text.strip() for t in root.iter(_DC_TITLE) if t.text and t.text.strip()), "")
     base = posixpath.dirname(opf)
@@ -65,13 +66,37 @@ def _book(z: zipfile.ZipFile) -> tuple[str, list[str]]:
             items[item.get("id")] = posixpath.normpath(posixpath.join(base, unquote(href.split("#")[0])))
     parts: dict[str, None] = {}  # (a chapter listed twice is read once; a dict keeps the order, in linear time)
     for ref in _elements(root, "itemref"):
-        name = items.get(ref.get("idref"))
-        if name in names:
+        name = find(items.get(ref.get("idref")))
+        if name is not None:
             parts[name] = None
     if not parts:
         raise SkipFile("an epub file whose reading order lists no chapters")
-    _refuse_drm(z, names, set(parts))
+    _refuse_drm(z, find, set(parts))
     return title, list(parts)
+
+
+_Find = Callable[[str | None], str | None]  # the zip name of a file a book names (``_finder``)
+
+
+def _finder(names: list[str]) -> _Find:
+    """A lookup of the zip name a book's file is named by (in its package file, container.xml or
+    encryption.xml): the name itself where the zip holds it, else the one zip name that differs from it
+    in letter case alone. Books made on a case-insensitive file system (Windows, macOS) name
+    "Text/Chapter1.xhtml" and store "text/chapter1.xhtml" (the file system found it either way): every
+    chapter was dropped, "reading order lists no chapters". Two zip names that differ in case alone:
+    neither (no guess)."""
+    exact = set(names)
+    folded: dict[str, str | None] = {}
+    for name in exact:
+        key = name.lower()
+        folded[key] = None if key in folded else name
+
+    def find(name: str | None) -> str | None:
+        if name is None or name in exact:
+            return name
+        return folded.get(name.lower())
+
+    return find
 
 
 def _elements(root, name: str):
@@ -80,32 +105,33 @@ def _elements(root, name: str):
     return [e for e in root.iter() if isinstance(e.tag, str) and e.tag in (_OPF + name, name)]
 
 
-def _package_name(z: zipfile.ZipFile, names: set[str]) -> str:
+def _package_name(z: zipfile.ZipFile, find: _Find) -> str:
     """The zip name of the package (.opf) file: as META-INF/container.xml says, else the only one."""
-    if _CONTAINER in names:
-        for rootfile in _xml(z, _CONTAINER).iter():
-            if rootfile.tag.endswith("rootfile") and rootfile.get("full-path") in names:
-                return rootfile.get("full-path")
-    found = [n for n in names if n.lower().endswith(".opf")]
+    if container := find(_CONTAINER):
+        for rootfile in _xml(z, container).iter():
+            if rootfile.tag.endswith("rootfile") and (opf := find(rootfile.get("full-path"))):
+                return opf
+    found = {n for n in z.namelist() if n.lower().endswith(".opf")}
     if len(found) != 1:
         raise SkipFile("not an epub file (no package file naming its chapters)")
-    return found[0]
+    return found.pop()
 
 
-def _refuse_drm(z: zipfile.ZipFile, names: set[str], parts: set[str]) -> None:
+def _refuse_drm(z: zipfile.ZipFile, find: _Find, parts: set[str]) -> None:
     """SkipFile for a book whose chapters are encrypted (DRM: Adobe, Apple, …); fonts alone being
     obfuscated, as publishers do, is no reason."""
-    if _ENCRYPTION not in names:
+    encryption = find(_ENCRYPTION)
+    if encryption is None:
         return
     # each encrypted part is named by a URI relative to the container's root, in XML: "Text%20one.xhtml",
     # "a&amp;b.xhtml" (its bytes never held the zip name "Text one.xhtml" or "a&b.xhtml" that was looked for)
     try:
-        uris = [ref.get("URI") or "" for ref in _xml(z, _ENCRYPTION).iter()
+        uris = [ref.get("URI") or "" for ref in _xml(z, encryption).iter()
                 if ref.tag.rpartition("}")[2] == "CipherReference"]
     except SyntaxError:  # no XML: the names looked for in its bytes, as they are or as URIs
-        data = _small(z, _ENCRYPTION)
+        data = _small(z, encryption)
         uris = [part for part in parts if part.encode() in data or quote(part).encode() in data]
-    if any(posixpath.normpath(unquote(uri.split("#")[0]).lstrip("/")) in parts for uri in uris if uri):
+    if any(find(posixpath.normpath(unquote(uri.split("#")[0]).lstrip("/"))) in parts for uri in uris if uri):
         raise SkipFile("epub file protected by DRM (its chapters are encrypted)")
 
 

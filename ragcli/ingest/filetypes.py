@@ -113,9 +113,11 @@ def is_text_name(path: Path) -> bool:
 # on lines of their own and a bad line for each other line) is read so when it changes: JSONL was not bumped,
 # so as not to read every corpus again for it. No suffix 2: a README, LICENSE or copyright file is titled by its
 # folder too ("gzip/copyright"; a variant, README.Debian, was not read before). Word 2: footnotes and endnotes read.
+# EPUB 2: a chapter named in another letter case than its zip name is read (it was dropped from the book).
 _READER_VERSIONS = {**{suffix: 3 for suffix in MARKDOWN_SUFFIXES}, **{suffix: 4 for suffix in HTML_SUFFIXES},
                     **{suffix: 2 for suffix in JSON_SUFFIXES}, "": 2, ".docx": 2,
-                    **{suffix: 4 for suffix in JSONL_SUFFIXES}, **{suffix: 2 for suffix in PDF_SUFFIXES}}
+                    **{suffix: 4 for suffix in JSONL_SUFFIXES}, **{suffix: 2 for suffix in PDF_SUFFIXES},
+                    **{suffix: 2 for suffix in EPUB_SUFFIXES}}
 
 
 def reader_version(path: Path) -> int:
