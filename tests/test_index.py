@@ -817,6 +817,30 @@ def test_jsonl_batches_name_the_bad_line_and_accept_what_json_accepts(tmp_path):
     assert notes.encoding == "utf-16-le" and notes.bad_lines == 0
 
 
+@pytest.mark.parametrize("eol", ["\r", "\r\n"])
+@pytest.mark.parametrize("name,encoding", [("c.jsonl", "utf-8"), ("c.jsonl.gz", "utf-8"), ("c.jsonl", "utf-16")])
+def test_jsonl_lines_ended_by_a_carriage_return_alone_are_lines(tmp_path, monkeypatch, eol, name, encoding):
+    """Classic Mac OS line ends ("\\r" alone, as some exporters still write) made a corpus one line: "line 1
+    is not JSON", all of it lost. The first line end read tells them, however long the first line (longer
+    than the 8 KB sniffed, than a read); "\\r\\n" lines are read as before, one split between two reads too."""
+    import gzip
+
+    from ragcli.ingest import jsonl
+    from ragcli.ingest.reader import FileNotes, read_passages
+
+    lines = ['{"title": "A", "text": "Ants march.", "pad": "' + "x" * 9000 + '"}', "", "{broken",
+             '{"title": "B", "text": "Bees hum."}', '{"title": "C", "text": "Cats nap."}']
+    data = (eol.join(lines) + eol).encode(encoding)
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    for batch in (1 << 20, 7, len(lines[0]) + 1):  # the last: a read that ends on line 1's "\r"
+        monkeypatch.setattr(jsonl, "JSONL_BATCH_BYTES", batch)
+        notes = FileNotes()
+        got = [(p.title, p.location.rsplit("#", 1)[1]) for p in read_passages(path, notes=notes)]
+        assert got == [("A", "L1"), ("B", "L4"), ("C", "L5")], batch
+        assert notes.examples == ["line 3 is not JSON"]
+
+
 def test_a_corpus_in_a_legacy_code_page_keeps_every_line_and_older_indexes_read_it_again(tmp_path):
     """A JSONL corpus exported in cp1252 lost every line with an accent ("line 1 is not UTF-8"), and
     one damaged byte in a UTF-8 corpus lost its whole record, where a .txt file with the same bytes

@@ -120,16 +120,26 @@ MAX_LINE_BYTES = 32 << 20  # a record's line longer than this (a minified array,
 TOO_LONG = bytes(bytearray(b"\x00 a line over MAX_LINE_BYTES"))  # such a line's place in its batch (``is``, not ==)
 
 
-def _line_lists(read: Callable[[int], bytes | str], end: bytes | str) -> Iterator[list[bytes]]:
-    """The lines of what ``read(n)`` gives (bytes, or text: encoded to UTF-8), without their ends,
-    about JSONL_BATCH_BYTES at a time. A line longer than MAX_LINE_BYTES is read past, never held (a
-    300 MB line took 1.3 GB to be found no record), and stands as ``TOO_LONG`` in its place."""
-    text = not isinstance(end, bytes)
+def _line_lists(read: Callable[[int], bytes | str], newline: bytes | str) -> Iterator[list[bytes]]:
+    """The lines of what ``read(n)`` gives (bytes, or text: encoded to UTF-8; ``newline`` is "\\n" of
+    that type), without their ends, about JSONL_BATCH_BYTES at a time. A line ends in "\\n" (a "\\r"
+    before it is JSON's whitespace, left on), or in "\\r" alone in a file whose first line does
+    (``_line_end``). A line longer than MAX_LINE_BYTES is read past, never held (a 300 MB line took 1.3
+    GB to be found no record), and stands as ``TOO_LONG`` in its place."""
+    text = not isinstance(newline, bytes)
+    cr = "\r" if text else b"\r"
+    end = None  # the line end, once a read shows it
+    held = newline[:0]  # until then, a "\r" that ended a read (alone, or "\r\n"? the next read tells)
     part: list = []  # the start of a line that goes on in the next read
     size = 0
     over = False  # in a line over the cap (TOO_LONG given in its place already)
     while block := read(JSONL_BATCH_BYTES):
-        lines = block.split(end)
+        if end is None:  # the first read or few (no work a line)
+            block = held + block
+            end = _line_end(block, newline)
+            if end is None and block[-1:] == cr:
+                block, held = block[:-1], cr
+        lines = block.split(end) if end else [block]
         rest = lines.pop()  # what follows the last line end: the start of the next line
         out = []
         if lines:
@@ -150,6 +160,17 @@ def _line_lists(read: Callable[[int], bytes | str], end: bytes | str) -> Iterato
     if part:
         line = block[:0].join(part)
         yield [line.encode("utf-8") if text else line]
+
+
+def _line_end(block: bytes | str, newline: bytes | str) -> bytes | str | None:
+    """The line end of a file as the first one in ``block`` shows it: ``newline`` ("\\n", "\\r\\n"), or
+    "\\r" followed by anything else (classic Mac OS line ends, as some exporters still write: the whole
+    corpus was one line, "line 1 is not JSON", and lost). None while none is in sight: a first line
+    longer than a read, or a "\\r" that ends the block."""
+    at = block.find("\r" if isinstance(block, str) else b"\r")
+    if at < 0 or at == len(block) - 1:
+        return newline if newline in block else None
+    return newline if block[at + 1:at + 2] == newline or 0 <= block.find(newline, 0, at) else block[at:at + 1]
 
 
 def _numbered(batches: Iterable[list[bytes]]) -> Iterator[tuple[int, list[bytes]]]:
