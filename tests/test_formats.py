@@ -1440,6 +1440,49 @@ def test_a_damaged_compressed_file_is_skipped_with_the_reason_and_the_rest_index
                    "cut.jsonl.gz": "not a valid gzip file: it ends too soon"}
 
 
+def test_a_compressed_file_with_junk_after_its_data_is_read_and_the_junk_said(tmp_path):
+    """Tools that pad a .gz or .xz file, or append bytes to it, left data the standard library refused:
+    gzip any byte after the last member but zeros ("Not a gzipped file"; gzip itself says "decompression
+    OK, trailing garbage ignored"), lzma the zero padding the xz format allows ("ends too soon"). The
+    whole file was skipped; what decompresses is read now, the junk after it said. A member cut short,
+    or corrupt, is refused as before, after a whole one too."""
+    import gzip
+    import lzma
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    text, record = b"The narwhal has a tusk.\n", b'{"title": "A", "text": "The otter swims."}\n'
+    fine = {"junk.txt.gz": gzip.compress(text) + b"junk a tool appended",
+            "two.txt.gz": gzip.compress(text) + gzip.compress(b"The walrus sleeps.\n") + b"\n",  # two members
+            "padded.txt.xz": lzma.compress(text) + bytes(8),  # stream padding, as the xz format allows
+            "newline.txt.xz": lzma.compress(text) + b"\n",
+            "junk.jsonl.gz": gzip.compress(b"\xef\xbb\xbf" + record) + bytes(3) + b"junk",  # streamed, a BOM seeked past
+            "padded.jsonl.xz": lzma.compress(record) + bytes(4)}
+    crc = bytearray(gzip.compress(text))
+    crc[-8] ^= 1  # the CRC-32 of the member's data
+    damaged = {"cut.txt.gz": gzip.compress(text) + gzip.compress(text)[:15],  # a second member cut short
+               "crc.txt.gz": bytes(crc) + b"junk",
+               "cut.txt.xz": lzma.compress(text) + lzma.compress(text)[:30]}
+    for name, data in {**fine, **damaged}.items():
+        (docs / name).write_bytes(data)
+    warnings = []
+    r = build_index([docs], tmp_path / "index", on_warning=warnings.append)
+    assert sorted(Path(f.path).name for f in r.files if f.action == "added") == sorted(fine)
+    assert r.passages_total == 6
+    why = {Path(shown).name: reason for shown, reason in r.skipped}
+    assert why == {"cut.txt.gz": "not a valid gzip file: it ends too soon",
+                   "crc.txt.gz": "not a valid gzip file: Error -3 while decompressing data: incorrect data check",
+                   "cut.txt.xz": "not a valid xz file: it ends too soon"}
+    said = sorted(w.replace(str(docs) + os.sep, "") for w in warnings if "skipped" not in w)
+    assert said == ["junk.jsonl.gz: 7 bytes after its compressed data ignored (no more of it: junk)",
+                    "junk.txt.gz: 20 bytes after its compressed data ignored (no more of it: junk)",
+                    "newline.txt.xz: 1 byte after its compressed data ignored (no more of it: junk)",
+                    "two.txt.gz: 1 byte after its compressed data ignored (no more of it: junk)"]
+    idx = TantivyIndex.open(tmp_path / "index")
+    assert idx.search("walrus sleeps", 1)[0].location == f"{docs / 'two.txt.gz'}:1-2"  # both members
+    assert idx.search("otter", 2)[0].location in (f"{docs / 'junk.jsonl.gz'}#L1", f"{docs / 'padded.jsonl.xz'}#L1")
+
+
 def test_a_small_compressed_file_that_decompresses_past_the_cap_is_skipped(tmp_path, monkeypatch):
     """A few KB of gzip can hold gigabytes: read only up to the cap, never whole into memory."""
     from ragcli.ingest import reader

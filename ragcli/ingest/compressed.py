@@ -1,35 +1,131 @@
-"""Reading a gzip-, bzip2- or xz-compressed file as what it holds (the standard library's gzip, bz2
-and lzma): whole for the formats read whole, with a cap on what it decompresses to, or as a stream
-(a JSONL corpus). Which files are compressed, and what they hold by name: ``filetypes.compression``
-and ``filetypes.inner``."""
+"""Reading a gzip-, bzip2- or xz-compressed file as what it holds (the standard library's zlib, bz2
+and lzma; junk after the data passed over: ``_Members``): whole for the formats read whole, with a cap
+on what it decompresses to, or as a stream (a JSONL corpus). Which files are compressed, and what they
+hold by name: ``filetypes.compression`` and ``filetypes.inner``."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import BinaryIO
 
 from ragcli.ingest.filetypes import compression
-from ragcli.ingest.formats import SkipFile
+from ragcli.ingest.formats import FileNotes, SkipFile
 
 __all__ = ["errors", "open_stream", "read_all", "unread"]
 
 
-def open_stream(fileobj: BinaryIO, kind: str | None) -> BinaryIO:
+def open_stream(fileobj: BinaryIO, kind: str | None, notes: FileNotes | None = None) -> BinaryIO:
     """``fileobj`` (compressed as ``kind`` says: ``filetypes.compression``) read decompressed; itself
-    where ``kind`` is None (not compressed)."""
+    where ``kind`` is None (not compressed). ``notes`` receives the bytes after a gzip or xz file's data
+    that are no more of it (``_Members``)."""
     if kind is None:
         return fileobj
-    if kind == "gzip":
-        import gzip
-
-        return gzip.GzipFile(fileobj=fileobj, mode="rb")
-    if kind == "bzip2":
+    if kind == "bzip2":  # (bz2 reads to the last whole stream and ignores what follows already)
         import bz2
 
         return bz2.BZ2File(fileobj, "rb")
-    import lzma
+    return io.BufferedReader(_Members(fileobj, kind, notes))
 
-    return lzma.LZMAFile(fileobj, "rb")
+
+READ_BYTES = 1 << 17  # compressed bytes read at a time (as gzip reads them)
+_MAGIC = {"gzip": b"\x1f\x8b", "xz": b"\xfd7zXZ\x00"}  # how a member (an xz stream) starts
+
+
+class _Members(io.RawIOBase):
+    """A gzip or xz file read decompressed, member after member (xz: stream after stream), as the
+    standard library reads it, up to its last whole one: bytes after that which start no member (zeros
+    aside, as padding) are junk some tools pad a file with or append, passed over and counted in
+    ``notes.trailing``. gzip refused every such file ("Not a gzipped file"; gzip itself says
+    "decompression OK, trailing garbage ignored"), lzma the zero padding the xz format allows and junk
+    that starts as an LZMA header would ("ends too soon"): the whole file was skipped. A member cut short
+    or corrupt raises as theirs do (EOFError, zlib.error, lzma.LZMAError), after a whole one too."""
+
+    def __init__(self, fileobj: BinaryIO, kind: str, notes: FileNotes | None) -> None:
+        self._fp, self._kind, self._notes = fileobj, kind, notes
+        self._start = fileobj.tell()
+        self._rewind()
+
+    def _rewind(self) -> None:
+        self._fp.seek(self._start)
+        self._pos = 0  # decompressed bytes read
+        self._pending = b""  # compressed bytes read, not yet decompressed
+        self._ended = False
+        if self._kind == "gzip":  # no gzip file said as gzip says it; an empty one is empty, as gzip reads it
+            self._pending = self._fp.read(2)
+            if self._pending and self._pending != _MAGIC["gzip"]:
+                import gzip
+
+                raise gzip.BadGzipFile(f"Not a gzipped file ({self._pending!r})")
+            self._ended = not self._pending
+        self._decompressor = self._new()
+
+    def _new(self):
+        if self._kind == "gzip":
+            import zlib
+
+            return zlib.decompressobj(zlib.MAX_WBITS | 16)  # a gzip member, its CRC and length checked
+        import lzma
+
+        return lzma.LZMADecompressor()  # xz, or a legacy .lzma file named .xz, as lzma.open reads them
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while not self._ended and len(buffer):
+            decompressor = self._decompressor
+            if decompressor.eof:
+                self._next(decompressor.unused_data)
+                continue
+            wants = getattr(decompressor, "needs_input", True)  # (zlib's takes input whenever)
+            chunk = (self._pending or self._fp.read(READ_BYTES)) if wants else b""
+            data = decompressor.decompress(chunk, len(buffer))
+            self._pending = getattr(decompressor, "unconsumed_tail", b"")
+            if data:
+                buffer[:len(data)] = data
+                self._pos += len(data)
+                return len(data)
+            if wants and not chunk and not decompressor.eof:
+                raise EOFError("Compressed file ended before the end-of-stream marker was reached")
+        return 0
+
+    def _next(self, rest: bytes) -> None:
+        """Past a whole member (``rest``: the bytes read after it): the next member where one starts
+        there, past zeros; else the end, the bytes after the member counted as junk unless all zeros."""
+        magic, zeros = _MAGIC[self._kind], 0
+        while True:
+            start = rest.lstrip(b"\0")
+            zeros += len(rest) - len(start)
+            rest = start
+            if len(rest) >= len(magic) or not (more := self._fp.read(READ_BYTES)):
+                break
+            rest += more
+        if rest.startswith(magic):
+            self._decompressor, self._pending = self._new(), rest
+            return
+        self._ended = True
+        if rest and self._notes is not None:
+            self._notes.trailing = zeros + len(rest) + sum(map(len, iter(lambda: self._fp.read(READ_BYTES), b"")))
+
+    def seekable(self) -> bool:
+        return self._fp.seekable()
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        """Forward by reading on; back by reading again from the start (as gzip and lzma do)."""
+        if whence == io.SEEK_CUR:
+            offset += self._pos
+        elif whence != io.SEEK_SET:
+            raise io.UnsupportedOperation("a compressed file is not seeked from its end")
+        if offset < self._pos:
+            self._rewind()
+        skipped = memoryview(bytearray(min(max(offset - self._pos, 0), READ_BYTES)))
+        while self._pos < offset and self.readinto(skipped[:offset - self._pos]):
+            pass
+        return self._pos
 
 
 def errors() -> tuple[type[BaseException], ...]:
@@ -54,13 +150,13 @@ def unread(exc: BaseException, kind: str | None) -> SkipFile:
     return SkipFile(f"cannot read: {getattr(exc, 'strerror', None) or exc}")
 
 
-def read_all(path: Path, limit: int) -> bytes:
+def read_all(path: Path, limit: int, notes: FileNotes | None = None) -> bytes:
     """The decompressed bytes of ``path``; ``SkipFile`` where they would pass ``limit`` (a small file
-    can hold gigabytes: read only so far) or the file does not decompress."""
+    can hold gigabytes: read only so far) or the file does not decompress. ``notes``: as ``open_stream``."""
     kind = compression(path)
     assert kind is not None
     try:
-        with path.open("rb") as raw, open_stream(raw, kind) as fh:
+        with path.open("rb") as raw, open_stream(raw, kind, notes) as fh:
             data = fh.read(limit + 1)
     except (OSError, *errors()) as exc:
         raise unread(exc, kind) from None

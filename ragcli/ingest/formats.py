@@ -31,6 +31,7 @@ class FileNotes:
     bad_lines: int = 0  # JSONL lines skipped
     examples: list[str] = field(default_factory=list)  # the first few, e.g. "line 7 is not JSON"
     sha1: str | None = None  # of the bytes read, where the reader hashes as it reads (a JSONL corpus, read whole)
+    trailing: int = 0  # bytes after a compressed file's data that are none of it (junk a tool appended): ignored
 
     def bad_line(self, why: str) -> None:
         self.bad_lines += 1

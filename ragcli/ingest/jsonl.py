@@ -44,7 +44,7 @@ def _jsonl_batches(path: Path, notes: FileNotes) -> Iterator[tuple[int, list[byt
     kind = compression(path)  # corpus.jsonl.gz: decompressed as it streams, the file on disk hashed
     try:
         hashed = _Hashed(io.FileIO(path, "rb"))
-        with io.BufferedReader(hashed, HASHED_BUFFER_BYTES) as read, open_stream(read, kind) as fh:
+        with io.BufferedReader(hashed, HASHED_BUFFER_BYTES) as read, open_stream(read, kind, notes) as fh:
             head = fh.read(SNIFF_BYTES)
             marked = bom(head)
             codec = marked[1] if marked else bomless_wide(head) if b"\x00" in head else "utf-8"

@@ -28,13 +28,14 @@ __all__ = ["FileNotes", "MAX_FILE_BYTES", "SkipFile", "file_hash", "iter_passage
            "read_text"]
 
 
-def read_bytes(path: Path) -> bytes:
+def read_bytes(path: Path, notes: FileNotes | None = None) -> bytes:
+    """The bytes of ``path``, a compressed file's decompressed (``notes``: as ``compressed.read_all``)."""
     try:
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
             raise SkipFile(f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MB")
         if filetypes.compression(path):
-            return read_all(path, MAX_FILE_BYTES)
+            return read_all(path, MAX_FILE_BYTES, notes)
         return path.read_bytes()
     except OSError as exc:
         raise unread(exc, None) from None
@@ -51,7 +52,7 @@ def file_hash(path: Path, algorithm: str = "sha1") -> str:
 
 def read_text(path: Path, raw: bytes | None = None, notes: FileNotes | None = None) -> str:
     """The text of a file in any encoding ``encoding.decode`` recognises (noted in ``notes``)."""
-    decoded = decode(read_bytes(path) if raw is None else raw)
+    decoded = decode(read_bytes(path, notes) if raw is None else raw)
     if notes is not None:
         notes.encoding, notes.replaced, notes.nuls = decoded.encoding, decoded.replaced, decoded.nuls
     return decoded.text
@@ -106,7 +107,7 @@ def _array_passages(path: Path, suffix: str, shown: str, key: str, notes: FileNo
     if suffix in filetypes.JSONL_SUFFIXES and not _starts_array(path):
         return None
     try:
-        raw = read_bytes(path)
+        raw = read_bytes(path, notes)
     except SkipFile as exc:
         if suffix in filetypes.JSONL_SUFFIXES:
             return _streamed(path, shown, key, notes, f"a JSON array {exc} (too large to read whole: write it "
@@ -168,7 +169,7 @@ def _sections(path: Path, suffix: str, notes: FileNotes) -> list[Section]:
     if suffix in filetypes.EPUB_SUFFIXES:
         return epub_sections(path, read_bytes(path))
     if suffix in filetypes.HTML_SUFFIXES:
-        raw = read_bytes(path)
+        raw = read_bytes(path, notes)
         declared = None if bom(raw) or b"\x00" in raw[:SNIFF_BYTES] else formats.declared_encoding(raw)
         if declared and _says_one_byte(declared) and not raw.isascii() and is_utf8(raw):
             # A page saying iso-8859-1 or windows-1252 whose bytes are UTF-8 (a template's old meta tag):
