@@ -841,6 +841,22 @@ def test_jsonl_lines_ended_by_a_carriage_return_alone_are_lines(tmp_path, monkey
         assert notes.examples == ["line 3 is not JSON"]
 
 
+def test_a_carriage_return_inside_a_first_line_ended_by_newline_is_no_line_end(tmp_path, monkeypatch):
+    """JSON allows "\r" between values: a "\n" corpus whose first record holds one (`{"title": "A",\r "text": …}`)
+    was taken for a file of "\r" line ends, and every later line of it was joined to its neighbours (bad
+    lines). Where a "\n" is in sight, lines end in "\n"; "\r" alone only in a file without one."""
+    from ragcli.ingest import jsonl
+    from ragcli.ingest.reader import FileNotes, read_passages
+
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(b'{"title": "A",\r "text": "Ants march."}\n{"title": "B", "text": "Bees hum."}\n'
+                     b'{"title": "C",\r\t"text": "Cats nap."}\n')
+    for batch in (1 << 20, 20):  # (20: the first read ends before the first "\n")
+        monkeypatch.setattr(jsonl, "JSONL_BATCH_BYTES", batch)
+        notes = FileNotes()
+        assert [p.title for p in read_passages(path, notes=notes)] == ["A", "B", "C"] and not notes.bad_lines, batch
+
+
 def test_a_corpus_in_a_legacy_code_page_keeps_every_line_and_older_indexes_read_it_again(tmp_path):
     """A JSONL corpus exported in cp1252 lost every line with an accent ("line 1 is not UTF-8"), and
     one damaged byte in a UTF-8 corpus lost its whole record, where a .txt file with the same bytes

@@ -123,22 +123,15 @@ TOO_LONG = bytes(bytearray(b"\x00 a line over MAX_LINE_BYTES"))  # such a line's
 def _line_lists(read: Callable[[int], bytes | str], newline: bytes | str) -> Iterator[list[bytes]]:
     """The lines of what ``read(n)`` gives (bytes, or text: encoded to UTF-8; ``newline`` is "\\n" of
     that type), without their ends, about JSONL_BATCH_BYTES at a time. A line ends in "\\n" (a "\\r"
-    before it is JSON's whitespace, left on), or in "\\r" alone in a file whose first line does
-    (``_line_end``). A line longer than MAX_LINE_BYTES is read past, never held (a 300 MB line took 1.3
-    GB to be found no record), and stands as ``TOO_LONG`` in its place."""
+    before it is JSON's whitespace, left on), or in "\\r" alone in a file without "\\n" (``_reads``). A
+    line longer than MAX_LINE_BYTES is read past, never held (a 300 MB line took 1.3 GB to be found no
+    record), and stands as ``TOO_LONG`` in its place."""
     text = not isinstance(newline, bytes)
-    cr = "\r" if text else b"\r"
-    end = None  # the line end, once a read shows it
-    held = newline[:0]  # until then, a "\r" that ended a read (alone, or "\r\n"? the next read tells)
     part: list = []  # the start of a line that goes on in the next read
     size = 0
     over = False  # in a line over the cap (TOO_LONG given in its place already)
-    while block := read(JSONL_BATCH_BYTES):
-        if end is None:  # the first read or few (no work a line)
-            block = held + block
-            end = _line_end(block, newline)
-            if end is None and block[-1:] == cr:
-                block, held = block[:-1], cr
+    empty = newline[:0]
+    for end, block in _reads(read, newline):
         lines = block.split(end) if end else [block]
         rest = lines.pop()  # what follows the last line end: the start of the next line
         out = []
@@ -146,7 +139,7 @@ def _line_lists(read: Callable[[int], bytes | str], newline: bytes | str) -> Ite
             if over:
                 del lines[0]  # the long line's last piece
             elif part:
-                lines[0] = block[:0].join(part) + lines[0]
+                lines[0] = empty.join(part) + lines[0]
             out = [line.encode("utf-8") for line in lines] if text else lines
             part, size, over = [], 0, False
         if not over and rest:
@@ -158,19 +151,35 @@ def _line_lists(read: Callable[[int], bytes | str], newline: bytes | str) -> Ite
         if out:
             yield out
     if part:
-        line = block[:0].join(part)
+        line = empty.join(part)
         yield [line.encode("utf-8") if text else line]
 
 
-def _line_end(block: bytes | str, newline: bytes | str) -> bytes | str | None:
-    """The line end of a file as the first one in ``block`` shows it: ``newline`` ("\\n", "\\r\\n"), or
-    "\\r" followed by anything else (classic Mac OS line ends, as some exporters still write: the whole
-    corpus was one line, "line 1 is not JSON", and lost). None while none is in sight: a first line
-    longer than a read, or a "\\r" that ends the block."""
-    at = block.find("\r" if isinstance(block, str) else b"\r")
-    if at < 0 or at == len(block) - 1:
-        return newline if newline in block else None
-    return newline if block[at + 1:at + 2] == newline or 0 <= block.find(newline, 0, at) else block[at:at + 1]
+CR_LOOKAHEAD = 1 << 16  # read before "\r" alone is taken for the line end, where no "\n" comes
+
+
+def _reads(read: Callable[[int], bytes | str], newline: bytes | str) -> Iterator[tuple[bytes | str | None, bytes | str]]:
+    """(the line end, a read) for each read of the file: ``newline`` once one is in sight ("\\r\\n" too);
+    "\\r" in a file that holds "\\r"s and, CR_LOOKAHEAD on (or at its end), no "\\n" (classic Mac OS line
+    ends, as some exporters still write: the corpus was one line, "line 1 is not JSON", all of it lost);
+    None while neither is in sight (a first line longer than a read). JSON allows "\\r" between values:
+    one inside a "\\n" file's first record is no line end (it was taken for one, and every line lost)."""
+    cr = "\r" if isinstance(newline, str) else b"\r"
+    end = None
+    held = newline[:0]  # reads that hold a "\r" and no "\n", until one comes or enough is read
+    while block := read(JSONL_BATCH_BYTES):
+        if end is None:  # the first read or few (no work a line)
+            block, held = held + block, newline[:0]
+            if newline in block:
+                end = newline
+            elif cr in block:
+                if len(block) < CR_LOOKAHEAD or cr not in block[:-1]:  # (a last "\r": "\r\n" split by the read?)
+                    held = block
+                    continue
+                end = cr
+        yield end, block
+    if held:
+        yield cr, held
 
 
 def _numbered(batches: Iterable[list[bytes]]) -> Iterator[tuple[int, list[bytes]]]:
