@@ -6,8 +6,10 @@ one thread sharing its core with another busy program holds all the others up. M
 another program keeping one busy): `ragcli ask` took 94 s on two threads and 6 s on one. So unless
 ``--threads`` says otherwise the model runs on the physical cores (hyperthreads share a core's units:
 llama.cpp's own default), less those other programs kept busy since the last look (``FreeCpus``,
-Linux's /proc/stat; programs running at a lower priority, ``nice``, are not counted: they give way).
-Cheap to import: nothing but the standard library.
+Linux's /proc/stat; programs running at a lower priority, ``nice``, are not counted: they give way), and
+no more than a cgroup's CPU quota allows (a container's ``--cpus``: on a 16-core host limited to 2 CPUs,
+16 threads are held up at each step whenever the quota runs out). Cheap to import: nothing but the
+standard library.
 """
 
 from __future__ import annotations
@@ -16,11 +18,13 @@ import os
 import time
 from pathlib import Path
 
-__all__ = ["FreeCpus", "available_cpus", "model_threads", "physical_cores"]
+__all__ = ["FreeCpus", "available_cpus", "cpu_quota", "model_cores", "model_threads", "physical_cores"]
 
 PROC_STAT = Path("/proc/stat")
 SELF_STAT = Path("/proc/self/stat")
 TOPOLOGY = Path("/sys/devices/system/cpu")
+CGROUP = Path("/proc/self/cgroup")
+MOUNTINFO = Path("/proc/self/mountinfo")
 MIN_INTERVAL_S = 0.2  # a look sooner than this after the last one keeps the last answer (ticks are 10 ms)
 FIRST_INTERVAL_S = 0.05  # the first look waits for this much time at least (a model loaded from the page cache)
 STALE_S = 5.0  # a look this long after the last one looks afresh, over FIRST_INTERVAL_S
@@ -36,8 +40,71 @@ def our_cpus() -> set[int]:
 
 
 def available_cpus() -> int:
-    """CPUs this process may run on (what `index --jobs 0` uses)."""
-    return max(1, len(our_cpus()))
+    """CPUs this process may run on, no more than its CPU quota's (what `index --jobs 0` uses)."""
+    return _within_quota(len(our_cpus()))
+
+
+def model_cores() -> int:
+    """The model's threads where other programs leave every core free: the physical cores of our CPUs, no
+    more than the CPU quota's."""
+    return _within_quota(physical_cores())
+
+
+def _within_quota(n: int) -> int:
+    quota = cpu_quota()
+    return max(1, n if quota is None else min(n, int(quota)))
+
+
+def cpu_quota() -> float | None:
+    """The CPUs' worth of time a cgroup lets this process use (a container's ``--cpus``, systemd's
+    ``CPUQuota=``): the least of its cgroup's and those above it, cgroup v2 or v1; None where none is set
+    or it cannot be read (not Linux: what these files hold never stops a question)."""
+    try:
+        groups = CGROUP.read_text().splitlines()
+        mounts = [line.split() for line in MOUNTINFO.read_text().splitlines()]
+    except OSError:
+        return None
+    quotas = []
+    for line in groups:
+        _, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        v2 = not controllers  # "0::/user.slice/…"; v1: "4:cpu,cpuacct:/docker/…"
+        if not path.startswith("/") or not v2 and "cpu" not in controllers.split(","):
+            continue
+        for root, point in _cgroup_mounts(mounts, v2):
+            if root == "/" or path == root or path.startswith(root + "/"):  # (a container sees its own root)
+                folder = point / path[len(root.rstrip("/")):].lstrip("/")
+                quotas += _quotas_up(folder, point, v2)
+    return min(quotas) if quotas else None
+
+
+def _cgroup_mounts(mounts: list[list[str]], v2: bool) -> list[tuple[str, Path]]:
+    """(the cgroup mounted, where) for each cgroup v2 mount, or v1 mount with the cpu controller."""
+    found = []
+    for fields in mounts:  # "36 25 0:30 / /sys/fs/cgroup/cpu,cpuacct rw,… - cgroup cgroup rw,cpu,cpuacct"
+        if "-" not in fields[6:]:
+            continue
+        kind = fields[fields.index("-", 6) + 1:]
+        if len(kind) >= 3 and (kind[0] == "cgroup2" if v2 else kind[0] == "cgroup" and "cpu" in kind[2].split(",")):
+            found.append((fields[3], Path(fields[4].replace("\\040", " "))))
+    return found
+
+
+def _quotas_up(folder: Path, top: Path, v2: bool) -> list[float]:
+    """The quotas set on ``folder`` and the folders above it up to ``top``, in CPUs."""
+    quotas = []
+    while True:
+        try:
+            if v2:  # cpu.max: "max 100000" (none), or "200000 100000" (2 CPUs)
+                quota, period = (folder / "cpu.max").read_text().split()[:2]
+            else:  # -1: none
+                quota, period = ((folder / f"cpu.cfs_{name}_us").read_text() for name in ("quota", "period"))
+            if quota != "max" and int(quota) > 0 and int(period) > 0:
+                quotas.append(int(quota) / int(period))
+        except (OSError, ValueError):
+            pass
+        if folder == top or top not in folder.parents:
+            return quotas
+        folder = folder.parent
 
 
 def physical_cores(cpus: set[int] | None = None) -> int:

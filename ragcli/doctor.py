@@ -93,18 +93,22 @@ def _threads(settings: Settings) -> Check:
 
     if settings.threads > 0:
         return Check("threads", True, f"{settings.threads} for the model (--threads)")
-    cores = cpus.physical_cores()
+    cores = cpus.model_cores()
+    quota = cpus.cpu_quota()
+    capped = (f" (a CPU quota of {quota:g} CPUs allows no more of the {cpus.physical_cores()} physical cores)"
+              if quota is not None and cores < cpus.physical_cores() else "")
     free = cpus.FreeCpus()
     time.sleep(cpus.MIN_INTERVAL_S)
     now = free.look()
     threads = cpus.model_threads(cores, now)
     if now is None:
-        return Check("threads", True, f"{cores} for the model, the physical cores (other programs' load is not "
-                                      "known on this system)")
+        return Check("threads", True, f"{cores} for the model, the physical cores{capped} (other programs' load is "
+                                      "not known on this system)")
     if threads >= cores:
-        return Check("threads", True, f"{threads} for the model now: the physical cores, none kept busy by other programs")
-    return Check("threads", True, f"{threads} of {cores} physical core(s) for the model now: other programs keep "
-                                  f"{cpus.available_cpus() - now:.1f} CPU(s) busy",
+        return Check("threads", True, f"{threads} for the model now: the physical cores{capped}, none kept busy by "
+                                      "other programs")
+    return Check("threads", True, f"{threads} of {cores} physical core(s){capped} for the model now: other programs "
+                                  f"keep {len(cpus.our_cpus()) - now:.1f} CPU(s) busy",
                  "the model takes the cores they leave free again before each call; --threads N fixes the number")
 
 

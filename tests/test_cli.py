@@ -663,7 +663,8 @@ def test_doctor_says_how_many_threads_the_model_would_run_on_and_why(settings, m
     from ragcli import cpus, doctor
 
     monkeypatch.setattr(cpus, "physical_cores", lambda: 2)
-    monkeypatch.setattr(cpus, "available_cpus", lambda: 2)
+    monkeypatch.setattr(cpus, "our_cpus", lambda: {0, 1})
+    monkeypatch.setattr(cpus, "cpu_quota", lambda: None)
     monkeypatch.setattr(cpus, "MIN_INTERVAL_S", 0)
     for free, says in ((2.0, "2 for the model now"), (1.0, "1 of 2 physical core(s) for the model now: other "
                                                        "programs keep 1.0 CPU(s) busy"), (None, "2 for the model, the")):
@@ -671,6 +672,10 @@ def test_doctor_says_how_many_threads_the_model_would_run_on_and_why(settings, m
         check = doctor._threads(settings)
         assert check.ok and says in check.detail and bool(check.fix) == (free == 1.0)
     assert doctor._threads(dataclasses.replace(settings, threads=3)).detail == "3 for the model (--threads)"
+    monkeypatch.setattr(cpus, "cpu_quota", lambda: 1.5)  # a container's --cpus 1.5
+    monkeypatch.setattr(cpus.FreeCpus, "look", lambda self: 2.0)
+    assert doctor._threads(settings).detail == ("1 for the model now: the physical cores (a CPU quota of 1.5 CPUs "
+                                                "allows no more of the 2 physical cores), none kept busy by other programs")
 
 
 def test_updating_an_index_of_an_older_schema_says_what_a_rebuild_adds(small_corpus, tmp_path, capsys):

@@ -356,6 +356,64 @@ def test_the_models_threads_leave_out_the_cores_other_programs_keep_busy(tmp_pat
     assert cpus.model_threads(3, None) == 3  # not Linux: the cores, as before
 
 
+def _cgroups(tmp_path, monkeypatch, groups: str, mounts: list[tuple[str, str, str, str]], files: dict[str, str]):
+    """Fake /proc/self/cgroup, /proc/self/mountinfo ((root, mount point under tmp_path, type, options)) and
+    the cgroup files under tmp_path."""
+    from ragcli import cpus
+
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    (tmp_path / "cgroup").write_text(groups)
+    (tmp_path / "mountinfo").write_text("".join(
+        f"3{i} 23 0:2{i} {root} {tmp_path / point} rw,nosuid shared:{i} - {kind} cgroup {options}\n"
+        for i, (root, point, kind, options) in enumerate(mounts)) + "22 1 8:1 / / rw - ext4 /dev/sda1 rw\n")
+    monkeypatch.setattr(cpus, "CGROUP", tmp_path / "cgroup")
+    monkeypatch.setattr(cpus, "MOUNTINFO", tmp_path / "mountinfo")
+
+
+def test_the_models_threads_are_no_more_than_a_containers_cpu_quota(tmp_path, monkeypatch):
+    """In a container limited to 2 CPUs (`docker run --cpus 2`) on a 16-core host, the model ran 16 threads:
+    each step waits for the slowest, and the quota stops them all for the rest of each 100 ms period once it
+    is spent (as a busy core did: 94 s a question for 6). The quota of the process's cgroup, or of one above
+    it, cgroup v2 or v1, caps the threads (and `index --jobs 0`), rounded down, one at least."""
+    from ragcli import cpus
+
+    monkeypatch.setattr(cpus, "physical_cores", lambda cpus=None: 16)
+    monkeypatch.setattr(cpus, "our_cpus", lambda: set(range(16)))
+    # cgroup v2 (systemd, podman, docker with cgroupns): the tightest quota on the way up counts
+    _cgroups(tmp_path / "v2", monkeypatch, "0::/user.slice/app.scope\n", [("/", "cg", "cgroup2", "rw,nsdelegate")],
+             {"cg/user.slice/app.scope/cpu.max": "max 100000\n", "cg/user.slice/cpu.max": "150000 100000\n",
+              "cg/cpu.max": "400000 100000\n"})
+    assert cpus.cpu_quota() == 1.5 and cpus.model_cores() == 1 and cpus.available_cpus() == 1
+    # cgroup v1 (docker on an older host): the container's cgroup is the mount's root
+    _cgroups(tmp_path / "v1", monkeypatch, "5:memory:/docker/abc\n4:cpu,cpuacct:/docker/abc\n0::/\n",
+             [("/docker/abc", "cpu,cpuacct", "cgroup", "rw,cpu,cpuacct"), ("/docker/abc", "memory", "cgroup", "rw,memory")],
+             {"cpu,cpuacct/cpu.cfs_quota_us": "200000\n", "cpu,cpuacct/cpu.cfs_period_us": "100000\n",
+              "memory/cpu.cfs_quota_us": "50000\n"})  # (not the cpu controller's: no quota)
+    assert cpus.cpu_quota() == 2.0 and cpus.model_cores() == 2 and cpus.available_cpus() == 2
+    # no quota set (-1, "max"), a quota above the cores, files that cannot be read: the cores, as before
+    _cgroups(tmp_path / "none", monkeypatch, "1:cpu:/\n0::/\n",
+             [("/", "cpu", "cgroup", "rw,cpu"), ("/", "unified", "cgroup2", "rw")],
+             {"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n", "unified/cpu.max": "max 100000\n"})
+    assert cpus.cpu_quota() is None and cpus.model_cores() == 16
+    _cgroups(tmp_path / "big", monkeypatch, "0::/\n", [("/", "cg", "cgroup2", "rw")], {"cg/cpu.max": "6400000 100000"})
+    assert cpus.cpu_quota() == 64.0 and cpus.model_cores() == 16
+    _cgroups(tmp_path / "odd", monkeypatch, "garbage\n0::/\n", [("/", "cg", "cgroup2", "rw")], {"cg/cpu.max": "lots"})
+    assert cpus.cpu_quota() is None and cpus.model_cores() == 16
+    monkeypatch.setattr(cpus, "CGROUP", tmp_path / "missing")
+    assert cpus.cpu_quota() is None and cpus.available_cpus() == 16
+
+
+def test_this_machines_cpu_quota_reads_without_error():
+    """Whatever this machine's cgroups hold (none, v1, v2, a quota or not): a number of CPUs or None."""
+    from ragcli import cpus
+
+    quota = cpus.cpu_quota()
+    assert quota is None or quota > 0
+    assert 1 <= cpus.model_cores() <= cpus.physical_cores()
+
+
 def test_the_models_threads_are_the_physical_cores_and_unknown_load_changes_nothing(tmp_path, monkeypatch):
     from ragcli import cpus
 

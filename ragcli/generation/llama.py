@@ -88,7 +88,7 @@ class LlamaGenerator(SlotsMixin):
         from ragcli import cpus
 
         self._free = cpus.FreeCpus() if threads <= 0 else None  # its first look spans the model's loading
-        self._cores = threads if threads > 0 else cpus.physical_cores()
+        self._cores = threads if threads > 0 else cpus.model_cores()  # (no more than a CPU quota allows)
         kwargs.update(n_threads=self._cores, n_threads_batch=self._cores)
         try:
             with signals_held(), quiet_stderr():  # a Ctrl-C meanwhile is raised once it has loaded
