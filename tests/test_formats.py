@@ -1474,10 +1474,10 @@ def test_a_compressed_file_with_junk_after_its_data_is_read_and_the_junk_said(tm
                    "crc.txt.gz": "not a valid gzip file: Error -3 while decompressing data: incorrect data check",
                    "cut.txt.xz": "not a valid xz file: it ends too soon"}
     said = sorted(w.replace(str(docs) + os.sep, "") for w in warnings if "skipped" not in w)
-    assert said == ["junk.jsonl.gz: 7 bytes after its compressed data ignored (no more of it: junk)",
-                    "junk.txt.gz: 20 bytes after its compressed data ignored (no more of it: junk)",
-                    "newline.txt.xz: 1 byte after its compressed data ignored (no more of it: junk)",
-                    "two.txt.gz: 1 byte after its compressed data ignored (no more of it: junk)"]
+    assert said == ["junk.jsonl.gz: 7 bytes after its compressed data ignored (not compressed data: junk a tool appended)",
+                    "junk.txt.gz: 20 bytes after its compressed data ignored (not compressed data: junk a tool appended)",
+                    "newline.txt.xz: 1 byte after its compressed data ignored (not compressed data: junk a tool appended)",
+                    "two.txt.gz: 1 byte after its compressed data ignored (not compressed data: junk a tool appended)"]
     idx = TantivyIndex.open(tmp_path / "index")
     assert idx.search("walrus sleeps", 1)[0].location == f"{docs / 'two.txt.gz'}:1-2"  # both members
     assert idx.search("otter", 2)[0].location in (f"{docs / 'junk.jsonl.gz'}#L1", f"{docs / 'padded.jsonl.xz'}#L1")

@@ -168,7 +168,7 @@ class Run:
             self.warn(f"{shown}: {counted(notes.nuls, 'NUL byte')} read as spaces")
         if notes.trailing:
             self.warn(f"{shown}: {counted(notes.trailing, 'byte')} after its compressed data ignored "
-                      "(no more of it: junk)")
+                      "(not compressed data: junk a tool appended)")
         if not count and info.size:  # read, and nothing in it to search ("added (0 passages)" said no more)
             self.warn(f"{shown}: no text found in it (only markup or blank lines?)")
         action = "updated" if previous else "added"
