@@ -1483,6 +1483,32 @@ def test_a_compressed_file_with_junk_after_its_data_is_read_and_the_junk_said(tm
     assert idx.search("otter", 2)[0].location in (f"{docs / 'junk.jsonl.gz'}#L1", f"{docs / 'padded.jsonl.xz'}#L1")
 
 
+def test_a_gzip_file_whose_header_zlib_would_refuse_is_read_as_gzip_reads_it(tmp_path):
+    """zlib's gzip mode checks what gzip (GzipFile, gzip.decompress, and this reader before it read
+    member by member) passes over: a header CRC that does not match (old gzip wrote a part number
+    there, flag 0x02 "continuation") and the reserved flag bits. Such files, read before, were skipped
+    ("header crc mismatch", "unknown header flags set"); a data CRC that does not match still is."""
+    import gzip
+    import struct
+    import zlib
+
+    from ragcli.ingest.compressed import read_all
+
+    text = b"The narwhal has a tusk.\n"
+    co = zlib.compressobj(9, zlib.DEFLATED, -15)
+    body = co.compress(text) + co.flush() + struct.pack("<II", zlib.crc32(text), len(text))
+    headers = {"part.txt.gz": b"\x1f\x8b\x08\x0a" + bytes(6) + b"name.txt\0" + struct.pack("<H", 2),  # FNAME, FHCRC: a part number
+               "reserved.txt.gz": b"\x1f\x8b\x08\xe4" + bytes(6) + struct.pack("<H", 3) + b"abc"}  # reserved bits, FEXTRA
+    for name, header in headers.items():
+        (tmp_path / name).write_bytes(header + body + header + body)  # two members
+        assert gzip.decompress((tmp_path / name).read_bytes()) == text * 2
+        notes = FileNotes()
+        assert read_all(tmp_path / name, 1000, notes) == text * 2 and not notes.trailing
+    (tmp_path / "crc.txt.gz").write_bytes(headers["part.txt.gz"] + body[:-8] + struct.pack("<II", 1, len(text)))
+    with pytest.raises(SkipFile, match="not a valid gzip file: .*incorrect data check"):
+        read_all(tmp_path / "crc.txt.gz", 1000)
+
+
 def test_a_small_compressed_file_that_decompresses_past_the_cap_is_skipped(tmp_path, monkeypatch):
     """A few KB of gzip can hold gigabytes: read only up to the cap, never whole into memory."""
     from ragcli.ingest import reader

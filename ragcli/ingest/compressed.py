@@ -30,6 +30,13 @@ def open_stream(fileobj: BinaryIO, kind: str | None, notes: FileNotes | None = N
 
 READ_BYTES = 1 << 17  # compressed bytes read at a time (as gzip reads them)
 _MAGIC = {"gzip": b"\x1f\x8b", "xz": b"\xfd7zXZ\x00"}  # how a member (an xz stream) starts
+_PLAIN_GZIP_HEADER = b"\x1f\x8b\x08\x00" + bytes(6)  # deflate, no flags: zlib's for a member's own (read here)
+
+
+def _bad_gzip(why: str) -> OSError:
+    import gzip
+
+    return gzip.BadGzipFile(why)
 
 
 class _Members(io.RawIOBase):
@@ -51,14 +58,52 @@ class _Members(io.RawIOBase):
         self._pos = 0  # decompressed bytes read
         self._pending = b""  # compressed bytes read, not yet decompressed
         self._ended = False
+        start = b""
         if self._kind == "gzip":  # no gzip file said as gzip says it; an empty one is empty, as gzip reads it
-            self._pending = self._fp.read(2)
-            if self._pending and self._pending != _MAGIC["gzip"]:
-                import gzip
+            start = self._fp.read(2)
+            if start and start != _MAGIC["gzip"]:
+                raise _bad_gzip(f"Not a gzipped file ({start!r})")
+            self._ended = not start
+        if not self._ended:
+            self._member(start)
 
-                raise gzip.BadGzipFile(f"Not a gzipped file ({self._pending!r})")
-            self._ended = not self._pending
-        self._decompressor = self._new()
+    def _member(self, start: bytes) -> None:
+        """A member (an xz stream) from here: ``start``, the bytes of it read already, first."""
+        if self._kind == "gzip":  # zlib is given a plain header for the one the member has, read here
+            start = _PLAIN_GZIP_HEADER + self._past_gzip_header(start)
+        self._decompressor, self._pending = self._new(), start
+
+    def _past_gzip_header(self, read: bytes) -> bytes:
+        """The bytes after a gzip member's header (``read``: the bytes read from its start on), read on
+        as far as it goes, the header read as gzip reads it: zlib refuses a header CRC that does not match
+        (old gzip wrote a part number there, flag 0x02 "continuation") and the reserved flag bits, which
+        gzip passes over: such files were refused ("header crc mismatch", "unknown header flags set")."""
+        def have(n: int) -> None:
+            nonlocal read
+            while len(read) < n:
+                if not (more := self._fp.read(READ_BYTES)):
+                    raise EOFError("Compressed file ended before the end-of-stream marker was reached")
+                read += more
+
+        have(10)
+        if read[2] != 8:  # (deflate, the one method)
+            raise _bad_gzip("Unknown compression method")
+        flags, read = read[3], read[10:]
+        if flags & 4:  # FEXTRA: its length, then it
+            have(2)
+            extra = 2 + int.from_bytes(read[:2], "little")
+            have(extra)
+            read = read[extra:]
+        for flag in (8, 16):  # FNAME, FCOMMENT: up to a NUL
+            if flags & flag:
+                while (end := read.find(b"\0")) < 0:
+                    if not (read := self._fp.read(READ_BYTES)):
+                        raise EOFError("Compressed file ended before the end-of-stream marker was reached")
+                read = read[end + 1:]
+        if flags & 2:  # FHCRC: passed over, as gzip does
+            have(2)
+            read = read[2:]
+        return read
 
     def _new(self):
         if self._kind == "gzip":
@@ -102,7 +147,7 @@ class _Members(io.RawIOBase):
                 break
             rest += more
         if rest.startswith(magic):
-            self._decompressor, self._pending = self._new(), rest
+            self._member(rest)
             return
         self._ended = True
         if rest and self._notes is not None:
