@@ -1509,6 +1509,32 @@ def test_a_gzip_file_whose_header_zlib_would_refuse_is_read_as_gzip_reads_it(tmp
         read_all(tmp_path / "crc.txt.gz", 1000)
 
 
+def test_an_xz_file_of_legacy_lzma_streams_one_after_another_is_read_whole(tmp_path):
+    """lzma (LZMAFile, lzma.decompress) reads a legacy .lzma stream after a stream, as the reader did
+    before it read stream by stream: such a file (.lzma files joined, named .xz) lost all but its first
+    stream, said as junk after its data. Junk whose first 13 bytes are no .lzma header is junk still."""
+    import lzma
+
+    from ragcli.ingest.compressed import read_all
+
+    one, two = b"The narwhal has a tusk.\n", b"The walrus sleeps.\n"
+    alone = lzma.compress(one, format=lzma.FORMAT_ALONE) + lzma.compress(two, format=lzma.FORMAT_ALONE)
+    mixed = lzma.compress(one) + lzma.compress(two, format=lzma.FORMAT_ALONE)
+    for name, data in {"alone.txt.xz": alone, "mixed.txt.xz": mixed}.items():
+        (tmp_path / name).write_bytes(data)
+        assert lzma.decompress(data) == one + two
+        notes = FileNotes()
+        assert read_all(tmp_path / name, 1000, notes) == one + two and not notes.trailing
+    for junk in (b"junk a tool appended",  # "j" a valid first byte of a header, "unk " no dictionary size
+                 b"\n" + bytes(16)):  # a valid header to liblzma (a dictionary of 0 bytes): no encoder writes one
+        (tmp_path / "junk.txt.xz").write_bytes(alone + junk)
+        notes = FileNotes()
+        assert read_all(tmp_path / "junk.txt.xz", 1000, notes) == one + two and notes.trailing == len(junk)
+    (tmp_path / "cut.txt.xz").write_bytes(alone[:-3])
+    with pytest.raises(SkipFile, match="not a valid xz file: it ends too soon"):
+        read_all(tmp_path / "cut.txt.xz", 1000)
+
+
 def test_a_small_compressed_file_that_decompresses_past_the_cap_is_skipped(tmp_path, monkeypatch):
     """A few KB of gzip can hold gigabytes: read only up to the cap, never whole into memory."""
     from ragcli.ingest import reader

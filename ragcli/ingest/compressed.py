@@ -31,12 +31,29 @@ def open_stream(fileobj: BinaryIO, kind: str | None, notes: FileNotes | None = N
 READ_BYTES = 1 << 17  # compressed bytes read at a time (as gzip reads them)
 _MAGIC = {"gzip": b"\x1f\x8b", "xz": b"\xfd7zXZ\x00"}  # how a member (an xz stream) starts
 _PLAIN_GZIP_HEADER = b"\x1f\x8b\x08\x00" + bytes(6)  # deflate, no flags: zlib's for a member's own (read here)
+_LZMA_HEADER = 13  # bytes of a legacy .lzma stream's header: properties, dictionary size, size
 
 
 def _bad_gzip(why: str) -> OSError:
     import gzip
 
     return gzip.BadGzipFile(why)
+
+
+def _lzma_header(head: bytes) -> bool:
+    """Whether ``head`` starts as a legacy .lzma stream does, by liblzma's own test (as lzma, which
+    reads such a stream after a stream, tells one from junk): properties lc, lp and pb under 9, 5 and 5
+    (lc + lp at most 4), a dictionary size of 2^n or 2^n + 2^(n-1) (or 2^32 - 1), a size under 2^38 or
+    unknown (2^64 - 1); and a dictionary of 4 KB or more, as every encoder writes (liblzma takes 0, and
+    a byte of junk then zero padding, "\\n" and 12 zeros, was a stream cut short: the file refused)."""
+    if len(head) < _LZMA_HEADER or head[0] >= 9 * 5 * 5 or sum(divmod(head[0] % 45, 9)) > 4:
+        return False
+    dictionary, size = int.from_bytes(head[1:5], "little"), int.from_bytes(head[5:13], "little")
+    rounded = (dictionary - 1) & 0xFFFFFFFF
+    for shift in (2, 3, 4, 8, 16):
+        rounded |= rounded >> shift
+    sized = size == (1 << 64) - 1 or size < 1 << 38
+    return sized and dictionary >= 4096 and (dictionary == 0xFFFFFFFF or (rounded + 1) & 0xFFFFFFFF == dictionary)
 
 
 class _Members(io.RawIOBase):
@@ -137,16 +154,18 @@ class _Members(io.RawIOBase):
 
     def _next(self, rest: bytes) -> None:
         """Past a whole member (``rest``: the bytes read after it): the next member where one starts
-        there, past zeros; else the end, the bytes after the member counted as junk unless all zeros."""
+        there, past zeros (xz: a legacy .lzma stream too, as lzma reads one after a stream: ``_lzma_header``);
+        else the end, the bytes after the member counted as junk unless all zeros."""
         magic, zeros = _MAGIC[self._kind], 0
+        head = len(magic) if self._kind == "gzip" else _LZMA_HEADER  # bytes that tell whether one starts
         while True:
             start = rest.lstrip(b"\0")
             zeros += len(rest) - len(start)
             rest = start
-            if len(rest) >= len(magic) or not (more := self._fp.read(READ_BYTES)):
+            if len(rest) >= head or not (more := self._fp.read(READ_BYTES)):
                 break
             rest += more
-        if rest.startswith(magic):
+        if rest.startswith(magic) or self._kind == "xz" and _lzma_header(rest):
             self._member(rest)
             return
         self._ended = True
