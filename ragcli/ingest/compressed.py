@@ -86,8 +86,11 @@ class _Members(io.RawIOBase):
 
     def _member(self, start: bytes) -> None:
         """A member (an xz stream) from here: ``start``, the bytes of it read already, first."""
-        if self._kind == "gzip":  # zlib is given a plain header for the one the member has, read here
-            start = _PLAIN_GZIP_HEADER + self._past_gzip_header(start)
+        if self._kind == "gzip":
+            if len(start) < 4:
+                start += self._fp.read(READ_BYTES)
+            if len(start) >= 4 and start[3] & 0xE2:  # FHCRC or a reserved bit: zlib given a plain header
+                start = _PLAIN_GZIP_HEADER + self._past_gzip_header(start)
         self._decompressor, self._pending = self._new(), start
 
     def _past_gzip_header(self, read: bytes) -> bytes:
