@@ -1509,6 +1509,16 @@ def test_a_gzip_file_whose_header_zlib_would_refuse_is_read_as_gzip_reads_it(tmp
         read_all(tmp_path / "crc.txt.gz", 1000)
 
 
+def test_an_xz_file_that_would_take_gigabytes_of_memory_to_decompress_is_skipped_with_the_reason(tmp_path):
+    """A 33-byte .xz whose .lzma header claims a 4 GB dictionary: liblzma reserves it, and where memory is
+    short (a small machine, a ulimit) the MemoryError was an internal error. No encoder's preset needs more
+    than 64 MB: a stream that needs over 1 GB is refused, with the reason."""
+    header = bytes([0x5D]) + (0xFFFFFFFF).to_bytes(4, "little") + (2 ** 64 - 1).to_bytes(8, "little")
+    (tmp_path / "huge.txt.xz").write_bytes(header + bytes(20))
+    with pytest.raises(SkipFile, match="not a valid xz file: .*more than 1 GB of memory"):
+        read_passages(tmp_path / "huge.txt.xz")
+
+
 def test_an_xz_file_of_legacy_lzma_streams_one_after_another_is_read_whole(tmp_path):
     """lzma (LZMAFile, lzma.decompress) reads a legacy .lzma stream after a stream, as the reader did
     before it read stream by stream: such a file (.lzma files joined, named .xz) lost all but its first

@@ -30,6 +30,7 @@ def open_stream(fileobj: BinaryIO, kind: str | None, notes: FileNotes | None = N
 
 READ_BYTES = 1 << 17  # compressed bytes read at a time (as gzip reads them)
 _MAGIC = {"gzip": b"\x1f\x8b", "xz": b"\xfd7zXZ\x00"}  # how a member (an xz stream) starts
+MAX_XZ_MEMORY = 1 << 30
 _PLAIN_GZIP_HEADER = b"\x1f\x8b\x08\x00" + bytes(6)  # deflate, no flags: zlib's for a member's own (read here)
 _LZMA_HEADER = 13  # bytes of a legacy .lzma stream's header: properties, dictionary size, size
 
@@ -132,7 +133,10 @@ class _Members(io.RawIOBase):
             return zlib.decompressobj(zlib.MAX_WBITS | 16)  # a gzip member, its CRC and length checked
         import lzma
 
-        return lzma.LZMADecompressor()  # xz, or a legacy .lzma file named .xz, as lzma.open reads them
+        # xz, or a legacy .lzma file named .xz, as lzma.open reads them; a stream whose header asks for
+        # more memory than any encoder's preset (64 MB) by far is refused (liblzma reserved what a 33-byte
+        # file claimed, 4 GB: a MemoryError where memory was short)
+        return lzma.LZMADecompressor(memlimit=MAX_XZ_MEMORY)
 
     def readable(self) -> bool:
         return True
@@ -212,7 +216,9 @@ def unread(exc: BaseException, kind: str | None) -> SkipFile:
         return SkipFile("vanished while indexing")
     # OSError without an errno: gzip.BadGzipFile, bz2's "Invalid data stream" (the contents'); with one, the disk's
     if kind and (isinstance(exc, errors()) or isinstance(exc, OSError) and exc.errno is None):
-        why = "it ends too soon" if isinstance(exc, EOFError) else str(exc).strip() or type(exc).__name__
+        why = ("it ends too soon" if isinstance(exc, EOFError)
+               else f"it needs more than {MAX_XZ_MEMORY >> 30} GB of memory to decompress" if "emory usage limit" in str(exc)
+               else str(exc).strip() or type(exc).__name__)
         return SkipFile(f"not a valid {kind} file: {why}")
     return SkipFile(f"cannot read: {getattr(exc, 'strerror', None) or exc}")
 
