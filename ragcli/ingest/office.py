@@ -12,11 +12,10 @@ from pathlib import Path
 from typing import Iterator
 
 from ragcli.ingest.formats import Section
-from ragcli.ingest.zipxml import parsed, read_capped, skips
+from ragcli.ingest.zipxml import dc_title, not_zip, parsed, read_capped, relationships, skips
 
 MAX_XML_BYTES = 200 * 1024 * 1024  # a document's XML unzipped: a zip bomb is skipped, not read into memory
 
-_OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # an OLE compound file's signature
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 # Word's "Strict Open XML" names the same elements in this namespace: read as the usual one
 _STRICT_W = (b"http://purl.oclc.org/ooxml/wordprocessingml/main",
@@ -27,7 +26,6 @@ _STRICT_PPT = ((b"http://purl.oclc.org/ooxml/presentationml/main", b"http://sche
                (b"http://purl.oclc.org/ooxml/officeDocument/relationships",
                 b"http://schemas.openxmlformats.org/officeDocument/2006/relationships"))
 _MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
-_DC_TITLE = "{http://purl.org/dc/elements/1.1/}title"
 _TEXT = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
 _SVG = "{urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0}"
 _ODT_NOT_TEXT = ("{urn:oasis:names:tc:opendocument:xmlns:office:1.0}annotation", _TEXT + "note-citation",
@@ -40,14 +38,10 @@ def office_sections(path: Path, data: bytes) -> list[Section]:
     import io
 
     kind = path.suffix.lower()[1:]
-    if data.startswith(_OLE):  # what Office saves a document protected by a password as (or a .doc renamed)
-        old = {"docx": " or an old .doc renamed", "pptx": " or an old .ppt renamed"}.get(kind, "")
-        not_zip = f"{kind} file protected by a password (an encrypted OLE file),{old}"
-    else:
-        not_zip = f"not a {kind} file (not the zip of XML it should be)"
-    with skips(kind, not_zip), zipfile.ZipFile(io.BytesIO(data)) as z:
+    old = {"docx": ".doc", "pptx": ".ppt"}.get(kind, "")  # what an OLE file named so may be, besides encrypted
+    with skips(kind, not_zip(kind, data, old)), zipfile.ZipFile(io.BytesIO(data)) as z:
         if kind == "pptx":
-            return _pptx(z, _dc_title(z, "docProps/core.xml") or path.stem)
+            return _pptx(z, dc_title(z, "docProps/core.xml", MAX_XML_BYTES) or path.stem)
         if kind == "odt":
             title, paragraphs = _odt(z)
         else:
@@ -88,7 +82,7 @@ def _docx(z: zipfile.ZipFile) -> tuple[str, list[tuple[int, str]]]:
             at = based_on[at]
         if own.get(at):
             levels[sid] = own[at]
-    title = _dc_title(z, "docProps/core.xml")
+    title = dc_title(z, "docProps/core.xml", MAX_XML_BYTES)
     paragraphs = []
     for p in _paragraphs(_xml(z, "word/document.xml"), (_W + "p",), _MC_FALLBACK):
         style = p.find(f"{_W}pPr/{_W}pStyle")
@@ -162,16 +156,8 @@ def _docx_text(p) -> Iterator[str]:
             yield from _docx_text(el)
 
 
-def _dc_title(z: zipfile.ZipFile, part: str) -> str:
-    """The document's title (dc:title) in its properties, ``part`` (docProps/core.xml, meta.xml); "" if none."""
-    if part not in z.namelist():
-        return ""
-    el = _xml(z, part).find(f".//{_DC_TITLE}")
-    return (el.text or "").strip() if el is not None else ""
-
-
 def _odt(z: zipfile.ZipFile) -> tuple[str, list[tuple[int, str]]]:
-    title = _dc_title(z, "meta.xml")
+    title = dc_title(z, "meta.xml", MAX_XML_BYTES)
     paragraphs = []
     for el in _paragraphs(_xml(z, "content.xml"), (_TEXT + "p", _TEXT + "h"), _TEXT + "tracked-changes"):
         text = "".join(_odt_text(el)).strip()
@@ -237,7 +223,6 @@ def _sections(doc_title: str, paragraphs: list[tuple[int, str]]) -> list[Section
 _P = "{http://schemas.openxmlformats.org/presentationml/2006/main}"
 _A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
 _R_ID = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
-_REL = "{http://schemas.openxmlformats.org/package/2006/relationships}Relationship"
 _TITLES = {"title", "ctrTitle"}  # a slide's title placeholders
 _CHROME = {"sldNum", "hdr", "ftr", "dt"}  # a slide's or notes page's number, header, footer and date: on every one
 _NOT_NOTES = _CHROME | {"sldImg"}  # and a notes page's picture of its slide
@@ -266,35 +251,16 @@ def _pptx(z: zipfile.ZipFile, deck: str) -> list[Section]:
 
 def _slide_parts(z: zipfile.ZipFile, names: set[str]) -> list[str]:
     """The slides' parts in the deck's order (presentation.xml's list, through its relationships)."""
-    targets = _relationships(z, names, "ppt/presentation.xml")
+    targets = relationships(z, names, "ppt/presentation.xml", "/slide", MAX_XML_BYTES)
     order = [targets.get(el.get(_R_ID)) for el in _xml(z, "ppt/presentation.xml").iter(_P + "sldId")]
     return [name for name in order if name in names]
 
 
 def _notes_part(z: zipfile.ZipFile, slide: str, names: set[str]) -> str | None:
-    for target in _relationships(z, names, slide, "/notesSlide").values():
+    for target in relationships(z, names, slide, "/notesSlide", MAX_XML_BYTES).values():
         if target in names:
             return target
     return None
-
-
-def _relationships(z: zipfile.ZipFile, names: set[str], part: str, kind: str = "") -> dict[str, str]:
-    """{relationship id: the zip name it points at} of ``part`` (those whose type ends with ``kind``);
-    ``names``: the zip's."""
-    import posixpath
-
-    folder, name = posixpath.split(part)
-    rels = f"{folder}/_rels/{name}.rels"
-    if rels not in names:
-        return {}
-    out = {}
-    for rel in _xml(z, rels).iter(_REL):
-        target = rel.get("Target") or ""
-        if rel.get("TargetMode") == "External" or not (rel.get("Type") or "").endswith(kind):
-            continue
-        out[rel.get("Id")] = (target.lstrip("/") if target.startswith("/")
-                              else posixpath.normpath(posixpath.join(folder, target)))
-    return out
 
 
 def _shapes(root) -> list[tuple[str, str]]:
