@@ -1140,6 +1140,169 @@ def test_a_deck_of_thousands_of_slides_is_read_in_linear_time(tmp_path, monkeypa
     assert len(listed) < 10
 
 
+_SML = ('xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" '
+        'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"')
+# cell styles (cellXfs, by index): 0 General, 1 a built-in date (14), 2 a custom date, 3 a custom number whose
+# quoted text has a "d" (no date), 4 a date and time (22), 5 a time (20, "h:mm")
+_XLSX_STYLES = (f'<styleSheet {_SML}><numFmts count="2"><numFmt numFmtId="164" formatCode="yyyy\\-mm\\-dd;@"/>'
+                '<numFmt numFmtId="165" formatCode="0.0&quot; days&quot;"/></numFmts><cellXfs count="6">'
+                + "".join(f'<xf numFmtId="{n}" applyNumberFormat="1"/>' for n in (0, 14, 164, 165, 22, 20))
+                + "</cellXfs></styleSheet>")
+
+
+def _cell(ref: str, value: str, kind: str = "", style: int = 0) -> str:
+    """A cell: ``kind`` "s" (``value`` a shared string's index), "inlineStr", "b", "e", "str", "f" (a
+    formula with its cached number ``value``) or "" (a number)."""
+    s = f' s="{style}"' if style else ""
+    if kind == "inlineStr":
+        return f'<c r="{ref}" t="inlineStr"{s}><is><t>{value}</t></is></c>'
+    if kind == "f":
+        return f'<c r="{ref}"{s}><f>SUM(A1:A9)</f><v>{value}</v></c>'
+    t = f' t="{kind}"' if kind else ""
+    return f'<c r="{ref}"{t}{s}><v>{value}</v></c>'
+
+
+def _row(number: int, *cells: str) -> str:
+    return f'<row r="{number}">{"".join(cells)}</row>'
+
+
+def _xlsx(path, sheets: list[tuple[str, str, str]], shared: tuple[str, ...] = (), date1904: bool = False,
+          title: str | None = None) -> None:
+    """A minimal Excel workbook: (sheet name, state ("" visible, "hidden", "veryHidden"), rows markup) in the
+    workbook's order, which is workbook.xml's, not the parts' names (written in reverse); ``shared``: the
+    shared strings' <si> contents."""
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("_rels/.rels", f'<Relationships {_RELS}><Relationship Id="rId1" Type="{_RT}officeDocument" '
+                                  'Target="xl/workbook.xml"/></Relationships>')
+        entries = "".join(f'<sheet name="{name}" sheetId="{i + 1}"{f" state={chr(34)}{state}{chr(34)}" if state else ""}'
+                          f' r:id="rId{i + 1}"/>' for i, (name, state, _) in enumerate(sheets))
+        pr = '<workbookPr date1904="1"/>' if date1904 else "<workbookPr/>"
+        z.writestr("xl/workbook.xml", f"<workbook {_SML}>{pr}<sheets>{entries}</sheets></workbook>")
+        rels = "".join(f'<Relationship Id="rId{i + 1}" Type="{_RT}worksheet" Target="worksheets/sheet{len(sheets) - i}.xml"/>'
+                       for i in range(len(sheets)))
+        rels += f'<Relationship Id="rId99" Type="{_RT}styles" Target="styles.xml"/>'
+        z.writestr("xl/_rels/workbook.xml.rels", f"<Relationships {_RELS}>{rels}</Relationships>")
+        for i, (_, _, rows) in enumerate(sheets):
+            z.writestr(f"xl/worksheets/sheet{len(sheets) - i}.xml",
+                       f"<worksheet {_SML}><sheetData>{rows}</sheetData></worksheet>")
+        items = "".join(f"<si>{si}</si>" for si in shared)
+        z.writestr("xl/sharedStrings.xml", f'<sst {_SML} count="{len(shared)}">{items}</sst>')
+        z.writestr("xl/styles.xml", _XLSX_STYLES)
+        if title is not None:
+            z.writestr("docProps/core.xml", '<cp:coreProperties xmlns:cp="http://schemas.openxmlformats.org/package/2006/'
+                       'metadata/core-properties" xmlns:dc="http://purl.org/dc/elements/1.1/">'
+                       f"<dc:title>{title}</dc:title></cp:coreProperties>")
+
+
+_OFFICES = ("<t>City</t>", "<t>Country</t>", "<r><t>Pa</t></r><r><rPr><b/></rPr><t>ris</t></r><rPh><t>パリ</t></rPh>",
+            "<t>France</t>", "<t>Staff</t>")
+
+
+def test_an_excel_workbook_is_read_row_by_row_under_its_column_names(tmp_path):
+    """Spreadsheets are documents people keep beside their notes ("not read: … .xlsx"): each visible sheet's
+    rows are written "Column: value", so that a question finds "Paris" beside "City", and cited by sheet and
+    rows. Values as Excel shows them: shared and inline strings, numbers, dates by their cell's format,
+    formulas by their last result, booleans; errors left out; a sparse row's cells under their own columns."""
+    offices = (_row(1, _cell("A1", "0", "s"), _cell("B1", "1", "s"), _cell("C1", "Opened", "inlineStr"),
+                    _cell("D1", "4", "s"), _cell("E1", "Open", "inlineStr"))
+               + _row(2, _cell("A2", "2", "s"), _cell("B2", "3", "s"), _cell("C2", "45000", style=1),
+                      _cell("D2", "12", "f"), _cell("E2", "1", "b"))
+               + _row(4, _cell("A4", "Lyon", "inlineStr"), _cell("C4", "#N/A", "e"), _cell("D4", "2.5000000000000001"),
+                      _cell("E4", "0", "b"))
+               + _row(5, _cell("D5", "7")))
+    notes = (_row(1, _cell("A1", "2024"), _cell("B1", "budget", "str"))
+             + _row(2, _cell("B2", "plain  text", "inlineStr"), _cell("C2", "45000.75", style=4))
+             + _row(3, _cell("A3", "3.5", style=3), _cell("B3", "45000", style=2), _cell("C3", "0.5", style=5)))
+    _xlsx(tmp_path / "book.xlsx", [("Offices", "", offices), ("Secret", "hidden", _row(1, _cell("A1", "hidden", "str"))),
+                                   ("Old", "veryHidden", _row(1, _cell("A1", "hidden", "str"))), ("Notes", "", notes),
+                                   ("Empty", "", "")], _OFFICES)
+    passages = read_passages(tmp_path / "book.xlsx", "book.xlsx")
+    assert [(p.title, p.location, p.text) for p in passages] == [
+        ("book > Offices", "book.xlsx sheet Offices rows 2-5",
+         "City: Paris; Country: France; Opened: 2023-03-15; Staff: 12; Open: TRUE "
+         "City: Lyon; Staff: 2.5; Open: FALSE Staff: 7"),
+        ("book > Notes", "book.xlsx sheet Notes rows 1-3",
+         "2024 | budget plain text | 2023-03-15 18:00 3.5 | 2023-03-15 | 12:00"),
+    ]
+    _xlsx(tmp_path / "macros.xlsm", [("Sheet1", "", _row(1, _cell("A1", "Walrus count", "str")))], title="Survey")
+    assert [(p.title, p.location, p.text) for p in read_passages(tmp_path / "macros.xlsm", "macros.xlsm")] == [
+        ("Survey > Sheet1", "macros.xlsm sheet Sheet1 row 1", "Walrus count")]
+
+
+def test_a_workbook_s_dates_are_read_in_its_date_system(tmp_path):
+    """Excel counts days from 1900, with a 29 February 1900 that never was (Lotus's bug, kept): serial 60;
+    a workbook saved on an old Mac counts from 1904 (workbook.xml says date1904)."""
+    rows = _row(1, *(_cell(f"{col}1", serial, style=1) for col, serial in zip("ABCD", ("59", "60", "61", "45000"))))
+    _xlsx(tmp_path / "y1900.xlsx", [("Dates", "", rows)])
+    assert [p.text for p in read_passages(tmp_path / "y1900.xlsx")] == [
+        "1900-02-28 | 1900-02-29 | 1900-03-01 | 2023-03-15"]
+    _xlsx(tmp_path / "y1904.xlsx", [("Dates", "", rows)], date1904=True)
+    assert [p.text for p in read_passages(tmp_path / "y1904.xlsx")] == [
+        "1904-02-29 | 1904-03-01 | 1904-03-02 | 2027-03-16"]
+
+
+def test_a_long_sheet_is_cited_by_the_rows_of_each_passage(tmp_path):
+    """A sheet longer than a passage is cut between rows, each passage cited by the rows it holds (a range for
+    the whole sheet would send the reader to search hundreds of rows), every row in one passage."""
+    rows = _row(1, _cell("A1", "Station", "str"), _cell("B1", "Species", "str"), _cell("C1", "Count", "str"))
+    rows += "".join(_row(n, _cell(f"A{n}", f"Station {n}", "str"), _cell(f"B{n}", "walrus", "str"),
+                         _cell(f"C{n}", str(n * 10))) for n in range(2, 62))
+    _xlsx(tmp_path / "counts.xlsx", [("Counts", "", rows)])
+    passages = read_passages(tmp_path / "counts.xlsx", "counts.xlsx")
+    assert len(passages) > 3 and all(len(p.text.split()) <= 100 for p in passages)
+    ranges = [tuple(map(int, p.location.rpartition(" ")[2].split("-"))) for p in passages]
+    assert ranges[0][0] == 2 and ranges[-1][1] == 61
+    assert all(b[0] == a[1] + 1 for a, b in zip(ranges, ranges[1:]))
+    for p, (first, last) in zip(passages, ranges):
+        assert p.text.startswith(f"Station: Station {first};") and p.text.endswith(f"Count: {last * 10}")
+
+
+def test_damaged_fake_locked_and_huge_workbooks_are_skipped_with_the_reason(tmp_path, monkeypatch):
+    from ragcli.ingest import spreadsheet
+
+    (tmp_path / "fake.xlsx").write_bytes(b"City,Country\nParis,France\n")
+    with pytest.raises(SkipFile, match="not a xlsx file"):
+        read_passages(tmp_path / "fake.xlsx")
+    (tmp_path / "locked.xlsx").write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(512))
+    with pytest.raises(SkipFile, match="xlsx file protected by a password .* or an old .xls renamed"):
+        read_passages(tmp_path / "locked.xlsx")
+    _xlsx(tmp_path / "bad.xlsx", [("S", "", "".join(_row(n, _cell(f"A{n}", f"value {n}", "str")) for n in range(1, 500)))])
+    data = bytearray((tmp_path / "bad.xlsx").read_bytes())
+    data[len(data) // 3:len(data) // 3 + 64] = bytes(64)
+    (tmp_path / "bad.xlsx").write_bytes(bytes(data))
+    with pytest.raises(SkipFile, match="damaged xlsx file|not a xlsx file"):
+        read_passages(tmp_path / "bad.xlsx")
+    _xlsx(tmp_path / "broken.xlsx", [("S", "", "<row><c>")])
+    with pytest.raises(SkipFile, match="damaged xlsx file"):
+        read_passages(tmp_path / "broken.xlsx")
+    monkeypatch.setattr(spreadsheet, "MAX_CELLS", 10)
+    _xlsx(tmp_path / "huge.xlsx", [("S", "", "".join(_row(n, _cell(f"A{n}", str(n)), _cell(f"B{n}", str(n)))
+                                               for n in range(1, 7)))])
+    with pytest.raises(SkipFile, match="more than 10 cells"):
+        read_passages(tmp_path / "huge.xlsx")
+
+
+def test_a_folder_s_workbooks_are_indexed_and_found(tmp_path, capsys):
+    from ragcli import cli
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    _xlsx(notes / "book.xlsx", [("Offices", "", _row(1, _cell("A1", "0", "s"), _cell("B1", "1", "s"))
+                                 + _row(2, _cell("A2", "2", "s"), _cell("B2", "3", "s")))], _OFFICES)
+    (notes / "old.xls").write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(512))  # the binary format: not read
+    idx = str(tmp_path / "idx")
+    for argv in (["index", str(notes), "--index", idx], ["info", "--index", idx, "--json"]):
+        with pytest.raises(SystemExit) as exc:
+            cli.run(argv)
+        assert exc.value.code == 0
+    out, err = capsys.readouterr()
+    assert '".xlsx": 1' in out and "not read: 1 file of other types (1 .xls)" in " ".join(err.split()), err
+    hits = TantivyIndex.open(tmp_path / "idx").search("Paris city", k=1)
+    assert [h.title for h in hits] == ["book > Offices"] and hits[0].location.endswith("book.xlsx sheet Offices row 2")
+
+
 def _p(text: str, style: str = "") -> str:
     pstyle = f'<w:pPr><w:pStyle w:val="{style}"/></w:pPr>' if style else ""
     runs = "".join(f"<w:r><w:t xml:space=\"preserve\">{part}</w:t></w:r>" for part in text.split("|"))

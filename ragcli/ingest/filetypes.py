@@ -12,6 +12,9 @@ MARKDOWN_SUFFIXES = {".md", ".markdown"}
 HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
 PDF_SUFFIXES = {".pdf"}
 OFFICE_SUFFIXES = {".docx", ".odt", ".pptx"}  # Word, OpenDocument text, PowerPoint (``ingest.office``)
+# Excel workbooks (``ingest.spreadsheet``); .xlsm is the same format with macros. Not .xls, the old binary
+# format: an OLE file that only a parser of its own could read
+SPREADSHEET_SUFFIXES = {".xlsx", ".xlsm"}
 EPUB_SUFFIXES = {".epub"}  # e-books (``ingest.epub``)
 NOTEBOOK_SUFFIXES = {".ipynb"}  # Jupyter notebooks (``ingest.notebook``)
 CODE_SUFFIXES = {
@@ -23,8 +26,8 @@ JSONL_SUFFIXES = {".jsonl"}
 # A .json file is read only where named (a folder's are settings and data): as a corpus where it is a JSON
 # array of {"title", "text"} records, else as text
 JSON_SUFFIXES = {".json"}
-SUPPORTED_SUFFIXES = (TEXT_SUFFIXES | MARKDOWN_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES | OFFICE_SUFFIXES | EPUB_SUFFIXES
-                      | NOTEBOOK_SUFFIXES | CODE_SUFFIXES | JSONL_SUFFIXES)
+SUPPORTED_SUFFIXES = (TEXT_SUFFIXES | MARKDOWN_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES | OFFICE_SUFFIXES
+                      | SPREADSHEET_SUFFIXES | EPUB_SUFFIXES | NOTEBOOK_SUFFIXES | CODE_SUFFIXES | JSONL_SUFFIXES)
 # Files without an extension that are text by their name (any case): a project's or a package's own
 # documents and build files, read as plain text, and so are those names with a variant after a dot
 # (README.Debian, changelog.amd64: most of /usr/share/doc). Other files without an extension are not
@@ -37,7 +40,8 @@ TEXT_NAMES = frozenset("""readme license licence copying notice authors contribu
 # corpus.jsonl.gz as a corpus (streamed), changelog.gz and NEWS.bz2 as text. PDF and Word files are
 # compressed already: never read so.
 COMPRESSED_SUFFIXES = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz"}
-NOT_READ_COMPRESSED_SUFFIXES = PDF_SUFFIXES | OFFICE_SUFFIXES | EPUB_SUFFIXES  # zips and PDFs: compressed already
+# zips and PDFs: compressed already
+NOT_READ_COMPRESSED_SUFFIXES = PDF_SUFFIXES | OFFICE_SUFFIXES | SPREADSHEET_SUFFIXES | EPUB_SUFFIXES
 READ_COMPRESSED_SUFFIXES = SUPPORTED_SUFFIXES - NOT_READ_COMPRESSED_SUFFIXES
 
 
@@ -114,6 +118,8 @@ def is_text_name(path: Path) -> bool:
 # so as not to read every corpus again for it. No suffix 2: a README, LICENSE or copyright file is titled by its
 # folder too ("gzip/copyright"; a variant, README.Debian, was not read before). Word 2: footnotes and endnotes read.
 # EPUB 2: a chapter named in another letter case than its zip name is read (it was dropped from the book).
+# A type read for the first time (Excel's .xlsx, .xlsm) needs no number: an index holds no file of it, so its
+# next run adds them, and reads no file of another type again.
 _READER_VERSIONS = {**{suffix: 3 for suffix in MARKDOWN_SUFFIXES}, **{suffix: 4 for suffix in HTML_SUFFIXES},
                     **{suffix: 2 for suffix in JSON_SUFFIXES}, "": 2, ".docx": 2,
                     **{suffix: 4 for suffix in JSONL_SUFFIXES}, **{suffix: 2 for suffix in PDF_SUFFIXES},

@@ -30,7 +30,7 @@ from ragcli.retrieval.writer import exclusive_lock, unwritable_index
 from ragcli.words import counted
 
 COMMIT_EVERY_PASSAGES = 50_000
-SUPPORTED = ("text, Markdown, reStructuredText, HTML, PDF, Word, OpenDocument, PowerPoint, EPUB, Jupyter notebooks, source code and JSONL corpora "
+SUPPORTED = ("text, Markdown, reStructuredText, HTML, PDF, Word, OpenDocument, PowerPoint, Excel, EPUB, Jupyter notebooks, source code and JSONL corpora "
              "(text ones gzip-, bzip2- or xz-compressed too)")
 
 

@@ -20,6 +20,7 @@ from ragcli.ingest.passages import Passage, chunk_text, normalise, passage_id
 from ragcli.ingest.office import office_sections
 from ragcli.ingest.pdf import pdf_sections
 from ragcli.ingest.records import array_passages
+from ragcli.ingest.spreadsheet import spreadsheet_sections
 from ragcli.words import composed
 
 MAX_FILE_BYTES = 200 * 1024 * 1024
@@ -166,6 +167,8 @@ def _sections(path: Path, suffix: str, notes: FileNotes) -> list[Section]:
         return pdf_sections(path)
     if suffix in filetypes.OFFICE_SUFFIXES:
         return office_sections(path, read_bytes(path))
+    if suffix in filetypes.SPREADSHEET_SUFFIXES:
+        return spreadsheet_sections(path, read_bytes(path))
     if suffix in filetypes.EPUB_SUFFIXES:
         return epub_sections(path, read_bytes(path))
     if suffix in filetypes.HTML_SUFFIXES:

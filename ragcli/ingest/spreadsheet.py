@@ -1,0 +1,281 @@
+"""Excel workbooks (.xlsx, and .xlsm, the same format with macros) as Sections: each visible sheet in the
+workbook's order, its rows written one a line as "City: Paris; Country: France" under the sheet's header
+row, so that a passage holds a few rows each with its column names (what lets a question find "Paris"
+next to "city"), titled "Workbook > Sheet" and cited by rows: "book.xlsx sheet Sales rows 2-14". Values
+as Excel shows them, roughly: dates by their cell's number format. A zip of XML, read with the standard
+library (no Excel, no openpyxl); a sheet's XML is parsed as it unzips, a row at a time. ``reader`` calls
+``spreadsheet_sections``."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+from typing import Iterator
+
+from ragcli.ingest.formats import Section, SkipFile
+from ragcli.ingest.passages import TARGET_WORDS
+from ragcli.ingest.zipxml import dc_title, not_zip, parsed, read_capped, relationships, skips
+
+MAX_XML_BYTES = 200 * 1024 * 1024  # a part's XML unzipped: a zip bomb is skipped, not read
+# Cells read in a workbook. Past it the file is skipped with the reason, not cut: a sheet of more is a data
+# dump, not a document (200,000 cells are some 20,000 passages, all alike, that would crowd a folder's notes
+# out of every answer), and its first rows alone would be cited as if they were all of it. Cells with a value
+# are counted as they are read, so a huge sheet costs no more than this before it is given up.
+MAX_CELLS = 200_000
+
+# Built-in number formats that show a date, a time or both (ECMA-376 18.8.30): 14-17 dates, 18-21 and
+# 45-47 times, 22 both. Custom ones (164 and up) are told by their code.
+_BUILT_IN = {**dict.fromkeys(range(14, 18), "date"), **dict.fromkeys((18, 19, 20, 21, 45, 46, 47), "time"), 22: "datetime"}
+_TEXT_TYPES = {"s", "inlineStr", "str"}  # a cell's t="…" for text: what a header row is made of
+
+
+def spreadsheet_sections(path: Path, data: bytes) -> list[Section]:
+    """The sections of the .xlsx or .xlsm file whose bytes are ``data``; SkipFile if it is not one."""
+    import io
+
+    kind = path.suffix.lower()[1:]
+    with skips(kind, not_zip(kind, data, ".xls")), zipfile.ZipFile(io.BytesIO(data)) as z:
+        names = set(z.namelist())
+        title = dc_title(z, "docProps/core.xml", MAX_XML_BYTES) or path.stem
+        book = _part(z, names, "", "/officeDocument", "xl/workbook.xml")  # (the package's own relationships)
+        parts = relationships(z, names, book, "/worksheet", MAX_XML_BYTES)  # (not chart sheets: no cells)
+        root = _xml(z, book)
+        pr = next((el for el in root.iter() if _local(el.tag) == "workbookPr"), None)
+        date1904 = pr is not None and pr.get("date1904", "").lower() in ("1", "true")
+        strings = _shared_strings(z, _part(z, names, book, "/sharedStrings", "xl/sharedStrings.xml"), names)
+        styles = _date_styles(z, _part(z, names, book, "/styles", "xl/styles.xml"), names)
+        sections: list[Section] = []
+        budget = [MAX_CELLS]
+        for sheet in (el for el in root.iter() if _local(el.tag) == "sheet"):
+            if sheet.get("state") in ("hidden", "veryHidden"):
+                continue
+            rid = next((v for k, v in sheet.attrib.items() if k.endswith("}id")), None)
+            target = parts.get(rid)
+            if target in names:
+                name = " ".join((sheet.get("name") or "").split())
+                rows = _rows(z, target, strings, styles, date1904, budget, kind)
+                sections += _sheet_sections(f"{title} > {name}", name, rows)
+        return sections
+
+
+def _local(tag: str) -> str:
+    """An element's name without its namespace: Excel's "Strict Open XML" names the same elements in another."""
+    return tag.rpartition("}")[2]
+
+
+def _xml(z: zipfile.ZipFile, name: str):
+    return parsed(read_capped(z, name, MAX_XML_BYTES), name)
+
+
+def _part(z: zipfile.ZipFile, names: set[str], source: str, kind: str, usual: str) -> str:
+    """The part of a ``kind`` that ``source``'s relationships point at, or where Excel puts it."""
+    return next(iter(relationships(z, names, source, kind, MAX_XML_BYTES).values()), usual)
+
+
+def _text(el) -> str:
+    """A string item's text (<si>, <is>): its <t>, or its rich-text runs' joined; not the phonetic reading
+    (<rPh>) Japanese Excel adds after the text."""
+    out = []
+    for child in el:
+        if _local(child.tag) == "t":
+            out.append(child.text or "")
+        elif _local(child.tag) == "r":
+            out.extend(t.text or "" for t in child if _local(t.tag) == "t")
+    return "".join(out)
+
+
+def _shared_strings(z: zipfile.ZipFile, part: str, names: set[str]) -> list[str]:
+    """The workbook's shared strings, those its cells of type "s" give by number; parsed as it unzips."""
+    if part not in names:
+        return []
+    return [_text(el) for el in _parsed_as_read(z, part, "si")]
+
+
+def _date_styles(z: zipfile.ZipFile, part: str, names: set[str]) -> dict[int, str]:
+    """{a cell style's number: "date", "time" or "datetime"} for the styles (cellXfs) whose number format
+    shows a date or time: a cell holds a date as a number of days, and only its style tells."""
+    if part not in names:
+        return {}
+    root = _xml(z, part)
+    custom = {el.get("numFmtId"): el.get("formatCode") or "" for el in root.iter() if _local(el.tag) == "numFmt"}
+    xfs = next((el for el in root.iter() if _local(el.tag) == "cellXfs"), None)
+    styles = {}
+    for i, xf in enumerate(xf for xf in (xfs if xfs is not None else ()) if _local(xf.tag) == "xf"):
+        fmt = xf.get("numFmtId", "0")
+        shows = _format_kind(custom[fmt]) if fmt in custom else _BUILT_IN.get(int(fmt) if fmt.isdigit() else 0)
+        if shows:
+            styles[i] = shows
+    return styles
+
+
+def _format_kind(code: str) -> str | None:
+    """"date", "time", "datetime" or None for a custom number format's code: by its d, m, y, h and s
+    outside quoted text ("0.0 \\"days\\""), escaped characters and brackets ("[Red]", "[$-409]"); an elapsed
+    time ("[h]:mm") is a time."""
+    import re
+
+    code = code.split(";")[0].lower()
+    elapsed = re.search(r"\[(h+|m+|s+)\]", code) is not None
+    code = re.sub(r'"[^"]*"|\\.|_.|\*.|\[[^\]]*\]', "", code)
+    date, time = re.search(r"[dy]", code) is not None, re.search(r"[hs]", code) is not None or elapsed
+    if not date and not time and "m" in code and not re.search(r"[0#?]", code):
+        date = True  # "mmm": a month alone
+    return "datetime" if date and time else "date" if date else "time" if time else None
+
+
+def _parsed_as_read(z: zipfile.ZipFile, part: str, tag: str) -> Iterator:
+    """Each ``tag`` element of ``part`` once parsed, then dropped: the XML is parsed as it unzips, so a
+    sheet of a million rows never sits in memory whole (ElementTree's iterparse); its size capped as
+    ``read_capped`` caps a part's."""
+    from xml.etree import ElementTree
+
+    if z.getinfo(part).file_size > MAX_XML_BYTES:
+        raise SkipFile(f"its {part} unzips to more than {MAX_XML_BYTES >> 20} MB")
+    with z.open(part) as fh:
+        parents = []  # the open elements: each found is taken off its parent's list once read
+        try:
+            for event, el in ElementTree.iterparse(fh, events=("start", "end")):
+                if event == "start":
+                    parents.append(el)
+                    continue
+                parents.pop()
+                if _local(el.tag) == tag:
+                    yield el
+                    if parents:
+                        parents[-1].remove(el)
+        except (LookupError, ValueError):  # an encoding expat cannot read (as ``zipxml.parsed`` says)
+            raise SkipFile(f"its {part} is in an encoding that cannot be read (a damaged file)") from None
+
+
+def _rows(z: zipfile.ZipFile, part: str, strings: list[str], styles: dict[int, str], date1904: bool,
+          budget: list[int], kind: str) -> Iterator[tuple[int, dict[int, tuple[str, bool]]]]:
+    """(row number, {column number: (value, whether it is text)}) of each row of a sheet with a value, in
+    order; ``budget``: the cells the workbook may still read (``MAX_CELLS``). Cells are placed by their
+    reference ("C7"): a row's empty cells are not written, and the next one is not in the column after."""
+    number = 0
+    for row in _parsed_as_read(z, part, "row"):
+        number = int(row.get("r")) if (row.get("r") or "").isdigit() else number + 1
+        cells: dict[int, tuple[str, bool]] = {}
+        column = 0
+        for c in row:
+            if _local(c.tag) != "c":
+                continue
+            column = _column(c.get("r") or "") or column + 1
+            if not len(c):  # an empty cell with a style of its own (a formatted range): no value
+                continue
+            budget[0] -= 1
+            if budget[0] < 0:
+                raise SkipFile(f"more than {MAX_CELLS:,} cells: a data set, not a document (export the part worth "
+                               f"searching as its own {kind} or CSV file)")
+            value = _value(c, strings, styles, date1904)
+            if value:
+                cells[column] = (value, c.get("t") in _TEXT_TYPES)
+        if cells:
+            yield number, cells
+
+
+def _column(ref: str) -> int:
+    """The 1-based column of a cell reference ("C7": 3, "AA1": 27); 0 where there is none."""
+    n = 0
+    for ch in ref:
+        if not "A" <= ch <= "Z":
+            break
+        n = n * 26 + ord(ch) - 64
+    return n
+
+
+def _value(c, strings: list[str], styles: dict[int, str], date1904: bool) -> str:
+    """A cell's value as Excel shows it, roughly, on one line; "" for none or an error ("#N/A")."""
+    t = c.get("t") or "n"
+    if t == "inlineStr":
+        held = next((el for el in c if _local(el.tag) == "is"), None)
+        return " ".join(_text(held).split()) if held is not None else ""
+    v = next((el.text or "" for el in c if _local(el.tag) == "v"), "").strip()  # (a formula's: its last result)
+    if not v or t == "e":
+        return ""
+    if t == "s":
+        return " ".join(strings[int(v)].split()) if v.isdigit() and int(v) < len(strings) else ""
+    if t == "b":
+        return "TRUE" if v == "1" else "FALSE"
+    if t != "n":  # "str", a formula's text; "d", a date written as ISO 8601 text
+        return " ".join(v.split())
+    try:
+        x = float(v)
+    except ValueError:
+        return v
+    style = c.get("s") or "0"
+    shows = styles.get(int(style)) if style.isdigit() else None
+    return (_date(x, shows, date1904) if shows else None) or _number(x, v)
+
+
+def _number(x: float, written: str) -> str:
+    """A number as Excel shows it in a General cell, roughly: an integer without ".0", others to 15
+    significant digits (2.5000000000000001, as Excel writes 2.5, is 2.5)."""
+    import math
+
+    if not math.isfinite(x):
+        return written
+    if x == int(x) and abs(x) < 1e15:
+        return str(int(x))
+    return repr(float(f"{x:.15g}"))
+
+
+def _date(serial: float, shows: str, date1904: bool) -> str | None:
+    """A date or time cell's number of days as ISO 8601 ("2023-03-15", "2023-03-15 18:00", "12:00"); None
+    where it is no date Excel shows (negative, past 9999). Days count from 1900 (serial 1 is 1 January 1900,
+    and 60 the 29 February 1900 Lotus 1-2-3 believed in and Excel keeps), or from 1 January 1904 (0) where
+    the workbook says so."""
+    import datetime
+
+    if serial < 0 or serial >= 2958466:
+        return None
+    days, seconds = divmod(round(serial * 86400), 86400)
+    h, m, s = seconds // 3600, seconds // 60 % 60, seconds % 60
+    clock = f"{h:02}:{m:02}" + (f":{s:02}" if s else "")
+    if shows == "time" or days == 0 and not date1904 and seconds:
+        return clock
+    if date1904:
+        day = str(datetime.date(1904, 1, 1) + datetime.timedelta(days))
+    elif days == 60:
+        day = "1900-02-29"
+    else:
+        day = str(datetime.date(1899, 12, 31 if days < 60 else 30) + datetime.timedelta(days))
+    return f"{day} {clock}" if shows == "datetime" else day
+
+
+def _sheet_sections(title: str, sheet: str, rows: Iterator[tuple[int, dict[int, tuple[str, bool]]]]) -> Iterator[Section]:
+    """A sheet's rows as sections of about a passage each (``TARGET_WORDS``), whole rows, cited by their
+    numbers: the passages of one long section would all be cited by its whole range ("rows 2-900 §37").
+    The first row is the header where all its cells are text: each row after it is written
+    "Header: value; Header2: value2" (a value in a column without a header alone); without one, the
+    values are joined with " | "."""
+    header: dict[int, str] = {}
+    lines: list[str] = []
+    first = last = words = 0
+    for i, (number, cells) in enumerate(rows):
+        if i == 0 and all(is_text for _, is_text in cells.values()):
+            header = {col: value for col, (value, _) in cells.items()}
+            head_row = number
+            continue
+        if header:
+            line = "; ".join(f"{header[col]}: {value}" if col in header else value
+                             for col, (value, _) in sorted(cells.items()))
+        else:
+            line = " | ".join(value for _, (value, _) in sorted(cells.items()))
+        n = len(line.split())
+        if lines and words + n > TARGET_WORDS:
+            yield _section(title, sheet, lines, first, last)
+            lines, words = [], 0
+        if not lines:
+            first = number
+        lines.append(line)
+        last, words = number, words + n
+    if lines:
+        yield _section(title, sheet, lines, first, last)
+    elif header:  # a header row alone: its text is all the sheet says
+        yield _section(title, sheet, [" | ".join(v for _, v in sorted(header.items()))], head_row, head_row)
+
+
+def _section(title: str, sheet: str, lines: list[str], first: int, last: int) -> Section:
+    rows = f"row {first}" if first == last else f"rows {first}-{last}"
+    return Section(title, "\n".join(lines), part=f"sheet {sheet} {rows}")
