@@ -1104,23 +1104,28 @@ def test_a_powerpoint_deck_is_read_slide_by_slide_with_its_notes(tmp_path):
         read_passages(tmp_path / "locked.pptx")
 
 
-def test_a_strict_open_xml_deck_is_read(tmp_path):
-    """PowerPoint's "Strict Open XML Presentation" names the same elements in other namespaces: every slide was
-    missed ("no text found in it"), as Word's strict documents were."""
+def _strict(usual, path, languages: tuple[str, ...]) -> None:
+    """The Office file ``usual`` written to ``path`` as Office's "Strict Open XML" writes it: its elements
+    (``languages``: "presentationml", "drawingml", …) and relationships in the namespaces of that format."""
     import zipfile
 
-    _pptx(tmp_path / "usual.pptx", [("slide1.xml", _shape("Walrus Survey", "title") + _shape("We counted 412."),
-                                     _shape("Mention the drone.", "body"))])
-    strict = {b"http://schemas.openxmlformats.org/presentationml/2006/main": b"http://purl.oclc.org/ooxml/presentationml/main",
-              b"http://schemas.openxmlformats.org/drawingml/2006/main": b"http://purl.oclc.org/ooxml/drawingml/main",
-              b"http://schemas.openxmlformats.org/officeDocument/2006/relationships":
-                  b"http://purl.oclc.org/ooxml/officeDocument/relationships"}
-    with zipfile.ZipFile(tmp_path / "usual.pptx") as usual, zipfile.ZipFile(tmp_path / "strict.pptx", "w") as z:
-        for name in usual.namelist():
-            data = usual.read(name)
+    strict = {f"http://schemas.openxmlformats.org/{ml}/2006/main".encode(): f"http://purl.oclc.org/ooxml/{ml}/main".encode()
+              for ml in languages}
+    strict[b"http://schemas.openxmlformats.org/officeDocument/2006/relationships"] = \
+        b"http://purl.oclc.org/ooxml/officeDocument/relationships"
+    with zipfile.ZipFile(usual) as z_in, zipfile.ZipFile(path, "w") as z:
+        for name in z_in.namelist():
+            data = z_in.read(name)
             for old, new in strict.items():
                 data = data.replace(old, new)
             z.writestr(name, data)
+
+def test_a_strict_open_xml_deck_is_read(tmp_path):
+    """PowerPoint's "Strict Open XML Presentation" names the same elements in other namespaces: every slide was
+    missed ("no text found in it"), as Word's strict documents were."""
+    _pptx(tmp_path / "usual.pptx", [("slide1.xml", _shape("Walrus Survey", "title") + _shape("We counted 412."),
+                                     _shape("Mention the drone.", "body"))])
+    _strict(tmp_path / "usual.pptx", tmp_path / "strict.pptx", ("presentationml", "drawingml"))
     assert [(p.title, p.text) for p in read_passages(tmp_path / "strict.pptx")] == [
         ("strict > Walrus Survey", "Walrus Survey We counted 412. Notes: Mention the drone.")]
 
@@ -1242,6 +1247,17 @@ def test_a_workbook_s_dates_are_read_in_its_date_system(tmp_path):
     assert [p.text for p in read_passages(tmp_path / "y1904.xlsx")] == [
         "1904-02-29 | 1904-03-01 | 1904-03-02 | 2027-03-16"]
 
+
+def test_a_strict_open_xml_workbook_is_read(tmp_path):
+    """Excel's "Strict Open XML Spreadsheet" names the same elements and relationships in other namespaces,
+    and may write a date as ISO 8601 text (t="d") rather than a number of days."""
+    rows = (_row(1, _cell("A1", "City", "str"), _cell("B1", "Opened", "str"))
+            + _row(2, _cell("A2", "Paris", "str"), _cell("B2", "2023-03-15T00:00:00", "d"))
+            + _row(3, _cell("A3", "Lyon", "str"), _cell("B3", "2023-03-16T09:30:00", "d")))
+    _xlsx(tmp_path / "usual.xlsx", [("Offices", "", rows)])
+    _strict(tmp_path / "usual.xlsx", tmp_path / "strict.xlsx", ("spreadsheetml",))
+    assert [(p.title, p.text) for p in read_passages(tmp_path / "strict.xlsx")] == [
+        ("strict > Offices", "City: Paris; Opened: 2023-03-15 City: Lyon; Opened: 2023-03-16 09:30")]
 
 def test_a_long_sheet_is_cited_by_the_rows_of_each_passage(tmp_path):
     """A sheet longer than a passage is cut between rows, each passage cited by the rows it holds (a range for

@@ -197,7 +197,11 @@ def _value(c, strings: list[str], styles: dict[int, str], date1904: bool) -> str
         return " ".join(strings[int(v)].split()) if v.isdigit() and int(v) < len(strings) else ""
     if t == "b":
         return "TRUE" if v == "1" else "FALSE"
-    if t != "n":  # "str", a formula's text; "d", a date written as ISO 8601 text
+    if t == "d":  # a date written as ISO 8601 text (Strict workbooks): shown as a number of days is
+        day, _, clock = v.partition("T")
+        clock = clock[:8].removesuffix(":00")
+        return f"{day} {clock}" if clock and clock != "00:00" else day
+    if t != "n":  # "str", a formula's text
         return " ".join(v.split())
     try:
         x = float(v)
