@@ -1148,10 +1148,11 @@ def test_a_deck_of_thousands_of_slides_is_read_in_linear_time(tmp_path, monkeypa
 _SML = ('xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" '
         'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"')
 # cell styles (cellXfs, by index): 0 General, 1 a built-in date (14), 2 a custom date, 3 a custom number whose
-# quoted text has a "d" (no date), 4 a date and time (22), 5 a time (20, "h:mm")
+# quoted text has a "d" (no date), 4 a date and time (22), 5 a time (20, "h:mm"), 6 a date that Japanese, Chinese
+# and Korean Excel write without its code (31, "yyyy年m月d日" in Japan)
 _XLSX_STYLES = (f'<styleSheet {_SML}><numFmts count="2"><numFmt numFmtId="164" formatCode="yyyy\\-mm\\-dd;@"/>'
-                '<numFmt numFmtId="165" formatCode="0.0&quot; days&quot;"/></numFmts><cellXfs count="6">'
-                + "".join(f'<xf numFmtId="{n}" applyNumberFormat="1"/>' for n in (0, 14, 164, 165, 22, 20))
+                '<numFmt numFmtId="165" formatCode="0.0&quot; days&quot;"/></numFmts><cellXfs count="7">'
+                + "".join(f'<xf numFmtId="{n}" applyNumberFormat="1"/>' for n in (0, 14, 164, 165, 22, 20, 31))
                 + "</cellXfs></styleSheet>")
 
 
@@ -1219,7 +1220,8 @@ def test_an_excel_workbook_is_read_row_by_row_under_its_column_names(tmp_path):
                + _row(5, _cell("D5", "7")))
     notes = (_row(1, _cell("A1", "2024"), _cell("B1", "budget", "str"))
              + _row(2, _cell("B2", "plain  text", "inlineStr"), _cell("C2", "45000.75", style=4))
-             + _row(3, _cell("A3", "3.5", style=3), _cell("B3", "45000", style=2), _cell("C3", "0.5", style=5)))
+             + _row(3, _cell("A3", "3.5", style=3), _cell("B3", "45000", style=2), _cell("C3", "0.5", style=5),
+                    _cell("D3", "45001", style=6)))
     _xlsx(tmp_path / "book.xlsx", [("Offices", "", offices), ("Secret", "hidden", _row(1, _cell("A1", "hidden", "str"))),
                                    ("Old", "veryHidden", _row(1, _cell("A1", "hidden", "str"))), ("Notes", "", notes),
                                    ("Empty", "", "")], _OFFICES)
@@ -1229,7 +1231,7 @@ def test_an_excel_workbook_is_read_row_by_row_under_its_column_names(tmp_path):
          "City: Paris; Country: France; Opened: 2023-03-15; Staff: 12; Open: TRUE "
          "City: Lyon; Staff: 2.5; Open: FALSE Staff: 7"),
         ("book > Notes", "book.xlsx sheet Notes rows 1-3",
-         "2024 | budget plain text | 2023-03-15 18:00 3.5 | 2023-03-15 | 12:00"),
+         "2024 | budget plain text | 2023-03-15 18:00 3.5 | 2023-03-15 | 12:00 | 2023-03-16"),
     ]
     _xlsx(tmp_path / "macros.xlsm", [("Sheet1", "", _row(1, _cell("A1", "Walrus count", "str")))], title="Survey")
     assert [(p.title, p.location, p.text) for p in read_passages(tmp_path / "macros.xlsm", "macros.xlsm")] == [

@@ -24,8 +24,11 @@ MAX_XML_BYTES = 200 * 1024 * 1024  # a part's XML unzipped: a zip bomb is skippe
 MAX_CELLS = 200_000
 
 # Built-in number formats that show a date, a time or both (ECMA-376 18.8.30): 14-17 dates, 18-21 and
-# 45-47 times, 22 both. Custom ones (164 and up) are told by their code.
-_BUILT_IN = {**dict.fromkeys(range(14, 18), "date"), **dict.fromkeys((18, 19, 20, 21, 45, 46, 47), "time"), 22: "datetime"}
+# 45-47 times, 22 both; 27-36 and 50-58, those Japanese, Chinese and Korean Excel write without their code
+# (dates, "yyyy年m月d日", or times of day, by the locale: read as dates, a time being a number of days under 1).
+# Custom ones (164 and up) are told by their code.
+_BUILT_IN = {**dict.fromkeys((*range(14, 18), *range(27, 37), *range(50, 59)), "date"),
+             **dict.fromkeys((18, 19, 20, 21, 45, 46, 47), "time"), 22: "datetime"}
 _TEXT_TYPES = {"s", "inlineStr", "str"}  # a cell's t="…" for text: what a header row is made of
 
 
@@ -228,7 +231,8 @@ def _date(serial: float, shows: str, date1904: bool) -> str | None:
     """A date or time cell's number of days as ISO 8601 ("2023-03-15", "2023-03-15 18:00", "12:00"); None
     where it is no date Excel shows (negative, past 9999). Days count from 1900 (serial 1 is 1 January 1900,
     and 60 the 29 February 1900 Lotus 1-2-3 believed in and Excel keeps), or from 1 January 1904 (0) where
-    the workbook says so."""
+    the workbook says so. A fraction of a day alone in the 1900 system is a time of day (its date would be
+    Excel's "1900-01-00")."""
     import datetime
 
     if serial < 0 or serial >= 2958466:
