@@ -1302,6 +1302,25 @@ def test_damaged_fake_locked_and_huge_workbooks_are_skipped_with_the_reason(tmp_
         read_passages(tmp_path / "huge.xlsx")
 
 
+def test_a_sheets_title_row_and_a_column_of_notes_are_no_header(tmp_path):
+    """The header was the first row whenever it was all text: a sheet titled in A1 above its table ("Q3 sales",
+    then "Region", "Revenue" on row 3) wrote every row "Q3 sales: North; 100" and lost "Revenue", and a column
+    of notes wrote each "first note: next note". A header row has two cells or more; a text row of one cell
+    above it (a title, a note) is a line of its own; a header is looked for among the first rows only."""
+    def text(ref: str, value: str) -> str:
+        return _cell(ref, value, "inlineStr")
+
+    titled = (_row(1, text("A1", "Q3 sales by region")) + _row(3, text("A3", "Region"), text("B3", "Revenue"))
+              + _row(4, text("A4", "North"), _cell("B4", "100")) + _row(5, text("A5", "South"), _cell("B5", "80")))
+    notes = _row(1, text("A1", "Walruses moult in summer.")) + _row(2, text("A2", "Otters hold hands asleep."))
+    late = (_row(1, _cell("A1", "2024")) + _row(2, text("A2", "Region"), text("B2", "Revenue")))
+    _xlsx(tmp_path / "b.xlsx", [("Sales", "", titled), ("Notes", "", notes), ("Numbers", "", late)])
+    assert [(p.title, p.location, p.text) for p in read_passages(tmp_path / "b.xlsx", "b.xlsx")] == [
+        ("b > Sales", "b.xlsx sheet Sales rows 1-5", "Q3 sales by region Region: North; Revenue: 100 Region: South; Revenue: 80"),
+        ("b > Notes", "b.xlsx sheet Notes rows 1-2", "Walruses moult in summer. Otters hold hands asleep."),
+        ("b > Numbers", "b.xlsx sheet Numbers rows 1-2", "2024 Region | Revenue")]
+
+
 def test_a_folder_s_workbooks_are_indexed_and_found(tmp_path, capsys):
     from ragcli import cli
 

@@ -251,20 +251,29 @@ def _date(serial: float, shows: str, date1904: bool) -> str | None:
     return f"{day} {clock}" if shows == "datetime" else day
 
 
+HEADER_ROWS = 5  # rows a header is looked for among (below them a row of text is data)
+
+
 def _sheet_sections(title: str, sheet: str, rows: Iterator[tuple[int, dict[int, tuple[str, bool]]]]) -> Iterator[Section]:
     """A sheet's rows as sections of about a passage each (``TARGET_WORDS``), whole rows, cited by their
     numbers: the passages of one long section would all be cited by its whole range ("rows 2-900 §37").
-    The first row is the header where all its cells are text: each row after it is written
-    "Header: value; Header2: value2" (a value in a column without a header alone); without one, the
-    values are joined with " | "."""
+    The header is the first row of two cells or more, all text, among the first ``HEADER_ROWS`` and
+    before any number: each row after it is written "Header: value; Header2: value2" (a value in a column
+    without a header alone); without one, the values are joined with " | ". A row of one text cell above
+    it (a title in A1, a note) is a line of its own: as the header, it was put before every value ("Q3
+    sales: North; 100") and the real header row read as data; a column of notes was "note: next note"."""
     header: dict[int, str] = {}
+    looking = True  # for the header: until it is found, a row holds a number, or HEADER_ROWS are read
     lines: list[str] = []
     first = last = words = 0
     for i, (number, cells) in enumerate(rows):
-        if i == 0 and all(is_text for _, is_text in cells.values()):
-            header = {col: value for col, (value, _) in cells.items()}
-            head_row = number
-            continue
+        if looking:
+            text = all(is_text for _, is_text in cells.values())
+            looking = text and i + 1 < HEADER_ROWS
+            if text and len(cells) >= 2:
+                header = {col: value for col, (value, _) in cells.items()}
+                head_row, looking = number, False
+                continue
         if header:
             line = "; ".join(f"{header[col]}: {value}" if col in header else value
                              for col, (value, _) in sorted(cells.items()))
