@@ -1321,6 +1321,34 @@ def test_a_sheets_title_row_and_a_column_of_notes_are_no_header(tmp_path):
         ("b > Numbers", "b.xlsx sheet Numbers rows 1-2", "2024 Region | Revenue")]
 
 
+def test_a_csv_or_tsv_file_is_read_row_by_row_under_its_column_names(tmp_path, monkeypatch):
+    """A CSV file was read as text: its column names in the first passage only ("City,Country,Staff Zürich,…"),
+    later passages rows of bare values no question could tell apart. It is read as a sheet is: each row
+    under its column names, cited by rows (a record, as a spreadsheet numbers it); the delimiter found (",",
+    ";" as Excel writes in much of Europe, a tab); a field holding a line break or the delimiter whole; in
+    the file's encoding (Excel's cp1252 exports). A file the csv module cannot read is read as text."""
+    from ragcli.ingest import spreadsheet
+
+    (tmp_path / "offices.csv").write_bytes('City;Country;Staff\r\nZürich;Switzerland;12\r\n'
+                                           '"Paris; Île-de-France";France;30\r\n'.encode("cp1252"))
+    (tmp_path / "log.tsv").write_text('when\twhat\n2024-01-02\t"walrus\nfed"\n', encoding="utf-8")
+    (tmp_path / "list.csv").write_text("Walruses moult in summer.\nOtters hold hands.\n", encoding="utf-8")
+    (tmp_path / "odd.csv").write_text('a,b\n"' + "x" * 200_000 + '",1\n', encoding="utf-8")  # a field over csv's limit
+    got = [(p.title, p.location, p.text[:100]) for name in ("offices.csv", "log.tsv", "list.csv", "odd.csv")
+           for p in read_passages(tmp_path / name, name)]
+    assert got[:3] == [
+        ("offices", "offices.csv rows 2-3",
+         "City: Zürich; Country: Switzerland; Staff: 12 City: Paris; Île-de-France; Country: France; Staff: 30"),
+        ("log", "log.tsv row 2", "when: 2024-01-02; what: walrus fed"),
+        ("list", "list.csv rows 1-2", "Walruses moult in summer. Otters hold hands.")]
+    assert got[3][1].startswith("odd.csv:") and got[3][2].startswith('a,b "x')  # as text, by its lines
+    monkeypatch.setattr(spreadsheet, "MAX_CELLS", 5)  # a data dump (here: six cells) is read as text, as before
+    assert [p.location for p in read_passages(tmp_path / "offices.csv", "offices.csv")] == ["offices.csv:1-3"]
+    from ragcli.ingest.filetypes import reader_version
+
+    assert reader_version(Path("a.csv")) >= 2  # a CSV file indexed as text is read again once
+
+
 def test_a_folder_s_workbooks_are_indexed_and_found(tmp_path, capsys):
     from ragcli import cli
 

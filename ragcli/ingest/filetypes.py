@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-TEXT_SUFFIXES = {".txt", ".text", ".rst", ".org", ".tex", ".csv", ".log"}
+TEXT_SUFFIXES = {".txt", ".text", ".rst", ".org", ".tex", ".log"}
+CSV_SUFFIXES = {".csv", ".tsv"}  # tables: read row by row under their column names (``spreadsheet.csv_sections``)
 MARKDOWN_SUFFIXES = {".md", ".markdown"}
 HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
 PDF_SUFFIXES = {".pdf"}
@@ -26,7 +27,7 @@ JSONL_SUFFIXES = {".jsonl"}
 # A .json file is read only where named (a folder's are settings and data): as a corpus where it is a JSON
 # array of {"title", "text"} records, else as text
 JSON_SUFFIXES = {".json"}
-SUPPORTED_SUFFIXES = (TEXT_SUFFIXES | MARKDOWN_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES | OFFICE_SUFFIXES
+SUPPORTED_SUFFIXES = (TEXT_SUFFIXES | CSV_SUFFIXES | MARKDOWN_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES | OFFICE_SUFFIXES
                       | SPREADSHEET_SUFFIXES | EPUB_SUFFIXES | NOTEBOOK_SUFFIXES | CODE_SUFFIXES | JSONL_SUFFIXES)
 # Files without an extension that are text by their name (any case): a project's or a package's own
 # documents and build files, read as plain text, and so are those names with a variant after a dot
@@ -118,12 +119,13 @@ def is_text_name(path: Path) -> bool:
 # so as not to read every corpus again for it. No suffix 2: a README, LICENSE or copyright file is titled by its
 # folder too ("gzip/copyright"; a variant, README.Debian, was not read before). Word 2: footnotes and endnotes read.
 # EPUB 2: a chapter named in another letter case than its zip name is read (it was dropped from the book).
+# CSV 2: read as a table, a row under its column names, cited by rows (it was plain text, by lines).
 # A type read for the first time (Excel's .xlsx, .xlsm) needs no number: an index holds no file of it, so its
 # next run adds them, and reads no file of another type again.
 _READER_VERSIONS = {**{suffix: 3 for suffix in MARKDOWN_SUFFIXES}, **{suffix: 4 for suffix in HTML_SUFFIXES},
                     **{suffix: 2 for suffix in JSON_SUFFIXES}, "": 2, ".docx": 2,
                     **{suffix: 4 for suffix in JSONL_SUFFIXES}, **{suffix: 2 for suffix in PDF_SUFFIXES},
-                    **{suffix: 2 for suffix in EPUB_SUFFIXES}}
+                    **{suffix: 2 for suffix in EPUB_SUFFIXES}, ".csv": 2}
 
 
 def reader_version(path: Path) -> int:

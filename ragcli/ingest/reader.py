@@ -20,7 +20,7 @@ from ragcli.ingest.passages import Passage, chunk_text, normalise, passage_id
 from ragcli.ingest.office import office_sections
 from ragcli.ingest.pdf import pdf_sections
 from ragcli.ingest.records import array_passages
-from ragcli.ingest.spreadsheet import spreadsheet_sections
+from ragcli.ingest.spreadsheet import csv_sections, spreadsheet_sections
 from ragcli.words import composed
 
 MAX_FILE_BYTES = 200 * 1024 * 1024
@@ -188,6 +188,8 @@ def _sections(path: Path, suffix: str, notes: FileNotes) -> list[Section]:
         notes.encoding = declared
         return formats.html_sections(named, text)
     text = read_text(path, notes=notes)
+    if suffix in filetypes.CSV_SUFFIXES and (tables := csv_sections(named, text)) is not None:
+        return tables
     if suffix in filetypes.NOTEBOOK_SUFFIXES:
         return notebook_sections(named, text)
     if suffix in filetypes.MARKDOWN_SUFFIXES:

@@ -3,14 +3,15 @@ workbook's order, its rows written one a line as "City: Paris; Country: France" 
 row, so that a passage holds a few rows each with its column names (what lets a question find "Paris"
 next to "city"), titled "Workbook > Sheet" and cited by rows: "book.xlsx sheet Sales rows 2-14". Values
 as Excel shows them, roughly: dates by their cell's number format. A zip of XML, read with the standard
-library (no Excel, no openpyxl); a sheet's XML is parsed as it unzips, a row at a time. ``reader`` calls
-``spreadsheet_sections``."""
+library (no Excel, no openpyxl); a sheet's XML is parsed as it unzips, a row at a time. CSV and TSV files
+are tables too, read the same way (``csv_sections``). ``reader`` calls both."""
 
 from __future__ import annotations
 
+import re
 import zipfile
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from ragcli.ingest.formats import Section, SkipFile
 from ragcli.ingest.passages import TARGET_WORDS
@@ -57,7 +58,7 @@ def spreadsheet_sections(path: Path, data: bytes) -> list[Section]:
             if target in names:
                 name = " ".join((sheet.get("name") or "").split())
                 rows = _rows(z, target, strings, styles, date1904, budget, kind)
-                sections += _sheet_sections(f"{title} > {name}", name, rows)
+                sections += _sheet_sections(f"{title} > {name}", f"sheet {name} ", rows)
         return sections
 
 
@@ -254,7 +255,7 @@ def _date(serial: float, shows: str, date1904: bool) -> str | None:
 HEADER_ROWS = 5  # rows a header is looked for among (below them a row of text is data)
 
 
-def _sheet_sections(title: str, sheet: str, rows: Iterator[tuple[int, dict[int, tuple[str, bool]]]]) -> Iterator[Section]:
+def _sheet_sections(title: str, where: str, rows: Iterable[tuple[int, dict[int, tuple[str, bool]]]]) -> Iterator[Section]:
     """A sheet's rows as sections of about a passage each (``TARGET_WORDS``), whole rows, cited by their
     numbers: the passages of one long section would all be cited by its whole range ("rows 2-900 §37").
     The header is the first row of two cells or more, all text, among the first ``HEADER_ROWS`` and
@@ -281,18 +282,55 @@ def _sheet_sections(title: str, sheet: str, rows: Iterator[tuple[int, dict[int, 
             line = " | ".join(value for _, (value, _) in sorted(cells.items()))
         n = len(line.split())
         if lines and words + n > TARGET_WORDS:
-            yield _section(title, sheet, lines, first, last)
+            yield _section(title, where, lines, first, last)
             lines, words = [], 0
         if not lines:
             first = number
         lines.append(line)
         last, words = number, words + n
     if lines:
-        yield _section(title, sheet, lines, first, last)
+        yield _section(title, where, lines, first, last)
     elif header:  # a header row alone: its text is all the sheet says
-        yield _section(title, sheet, [" | ".join(v for _, v in sorted(header.items()))], head_row, head_row)
+        yield _section(title, where, [" | ".join(v for _, v in sorted(header.items()))], head_row, head_row)
 
 
-def _section(title: str, sheet: str, lines: list[str], first: int, last: int) -> Section:
+def _section(title: str, where: str, lines: list[str], first: int, last: int) -> Section:
     rows = f"row {first}" if first == last else f"rows {first}-{last}"
-    return Section(title, "\n".join(lines), part=f"sheet {sheet} {rows}")
+    return Section(title, "\n".join(lines), part=f"{where}{rows}")
+
+
+def csv_sections(path: Path, text: str) -> list[Section] | None:
+    """The sections of a CSV or TSV file whose text is ``text``, read as a sheet is (``_sheet_sections``:
+    a row under its column names, cited "data.csv rows 2-14", a row being a record as a spreadsheet numbers
+    it): read as text, its column names were in the first passage only, later rows bare values. The
+    delimiter is found in its start (",", ";" as Excel writes in much of Europe, a tab, "|"); a number is
+    no text for the header rule. None where the csv module cannot read it (a field over its size limit),
+    or where it holds more than MAX_CELLS cells (a data dump: a row a passage's tenth, it made ten times the
+    passages text does, 20,000 for 200,000 rows): read as text then, as it was before."""
+    import csv
+    import io
+
+    tsv = path.suffix.lower() == ".tsv"
+    try:
+        dialect = csv.Sniffer().sniff(text[:CSV_SNIFF_CHARS], delimiters="\t" if tsv else ",;\t|")
+    except csv.Error:  # one column, or no delimiter used alike on its lines
+        dialect = csv.excel_tab if tsv else csv.excel
+    head = next(csv.reader(io.StringIO(text[:CSV_SNIFF_CHARS], newline=""), dialect), [])
+    if text.count("\n") * max(len(head), 1) > MAX_CELLS:  # a data dump: by its lines, as before (a sheet's is skipped)
+        return None
+
+    def rows() -> Iterator[tuple[int, dict[int, tuple[str, bool]]]]:  # (read as they are written: a large file's never held as cells)
+        for number, record in enumerate(csv.reader(io.StringIO(text, newline=""), dialect), start=1):
+            cells = {col: (value, not _NUMBER.fullmatch(value))
+                     for col, value in enumerate((" ".join(field.split()) for field in record), start=1) if value}
+            if cells:
+                yield number, cells
+
+    try:
+        return list(_sheet_sections(path.stem, "", rows()))
+    except csv.Error:
+        return None
+
+
+CSV_SNIFF_CHARS = 16 * 1024  # of a CSV file's start the delimiter is found in (csv.Sniffer's regexes)
+_NUMBER = re.compile(r"[-+]?(?:\d[\d,.]*|\.\d+)(?:[eE][-+]?\d+)?%?")  # "12", "1,234.5", "-3e4", "45%"
