@@ -91,19 +91,20 @@ def _closed(lines: list[str]) -> tuple[list[str], set[int]]:
             if last == first or not closer.match(lines[last]):
                 return [*lines, token.markup], {len(lines)}
         elif token.type == "html_block":
-            end = next((end for start, end in _HTML_ENDS if start.match(lines[first])), None)
+            end, closer = next(((end, closer) for start, end, closer in _HTML_BLOCKS if start.match(lines[first])),
+                               (None, ""))
             if end and (last == first and not end.search(lines[first], lines[first].find("<") + 2)
                         or last > first and not end.search(lines[last])):
-                return [*lines, _HTML_CLOSERS[end]], {len(lines)}
+                return [*lines, closer], {len(lines)}
     return lines, set()
 
 
 # the HTML blocks of CommonMark that only an end tag ends (kinds 1-5; the others end at a blank line, which
-# follows each cell): how one starts, and the end that closes it (what is added where a cell leaves it open)
-_HTML_ENDS = [(re.compile(start, re.I), re.compile(end, re.I)) for start, end in (
-    (r" {0,3}<(?:script|pre|style|textarea)(?:[\s>]|$)", r"</(?:script|pre|style|textarea)>"),
-    (r" {0,3}<!--", r"-->"), (r" {0,3}<\?", r"\?>"), (r" {0,3}<!\[CDATA\[", r"\]\]>"), (r" {0,3}<![A-Za-z]", r">"))]
-_HTML_CLOSERS = dict(zip((end for _, end in _HTML_ENDS), ("</pre>", "-->", "?>", "]]>", ">")))
+# follows each cell): how one starts, the end that closes it, and the closer added where a cell leaves it open
+_HTML_BLOCKS = [(re.compile(start, re.I), re.compile(end, re.I), closer) for start, end, closer in (
+    (r" {0,3}<(?:script|pre|style|textarea)(?:[\s>]|$)", r"</(?:script|pre|style|textarea)>", "</pre>"),
+    (r" {0,3}<!--", r"-->", "-->"), (r" {0,3}<\?", r"\?>", "?>"), (r" {0,3}<!\[CDATA\[", r"\]\]>", "]]>"),
+    (r" {0,3}<![A-Za-z]", r">", ">"))]
 
 
 def _output_text(output: dict) -> str:
