@@ -32,6 +32,7 @@ READ_BYTES = 1 << 17  # compressed bytes read at a time (as gzip reads them)
 _MAGIC = {"gzip": b"\x1f\x8b", "xz": b"\xfd7zXZ\x00"}  # how a member (an xz stream) starts
 MAX_XZ_MEMORY = 1 << 30
 _PLAIN_GZIP_HEADER = b"\x1f\x8b\x08\x00" + bytes(6)  # deflate, no flags: zlib's for a member's own (read here)
+_CUT_SHORT = "Compressed file ended before the end-of-stream marker was reached"  # (gzip's and lzma's words)
 _LZMA_HEADER = 13  # bytes of a legacy .lzma stream's header: properties, dictionary size, size
 
 
@@ -99,12 +100,15 @@ class _Members(io.RawIOBase):
         as far as it goes, the header read as gzip reads it: zlib refuses a header CRC that does not match
         (old gzip wrote a part number there, flag 0x02 "continuation") and the reserved flag bits, which
         gzip passes over: such files were refused ("header crc mismatch", "unknown header flags set")."""
+        def more() -> bytes:
+            if not (chunk := self._fp.read(READ_BYTES)):
+                raise EOFError(_CUT_SHORT)
+            return chunk
+
         def have(n: int) -> None:
             nonlocal read
             while len(read) < n:
-                if not (more := self._fp.read(READ_BYTES)):
-                    raise EOFError("Compressed file ended before the end-of-stream marker was reached")
-                read += more
+                read += more()
 
         have(10)
         if read[2] != 8:  # (deflate, the one method)
@@ -118,8 +122,7 @@ class _Members(io.RawIOBase):
         for flag in (8, 16):  # FNAME, FCOMMENT: up to a NUL
             if flags & flag:
                 while (end := read.find(b"\0")) < 0:
-                    if not (read := self._fp.read(READ_BYTES)):
-                        raise EOFError("Compressed file ended before the end-of-stream marker was reached")
+                    read = more()  # (what was read is all name: passed over)
                 read = read[end + 1:]
         if flags & 2:  # FHCRC: passed over, as gzip does
             have(2)
@@ -156,7 +159,7 @@ class _Members(io.RawIOBase):
                 self._pos += len(data)
                 return len(data)
             if wants and not chunk and not decompressor.eof:
-                raise EOFError("Compressed file ended before the end-of-stream marker was reached")
+                raise EOFError(_CUT_SHORT)
         return 0
 
     def _next(self, rest: bytes) -> None:
