@@ -93,10 +93,9 @@ def _threads(settings: Settings) -> Check:
 
     if settings.threads > 0:
         return Check("threads", True, f"{settings.threads} for the model (--threads)")
-    cores = cpus.model_cores()
-    quota = cpus.cpu_quota()
-    capped = (f" (a CPU quota of {quota:g} CPUs allows no more of the {cpus.physical_cores()} physical cores)"
-              if quota is not None and cores < cpus.physical_cores() else "")
+    cores, physical = cpus.model_cores(), cpus.physical_cores()
+    quota = cpus.cpu_quota() if cores < physical else None  # (fewer than the physical cores: only a quota does that)
+    capped = f" (a CPU quota of {quota:g} CPUs allows no more of the {physical} physical cores)" if quota else ""
     free = cpus.FreeCpus()
     time.sleep(cpus.MIN_INTERVAL_S)
     now = free.look()

@@ -315,11 +315,8 @@ def csv_sections(path: Path, text: str) -> list[Section] | None:
         dialect = csv.Sniffer().sniff(text[:CSV_SNIFF_CHARS], delimiters="\t" if tsv else ",;\t|")
     except csv.Error:  # one column, or no delimiter used alike on its lines
         dialect = csv.excel_tab if tsv else csv.excel
-    head = next(csv.reader(io.StringIO(text[:CSV_SNIFF_CHARS], newline=""), dialect), [])
-    if text.count("\n") * max(len(head), 1) > MAX_CELLS:  # a data dump: by its lines, as before (a sheet's is skipped)
-        return None
 
-    def rows() -> Iterator[tuple[int, dict[int, tuple[str, bool]]]]:  # (read as they are written: a large file's never held as cells)
+    def rows() -> Iterator[tuple[int, dict[int, tuple[str, bool]]]]:  # (as read: a file's never held as cells)
         for number, record in enumerate(csv.reader(io.StringIO(text, newline=""), dialect), start=1):
             cells = {col: (value, not _NUMBER.fullmatch(value))
                      for col, value in enumerate((" ".join(field.split()) for field in record), start=1) if value}
@@ -327,6 +324,9 @@ def csv_sections(path: Path, text: str) -> list[Section] | None:
                 yield number, cells
 
     try:
+        head = next(csv.reader(io.StringIO(text[:CSV_SNIFF_CHARS], newline=""), dialect), [])
+        if text.count("\n") * max(len(head), 1) > MAX_CELLS:  # a data dump: by its lines, as before (a sheet: skipped)
+            return None
         return list(_sheet_sections(path.stem, "", rows()))
     except csv.Error:
         return None
