@@ -273,7 +273,7 @@ def bench_index_ceiling(results: dict, rounds: int = 11) -> None:
     handed for free: ``index_throughput_ratio_ceiling`` is the most that any such trimming can reach.
 
     ``index_throughput_ratio_read_bound`` is tighter still: raw tantivy against raw tantivy that also
-    reads the corpus, hashes it and parses its lines with orjson (1 MB batches, as ragcli does) before
+    reads the corpus, hashes it and parses its lines with orjson (in ragcli's batches) before
     adding the same passages, with no per-record work at all. Any indexer that reads the file, in
     Python or not, pays at least that much unless its parser is faster than orjson."""
     from unittest import mock
@@ -321,15 +321,17 @@ def bench_index_ceiling(results: dict, rounds: int = 11) -> None:
     results["index_throughput_ratio_read_bound"] = statistics.median(bound)
 
 
-def _read_and_parse(corpus: Path, batch_bytes: int = 1 << 20) -> int:
+def _read_and_parse(corpus: Path) -> int:
     """Read, SHA-1 and parse a JSONL corpus as ``ragcli index`` must at the least (the records unused)."""
     import hashlib
 
     import orjson
 
+    from ragcli.ingest.jsonl import JSONL_BATCH_BYTES
+
     h, records = hashlib.sha1(), 0
     with corpus.open("rb") as fh:
-        for lines in iter(lambda: fh.readlines(batch_bytes), []):
+        for lines in iter(lambda: fh.readlines(JSONL_BATCH_BYTES), []):
             h.update(b"".join(lines))
             records += len(orjson.loads(b"[" + b",".join(line for line in lines if line.strip()) + b"]"))
     h.hexdigest()

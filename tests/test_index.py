@@ -1807,3 +1807,27 @@ def test_info_last_update_moves_only_when_the_index_changes(tmp_path):
     (notes / "b.txt").unlink()
     build_index([notes], idx)
     assert TantivyIndex.open(idx).stats()["updated"] > 1000.0
+
+
+def test_only_text_with_cjk_characters_gets_the_cjk_field_whatever_else_it_holds():
+    """The writer's quick test lets through every character in the span of the CJK ranges (one range
+    scans faster); what is no CJK in it (fullwidth Latin, a ligature, a private-use character) gets no
+    CJK terms, and Hangul and halfwidth katakana, at the span's two ends, do."""
+    from ragcli.retrieval.schema import CJK_FIELD, Passage
+    from ragcli.retrieval.writer import IndexWriter
+
+    class Recording:
+        def __init__(self):
+            self.docs = []
+
+        def add_document(self, doc):
+            self.docs.append(doc.to_dict())
+
+    texts = {"fullwidth": "ＡＢＣ ｆｕｌｌ ｗｉｄｔｈ", "ligature": "a ﬁne day", "private": "logo \ue000 here",
+             "accents": "Zürich – café", "hangul": "서울은 수도", "katakana": "ｶﾀｶﾅ", "han-title": "plain"}
+    recording = Recording()
+    IndexWriter(recording).add_all([Passage(key, "東京" if key == "han-title" else "t", text, "p", "l")
+                                    for key, text in texts.items()])
+    cjk = {d["pid"][0]: d.get(CJK_FIELD) for d in recording.docs}
+    assert {k for k, v in cjk.items() if v} == {"hangul", "katakana", "han-title"}
+    assert "서울" in cjk["hangul"][0] and "ｶﾀ" in cjk["katakana"][0]

@@ -72,7 +72,7 @@ def iter_passages(path: Path, display: str | None = None, notes: FileNotes | Non
 
 
 def passage_batches(path: Path, display: str | None = None, notes: FileNotes | None = None) -> Iterator[list[Passage]]:
-    """``iter_passages`` a list at a time, for the indexing loop: a JSONL corpus's about 1 MB of lines
+    """``iter_passages`` a list at a time, for the indexing loop: a JSONL corpus's about 256 KB of lines
     at a time, any other file's passages a thousand at a time."""
     notes = FileNotes() if notes is None else notes
     shown = display or str(path)
