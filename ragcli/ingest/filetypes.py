@@ -17,6 +17,7 @@ OFFICE_SUFFIXES = {".docx", ".odt", ".pptx"}  # Word, OpenDocument text, PowerPo
 # format: an OLE file that only a parser of its own could read
 SPREADSHEET_SUFFIXES = {".xlsx", ".xlsm"}
 EPUB_SUFFIXES = {".epub"}  # e-books (``ingest.epub``)
+RTF_SUFFIXES = {".rtf"}  # what WordPad and TextEdit save (``ingest.rtf``)
 NOTEBOOK_SUFFIXES = {".ipynb"}  # Jupyter notebooks (``ingest.notebook``)
 CODE_SUFFIXES = {
     ".py", ".js", ".ts", ".tsx", ".jsx", ".go", ".rs", ".java", ".kt", ".c", ".h", ".cc", ".cpp", ".hpp", ".cs",
@@ -28,7 +29,8 @@ JSONL_SUFFIXES = {".jsonl"}
 # array of {"title", "text"} records, else as text
 JSON_SUFFIXES = {".json"}
 SUPPORTED_SUFFIXES = (TEXT_SUFFIXES | CSV_SUFFIXES | MARKDOWN_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES | OFFICE_SUFFIXES
-                      | SPREADSHEET_SUFFIXES | EPUB_SUFFIXES | NOTEBOOK_SUFFIXES | CODE_SUFFIXES | JSONL_SUFFIXES)
+                      | SPREADSHEET_SUFFIXES | EPUB_SUFFIXES | RTF_SUFFIXES | NOTEBOOK_SUFFIXES | CODE_SUFFIXES
+                      | JSONL_SUFFIXES)
 # Files without an extension that are text by their name (any case): a project's or a package's own
 # documents and build files, read as plain text, and so are those names with a variant after a dot
 # (README.Debian, changelog.amd64: most of /usr/share/doc). Other files without an extension are not
@@ -120,7 +122,7 @@ def is_text_name(path: Path) -> bool:
 # folder too ("gzip/copyright"; a variant, README.Debian, was not read before). Word 2: footnotes and endnotes read.
 # EPUB 2: a chapter named in another letter case than its zip name is read (it was dropped from the book).
 # CSV 2: read as a table, a row under its column names, cited by rows (it was plain text, by lines).
-# A type read for the first time (Excel's .xlsx, .xlsm) needs no number: an index holds no file of it, so its
+# A type read for the first time (Excel's .xlsx, .xlsm; RTF) needs no number: an index holds no file of it, so its
 # next run adds them, and reads no file of another type again.
 _READER_VERSIONS = {**{suffix: 3 for suffix in MARKDOWN_SUFFIXES}, **{suffix: 4 for suffix in HTML_SUFFIXES},
                     **{suffix: 2 for suffix in JSON_SUFFIXES}, "": 2, ".docx": 2,

@@ -46,7 +46,7 @@ def office_sections(path: Path, data: bytes) -> list[Section]:
             title, paragraphs = _odt(z)
         else:
             title, paragraphs = _docx(z)
-    return _sections(title or path.stem, paragraphs)
+    return heading_sections(title or path.stem, paragraphs)
 
 
 def _xml(z: zipfile.ZipFile, name: str):
@@ -188,7 +188,7 @@ def _odt_text(el) -> Iterator[str]:
             yield child.tail
 
 
-def _sections(doc_title: str, paragraphs: list[tuple[int, str]]) -> list[Section]:
+def heading_sections(doc_title: str, paragraphs: list[tuple[int, str]]) -> list[Section]:
     """One section per heading and what follows it up to the next, titled by the heading path; a heading
     with nothing under it is a section of its own (as Markdown's are), the text before the first
     heading is the document's."""

@@ -18,6 +18,7 @@ from ragcli.ingest.jsonl import jsonl_batches, jsonl_passages
 from ragcli.ingest.notebook import notebook_sections
 from ragcli.ingest.passages import Passage, chunk_text, normalise, passage_id
 from ragcli.ingest.office import office_sections
+from ragcli.ingest.rtf import rtf_sections
 from ragcli.ingest.pdf import pdf_sections
 from ragcli.ingest.records import array_passages
 from ragcli.ingest.spreadsheet import csv_sections, spreadsheet_sections
@@ -171,6 +172,8 @@ def _sections(path: Path, suffix: str, notes: FileNotes) -> list[Section]:
         return spreadsheet_sections(path, read_bytes(path))
     if suffix in filetypes.EPUB_SUFFIXES:
         return epub_sections(path, read_bytes(path))
+    if suffix in filetypes.RTF_SUFFIXES:
+        return rtf_sections(named, read_bytes(path, notes))
     if suffix in filetypes.HTML_SUFFIXES:
         raw = read_bytes(path, notes)
         declared = None if bom(raw) or b"\x00" in raw[:SNIFF_BYTES] else formats.declared_encoding(raw)

@@ -1,0 +1,110 @@
+"""RTF files: the text of what WordPad, TextEdit and Word save, and none of their tables of fonts,
+styles and colours, pictures, headers, footers or field codes."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from ragcli.ingest.formats import SkipFile
+from ragcli.ingest.indexer import build_index
+from ragcli.ingest.reader import read_passages
+from ragcli.ingest.rtf import rtf_sections
+from ragcli.retrieval.index import TantivyIndex
+
+DATA = Path(__file__).parent / "data" / "rtf"
+
+WORDPAD = (rb"{\rtf1\ansi\ansicpg1252\deff0\nouicompat\deflang1033{\fonttbl{\f0\fnil\fcharset0 Calibri;}}" b"\r\n"
+           rb"{\*\generator Riched20 10.0.19041}\viewkind4\uc1 " b"\r\n"
+           rb"\pard\sa200\sl276\slmult1\f0\fs22\lang9 The na\'efve walrus met Fran\'e7ois at the pier.\par" b"\r\n"
+           rb"It was \b very\b0  cold\'85\par" b"\r\n}\r\n\x00")
+
+TEXTEDIT = rb"""{\rtf1\ansi\ansicpg1252\cocoartf2639
+\cocoatextscaling0\cocoaplatform0{\fonttbl\f0\fswiss\fcharset0 Helvetica;}
+{\colortbl;\red255\green255\blue255;}
+{\*\expandedcolortbl;;}
+\paperw11900\paperh16840\margl1440\margr1440\vieww11520\viewh8400\viewkind0
+\pard\tx566\tx1133\pardirnatural\partightenfactor0
+
+\f0\fs24 \cf0 Shopping list for the caf\uc0\u233 :\
+Milk and oat biscuits\
+\
+Call Ren\'e9e about the \{curly\} braces.}"""
+
+
+def _sections(data: bytes, name: str = "note.rtf") -> list[tuple[str, str]]:
+    return [(s.title, s.text) for s in rtf_sections(Path(name), data)]
+
+
+def test_a_wordpad_file_is_its_text_in_its_code_page():
+    assert _sections(WORDPAD) == [("note", "The naïve walrus met François at the pier.\n\nIt was very cold…")]
+
+
+def test_a_textedit_file_breaks_its_paragraphs_where_a_backslash_ends_a_line():
+    """TextEdit (macOS) ends each line with a backslash before the line end: a paragraph each."""
+    assert _sections(TEXTEDIT) == [("note", "Shopping list for the café:\n\nMilk and oat biscuits\n\n"
+                                            "Call Renée about the {curly} braces.")]
+
+
+def test_a_word_file_is_read_by_its_headings_with_its_footnotes_and_without_what_is_no_text():
+    """Word's: sections by heading style and outline level, the fonts' code pages (Cyrillic, a Japanese
+    character's two bytes split by a line end), Unicode with its fallback skipped (a surrogate pair made
+    one), a link's text without its field code, a bullet and a table row, a footnote after the body;
+    never the header, footer, style names, document properties, picture data or theme."""
+    sections = _sections((DATA / "word_report.rtf").read_bytes(), "report.rtf")
+    assert sections == [
+        ("Sales Overview", "Revenue grew in the café segment — see the full report."),
+        ("Sales Overview > Regional notes", "Москва office opened.\n\n·\tFirst bullet about the walrus\n\n"
+                                            "Region\tTotal\n\nEmoji: 😀 and Japanese あい end."),
+        ("Footnotes", "Figures are unaudited."),
+    ]
+    text = " ".join(t for _, t in sections)
+    for never in ("CONFIDENTIAL", "footer", "HYPERLINK", "Times New Roman", "heading", "Jane", "89504e47", "504b03"):
+        assert never not in text
+
+
+def test_the_title_in_its_properties_titles_the_text_before_any_heading():
+    data = rb"{\rtf1\ansi{\info{\title Minutes of {\i the} Board}{\author X}}\pard Opening remarks.\par}"
+    assert _sections(data) == [("Minutes of the Board", "Opening remarks.")]
+
+
+def test_a_file_cut_short_gives_the_text_it_has_and_one_with_a_stray_backslash_too():
+    assert _sections(rb"{\rtf1\ansi\pard First paragraph.\par Second, cut sh") == [
+        ("note", "First paragraph.\n\nSecond, cut sh")]
+    assert _sections(b"{\\rtf1 Text then a lone backslash \\") == [("note", "Text then a lone backslash")]
+
+
+def test_binary_data_and_escaped_braces_inside_a_skipped_group_do_not_end_it_early():
+    data = (rb"{\rtf1\ansi{\*\blob \bin6 }}}}}}" rb" still \} skipped {nested}} " rb"\pard Kept.\par}")
+    assert _sections(data) == [("note", "Kept.")]
+
+
+def test_a_file_named_rtf_that_is_no_rtf_is_skipped_with_the_reason():
+    with pytest.raises(SkipFile, match=r"not an RTF file"):
+        rtf_sections(Path("notes.rtf"), b"Just some plain text someone named .rtf\n")
+
+
+def test_rtf_files_in_a_folder_are_indexed_and_found_compressed_too(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "letter.rtf").write_bytes(WORDPAD)
+    (docs / "list.rtf.gz").write_bytes(gzip.compress(TEXTEDIT))
+    report = build_index([docs], tmp_path / "idx")
+    assert report.added == 2 and not report.skipped
+    index = TantivyIndex.open(tmp_path / "idx")
+    assert [d.title for d in index.search("walrus François", 3)] == ["letter"]
+    assert [d.title for d in index.search("oat biscuits", 3)] == ["list"]
+    assert read_passages(docs / "letter.rtf")[0].location.endswith("letter.rtf")
+
+
+def test_a_large_picture_is_passed_over_not_read_as_text(tmp_path):
+    """A picture is hex digits, megabytes of them in a document with photos: none of it is text."""
+    picture = b"{\\pict\\pngblip " + b"0123456789abcdef" * 200_000 + b"}"
+    path = tmp_path / "photo.rtf"
+    path.write_bytes(b"{\\rtf1\\ansi\\pard Before.\\par " + picture + b"\\pard After.\\par}")
+    passages = read_passages(path)
+    assert [p.text for p in passages] == ["Before. After."]
+    assert json.dumps([p.text for p in passages]).count("0123") == 0
