@@ -18,6 +18,8 @@ OFFICE_SUFFIXES = {".docx", ".odt", ".pptx"}  # Word, OpenDocument text, PowerPo
 SPREADSHEET_SUFFIXES = {".xlsx", ".xlsm"}
 EPUB_SUFFIXES = {".epub"}  # e-books (``ingest.epub``)
 RTF_SUFFIXES = {".rtf"}  # what WordPad and TextEdit save (``ingest.rtf``)
+MAIL_SUFFIXES = {".eml", ".emlx"}  # a message saved as a file (``ingest.mail``); .emlx: Apple Mail's
+MBOX_SUFFIXES = {".mbox"}  # mailboxes, many messages (``ingest.mail``): streamed, as JSONL corpora are
 NOTEBOOK_SUFFIXES = {".ipynb"}  # Jupyter notebooks (``ingest.notebook``)
 CODE_SUFFIXES = {
     ".py", ".js", ".ts", ".tsx", ".jsx", ".go", ".rs", ".java", ".kt", ".c", ".h", ".cc", ".cpp", ".hpp", ".cs",
@@ -29,8 +31,10 @@ JSONL_SUFFIXES = {".jsonl"}
 # array of {"title", "text"} records, else as text
 JSON_SUFFIXES = {".json"}
 SUPPORTED_SUFFIXES = (TEXT_SUFFIXES | CSV_SUFFIXES | MARKDOWN_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES | OFFICE_SUFFIXES
-                      | SPREADSHEET_SUFFIXES | EPUB_SUFFIXES | RTF_SUFFIXES | NOTEBOOK_SUFFIXES | CODE_SUFFIXES
-                      | JSONL_SUFFIXES)
+                      | SPREADSHEET_SUFFIXES | EPUB_SUFFIXES | RTF_SUFFIXES | MAIL_SUFFIXES | MBOX_SUFFIXES
+                      | NOTEBOOK_SUFFIXES | CODE_SUFFIXES | JSONL_SUFFIXES)
+# Read as they stream, a batch of passages at a time: no size cap, never whole in memory nor in a parser process
+STREAMED_SUFFIXES = JSONL_SUFFIXES | MBOX_SUFFIXES
 # Files without an extension that are text by their name (any case): a project's or a package's own
 # documents and build files, read as plain text, and so are those names with a variant after a dot
 # (README.Debian, changelog.amd64: most of /usr/share/doc). Other files without an extension are not
@@ -122,7 +126,7 @@ def is_text_name(path: Path) -> bool:
 # folder too ("gzip/copyright"; a variant, README.Debian, was not read before). Word 2: footnotes and endnotes read.
 # EPUB 2: a chapter named in another letter case than its zip name is read (it was dropped from the book).
 # CSV 2: read as a table, a row under its column names, cited by rows (it was plain text, by lines).
-# A type read for the first time (Excel's .xlsx, .xlsm; RTF) needs no number: an index holds no file of it, so its
+# A type read for the first time (Excel's .xlsx, .xlsm; RTF; e-mail) needs no number: an index holds no file of it, so its
 # next run adds them, and reads no file of another type again.
 _READER_VERSIONS = {**{suffix: 3 for suffix in MARKDOWN_SUFFIXES}, **{suffix: 4 for suffix in HTML_SUFFIXES},
                     **{suffix: 2 for suffix in JSON_SUFFIXES}, "": 2, ".docx": 2,

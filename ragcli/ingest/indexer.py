@@ -31,7 +31,8 @@ from ragcli.words import counted
 
 COMMIT_EVERY_PASSAGES = 50_000
 SUPPORTED = ("text, Markdown, reStructuredText, HTML, PDF, Word, OpenDocument, PowerPoint, Excel, CSV, RTF, EPUB, "
-             "Jupyter notebooks, source code and JSONL corpora (text ones gzip-, bzip2- or xz-compressed too)")
+             "e-mail (.eml, .mbox), Jupyter notebooks, source code and JSONL corpora (text ones gzip-, bzip2- or "
+             "xz-compressed too)")
 
 
 ProgressFn = Callable[[int, int, int], None]  # files done, files total, passages so far

@@ -17,6 +17,7 @@ from ragcli.ingest.formats import FileNotes, Section, SkipFile, starts_of_lines
 from ragcli.ingest.jsonl import jsonl_batches, jsonl_passages
 from ragcli.ingest.notebook import notebook_sections
 from ragcli.ingest.passages import Passage, chunk_text, normalise, passage_id
+from ragcli.ingest.mail import eml_sections, mbox_sections
 from ragcli.ingest.office import office_sections
 from ragcli.ingest.rtf import rtf_sections
 from ragcli.ingest.pdf import pdf_sections
@@ -154,9 +155,9 @@ def _starts_array(path: Path) -> bool:
     return head.lstrip(b" \t\r\n")[:1] == b"["
 
 
-def _sections(path: Path, suffix: str, notes: FileNotes) -> list[Section]:
-    """The sections of ``path`` read as ``suffix`` says; a compressed file is read as what it holds, and
-    its sections are titled by that file's name (notes.md.gz: "notes")."""
+def _sections(path: Path, suffix: str, notes: FileNotes) -> Iterable[Section]:
+    """The sections of ``path`` read as ``suffix`` says (a mailbox's as it streams); a compressed file is
+    read as what it holds, and its sections are titled by that file's name (notes.md.gz: "notes")."""
     named = filetypes.inner(path)
     if named is not path and suffix == ".tar" or suffix in _TARBALLS:  # not a document: "looks binary" said less
         raise SkipFile("a compressed tar archive: unpack it to index the files it holds")
@@ -174,6 +175,10 @@ def _sections(path: Path, suffix: str, notes: FileNotes) -> list[Section]:
         return epub_sections(path, read_bytes(path))
     if suffix in filetypes.RTF_SUFFIXES:
         return rtf_sections(named, read_bytes(path, notes))
+    if suffix in filetypes.MAIL_SUFFIXES:
+        return eml_sections(named, read_bytes(path, notes))
+    if suffix in filetypes.MBOX_SUFFIXES:
+        return mbox_sections(path, notes)  # (a message at a time, as the loop takes them)
     if suffix in filetypes.HTML_SUFFIXES:
         raw = read_bytes(path, notes)
         declared = None if bom(raw) or b"\x00" in raw[:SNIFF_BYTES] else formats.declared_encoding(raw)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from ragcli.ingest import reader
-from ragcli.ingest.filetypes import JSONL_SUFFIXES, format_suffix, reader_version
+from ragcli.ingest.filetypes import JSONL_SUFFIXES, STREAMED_SUFFIXES, format_suffix, reader_version
 from ragcli.ingest.parsers import Parsers
 from ragcli.ingest.reader import FileNotes, SkipFile, file_hash
 from ragcli.ingest.report import FileResult, IndexReport
@@ -125,7 +125,7 @@ class Run:
             report.unchanged += 1
             return
         cap = reader.MAX_FILE_BYTES  # for whole-file formats (a corpus streams); checked before hashing:
-        if info.size > cap and format_suffix(info.path) not in JSONL_SUFFIXES:  # 2 GB read to be skipped took
+        if info.size > cap and format_suffix(info.path) not in STREAMED_SUFFIXES:  # 2 GB read to be skipped took
             self.drop(info, shown, f"larger than {cap // (1024 * 1024)} MB")  # seconds every run
             return
         known = previous.get("sha1") if previous else None
@@ -221,9 +221,9 @@ def _changed(info: FileInfo, previous: dict | None) -> bool:
 
 
 def to_parse(files: list[FileInfo], manifest: dict[str, dict]) -> list[FileInfo]:
-    """The files parser processes may read ahead: changed ones but JSONL corpora (which stream) and
-    those over the size cap (skipped unread)."""
-    return [f for f in files if format_suffix(f.path) not in JSONL_SUFFIXES and f.size <= reader.MAX_FILE_BYTES
+    """The files parser processes may read ahead: changed ones but JSONL corpora and mailboxes (which
+    stream) and those over the size cap (skipped unread)."""
+    return [f for f in files if format_suffix(f.path) not in STREAMED_SUFFIXES and f.size <= reader.MAX_FILE_BYTES
             and _changed(f, manifest.get(str(f.path)))]
 
 

@@ -1,0 +1,140 @@
+"""E-mail as Sections: a message saved as a file (.eml, what Thunderbird, Apple Mail and Outlook's "Save
+as" write; .emlx, Apple Mail's own) or a mailbox of many (.mbox: Thunderbird's folders, Google Takeout,
+Apple Mail's export), one section per message titled by its subject and, in a mailbox, cited by its
+place there ("Inbox.mbox message 12"). A section holds who wrote the message, to whom and when, then its
+text: the plain-text part, else the HTML part's text; attachments are named, not read. A mailbox is
+read a message at a time as it streams (Takeout's are gigabytes): never whole in memory."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import BinaryIO, Iterator
+
+from ragcli.ingest.compressed import errors, open_stream, unread
+from ragcli.ingest.filetypes import compression, inner
+from ragcli.ingest.formats import FileNotes, Section, SkipFile, html_page
+
+__all__ = ["eml_sections", "mbox_sections"]
+
+MAX_MESSAGE_BYTES = 64 << 20  # a message past this (its attachments) is read to here: its headers and text come first
+_HEADER_LINE = re.compile(rb"[\x21-\x39\x3b-\x7e]+:")  # "Subject:", "X-Mailer:": how a message's first line looks
+
+
+def eml_sections(path: Path, data: bytes) -> list[Section]:
+    """The message in the .eml or .emlx file ``path`` whose bytes are ``data``; SkipFile if it is none."""
+    if path.suffix.lower() == ".emlx":  # Apple Mail's: the message's length on a line, the message, then a plist
+        first, _, rest = data.partition(b"\n")
+        if first.strip().isdigit():
+            data = rest[:int(first.strip())]
+    data = data.lstrip(b"\xef\xbb\xbf\r\n\t ")
+    if data.startswith(b"From "):  # an envelope line, as a mailbox has
+        data = data.partition(b"\n")[2]
+    if not _HEADER_LINE.match(data):
+        raise SkipFile("not an e-mail message (it does not start with headers such as \"From:\")")
+    section = message_section(data, path.stem)
+    return [section] if section else []
+
+
+def mbox_sections(path: Path, notes: FileNotes) -> Iterator[Section]:
+    """The messages of the mailbox ``path`` (compressed too), a section each, as they stream; SkipFile if
+    it is no mailbox (it must start with a "From " line, or with a message's headers: one message)."""
+    kind, name = compression(path), inner(path).stem  # (archive.mbox.gz: "archive")
+    try:
+        with path.open("rb") as raw, open_stream(raw, kind, notes) as fh:
+            head = fh.peek(SNIFF) if hasattr(fh, "peek") else b""
+            start = head.lstrip(b"\r\n")[:5]
+            if start != b"From " and not _HEADER_LINE.match(head.lstrip(b"\r\n")):
+                raise SkipFile("not a mailbox (it does not start with a \"From \" line)")
+            for number, message in enumerate(_messages(fh), start=1):
+                section = message_section(message, f"{name} message {number}", part=f"message {number}")
+                if section:
+                    yield section
+    except (OSError, *errors()) as exc:
+        raise unread(exc, kind) from None
+
+
+SNIFF = 4096
+
+
+def _messages(fh: BinaryIO) -> Iterator[bytes]:
+    """The messages of a mailbox, each without its "From " line: a message starts at each line that
+    starts with "From " (as Python's mailbox module and mutt read it), and a body's own lines escaped
+    so (">From ", mboxrd) lose one ">". One longer than MAX_MESSAGE_BYTES is given up to there."""
+    lines: list[bytes] = []
+    size = 0
+    at_line_start = True  # (a line over a read's limit comes in pieces: only the first may be a "From " line)
+    while line := fh.readline(1 << 20):
+        if at_line_start and line.startswith(b"From "):
+            if lines:
+                yield b"".join(lines)
+            lines, size = [], 0
+        elif size <= MAX_MESSAGE_BYTES:
+            if at_line_start and line.startswith(b">") and line.lstrip(b">").startswith(b"From "):
+                line = line[1:]
+            lines.append(line)
+            size += len(line)
+        at_line_start = line.endswith(b"\n")
+    if lines and b"".join(lines).strip():
+        yield b"".join(lines)
+
+
+def message_section(raw: bytes, untitled: str, part: str | None = None) -> Section | None:
+    """One message as a section: titled by its subject (else ``untitled``), its sender, recipients and
+    date a line each, then its text and the names of its attachments; None for one with none of these
+    but headers."""
+    import email
+    from email import policy
+
+    try:
+        msg = email.message_from_bytes(raw, policy=policy.default)
+        said = [f"{name}: {_header(msg, name)}" for name in ("From", "To", "Cc", "Date") if _header(msg, name)]
+        subject = " ".join(_header(msg, "Subject").split())
+        body = _body(msg)
+        attached = [a.get_filename() for a in msg.iter_attachments() if a.get_filename()] \
+            if msg.is_multipart() else []
+    except Exception:  # noqa: BLE001 - a message the email package cannot take apart: its raw text
+        said, subject, attached = [], "", []
+        body = raw.decode("utf-8", "replace")
+    text = "\n".join(said) + "\n\n" + body.strip()
+    if attached:
+        text += "\n\nAttachments: " + ", ".join(" ".join(str(a).split()) for a in attached)
+    if not (body.strip() or subject or attached):  # headers alone (a bounce's stub): nothing to search
+        return None
+    return Section(subject or untitled, text.strip(), part=part)
+
+
+def _header(msg, name: str) -> str:
+    try:
+        value = msg.get(name)
+        return " ".join(str(value).split()) if value is not None else ""
+    except Exception:  # noqa: BLE001 - a header too broken to parse: its raw text
+        raw = msg.get_all(name, failobj=[None])[0] if hasattr(msg, "get_all") else None
+        return " ".join(str(raw).split()) if raw is not None else ""
+
+
+def _body(msg) -> str:
+    """The message's text: its plain-text part, else its HTML part's text (paragraphs a blank line apart)."""
+    part = msg.get_body(preferencelist=("plain", "html"))
+    if part is None:
+        return ""
+    try:
+        content = part.get_content()
+    except Exception:  # noqa: BLE001 - an unknown charset, a damaged transfer encoding
+        payload = part.get_payload(decode=True) or b""
+        content = payload.decode(part.get_content_charset() or "utf-8", "replace") \
+            if _known(part.get_content_charset()) else payload.decode("utf-8", "replace")
+    if not isinstance(content, str):
+        return ""
+    if part.get_content_subtype() == "html":
+        return "\n\n".join(html_page(content)[2])
+    return content
+
+
+def _known(charset: str | None) -> bool:
+    import codecs
+
+    try:
+        return charset is not None and codecs.lookup(charset) is not None
+    except LookupError:
+        return False

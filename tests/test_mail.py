@@ -1,0 +1,159 @@
+"""E-mail: a message saved as a file (.eml, .emlx) and mailboxes (.mbox), a section per message with who
+wrote it, to whom and when, its text and its attachments' names."""
+
+from __future__ import annotations
+
+import gzip
+import pytest
+
+from ragcli.ingest import mail, reader
+from ragcli.ingest.formats import FileNotes, SkipFile
+from ragcli.ingest.indexer import build_index
+from ragcli.ingest.reader import read_passages
+from ragcli.ingest.update import to_parse
+from ragcli.ingest.walk import iter_files
+from ragcli.retrieval.index import TantivyIndex
+
+MULTIPART = b"""Return-Path: <renee@example.com>
+From: =?UTF-8?Q?Ren=C3=A9e_Dupont?= <renee@example.com>
+To: Bob <bob@example.com>
+Subject: =?UTF-8?B?QnVkZ2V0IGZvciB0aGUgY2Fmw6k=?=
+Date: Tue, 5 Mar 2024 10:00:00 +0100
+MIME-Version: 1.0
+Content-Type: multipart/mixed; boundary="XX"
+
+--XX
+Content-Type: multipart/alternative; boundary="YY"
+
+--YY
+Content-Type: text/plain; charset="iso-8859-1"
+Content-Transfer-Encoding: quoted-printable
+
+The walrus budget for the caf=E9 is approved.
+Regards, Ren=E9e
+--YY
+Content-Type: text/html; charset="utf-8"
+
+<html><body><p>HTML copy of the same text</p></body></html>
+--YY--
+--XX
+Content-Type: application/pdf; name="budget.pdf"
+Content-Disposition: attachment; filename="budget.pdf"
+Content-Transfer-Encoding: base64
+
+JVBERi0xLjQK
+--XX--
+"""
+
+MAILBOX = b"""From alice@example.com Tue Mar  5 10:00:00 2024
+From: Alice <alice@example.com>
+To: bob@example.com
+Subject: Lunch plans
+Date: Tue, 5 Mar 2024 10:00:00 +0000
+
+Shall we meet at the walrus cafe?
+>From the office it is ten minutes.
+
+From - Wed Mar  6 11:00:00 2024
+From: Bob <bob@example.com>
+Subject: Re: Lunch plans
+Content-Type: text/html; charset=x-no-such-charset
+
+<p>Yes, <i>noon</i> works.</p>
+
+From MAILER-DAEMON Thu Mar  7 00:00:00 2024
+From: nobody
+
+"""
+
+
+def test_a_saved_message_is_its_subject_its_people_its_plain_text_and_its_attachments_names(tmp_path):
+    path = tmp_path / "budget.eml"
+    path.write_bytes(MULTIPART)
+    [passage] = read_passages(path)
+    assert passage.title == "Budget for the café"
+    assert passage.text == ("From: Renée Dupont <renee@example.com> To: Bob <bob@example.com> "
+                            "Date: Tue, 05 Mar 2024 10:00:00 +0100 The walrus budget for the café is approved. "
+                            "Regards, Renée Attachments: budget.pdf")
+    assert passage.location == str(path)
+
+
+def test_a_mailbox_is_a_passage_per_message_cited_by_its_place(tmp_path):
+    """Its "From " lines part the messages, a body's own escaped ">From " line is read as written, an
+    HTML-only message (in a charset Python does not know) gives its text, and a message of headers alone
+    gives nothing."""
+    path = tmp_path / "Inbox.mbox"
+    path.write_bytes(MAILBOX)
+    passages = read_passages(path)
+    assert [(p.title, p.location) for p in passages] == [("Lunch plans", f"{path} message 1"),
+                                                         ("Re: Lunch plans", f"{path} message 2")]
+    assert passages[0].text.endswith("Shall we meet at the walrus cafe? From the office it is ten minutes.")
+    assert passages[1].text == "From: Bob <bob@example.com> Yes, noon works."
+
+
+def test_a_mailbox_streams_whatever_its_size_and_a_message_too_large_is_read_to_its_limit(tmp_path, monkeypatch):
+    """A mailbox over the size cap of whole files is indexed (Takeout's are gigabytes), a message at a
+    time, never in a parser process; a message past MAX_MESSAGE_BYTES (its attachments) gives its start."""
+    long = b"From x\nSubject: Huge\n\nwalrus start\n" + b"filler line\n" * 2000 + b"lost end\n"
+    (tmp_path / "big.mbox").write_bytes(long + MAILBOX)
+    (tmp_path / "one.eml").write_bytes(MULTIPART)
+    files = list(iter_files([tmp_path]))
+    assert [f.path.name for f in to_parse(files, {})] == ["one.eml"]
+    monkeypatch.setattr(reader, "MAX_FILE_BYTES", 500)
+    monkeypatch.setattr(mail, "MAX_MESSAGE_BYTES", 1000)
+    report = build_index([tmp_path], tmp_path / "idx")
+    assert [why for _, why in report.skipped] == ["larger than 0 MB"]  # the message file: whole, over the cap
+    index = TantivyIndex.open(tmp_path / "idx")
+    assert [d.title for d in index.search("walrus start", 5)][0] == "Huge"
+    assert not index.search("lost", 5)
+    assert [d.title for d in index.search("noon", 5)] == ["Re: Lunch plans"]
+
+
+def test_an_apple_mail_emlx_file_is_its_message_without_the_property_list_after_it(tmp_path):
+    message = b"From: a@example.com\nSubject: Walrus\n\nThe emlx body.\n"
+    path = tmp_path / "123.emlx"
+    path.write_bytes(str(len(message)).encode() + b"        \n" + message + b"<?xml version=\"1.0\"?><plist><dict>"
+                     b"<key>flags</key><integer>8590195713</integer></dict></plist>\n")
+    [passage] = read_passages(path)
+    assert (passage.title, passage.text) == ("Walrus", "From: a@example.com The emlx body.")
+
+
+def test_a_compressed_mailbox_is_read_as_what_it_holds(tmp_path):
+    path = tmp_path / "archive.mbox.gz"
+    path.write_bytes(gzip.compress(MAILBOX))
+    assert [p.title for p in read_passages(path)] == ["Lunch plans", "Re: Lunch plans"]
+
+
+@pytest.mark.parametrize("name, data, why", [
+    ("notes.eml", b"Just some text someone named .eml\n", "not an e-mail message"),
+    ("notes.mbox", b"Dear diary,\nnot a mailbox at all\n", "not a mailbox"),
+])
+def test_a_file_named_as_mail_that_is_none_is_skipped_with_the_reason(tmp_path, name, data, why):
+    path = tmp_path / name
+    path.write_bytes(data)
+    with pytest.raises(SkipFile, match=why):
+        read_passages(path, notes=FileNotes())
+
+
+def test_mail_in_a_folder_is_indexed_and_found(tmp_path):
+    docs = tmp_path / "mail"
+    docs.mkdir()
+    (docs / "budget.eml").write_bytes(MULTIPART)
+    (docs / "Inbox.mbox").write_bytes(MAILBOX)
+    report = build_index([docs], tmp_path / "idx")
+    assert report.added == 2 and not report.skipped
+    index = TantivyIndex.open(tmp_path / "idx")
+    assert [d.title for d in index.search("Renée budget", 1)] == ["Budget for the café"]
+    assert [d.title for d in index.search("noon", 1)] == ["Re: Lunch plans"]
+
+
+def test_a_message_the_email_package_cannot_take_apart_is_read_as_its_raw_text(monkeypatch):
+    def broken(*args, **kwargs):
+        raise ValueError("malformed")
+
+    import email
+
+    monkeypatch.setattr(email, "message_from_bytes", broken)
+    section = mail.message_section(b"Subject: x\n\nwalrus text", "untitled")
+    assert section.title == "untitled" and "walrus text" in section.text
+
