@@ -12,10 +12,11 @@ CSV_SUFFIXES = {".csv", ".tsv"}  # tables: read row by row under their column na
 MARKDOWN_SUFFIXES = {".md", ".markdown"}
 HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
 PDF_SUFFIXES = {".pdf"}
-OFFICE_SUFFIXES = {".docx", ".odt", ".pptx"}  # Word, OpenDocument text, PowerPoint (``ingest.office``)
+OFFICE_SUFFIXES = {".docx", ".odt", ".pptx", ".odp"}  # Word, OpenDocument text, PowerPoint, Impress (``office``)
 # Excel workbooks (``ingest.spreadsheet``); .xlsm is the same format with macros. Not .xls, the old binary
 # format: an OLE file that only a parser of its own could read
 SPREADSHEET_SUFFIXES = {".xlsx", ".xlsm"}
+ODS_SUFFIXES = {".ods"}  # OpenDocument spreadsheets (``ingest.ods``), read as Excel's are
 EPUB_SUFFIXES = {".epub"}  # e-books (``ingest.epub``)
 RTF_SUFFIXES = {".rtf"}  # what WordPad and TextEdit save (``ingest.rtf``)
 MAIL_SUFFIXES = {".eml", ".emlx"}  # a message saved as a file (``ingest.mail``); .emlx: Apple Mail's
@@ -31,8 +32,8 @@ JSONL_SUFFIXES = {".jsonl"}
 # array of {"title", "text"} records, else as text
 JSON_SUFFIXES = {".json"}
 SUPPORTED_SUFFIXES = (TEXT_SUFFIXES | CSV_SUFFIXES | MARKDOWN_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES | OFFICE_SUFFIXES
-                      | SPREADSHEET_SUFFIXES | EPUB_SUFFIXES | RTF_SUFFIXES | MAIL_SUFFIXES | MBOX_SUFFIXES
-                      | NOTEBOOK_SUFFIXES | CODE_SUFFIXES | JSONL_SUFFIXES)
+                      | SPREADSHEET_SUFFIXES | ODS_SUFFIXES | EPUB_SUFFIXES | RTF_SUFFIXES | MAIL_SUFFIXES
+                      | MBOX_SUFFIXES | NOTEBOOK_SUFFIXES | CODE_SUFFIXES | JSONL_SUFFIXES)
 # Read as they stream, a batch of passages at a time: no size cap, never whole in memory nor in a parser process
 STREAMED_SUFFIXES = JSONL_SUFFIXES | MBOX_SUFFIXES
 # Files without an extension that are text by their name (any case): a project's or a package's own
@@ -48,7 +49,7 @@ TEXT_NAMES = frozenset("""readme license licence copying notice authors contribu
 # compressed already: never read so.
 COMPRESSED_SUFFIXES = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz"}
 # zips and PDFs: compressed already
-NOT_READ_COMPRESSED_SUFFIXES = PDF_SUFFIXES | OFFICE_SUFFIXES | SPREADSHEET_SUFFIXES | EPUB_SUFFIXES
+NOT_READ_COMPRESSED_SUFFIXES = PDF_SUFFIXES | OFFICE_SUFFIXES | SPREADSHEET_SUFFIXES | ODS_SUFFIXES | EPUB_SUFFIXES
 READ_COMPRESSED_SUFFIXES = SUPPORTED_SUFFIXES - NOT_READ_COMPRESSED_SUFFIXES
 
 
@@ -126,7 +127,7 @@ def is_text_name(path: Path) -> bool:
 # folder too ("gzip/copyright"; a variant, README.Debian, was not read before). Word 2: footnotes and endnotes read.
 # EPUB 2: a chapter named in another letter case than its zip name is read (it was dropped from the book).
 # CSV 2: read as a table, a row under its column names, cited by rows (it was plain text, by lines).
-# A type read for the first time (Excel's .xlsx, .xlsm; RTF; e-mail) needs no number: an index holds no file of it, so its
+# A type read for the first time (Excel's .xlsx, .xlsm; RTF; e-mail; .ods, .odp) needs no number: an index holds no file of it, so its
 # next run adds them, and reads no file of another type again.
 _READER_VERSIONS = {**{suffix: 3 for suffix in MARKDOWN_SUFFIXES}, **{suffix: 4 for suffix in HTML_SUFFIXES},
                     **{suffix: 2 for suffix in JSON_SUFFIXES}, "": 2, ".docx": 2,

@@ -1,8 +1,8 @@
 """Word (.docx) and OpenDocument (.odt) files as Sections: one per heading, titled by the heading path
 ("Report > Results > 2024"), as Markdown is, with the paragraphs and table cells in document order;
-PowerPoint (.pptx) decks one per slide, with its speaker notes, cited "deck.pptx slide 3". All are zip
-files of XML; the standard library reads them (no Office, no extra package). ``reader`` calls
-``office_sections``."""
+PowerPoint (.pptx) and Impress (.odp) decks one per slide, with its speaker notes, cited "deck.pptx
+slide 3". All are zip files of XML; the standard library reads them (no Office, no extra package).
+``reader`` calls ``office_sections``."""
 
 from __future__ import annotations
 
@@ -42,6 +42,8 @@ def office_sections(path: Path, data: bytes) -> list[Section]:
     with skips(kind, not_zip(kind, data, old)), zipfile.ZipFile(io.BytesIO(data)) as z:
         if kind == "pptx":
             return _pptx(z, dc_title(z, "docProps/core.xml", MAX_XML_BYTES) or path.stem)
+        if kind == "odp":
+            return _odp(z, dc_title(z, "meta.xml", MAX_XML_BYTES) or path.stem)
         if kind == "odt":
             title, paragraphs = _odt(z)
         else:
@@ -166,6 +168,47 @@ def _odt(z: zipfile.ZipFile) -> tuple[str, list[tuple[int, str]]]:
         level = el.get(_TEXT + "outline-level", "1") if el.tag == _TEXT + "h" else "0"
         paragraphs.append((int(level) if level.isdigit() else 1, text))
     return title, paragraphs
+
+
+_DRAW = "{urn:oasis:names:tc:opendocument:xmlns:drawing:1.0}"
+_PRESENTATION = "{urn:oasis:names:tc:opendocument:xmlns:presentation:1.0}"
+_ODP_CHROME = {"page-number", "footer", "header", "date-time", "page"}  # on every slide, or its thumbnail
+
+
+def _odp(z: zipfile.ZipFile, deck: str) -> list[Section]:
+    """An Impress deck as a PowerPoint one (``_pptx``): a section per slide, titled "Deck > Slide title",
+    its text boxes, tables and shapes in order, then its speaker notes; cited "slide 3"."""
+    sections = []
+    root = _xml(z, "content.xml")
+    for number, page in enumerate(root.iter(_DRAW + "page"), start=1):
+        notes = page.find(_PRESENTATION + "notes")
+        title, texts = [], []
+        for frame, el in _odp_paragraphs(page, None):
+            kind = frame.get(_PRESENTATION + "class", "") if frame is not None else ""
+            text = "".join(_odt_text(el)).strip()
+            if text and kind not in _ODP_CHROME:
+                (title if kind == "title" else texts).append(text)
+        said = [t for frame, el in (_odp_paragraphs(notes, None) if notes is not None else ())
+                if (frame is None or frame.get(_PRESENTATION + "class", "") not in _ODP_CHROME)
+                and (t := "".join(_odt_text(el)).strip())]
+        if said:
+            texts.append("Notes: " + "\n\n".join(said))
+        heading = " ".join(" ".join(title).split())
+        if title or texts:
+            sections.append(Section(f"{deck} > {heading}" if heading else deck, "\n\n".join(title + texts),
+                                    part=f"slide {number}"))
+    return sections
+
+
+def _odp_paragraphs(el, frame) -> Iterator[tuple]:
+    """(the frame it is in or None, paragraph) of each paragraph under ``el`` in order, not those of its
+    speaker notes (read after the slide's own)."""
+    for child in el:
+        if child.tag == _PRESENTATION + "notes":
+            continue
+        if child.tag in (_TEXT + "p", _TEXT + "h"):
+            yield frame, child  # (then those nested in it, a frame's in it: _odt_text leaves them out)
+        yield from _odp_paragraphs(child, child if child.tag == _DRAW + "frame" else frame)
 
 
 def _odt_text(el) -> Iterator[str]:

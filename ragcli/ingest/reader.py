@@ -18,6 +18,7 @@ from ragcli.ingest.jsonl import jsonl_batches, jsonl_passages
 from ragcli.ingest.notebook import notebook_sections
 from ragcli.ingest.passages import Passage, chunk_text, normalise, passage_id
 from ragcli.ingest.mail import eml_sections, mbox_sections
+from ragcli.ingest.ods import ods_sections
 from ragcli.ingest.office import office_sections
 from ragcli.ingest.rtf import rtf_sections
 from ragcli.ingest.pdf import pdf_sections
@@ -171,6 +172,8 @@ def _sections(path: Path, suffix: str, notes: FileNotes) -> Iterable[Section]:
         return office_sections(path, read_bytes(path))
     if suffix in filetypes.SPREADSHEET_SUFFIXES:
         return spreadsheet_sections(path, read_bytes(path))
+    if suffix in filetypes.ODS_SUFFIXES:
+        return ods_sections(path, read_bytes(path))
     if suffix in filetypes.EPUB_SUFFIXES:
         return epub_sections(path, read_bytes(path))
     if suffix in filetypes.RTF_SUFFIXES:

@@ -58,7 +58,7 @@ def spreadsheet_sections(path: Path, data: bytes) -> list[Section]:
             if target in names:
                 name = " ".join((sheet.get("name") or "").split())
                 rows = _rows(z, target, strings, styles, date1904, budget, kind)
-                sections += _sheet_sections(f"{title} > {name}", f"sheet {name} ", rows)
+                sections += sheet_sections(f"{title} > {name}", f"sheet {name} ", rows)
         return sections
 
 
@@ -255,7 +255,7 @@ def _date(serial: float, shows: str, date1904: bool) -> str | None:
 HEADER_ROWS = 5  # rows a header is looked for among (below them a row of text is data)
 
 
-def _sheet_sections(title: str, where: str, rows: Iterable[tuple[int, dict[int, tuple[str, bool]]]]) -> Iterator[Section]:
+def sheet_sections(title: str, where: str, rows: Iterable[tuple[int, dict[int, tuple[str, bool]]]]) -> Iterator[Section]:
     """A sheet's rows as sections of about a passage each (``TARGET_WORDS``), whole rows, cited by their
     numbers: the passages of one long section would all be cited by its whole range ("rows 2-900 §37").
     The header is the first row of two cells or more, all text, among the first ``HEADER_ROWS`` and
@@ -300,7 +300,7 @@ def _section(title: str, where: str, lines: list[str], first: int, last: int) ->
 
 
 def csv_sections(path: Path, text: str) -> list[Section] | None:
-    """The sections of a CSV or TSV file whose text is ``text``, read as a sheet is (``_sheet_sections``:
+    """The sections of a CSV or TSV file whose text is ``text``, read as a sheet is (``sheet_sections``:
     a row under its column names, cited "data.csv rows 2-14", a row being a record as a spreadsheet numbers
     it): read as text, its column names were in the first passage only, later rows bare values. The
     delimiter is found in its start (",", ";" as Excel writes in much of Europe, a tab, "|"); a number is
@@ -327,7 +327,7 @@ def csv_sections(path: Path, text: str) -> list[Section] | None:
         head = next(csv.reader(io.StringIO(text[:CSV_SNIFF_CHARS], newline=""), dialect), [])
         if text.count("\n") * max(len(head), 1) > MAX_CELLS:  # a data dump: by its lines, as before (a sheet: skipped)
             return None
-        return list(_sheet_sections(path.stem, "", rows()))
+        return list(sheet_sections(path.stem, "", rows()))
     except csv.Error:
         return None
 
