@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ragcli.ingest import spreadsheet
+from ragcli.ingest import ods
 from ragcli.ingest.formats import SkipFile
 from ragcli.ingest.indexer import build_index
 from ragcli.ingest.ods import ods_sections
@@ -80,9 +80,6 @@ def test_an_ods_sheet_is_read_as_an_excel_one_rows_under_their_header_cited_by_r
 
 
 def test_a_huge_ods_sheet_is_skipped_with_the_reason_as_an_excel_one_is(monkeypatch):
-    monkeypatch.setattr(spreadsheet, "MAX_CELLS", 5)
-    from ragcli.ingest import ods
-
     monkeypatch.setattr(ods, "MAX_CELLS", 5)
     with pytest.raises(SkipFile, match="more than 5 cells"):
         ods_sections(Path("book.ods"), _package("spreadsheet", SHEET, HIDDEN))
