@@ -460,6 +460,31 @@ def test_files_in_a_folder_that_cannot_be_listed_keep_their_passages(small_corpu
     assert TantivyIndex.open(settings.index).num_passages() == before - 1
 
 
+def test_folders_of_installed_packages_are_left_out_and_said_so_unless_named(tmp_path, capsys):
+    """A project's virtual environment (by its pyvenv.cfg, whatever its name), a conda environment and
+    node_modules were indexed with it: tens of thousands of other people's files that crowded the
+    project's own out of every answer. Left out of a folder's walk, said in one line; read where named.
+    Files an earlier run indexed from them leave the index."""
+    project = tmp_path / "project"
+    for name, text in (("README.md", "The walrus tracker app."), ("src/app.py", "def track_walrus(): ..."),
+                       ("env/pyvenv.cfg", "home = /usr/bin"), ("env/lib/site-packages/requests/api.py", "def get(): walrus"),
+                       ("conda/conda-meta/history", ""), ("conda/lib/numpy/core.py", "walrus = 1"),
+                       ("web/node_modules/left-pad/index.js", "module.exports = walrus"),
+                       ("web/main.js", "track('walrus')")):
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_text(text, encoding="utf-8")
+    report = build_index([project], tmp_path / "idx")
+    indexed = sorted(Path(key).relative_to(project).as_posix() for key in TantivyIndex.open(tmp_path / "idx").load_manifest())
+    assert indexed == ["README.md", "src/app.py", "web/main.js"]
+    assert sorted(Path(p).relative_to(project).as_posix() for p in report.walk.packages) == [
+        "conda", "env", "web/node_modules"]
+    assert report.packages_text().startswith("left out: 3 folders of installed packages (")
+    code, _, err = call(["index", str(project), "--index", str(tmp_path / "idx2")], capsys)
+    assert code == 0 and "left out: 3 folders of installed packages" in " ".join(err.split())
+    report = build_index([project / "env"], tmp_path / "idx3")  # named: read, its site-packages too
+    assert report.added == 2 and not report.walk.packages
+
+
 def test_files_of_types_not_read_are_counted_not_passed_over_in_silence(small_corpus, settings, tmp_path, capsys):
     for name in ("VERSION", "build", "data.json", "photo.png", "scan.png", ".hidden.json"):
         (small_corpus / name).write_text("Run make to build it.", encoding="utf-8")

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-TEXT_SUFFIXES = {".txt", ".text", ".rst", ".org", ".tex", ".log"}
+# plain text, and markup read as text: AsciiDoc and wiki pages too (a project's docs written so were not read)
+TEXT_SUFFIXES = {".txt", ".text", ".rst", ".org", ".tex", ".log", ".adoc", ".asciidoc", ".wiki", ".mediawiki"}
 CSV_SUFFIXES = {".csv", ".tsv"}  # tables: read row by row under their column names (``spreadsheet.csv_sections``)
-MARKDOWN_SUFFIXES = {".md", ".markdown"}
+# and MDX (Markdown with JSX), Quarto and R Markdown notebooks: Markdown with code chunks
+MARKDOWN_SUFFIXES = {".md", ".markdown", ".mdx", ".qmd", ".rmd"}
 HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
 PDF_SUFFIXES = {".pdf"}
 OFFICE_SUFFIXES = {".docx", ".odt", ".pptx", ".odp"}  # Word, OpenDocument text, PowerPoint, Impress (``office``)
@@ -22,10 +24,17 @@ RTF_SUFFIXES = {".rtf"}  # what WordPad and TextEdit save (``ingest.rtf``)
 MAIL_SUFFIXES = {".eml", ".emlx"}  # a message saved as a file (``ingest.mail``); .emlx: Apple Mail's
 MBOX_SUFFIXES = {".mbox"}  # mailboxes, many messages (``ingest.mail``): streamed, as JSONL corpora are
 NOTEBOOK_SUFFIXES = {".ipynb"}  # Jupyter notebooks (``ingest.notebook``)
+# Source code and configuration, read as text. A repository's files of a language not listed were left out
+# of its index without a word (a Haskell, Elixir or Terraform project lost most of its own files). Not style
+# sheets, nor C compilers' ".d" dependency files: a documentation build's themes, a build folder's lists.
 CODE_SUFFIXES = {
-    ".py", ".js", ".ts", ".tsx", ".jsx", ".go", ".rs", ".java", ".kt", ".c", ".h", ".cc", ".cpp", ".hpp", ".cs",
-    ".rb", ".php", ".swift", ".scala", ".sh", ".bash", ".sql", ".r", ".jl", ".lua", ".toml", ".yaml", ".yml", ".ini",
-    ".cfg",
+    ".py", ".pyi", ".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx", ".vue", ".svelte", ".go", ".rs", ".java", ".kt",
+    ".kts", ".groovy", ".gradle", ".c", ".h", ".cc", ".cpp", ".cxx", ".hh", ".hpp", ".cs", ".fs", ".fsx", ".m", ".mm",
+    ".rb", ".php", ".swift", ".scala", ".dart", ".zig", ".nim", ".hs", ".ml", ".mli", ".ex", ".exs", ".erl",
+    ".hrl", ".clj", ".cljs", ".el", ".lisp", ".scm", ".rkt", ".pl", ".pm", ".sh", ".bash", ".zsh", ".fish", ".ps1",
+    ".psm1", ".bat", ".cmd", ".sql", ".r", ".jl", ".lua", ".f90", ".f", ".pas", ".sol", ".v", ".sv", ".vhd", ".asm",
+    ".proto", ".graphql", ".gql", ".tf", ".hcl", ".nix", ".cmake", ".toml", ".yaml", ".yml", ".ini", ".cfg",
+    ".conf", ".properties",
 }
 JSONL_SUFFIXES = {".jsonl"}
 # A .json file is read only where named (a folder's are settings and data): as a corpus where it is a JSON

@@ -62,6 +62,15 @@ class IndexReport:
         return (f"not read: {counted(total, 'file')} of other types ({', '.join(kinds)}{more}); "
                 f"a text file named on the command line is indexed whatever its name")
 
+    def packages_text(self, shown: int = 3) -> str:
+        """e.g. "left out: 2 folders of installed packages (venv, web/node_modules); name one to index it", or ""."""
+        folders = self.walk.packages
+        if not folders:
+            return ""
+        named = ", ".join(folders[:shown]) + (", …" if len(folders) > shown else "")
+        return (f"left out: {counted(len(folders), 'folder')} of installed packages ({named}); "
+                f"name one on the command line to index it")
+
     @property
     def passages_per_second(self) -> float:
         return self.passages_added / self.seconds if self.seconds else 0.0

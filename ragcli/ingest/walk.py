@@ -21,6 +21,12 @@ from ragcli.retrieval.schema import MANIFEST_FILE, META_FILE
 
 IGNORE_FILE = ".ragcliignore"
 NEVER_READ = frozenset({".git", ".hg", ".svn"})  # version control's own folders, --hidden or not
+# Folders of installed packages, left out of a folder's walk (read where named): a project's virtual
+# environment or node_modules is other people's code by the ten thousand files, which crowded the project's
+# own out of every answer and took most of the indexing time. A Python environment is known by its
+# pyvenv.cfg (venv, virtualenv, uv) or conda-meta folder, whatever its name.
+PACKAGE_FOLDERS = frozenset({"node_modules", "bower_components", "jspm_packages", "site-packages", "dist-packages"})
+_ENVIRONMENT_MARKS = ("pyvenv.cfg", "conda-meta")
 
 __all__ = ["FileInfo", "IGNORE_FILE", "WalkNotes", "as_named", "display_path", "iter_files", "printable_name",
            "shown_path", "within_folder"]
@@ -38,11 +44,12 @@ class FileInfo:
 @dataclass
 class WalkNotes:
     """What finding the files saw besides them: files of types that are not read (by suffix, ""
-    for none), and what could not be looked at this run (a folder that could not be listed, a
+    for none), folders of installed packages left out (``PACKAGE_FOLDERS``), and what could not be looked at this run (a folder that could not be listed, a
     file that could not be stat'ed), named as the index names files: their passages are kept."""
 
     other_types: Counter = field(default_factory=Counter)
     unlisted: list[str] = field(default_factory=list)
+    packages: list[str] = field(default_factory=list)  # folders of installed packages left out, as shown
 
     def unseen(self, key: str) -> bool:
         """Whether the file indexed as ``key`` lies in something this run could not look at."""
@@ -87,7 +94,8 @@ def iter_files(paths: list[Path], *, include_hidden: bool = False, exclude: Iter
             notes.unlisted.append(key_of(path))
 
         candidates: Iterable[Path] = ([root] if not root.is_dir()  # a file, or a pipe named: said as such below
-                                      else _walk(root, include_hidden, excluded, on_skip, notes.other_types, unlisted))
+                                      else _walk(root, include_hidden, excluded, on_skip, notes.other_types, unlisted,
+                                                 notes.packages))
         for path in candidates:
             try:
                 resolved = path.resolve()
@@ -130,7 +138,8 @@ def _maybe_there(exc: BaseException) -> bool:
 
 
 def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn | None = None,
-          other_types: Counter | None = None, unlisted: Callable[[Path], None] | None = None) -> Iterator[Path]:
+          other_types: Counter | None = None, unlisted: Callable[[Path], None] | None = None,
+          packages: list[str] | None = None) -> Iterator[Path]:
     excluded = _spec(exclude) if exclude else None
     # the .ragcliignore files that apply, each folder's before those inside it (absolute folders): those
     # of the folders above the root too, as git reads a repository's from its top (`ragcli index ign/logs`
@@ -147,6 +156,8 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
         if on_skip is not None:
             on_skip(root, f"left out by {left_out / IGNORE_FILE}")
         return
+    # a folder of packages named is read whole: `ragcli index venv` reads its site-packages
+    packaged = any(_holds_packages(folder) for folder in (top, *top.parents))
     real_root = os.path.realpath(root)
     walked: set[str] = set()  # real paths of the folders read so far (and the links' targets about to be)
     linked: list[Path] = []  # links to files: yielded last, so the file itself wins where the walk reads it
@@ -183,6 +194,10 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
                     continue
                 if _is_index(here / d):  # (`ragcli index ~` with the index in ~/index_data: its own files were "not read")
                     continue
+                if not packaged and _holds_packages(here / d):
+                    if packages is not None:
+                        packages.append(str(here / d))
+                    continue
                 if os.path.islink(here / d):
                     follow = _follow(here / d, real_root, walked, on_skip)
                     if follow is None:
@@ -218,6 +233,16 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
         target = Path(os.path.realpath(link))
         if not (target.is_relative_to(real_root) and _never_read(target.parent, Path(real_root))):
             yield link
+
+
+def _holds_packages(folder: Path) -> bool:
+    """Whether ``folder`` is one of installed packages (``PACKAGE_FOLDERS``, or a Python environment)."""
+    if folder.name in PACKAGE_FOLDERS:
+        return True
+    try:
+        return any(os.path.exists(folder / mark) for mark in _ENVIRONMENT_MARKS)
+    except OSError:
+        return False
 
 
 def _never_read(folder: Path, root: Path) -> bool:
