@@ -2015,3 +2015,19 @@ def test_a_word_file_whose_xml_declares_an_encoding_expat_lacks_is_read(tmp_path
     with zipfile.ZipFile(tmp_path / "jp.docx", "w") as z:
         z.writestr("word/document.xml", xml.encode("shift_jis"))
     assert [p.text for p in read_passages(tmp_path / "jp.docx", "jp.docx")] == ["セイウチ walruses"]
+
+
+def test_docs_and_code_of_more_kinds_are_read_and_build_outputs_are_not(tmp_path):
+    """AsciiDoc and wiki pages (text), MDX, Quarto and R Markdown (Markdown, by their headings), and the
+    source of languages that were left out without a word (Haskell, Elixir, Terraform, PowerShell, Vue);
+    not a C compiler's .d dependency lists nor style sheets."""
+    files = {"guide.adoc": "= Guide\n\nInstall the walrus.", "post.mdx": "# Post\n\nWalrus <Chart />",
+             "analysis.qmd": "---\ntitle: x\n---\n\n## Results\n\n```{r}\nwalrus()\n```",
+             "Main.hs": "main = putStrLn \"walrus\"", "lib.ex": "defmodule Walrus do end", "main.tf": "resource \"walrus\" {}",
+             "run.ps1": "Write-Host walrus", "App.vue": "<template>walrus</template>",
+             "main.d": "main.o: main.c walrus.h", "site.css": ".walrus { color: red }"}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    read = {f.path.name for f in iter_files([tmp_path])}
+    assert read == set(files) - {"main.d", "site.css"}
+    assert [p.title for p in read_passages(tmp_path / "analysis.qmd")] == ["Results"]  # (front matter: metadata)
