@@ -108,3 +108,21 @@ def test_a_large_picture_is_passed_over_not_read_as_text(tmp_path):
     passages = read_passages(path)
     assert [p.text for p in passages] == ["Before. After."]
     assert json.dumps([p.text for p in passages]).count("0123") == 0
+
+
+def test_a_table_written_without_nested_tables_for_old_readers_is_not_read_twice():
+    """Word writes a nested table's cells (\\nestcell) and then, for readers that know no nested
+    tables, the same text again in a \\nonesttables group, without the \\* that would mark it skippable."""
+    data = (rb"{\rtf1\ansi\trowd\cellx5000\pard\intbl\itap2 Deep A\nestcell Deep B\nestcell"
+            rb"{\*\nesttableprops\trowd\cellx2000\cellx4000\nestrow}{\nonesttables Deep A Deep B\par}"
+            rb"\pard\intbl\itap1 Outer\cell\row\pard\itap0 After\par}")
+    assert _sections(data) == [("note", "Deep A\tDeep B\tOuter\n\nAfter")]
+
+
+def test_a_table_after_spaces_in_its_group_is_still_no_text():
+    """A writer that indents its RTF puts spaces between a group's brace and its first control word."""
+    data = (b"{\\rtf1\\ansi\\ansicpg1252\\deff0\r\n    { \\fonttbl \r\n        {\\f0\\froman\\fcharset0\\fprq2\r\n"
+            b"            {\\*\\panose 02020603050405020304}Times New Roman;} \r\n    } \r\n"
+            b"    {\\fs28 Gr\\'fc\\'dfe } \r\n}")
+    assert _sections(data) == [("note", "Grüße")]
+

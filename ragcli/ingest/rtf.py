@@ -36,13 +36,14 @@ _SKIP_TO = re.compile(rb"[{}\\]")
 
 # Groups whose text is not the document's (written without the \* that marks one a reader may skip, by
 # older writers): tables, pictures and objects' data, headers and footers, field codes, comments, index
-# and table-of-contents entries, document properties other than the title
+# and table-of-contents entries, document properties other than the title; and the text of nested tables
+# written again, unnested, for readers that know no nested tables (Word's \\nonesttables: read twice)
 _NOT_TEXT = frozenset(b"""colortbl pict object objdata objclass objname nonshppict shp header headerl headerr
     headerf footer footerl footerr footerf fldinst annotation atnid atnauthor atndate atnref xe tc txe
     listtable listoverridetable rsidtbl revtbl filetbl themedata colorschememapping latentstyles datastore
     xmlnstbl generator mmathPr pgdsctbl private userprops docvar background pn template fchars lchars
     author operator keywords subject doccomm comment company category manager hlinkbase creatim revtim
-    printim buptim""".split())
+    printim buptim nonesttables""".split())
 _BREAKS = frozenset((b"par", b"sect", b"page", b"row"))  # a paragraph ends
 _CHARACTERS = {b"line": "\n", b"tab": "\t", b"cell": "\t", b"nestcell": "\t", b"emdash": "\u2014",
                b"endash": "\u2013", b"bullet": "\u2022", b"lquote": "\u2018", b"rquote": "\u2019",
@@ -129,7 +130,9 @@ class _Reader:
                 state = stack.pop()
                 continue
             if text is not None:
-                first_in_group = False
+                # spaces before a group's first control word ("{ \\fonttbl", by a writer that indents its
+                # groups) do not make that word text's: the group is still what the word says
+                first_in_group = first_in_group and text.isspace()
                 if self._fallback:
                     skipped = min(self._fallback, len(text))
                     self._fallback -= skipped
