@@ -126,3 +126,15 @@ def test_a_table_after_spaces_in_its_group_is_still_no_text():
             b"    {\\fs28 Gr\\'fc\\'dfe } \r\n}")
     assert _sections(data) == [("note", "Grüße")]
 
+
+
+def test_a_western_font_in_a_chinese_or_japanese_document_is_in_the_western_code_page():
+    """\\fcharset0 is the ANSI (Western) code page: TextEdit writes a list's bullet \\'95 in Helvetica so
+    in a Chinese document (\\ansicpg936), where the byte alone is half a character."""
+    data = (b"{\\rtf1\\ansi\\ansicpg936\\cocoartf1404\n{\\fonttbl\\f0\\fnil\\fcharset0 HelveticaNeue;"
+            b"\\f1\\fnil\\fcharset134 PingFangSC-Regular;}\n\\pard\\ls1\\ilvl0\\f0 {\\listtext\t\\'95\t}Caf\\'e9 "
+            b"\n\\f1 \\'bd\\'d3\\'ca\\'dc\n\\f0 \\\n}")
+    assert _sections(data) == [("note", "•\tCafé 接受")]
+    # a pair that is one character in the document's code page stays one, in whatever font
+    assert _sections(rb"{\rtf1\ansi\ansicpg932{\fonttbl{\f0\fcharset0 Arial;}}\f0 \'82\'a0\'82\'a2}") == [
+        ("note", "あい")]

@@ -52,10 +52,13 @@ _CHARACTERS = {b"line": "\n", b"tab": "\t", b"cell": "\t", b"nestcell": "\t", b"
 # control symbols: a no-break space and hyphen, an optional hyphen, escaped braces and backslash; a
 # backslash before a line end ends a paragraph (None; TextEdit writes one for each line break)
 _SYMBOLS = {b"~": "\u00a0", b"_": "\u2011", b"{": "{", b"}": "}", b"\\": "\\", b"\n": None, b"\r": None}
-# \fcharsetN: the code page of a font's bytes (others, 0 among them: the document's own, \ansicpg)
-_CHARSETS = {77: "mac_roman", 128: "cp932", 129: "cp949", 130: "johab", 134: "gbk", 136: "big5", 161: "cp1253",
-             162: "cp1254", 163: "cp1258", 177: "cp1255", 178: "cp1256", 186: "cp1257", 204: "cp1251", 222: "cp874",
-             238: "cp1250", 254: "cp437", 255: "cp850"}
+# \fcharsetN: the code page of a font's bytes (others: the document's own, \ansicpg). 0, ANSI, is Western
+# ("ansi": see _Reader._decode)
+_CHARSETS = {0: "ansi", 77: "mac_roman", 128: "cp932", 129: "cp949", 130: "johab", 134: "gbk", 136: "big5",
+             161: "cp1253", 162: "cp1254", 163: "cp1258", 177: "cp1255", 178: "cp1256", 186: "cp1257", 204: "cp1251",
+             222: "cp874", 238: "cp1250", 254: "cp437", 255: "cp850"}
+codecs.register_error("rtf-western", lambda e: (e.object[e.start:e.end].decode("cp1252", "replace"), e.end))
+_DOUBLE_BYTE = frozenset(("cp932", "cp949", "johab", "gbk", "big5"))
 _HEADING_NAME = re.compile(r"heading\s*(\d)\s*;?", re.I)
 
 
@@ -138,7 +141,7 @@ class _Reader:
                     self._fallback -= skipped
                     text = text[skipped:]
                 if text:
-                    self._put(state, text.decode(self._codepage(state.font), errors="replace"))
+                    self._put(state, self._decode(text, state.font))
                 continue
             if symbol is not None:
                 if symbol == b"*":  # the group is one a reader that does not know it may skip
@@ -235,13 +238,22 @@ class _Reader:
             else:
                 state.level = level
 
-    def _codepage(self, font: int | None) -> str:
+    def _decode(self, raw: bytes, font: int | None) -> str:
+        """The characters of bytes written in ``font`` (None: the document's default)."""
         if font is None:
             font = self.default_font
-        return (self.fonts.get(font) if font is not None else None) or self.codepage
+        codepage = (self.fonts.get(font) if font is not None else None) or self.codepage
+        if codepage != "ansi":
+            return raw.decode(codepage, errors="replace")
+        if self.codepage not in _DOUBLE_BYTE:  # the document's own, for writers that give every font \\fcharset0
+            return raw.decode(self.codepage, errors="replace")
+        # a Western font in a Chinese, Japanese or Korean document: its one-byte characters (TextEdit's list
+        # bullet \\'95, an é) are Western, half a character in the document's code page; a pair that is
+        # one there is read as one, for writers that name no font for them
+        return raw.decode(self.codepage, errors="rtf-western")
 
     def _flush(self, state: _State) -> None:
-        self._put(state, bytes(self._bytes).decode(self._codepage(self._bytes_font), errors="replace"))
+        self._put(state, self._decode(bytes(self._bytes), self._bytes_font))
         self._bytes.clear()
 
     def _put(self, state: _State, text: str) -> None:
