@@ -138,3 +138,17 @@ def test_a_western_font_in_a_chinese_or_japanese_document_is_in_the_western_code
     # a pair that is one character in the document's code page stays one, in whatever font
     assert _sections(rb"{\rtf1\ansi\ansicpg932{\fonttbl{\f0\fcharset0 Arial;}}\f0 \'82\'a0\'82\'a2}") == [
         ("note", "あい")]
+
+
+def test_the_text_of_a_text_box_is_read_once_and_its_shape_properties_are_not():
+    """A text box is a shape: its text in \\shptxt (all of a flyer's, in some); its properties ({\\sp{\\sn
+    name}{\\sv value}}) and the copy Word writes for older readers (\\shprslt) are no text."""
+    data = (rb"{\rtf1\ansi\deff0{\fonttbl{\f0\fswiss\fcharset0 Arial;}}\pard Before the box.\par"
+            rb"{\shp{\*\shpinst\shpleft8701\shptop7\shpright10216\shpbottom457\shpz3\shplid1026"
+            rb"{\sp{\sn shapeType}{\sv 202}}{\sp{\sn wzName}{\sv Text Box 2}}"
+            rb"{\sp{\sn fillBlip}{\sv {\pict\pngblip 89504e470d0a1a0a}}}"
+            rb"{\shptxt \pard\plain\f0 Retail value: \'a35\par Donated by the walrus.\par}}"
+            rb"{\shprslt{\*\do\dobxcolumn\dptxbx{\pard Retail value: \'a35\par}}}}"
+            rb"\pard After the box.\par}")
+    assert _sections(data) == [("note", "Before the box.\n\nRetail value: £5\n\nDonated by the walrus.\n\n"
+                                        "After the box.")]

@@ -37,8 +37,10 @@ _SKIP_TO = re.compile(rb"[{}\\]")
 # Groups whose text is not the document's (written without the \* that marks one a reader may skip, by
 # older writers): tables, pictures and objects' data, headers and footers, field codes, comments, index
 # and table-of-contents entries, document properties other than the title; and the text of nested tables
-# written again, unnested, for readers that know no nested tables (Word's \\nonesttables: read twice)
-_NOT_TEXT = frozenset(b"""colortbl pict object objdata objclass objname nonshppict shp header headerl headerr
+# written again, unnested, for readers that know no nested tables (Word's \nonesttables: read twice), as
+# is a shape's for readers that know no shapes (\shprslt), and a shape's properties (\sp: its name, a
+# picture). A shape's own text (\shptxt: a text box's) is read
+_NOT_TEXT = frozenset(b"""colortbl pict object objdata objclass objname nonshppict sp shprslt header headerl headerr
     headerf footer footerl footerr footerf fldinst annotation atnid atnauthor atndate atnref xe tc txe
     listtable listoverridetable rsidtbl revtbl filetbl themedata colorschememapping latentstyles datastore
     xmlnstbl generator mmathPr pgdsctbl private userprops docvar background pn template fchars lchars
@@ -133,7 +135,7 @@ class _Reader:
                 state = stack.pop()
                 continue
             if text is not None:
-                # spaces before a group's first control word ("{ \\fonttbl", by a writer that indents its
+                # spaces before a group's first control word ("{ \fonttbl", by a writer that indents its
                 # groups) do not make that word text's: the group is still what the word says
                 first_in_group = first_in_group and text.isspace()
                 if self._fallback:
@@ -185,6 +187,8 @@ class _Reader:
         elif word in (b"footnote", b"endnote"):
             state.sink = state.opens = "footnote"
             self._text["footnote"].clear()
+        elif word == b"shpinst":  # a shape, marked skippable (\*): its text box's text is in it
+            return None
         elif word in _NOT_TEXT or ignorable or state.sink == "info":
             return "skip"
         else:
@@ -245,10 +249,10 @@ class _Reader:
         codepage = (self.fonts.get(font) if font is not None else None) or self.codepage
         if codepage != "ansi":
             return raw.decode(codepage, errors="replace")
-        if self.codepage not in _DOUBLE_BYTE:  # the document's own, for writers that give every font \\fcharset0
+        if self.codepage not in _DOUBLE_BYTE:  # the document's own, for writers that give every font \fcharset0
             return raw.decode(self.codepage, errors="replace")
         # a Western font in a Chinese, Japanese or Korean document: its one-byte characters (TextEdit's list
-        # bullet \\'95, an é) are Western, half a character in the document's code page; a pair that is
+        # bullet \'95, an é) are Western, half a character in the document's code page; a pair that is
         # one there is read as one, for writers that name no font for them
         return raw.decode(self.codepage, errors="rtf-western")
 
