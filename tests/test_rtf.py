@@ -152,3 +152,11 @@ def test_the_text_of_a_text_box_is_read_once_and_its_shape_properties_are_not():
             rb"\pard After the box.\par}")
     assert _sections(data) == [("note", "Before the box.\n\nRetail value: £5\n\nDonated by the walrus.\n\n"
                                         "After the box.")]
+
+
+def test_text_deleted_while_changes_were_tracked_is_not_read_and_the_text_inserted_is():
+    """Word marks a tracked deletion \\deleted (as a .docx's w:del): the document no longer says it."""
+    data = (rb"{\rtf1\ansi{\*\revtbl {Unknown;}{Ada;}}\pard The meeting is on "
+            rb"{\deleted\revauthdel1\revdttmdel1199059860 Monday}{\revised\revauth1\revdttm1199059860 Tuesday}"
+            rb" at noon.\par\pard Before \deleted old \'e9t\'e9\deleted0 after \deleted gone\plain  back.\par}")
+    assert _sections(data) == [("note", "The meeting is on Tuesday at noon.\n\nBefore after  back.")]

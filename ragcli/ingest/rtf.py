@@ -1,7 +1,7 @@
 """RTF files (.rtf: what WordPad and macOS TextEdit save by default, and many exports) as Sections,
 one per heading as Word files are (``office.heading_sections``): the text of the document's body, its
 footnotes after it; not its font, colour and style tables, pictures, headers and footers, field codes,
-comments or index entries. Characters written as ``\\'hh`` are read in the code page of their font
+comments, index entries or the text deleted while changes were tracked. Characters written as ``\\'hh`` are read in the code page of their font
 (``\\fcharset``) or the document's (``\\ansicpg``), those written as ``\\uN`` as Unicode. A heading is a
 paragraph with an outline level (``\\outlinelevelN``, its own or its style's) or a style named "heading N".
 The standard library reads it; ``reader`` calls ``rtf_sections``."""
@@ -68,17 +68,19 @@ class _State:
     """What a group sets, and the groups inside it start from: where its text goes (``sink``: the body, a
     footnote, the title, the style table; "info" and "fonttbl": nowhere), its font (the code page of its
     bytes), how many characters follow a \\uN for readers without Unicode, the paragraph's heading
-    level; and what the group itself is (``opens``: a footnote, a style's entry, …), done at its end. A
+    level, whether its text is one deleted while changes were tracked (\\deleted); and what the group itself is (``opens``: a footnote, a style's entry, …), done at its end. A
     group none of whose text is read is passed over whole (``_Reader._skip_group``): it has no state."""
 
-    __slots__ = ("sink", "font", "uc", "level", "opens")
+    __slots__ = ("sink", "font", "uc", "level", "opens", "deleted")
 
     def __init__(self) -> None:
         self.sink, self.font, self.uc, self.level, self.opens = "body", None, 1, None, None
+        self.deleted = False
 
     def inner(self) -> "_State":
         new = _State.__new__(_State)
         new.sink, new.font, new.uc, new.level = self.sink, self.font, self.uc, self.level
+        new.deleted = self.deleted
         new.opens = "style entry" if self.opens == "stylesheet" else None
         return new
 
@@ -209,6 +211,10 @@ class _Reader:
         n = int(param) if param is not None else None
         if word == b"pard":
             state.level = None
+        elif word == b"deleted":  # text deleted while changes were tracked: no longer the document's
+            state.deleted = n != 0
+        elif word == b"plain":
+            state.deleted = False
         elif n is None:
             if word in (b"mac", b"pc", b"pca"):
                 self.codepage = {b"mac": "mac_roman", b"pc": "cp437", b"pca": "cp850"}[word]
@@ -261,7 +267,7 @@ class _Reader:
         self._bytes.clear()
 
     def _put(self, state: _State, text: str) -> None:
-        if state.sink in self._text:
+        if state.sink in self._text and not state.deleted:
             self._text[state.sink].append(text)
 
     def _paragraph_end(self, state: _State) -> None:
