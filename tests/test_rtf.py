@@ -160,3 +160,13 @@ def test_text_deleted_while_changes_were_tracked_is_not_read_and_the_text_insert
             rb"{\deleted\revauthdel1\revdttmdel1199059860 Monday}{\revised\revauth1\revdttm1199059860 Tuesday}"
             rb" at noon.\par\pard Before \deleted old \'e9t\'e9\deleted0 after \deleted gone\plain  back.\par}")
     assert _sections(data) == [("note", "The meeting is on Tuesday at noon.\n\nBefore after  back.")]
+
+
+def test_a_textedit_picture_is_not_read_as_its_file_name():
+    """TextEdit writes a picture it attaches as {{\\NeXTGraphic file name \\widthN ...}¬}: no text."""
+    data = (b"{\\rtf1\\ansi\\ansicpg1252\\cocoartf2761\n{\\fonttbl\\f0\\fswiss\\fcharset0 Helvetica;}\n"
+            b"\\f0\\fs28 A rich text document with a picture:\\\n{{\\NeXTGraphic Pasted Graphic.png \\width2400 "
+            b"\\height1200 \\appleattachmentpadding0 \\appleembedtype0 \\appleaqc\n}\\'ac}\\\nBelow the picture.\\\n}")
+    text = _sections(data)[0][1]
+    assert "Pasted" not in text and "png" not in text
+    assert text.startswith("A rich text document with a picture:") and text.endswith("Below the picture.")

@@ -39,13 +39,14 @@ _SKIP_TO = re.compile(rb"[{}\\]")
 # and table-of-contents entries, document properties other than the title; and the text of nested tables
 # written again, unnested, for readers that know no nested tables (Word's \nonesttables: read twice), as
 # is a shape's for readers that know no shapes (\shprslt), and a shape's properties (\sp: its name, a
-# picture). A shape's own text (\shptxt: a text box's) is read
+# picture). A shape's own text (\shptxt: a text box's) is read. TextEdit's picture (\NeXTGraphic) is its
+# file's name
 _NOT_TEXT = frozenset(b"""colortbl pict object objdata objclass objname nonshppict sp shprslt header headerl headerr
     headerf footer footerl footerr footerf fldinst annotation atnid atnauthor atndate atnref xe tc txe
     listtable listoverridetable rsidtbl revtbl filetbl themedata colorschememapping latentstyles datastore
     xmlnstbl generator mmathPr pgdsctbl private userprops docvar background pn template fchars lchars
     author operator keywords subject doccomm comment company category manager hlinkbase creatim revtim
-    printim buptim nonesttables""".split())
+    printim buptim nonesttables NeXTGraphic""".split())
 _BREAKS = frozenset((b"par", b"sect", b"page", b"row"))  # a paragraph ends
 _CHARACTERS = {b"line": "\n", b"tab": "\t", b"cell": "\t", b"nestcell": "\t", b"emdash": "\u2014",
                b"endash": "\u2013", b"bullet": "\u2022", b"lquote": "\u2018", b"rquote": "\u2019",
