@@ -170,3 +170,12 @@ def test_a_textedit_picture_is_not_read_as_its_file_name():
     text = _sections(data)[0][1]
     assert "Pasted" not in text and "png" not in text
     assert text.startswith("A rich text document with a picture:") and text.endswith("Below the picture.")
+
+
+def test_a_symbol_font_bullet_in_a_japanese_document_is_a_bullet_not_a_katakana():
+    """Word writes a list's bullet as \\'b7 in Symbol (\\fcharset2): a byte of no code page, read as
+    Western; in the document's (\\ansicpg932) it is a half-width katakana, a word to the index."""
+    data = (rb"{\rtf1\ansi\ansicpg932\uc2\deff0{\fonttbl{\f0\fnil\fcharset128 MS Mincho;}"
+            rb"{\f3\fbidi \froman\fcharset2\fprq2 Symbol;}}\pard{\listtext\pard\plain \f3 \'b7\tab}\f0 "
+            rb"\u26085\'93\'fa\par}")
+    assert _sections(data) == [("note", "·\t日")]

@@ -56,8 +56,9 @@ _CHARACTERS = {b"line": "\n", b"tab": "\t", b"cell": "\t", b"nestcell": "\t", b"
 # backslash before a line end ends a paragraph (None; TextEdit writes one for each line break)
 _SYMBOLS = {b"~": "\u00a0", b"_": "\u2011", b"{": "{", b"}": "}", b"\\": "\\", b"\n": None, b"\r": None}
 # \fcharsetN: the code page of a font's bytes (others: the document's own, \ansicpg). 0, ANSI, is Western
-# ("ansi": see _Reader._decode)
-_CHARSETS = {0: "ansi", 77: "mac_roman", 128: "cp932", 129: "cp949", 130: "johab", 134: "gbk", 136: "big5",
+# ("ansi": see _Reader._decode); 2, Symbol's, is no code page: read as Western, its bullet \'b7 a "·" (in
+# a Japanese document's code page, a half-width katakana)
+_CHARSETS = {0: "ansi", 2: "cp1252", 77: "mac_roman", 128: "cp932", 129: "cp949", 130: "johab", 134: "gbk", 136: "big5",
              161: "cp1253", 162: "cp1254", 163: "cp1258", 177: "cp1255", 178: "cp1256", 186: "cp1257", 204: "cp1251",
              222: "cp874", 238: "cp1250", 254: "cp437", 255: "cp850"}
 codecs.register_error("rtf-western", lambda e: (e.object[e.start:e.end].decode("cp1252", "replace"), e.end))
