@@ -179,3 +179,8 @@ def test_a_symbol_font_bullet_in_a_japanese_document_is_a_bullet_not_a_katakana(
             rb"{\f3\fbidi \froman\fcharset2\fprq2 Symbol;}}\pard{\listtext\pard\plain \f3 \'b7\tab}\f0 "
             rb"\u26085\'93\'fa\par}")
     assert _sections(data) == [("note", "·\t日")]
+
+
+def test_a_real_file_indented_after_its_braces_is_its_text_without_its_font_names():
+    """striprtf's issue 55 (tests/data/README.md): "{ \\fonttbl" and a font's name after a \\panose group."""
+    assert _sections((DATA / "striprtf_issue_55.rtf").read_bytes()) == [("note", "ü")]
