@@ -1,10 +1,10 @@
 """RTF files (.rtf: what WordPad and macOS TextEdit save by default, and many exports) as Sections,
 one per heading as Word files are (``office.heading_sections``): the text of the document's body, its
 footnotes after it; not its font, colour and style tables, pictures, headers and footers, field codes,
-comments, index entries or the text deleted while changes were tracked. Characters written as ``\\'hh`` are read in the code page of their font
-(``\\fcharset``) or the document's (``\\ansicpg``), those written as ``\\uN`` as Unicode. A heading is a
-paragraph with an outline level (``\\outlinelevelN``, its own or its style's) or a style named "heading N".
-The standard library reads it; ``reader`` calls ``rtf_sections``."""
+comments, index entries or the text deleted while changes were tracked. Characters written as ``\\'hh``
+are read in the code page of their font (``\\fcharset``) or the document's (``\\ansicpg``), those written
+as ``\\uN`` as Unicode. A heading is a paragraph with an outline level (``\\outlinelevelN``, its own or
+its style's) or a style named "heading N". The standard library reads it; ``reader`` calls ``rtf_sections``."""
 
 from __future__ import annotations
 
@@ -70,8 +70,9 @@ class _State:
     """What a group sets, and the groups inside it start from: where its text goes (``sink``: the body, a
     footnote, the title, the style table; "info" and "fonttbl": nowhere), its font (the code page of its
     bytes), how many characters follow a \\uN for readers without Unicode, the paragraph's heading
-    level, whether its text is one deleted while changes were tracked (\\deleted); and what the group itself is (``opens``: a footnote, a style's entry, …), done at its end. A
-    group none of whose text is read is passed over whole (``_Reader._skip_group``): it has no state."""
+    level, whether its text is one deleted while changes were tracked (\\deleted); and what the group
+    itself is (``opens``: a footnote, a style's entry, …), done at its end. A group none of whose text is
+    read is passed over whole (``_Reader._skip_group``): it has no state."""
 
     __slots__ = ("sink", "font", "uc", "level", "opens", "deleted")
 
