@@ -23,6 +23,7 @@ EPUB_SUFFIXES = {".epub"}  # e-books (``ingest.epub``)
 RTF_SUFFIXES = {".rtf"}  # what WordPad and TextEdit save (``ingest.rtf``)
 MAIL_SUFFIXES = {".eml", ".emlx"}  # a message saved as a file (``ingest.mail``); .emlx: Apple Mail's
 MBOX_SUFFIXES = {".mbox"}  # mailboxes, many messages (``ingest.mail``): streamed, as JSONL corpora are
+WORD97_SUFFIXES = {".doc"}  # Word 97-2003's binary format, an OLE file (``ingest.worddoc``)
 NOTEBOOK_SUFFIXES = {".ipynb"}  # Jupyter notebooks (``ingest.notebook``)
 # Source code and configuration, read as text. A repository's files of a language not listed were left out
 # of its index without a word (a Haskell, Elixir or Terraform project lost most of its own files). Not style
@@ -41,8 +42,8 @@ JSONL_SUFFIXES = {".jsonl"}
 # array of {"title", "text"} records, else as text
 JSON_SUFFIXES = {".json"}
 SUPPORTED_SUFFIXES = (TEXT_SUFFIXES | CSV_SUFFIXES | MARKDOWN_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES | OFFICE_SUFFIXES
-                      | SPREADSHEET_SUFFIXES | ODS_SUFFIXES | EPUB_SUFFIXES | RTF_SUFFIXES | MAIL_SUFFIXES
-                      | MBOX_SUFFIXES | NOTEBOOK_SUFFIXES | CODE_SUFFIXES | JSONL_SUFFIXES)
+                      | SPREADSHEET_SUFFIXES | ODS_SUFFIXES | EPUB_SUFFIXES | RTF_SUFFIXES | WORD97_SUFFIXES
+                      | MAIL_SUFFIXES | MBOX_SUFFIXES | NOTEBOOK_SUFFIXES | CODE_SUFFIXES | JSONL_SUFFIXES)
 # Read as they stream, a batch of passages at a time: no size cap, never whole in memory nor in a parser process
 STREAMED_SUFFIXES = JSONL_SUFFIXES | MBOX_SUFFIXES
 # Files without an extension that are text by their name (any case): a project's or a package's own
@@ -58,7 +59,8 @@ TEXT_NAMES = frozenset("""readme license licence copying notice authors contribu
 # compressed already: never read so.
 COMPRESSED_SUFFIXES = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz"}
 # zips and PDFs: compressed already
-NOT_READ_COMPRESSED_SUFFIXES = PDF_SUFFIXES | OFFICE_SUFFIXES | SPREADSHEET_SUFFIXES | ODS_SUFFIXES | EPUB_SUFFIXES
+NOT_READ_COMPRESSED_SUFFIXES = (PDF_SUFFIXES | OFFICE_SUFFIXES | SPREADSHEET_SUFFIXES | ODS_SUFFIXES | EPUB_SUFFIXES
+                                | WORD97_SUFFIXES)
 READ_COMPRESSED_SUFFIXES = SUPPORTED_SUFFIXES - NOT_READ_COMPRESSED_SUFFIXES
 
 
@@ -87,7 +89,7 @@ def type_of(path: Path) -> str:
 
 # Not text, whatever the name before them: "history.db" and "install.exe" are no documents
 _NOT_TEXT_SUFFIXES = frozenset(""".exe .dll .so .dylib .bin .dat .db .sqlite .sqlite3 .png .jpg .jpeg .gif .bmp .ico
-    .webp .zip .tar .tgz .7z .rar .zst .doc .xls .ppt .class .jar .pyc .o .a .obj .iso .img .mp3 .mp4 .wav .ogg
+    .webp .zip .tar .tgz .7z .rar .zst .xls .ppt .class .jar .pyc .o .a .obj .iso .img .mp3 .mp4 .wav .ogg
     .flac .avi .mov .mkv .woff .woff2 .ttf .otf .eot .lock .pid .sock""".split())
 
 

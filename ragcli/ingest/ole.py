@@ -1,0 +1,138 @@
+"""The streams of an OLE2 file (Microsoft's Compound File Binary format, [MS-CFB]): the container of
+Word 97-2003 documents (``worddoc``), old Excel and PowerPoint files and encrypted Office ones. A file
+system inside a file: a header, a FAT of sector chains, a mini-FAT for the small streams, a directory
+tree of names. Read with the standard library; every offset, chain and size is checked, since a damaged
+or cut file must give a reason (``SkipFile``), not an exception or a loop that never ends."""
+
+from __future__ import annotations
+
+import struct
+
+from ragcli.ingest.formats import SkipFile
+
+__all__ = ["MAGIC", "OleFile"]
+
+MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+_END_OF_CHAIN = 0xFFFFFFFE
+_FREE = 0xFFFFFFFF
+_NO_STREAM = 0xFFFFFFFF  # a directory entry's sibling or child that is none
+_STREAM, _ROOT = 2, 5
+_MAX_DIFAT_SECTORS = 1 << 16  # 8 TB of 512-byte sectors' worth of FAT: more is a damaged count
+
+
+def _damaged(why: str) -> SkipFile:
+    return SkipFile(f"a damaged or cut-short Word/OLE file ({why})")
+
+
+class OleFile:
+    """The container in ``data``; ``stream(name)`` gives a stream at its top level (where Word keeps
+    every one it reads: WordDocument, 1Table, \\x05SummaryInformation), None where there is none."""
+
+    def __init__(self, data: bytes) -> None:
+        if len(data) < 512 or not data.startswith(MAGIC):
+            raise _damaged("no OLE header")
+        self.data = data
+        sector_shift, mini_shift = struct.unpack_from("<HH", data, 0x1E)
+        if sector_shift not in (9, 12) or mini_shift != 6:
+            raise _damaged(f"sector sizes 2^{sector_shift} and 2^{mini_shift}")
+        self.sector_size = 1 << sector_shift
+        (n_fat, first_dir, _, self.mini_cutoff, first_minifat, n_minifat, first_difat,
+         n_difat) = struct.unpack_from("<IIIIIIII", data, 0x2C)
+        self.fat = self._read_fat(n_fat, first_difat, n_difat)
+        self.entries = self._read_directory(first_dir)
+        root = self.entries[0] if self.entries else None
+        if root is None or root[1] != _ROOT:
+            raise _damaged("no root directory entry")
+        # the small streams live in sectors of 64 bytes inside one stream, the root's
+        self.minifat = _uints(self._chain_bytes(first_minifat, self.fat)) if n_minifat else []
+        self.ministream = self._chain_bytes(root[3], self.fat)[:root[4]] if root[4] else b""
+
+    def _sector(self, n: int) -> bytes:
+        start = (n + 1) * self.sector_size
+        if n >= 0xFFFFFFFA or start >= len(self.data):
+            raise _damaged(f"sector {n} past the end of the file")
+        return self.data[start:start + self.sector_size]
+
+    def _read_fat(self, n_fat: int, first_difat: int, n_difat: int) -> list[int]:
+        """The FAT: its sectors are listed by the header's first 109 entries, then by a chain of DIFAT
+        sectors (each listing sector_size/4 - 1 and the next)."""
+        listed = list(struct.unpack_from("<109I", self.data, 0x4C))
+        seen, at = set(), first_difat
+        while at not in (_END_OF_CHAIN, _FREE) and len(listed) < n_fat + 109:
+            if at in seen or len(seen) > min(n_difat, _MAX_DIFAT_SECTORS):
+                raise _damaged("a DIFAT chain that loops")
+            seen.add(at)
+            more = _uints(self._sector(at))
+            listed += more[:-1]
+            at = more[-1]
+        sectors = [s for s in listed[:n_fat] if s not in (_FREE, _END_OF_CHAIN)]
+        if not sectors:
+            raise _damaged("no FAT")
+        if len(sectors) * self.sector_size > len(self.data) + self.sector_size:
+            raise _damaged("a FAT larger than the file")
+        return _uints(b"".join(self._sector(s) for s in sectors))
+
+    def _chain(self, start: int, fat: list[int]) -> list[int]:
+        """The sectors of the chain from ``start`` in ``fat``; a chain that loops or leaves the table is
+        damage (each sector is in one chain at most, so none is longer than the table)."""
+        out: list[int] = []
+        seen: set[int] = set()
+        at = start
+        while at != _END_OF_CHAIN:
+            if at >= len(fat) or at in seen:
+                raise _damaged("a sector chain that loops or points outside its table")
+            seen.add(at)
+            out.append(at)
+            at = fat[at]
+        return out
+
+    def _chain_bytes(self, start: int, fat: list[int]) -> bytes:
+        if start in (_END_OF_CHAIN, _FREE):
+            return b""
+        return b"".join(self._sector(s) for s in self._chain(start, fat))
+
+    def _read_directory(self, first: int) -> list[tuple[str, int, tuple[int, int, int], int, int]]:
+        """Each directory entry as (name, type, (left sibling, right sibling, child), start sector, size)."""
+        raw = self._chain_bytes(first, self.fat)
+        entries = []
+        for off in range(0, len(raw) - 127, 128):
+            name_len, kind = struct.unpack_from("<HB", raw, off + 64)
+            name = raw[off:off + min(name_len, 64)].decode("utf-16-le", "replace").rstrip("\x00")
+            left, right, child = struct.unpack_from("<III", raw, off + 68)
+            start, size = struct.unpack_from("<II", raw, off + 116)  # (the size's high half: 0 in version 3 files)
+            entries.append((name, kind, (left, right, child), start, size))
+        return entries
+
+    def top_level(self) -> dict[str, int]:
+        """{name, lower case: directory entry} of the root storage's children: a tree of siblings under
+        the root's child, walked without recursion and each entry once (a damaged tree may loop)."""
+        found: dict[str, int] = {}
+        todo, seen = [self.entries[0][2][2]], set()
+        while todo:
+            at = todo.pop()
+            if at == _NO_STREAM or at >= len(self.entries) or at in seen:
+                continue
+            seen.add(at)
+            name, _, (left, right, _), _, _ = self.entries[at]
+            found.setdefault(name.lower(), at)
+            todo += [left, right]
+        return found
+
+    def stream(self, name: str) -> bytes | None:
+        """The bytes of the top-level stream ``name`` (any case), None where there is none."""
+        at = self.top_level().get(name.lower())
+        if at is None or self.entries[at][1] != _STREAM:
+            return None
+        _, _, _, start, size = self.entries[at]
+        if size < self.mini_cutoff:
+            data = b"".join(self.ministream[s * 64:(s + 1) * 64] for s in self._chain(start, self.minifat)) \
+                if start not in (_END_OF_CHAIN, _FREE) else b""
+        else:
+            data = self._chain_bytes(start, self.fat)
+        if len(data) < size:
+            raise _damaged(f"stream {name!r} shorter than its size")
+        return data[:size]
+
+
+def _uints(data: bytes) -> list[int]:
+    return list(struct.unpack(f"<{len(data) // 4}I", data[:len(data) // 4 * 4]))

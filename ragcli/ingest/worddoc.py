@@ -1,0 +1,315 @@
+"""Word 97-2003 documents (.doc, [MS-DOC]) as Sections, one per heading as .docx files are
+(``office.heading_sections``): the body's text, then its footnotes and endnotes under headings of their
+own; not headers, footers, comments or text boxes. The text is found through the piece table (the CLX in
+the table stream): runs of the WordDocument stream in cp1252 or UTF-16, in the order they are read,
+which a fast-saved file keeps out of order. Word writes paragraph and cell ends, fields and pictures as
+control characters in that text; a paragraph's style and table marks are in its PAPX, found by its end's
+file offset. The title is the document's summary property (PIDSI_TITLE), else the file's name.
+
+Many ".doc" files are something else saved under that name (RTF, a web page, a .docx): read as what
+they are. The OLE container is ``ole``'s; the standard library reads both; ``reader`` calls
+``doc_sections``."""
+
+from __future__ import annotations
+
+import bisect
+import re
+import struct
+from pathlib import Path
+
+from ragcli.ingest.formats import Section, SkipFile
+from ragcli.ingest.office import heading_sections
+from ragcli.ingest.ole import MAGIC, OleFile
+
+__all__ = ["doc_sections"]
+
+_WORD97_NFIB = 0xC0  # Word 97 writes 0xC1 (and later Words too, in the FIB's base); Word 6 101, Word 95 104
+_CLX, _PLCF_BTE_PAPX = 33, 13  # the FIB's (fc, lcb) pairs: the piece table's, the paragraphs' properties'
+_SPRM_P_OUT_LVL, _SPRM_P_F_IN_TABLE, _SPRM_P_F_TTP = 0x2640, 0x2416, 0x2417
+# Word's marks in its text: kept as text (a non-breaking hyphen is a hyphen; an optional one, none), or
+# dropped (pictures, objects, note and comment references, the notes' separators); \t and \n kept
+_CHARS = {0x1E: "-", 0x1F: None, 0xA0: " ", 0x0B: "\n", 0x0E: "\n"}
+_CHARS.update({c: None for c in range(0x20) if c not in _CHARS and c not in (0x09, 0x0A)})
+# A paragraph's end (\r), a page or section break (ends one too), a cell's or a row's end (\x07), and a
+# field's begin, separator and end (\x13 code \x14 result \x15, nested)
+_TOKENS = re.compile(r"[\r\x0c\x07\x13\x14\x15]|[^\r\x0c\x07\x13\x14\x15]+")
+
+
+def doc_sections(path: Path, data: bytes) -> list[Section]:
+    """The sections of the .doc file ``path`` whose bytes are ``data``; SkipFile with the reason where it
+    cannot be read (encrypted, Word 95 or older, damaged)."""
+    if not data.startswith(MAGIC):
+        return _not_ole(path, data)
+    try:
+        title, paragraphs = _Document(OleFile(data)).read()
+    except (struct.error, IndexError, ValueError, OverflowError) as exc:  # a check forgotten: a reason, still
+        raise SkipFile(f"a damaged Word file ({type(exc).__name__}: {exc})") from None
+    return heading_sections(title or path.stem, paragraphs)
+
+
+def _not_ole(path: Path, data: bytes) -> list[Section]:
+    """A .doc file that is no Word 97 one: an RTF file, a .docx or a web page (Word's "Save as" offers
+    each under that name, and people rename them) read as what it is; anything else skipped, saying why."""
+    head = data[:1024].lstrip(b"\xef\xbb\xbf \t\r\n")
+    if head.startswith(b"{\\rtf"):
+        from ragcli.ingest.rtf import rtf_sections
+
+        return rtf_sections(path, data)
+    if data.startswith(b"PK\x03\x04"):
+        from ragcli.ingest.office import office_sections
+
+        return office_sections(path.with_suffix(".docx"), data)
+    lowered = head.lower().replace(b"\x00", b"")
+    if lowered.startswith(b"mime-version:") or b"multipart/related" in lowered:
+        raise SkipFile("a web archive (MHTML) named .doc: save it as HTML or .docx to index it")
+    if lowered.startswith(b"<") and re.search(rb"<(html|!doctype html|body|head|meta)\b", lowered):
+        from ragcli.ingest.formats import html_sections
+
+        return html_sections(path, data)
+    if data[:2] in (b"\x9b\xa5", b"\xdb\xa5"):
+        raise SkipFile("a Word 2.0 (or Word for Mac 5) file: too old to read; save it as .docx")
+    raise SkipFile("not a Word document (no OLE header; not RTF, HTML or a .docx either)")
+
+
+class _Document:
+    def __init__(self, ole: OleFile) -> None:
+        self.ole = ole
+        word = ole.stream("WordDocument")
+        if word is None:
+            raise SkipFile("no WordDocument stream: an OLE file that is no Word document (Excel's .xls or "
+                           "PowerPoint's .ppt named .doc?)")
+        ident = struct.unpack_from("<H", word, 0)[0] if len(word) >= 0x9A else 0
+        if ident not in (0xA5EC, 0xA5DC):  # Word 97 and later's, Word 6 and 95's
+            raise SkipFile("a damaged Word file (no Word header in its WordDocument stream)")
+        self.word = word
+        n_fib, flags = struct.unpack_from("<H", word, 2)[0], struct.unpack_from("<H", word, 0x0A)[0]
+        if ident == 0xA5DC or n_fib < _WORD97_NFIB:
+            raise SkipFile(f"a Word 6 or Word 95 file (format version {n_fib}): save it as .docx to index it")
+        if flags & 0x0100:  # fEncrypted (with fObfuscated: XOR-obfuscated, as good as encrypted here)
+            raise SkipFile("a Word file protected by a password (encrypted)")
+        table = ole.stream("1Table" if flags & 0x0200 else "0Table")
+        if table is None:
+            raise SkipFile("a damaged Word file (its table stream is missing)")
+        self.table = table
+        # the FIB: a base of 32 bytes, then counted arrays of 16-bit and 32-bit values, then (fc, lcb) pairs
+        csw = struct.unpack_from("<H", word, 32)[0]
+        at = 34 + 2 * csw
+        cslw = struct.unpack_from("<H", word, at)[0]
+        self.lw = struct.unpack_from(f"<{min(cslw, 22)}I", word, at + 2)
+        self.pairs_at = at + 2 + 4 * cslw + 2
+        self.n_pairs = struct.unpack_from("<H", word, at + 2 + 4 * cslw)[0]
+        if cslw < 11 or self.n_pairs <= _CLX:
+            raise SkipFile("a damaged Word file (its header is too short)")
+
+    def _pair(self, i: int) -> bytes:
+        """The table stream's bytes the FIB's ``i``-th (fc, lcb) pair points at (b"" where none or past its end)."""
+        fc, lcb = struct.unpack_from("<II", self.word, self.pairs_at + 8 * i)
+        return self.table[fc:fc + lcb] if lcb and fc + lcb <= len(self.table) else b""
+
+    def read(self) -> tuple[str, list[tuple[int, str]]]:
+        text, self.pieces = self._text()
+        self.papx = self._papx()
+        ccp_text, ccp_ftn, ccp_hdd, _, ccp_atn, ccp_edn = self.lw[3:9]
+        paragraphs = self._story(text, 0, ccp_text)
+        # the stories follow the body in this order; headers and footers (on every page) and comments are
+        # left out; text boxes (ccpTxbx, after the endnotes) are the body's, after it
+        at, notes = ccp_text, []
+        for heading, length in (("Footnotes", ccp_ftn), (None, ccp_hdd + ccp_atn), ("Endnotes", ccp_edn)):
+            said = self._story(text, at, length) if heading else []
+            if said:
+                notes += [(1, heading)] + [(0, p) for _, p in said]
+            at += length
+        boxes = [(0, p) for _, p in self._story(text, at, self.lw[9])] if len(self.lw) > 9 else []
+        return _title(self.ole), paragraphs + boxes + notes
+
+    def _text(self) -> tuple[str, list[tuple[int, int, int, bool]]]:
+        """The document's text in CP order, all stories, and its pieces as (first CP, end CP, file offset
+        of the first, one byte a character). The CLX: property runs (0x01) to pass, then the piece table
+        (0x02): n + 1 CPs, then n 8-byte piece descriptors each holding a file offset."""
+        clx, at = self._pair(_CLX), 0
+        while at < len(clx) and clx[at] == 1:
+            at += 3 + struct.unpack_from("<H", clx, at + 1)[0]
+        if at + 5 > len(clx) or clx[at] != 2:
+            raise SkipFile("a damaged Word file (no piece table)")
+        lcb = struct.unpack_from("<I", clx, at + 1)[0]
+        plc = clx[at + 5:at + 5 + lcb]
+        n = (len(plc) - 4) // 12
+        if n < 1:
+            raise SkipFile("a damaged Word file (an empty piece table)")
+        cps = struct.unpack_from(f"<{n + 1}I", plc)
+        out, pieces, total = [], [], 0
+        for i in range(n):
+            start, end = cps[i], cps[i + 1]
+            fc = struct.unpack_from("<I", plc, 4 * (n + 1) + 8 * i + 2)[0]
+            count = end - start
+            if count <= 0 or start != total:
+                break  # CPs that go back: damage; the text so far is read
+            compressed = bool(fc & 0x40000000)
+            offset = (fc & 0x3FFFFFFF) // 2 if compressed else fc
+            raw = self.word[offset:offset + (count if compressed else 2 * count)]
+            # a piece past the stream's end is cut to what is there: a cut file's text, no more
+            chunk = raw.decode("cp1252", "replace") if compressed else raw.decode("utf-16-le", "replace")
+            out.append(chunk)
+            pieces.append((start, start + len(chunk), offset, compressed))
+            total += len(chunk)
+            if len(chunk) < count:
+                break
+        return "".join(out), pieces
+
+    def _papx(self) -> list[tuple[int, int, int, bool, bool]]:
+        """Each run of paragraph properties, sorted, as (first file offset, end, heading level, in a table,
+        a row's end): the PlcBtePapx lists the 512-byte pages (FKPs) in the WordDocument stream holding
+        them; each page, its runs' offsets and each run's style (istd) and properties (sprms)."""
+        plc = self._pair(_PLCF_BTE_PAPX)
+        n = (len(plc) - 4) // 8
+        runs = []
+        for i in range(max(n, 0)):
+            page = struct.unpack_from("<I", plc, 4 * (n + 1) + 4 * i)[0] & 0x3FFFFF
+            fkp = self.word[page * 512:page * 512 + 512]
+            if len(fkp) < 512:
+                continue
+            crun = fkp[511]
+            if 4 * (crun + 1) + 13 * crun > 511:
+                continue
+            fcs = struct.unpack_from(f"<{crun + 1}I", fkp)
+            for j in range(crun):
+                at = 2 * fkp[4 * (crun + 1) + 13 * j]
+                level, table, ttp = _paragraph_properties(fkp, at) if at else (0, False, False)
+                runs.append((fcs[j], fcs[j + 1], level, table, ttp))
+        runs.sort()
+        return runs
+
+    def _properties(self, cp: int) -> tuple[int, bool, bool] | None:
+        """(heading level, in a table, a row's end) of the paragraph whose mark is at ``cp``; None where
+        its PAPX is not found."""
+        i = bisect.bisect_right(self.pieces, (cp, 1 << 62)) - 1
+        if i < 0 or cp >= self.pieces[i][1]:
+            return None
+        start, _, offset, compressed = self.pieces[i]
+        fc = offset + (cp - start) * (1 if compressed else 2)
+        j = bisect.bisect_right(self.papx, (fc, 1 << 62)) - 1
+        if j < 0 or not self.papx[j][0] <= fc < self.papx[j][1]:
+            return None
+        return self.papx[j][2:]
+
+    def _story(self, text: str, start: int, length: int) -> list[tuple[int, str]]:
+        """The paragraphs of the CPs [start, start + length) as (heading level or 0, text): a table's row
+        one paragraph, its cells joined by tabs; a field's result kept, its code left out."""
+        paragraphs: list[tuple[int, str]] = []
+        buf: list[str] = []  # the paragraph being read
+        cell: list[str] = []  # the cell's paragraphs before it
+        row: list[str] = []  # the row's cells
+        fields: list[bool] = []  # for each open field, whether its result is being read (not its code)
+        cp, last = start, ""
+        for m in _TOKENS.finditer(text, start, min(start + length, len(text))):
+            token, cp = m[0], m.start()
+            if token == "\x13":
+                fields.append(False)
+            elif token == "\x14":
+                if fields:
+                    fields[-1] = True
+            elif token == "\x15":
+                if fields:
+                    fields.pop()
+            elif token in "\r\x0c\x07":
+                if not all(fields):
+                    continue  # a mark in a field's code (rare): not the text's
+                said = "".join(buf).translate(_CHARS).strip()
+                buf.clear()
+                props = self._properties(cp) or (0, False, last == "\x07" and not said and token == "\x07")
+                level, in_table, row_end = props
+                if token == "\x07" and row_end:
+                    if row:
+                        paragraphs.append((0, "\t".join(row)))
+                    row.clear()
+                elif token == "\x07":
+                    row.append(" ".join(cell + [said]).strip())
+                    cell.clear()
+                elif in_table and said:
+                    cell.append(said)
+                elif said:
+                    if row:  # a row left open: a table ended without its row mark
+                        paragraphs.append((0, "\t".join(row)))
+                        row.clear()
+                    paragraphs.append((level, said))
+            elif all(fields):
+                buf.append(token)
+            last = token
+        said = " ".join(cell + ["".join(buf).translate(_CHARS).strip()]).strip()
+        if row or said:
+            paragraphs.append((0, "\t".join(row + [said]).strip()))
+        return [(level, p) for level, p in paragraphs if p.strip()]
+
+
+def _paragraph_properties(fkp: bytes, at: int) -> tuple[int, bool, bool]:
+    """(heading level, in a table, a row's end) of the PAPX at ``at`` in a page: a count of 16-bit words
+    (0: the next byte counts them), the style's index (istd), then sprms. Word's built-in headings 1-9
+    are styles 1-9 in every document; a paragraph's own outline level (sprmPOutLvl) wins."""
+    if at >= 511:
+        return 0, False, False
+    cb = fkp[at]
+    if cb:
+        grpprl = fkp[at + 1:at + 2 * cb]
+    else:
+        grpprl = fkp[at + 2:at + 2 + 2 * fkp[at + 1]] if at + 1 < 512 else b""
+    if len(grpprl) < 2:
+        return 0, False, False
+    istd = struct.unpack_from("<H", grpprl)[0]
+    level = istd if 1 <= istd <= 9 else 0
+    table = ttp = False
+    i = 2
+    while i + 2 <= len(grpprl):
+        sprm = struct.unpack_from("<H", grpprl, i)[0]
+        i += 2
+        size = _SPRM_SIZES.get(sprm >> 13)
+        if size is None:  # variable: a byte of length first (two for sprmTDefTable, whose count has + 1)
+            if sprm == 0xD608 and i + 2 <= len(grpprl):
+                size = 2 + struct.unpack_from("<H", grpprl, i)[0] - 1
+            elif i < len(grpprl):
+                size = 1 + grpprl[i]
+            else:
+                break
+        operand = grpprl[i:i + size]
+        if sprm == _SPRM_P_OUT_LVL and operand:
+            level = operand[0] + 1 if operand[0] < 9 else 0
+        elif sprm == _SPRM_P_F_IN_TABLE and operand:
+            table = bool(operand[0])
+        elif sprm == _SPRM_P_F_TTP and operand:
+            ttp = bool(operand[0])
+        i += max(size, 1)
+    return (0 if table else level), table, ttp
+
+
+_SPRM_SIZES = {0: 1, 1: 1, 2: 2, 3: 4, 4: 2, 5: 2, 7: 3}  # an sprm's operand size by its top 3 bits; 6: variable
+
+
+def _title(ole: OleFile) -> str:
+    """The document's title in its SummaryInformation property set (PIDSI_TITLE, 2), "" where none: a
+    header, the first section's offset, then (property id, offset) pairs; a string in the set's code page
+    (PID_CODEPAGE, 1), or UTF-16."""
+    try:
+        data = ole.stream("\x05SummaryInformation") or b""
+    except SkipFile:
+        return ""
+    if len(data) < 48:
+        return ""
+    try:
+        base = struct.unpack_from("<I", data, 44)[0]
+        count = min(struct.unpack_from("<I", data, base + 4)[0], (len(data) - base) // 8)
+        props = dict(struct.unpack_from("<II", data, base + 8 + 8 * i) for i in range(count))
+        codepage = 1252
+        if 1 in props and struct.unpack_from("<I", data, base + props[1])[0] == 2:  # VT_I2
+            codepage = struct.unpack_from("<H", data, base + props[1] + 4)[0]
+        if 2 not in props:
+            return ""
+        kind, size = struct.unpack_from("<II", data, base + props[2])
+        raw = data[base + props[2] + 8:base + props[2] + 8 + (2 * size if kind == 0x1F else size)]
+        if kind == 0x1F or codepage == 1200:  # VT_LPWSTR, or a VT_LPSTR in UTF-16's code page
+            text = raw.decode("utf-16-le", "replace")
+        elif kind == 0x1E:
+            text = raw.decode("utf-8" if codepage == 65001 else f"cp{codepage}", "replace")
+        else:
+            return ""
+    except (struct.error, LookupError, OverflowError):
+        return ""
+    return " ".join(text.split("\x00")[0].split())
