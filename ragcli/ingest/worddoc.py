@@ -83,8 +83,10 @@ class _Document:
             raise SkipFile("a damaged Word file (no Word header in its WordDocument stream)")
         self.word = word
         n_fib, flags = struct.unpack_from("<H", word, 2)[0], struct.unpack_from("<H", word, 0x0A)[0]
-        if ident == 0xA5DC or n_fib < _WORD97_NFIB:
+        if ident == 0xA5DC or 101 <= n_fib < _WORD97_NFIB:
             raise SkipFile(f"a Word 6 or Word 95 file (format version {n_fib}): save it as .docx to index it")
+        if n_fib < 101:
+            raise SkipFile(f"a damaged Word file (format version {n_fib})")
         if flags & 0x0100:  # fEncrypted (with fObfuscated: XOR-obfuscated, as good as encrypted here)
             raise SkipFile("a Word file protected by a password (encrypted)")
         table = ole.stream("1Table" if flags & 0x0200 else "0Table")
@@ -94,12 +96,12 @@ class _Document:
         # the FIB: a base of 32 bytes, then counted arrays of 16-bit and 32-bit values, then (fc, lcb) pairs
         csw = struct.unpack_from("<H", word, 32)[0]
         at = 34 + 2 * csw
-        cslw = struct.unpack_from("<H", word, at)[0]
-        self.lw = struct.unpack_from(f"<{min(cslw, 22)}I", word, at + 2)
+        cslw = struct.unpack_from("<H", word, at)[0] if at + 2 <= len(word) else 0
         self.pairs_at = at + 2 + 4 * cslw + 2
-        self.n_pairs = struct.unpack_from("<H", word, at + 2 + 4 * cslw)[0]
-        if cslw < 11 or self.n_pairs <= _CLX:
+        if cslw < 11 or self.pairs_at + 8 * (_CLX + 1) > len(word) \
+                or struct.unpack_from("<H", word, self.pairs_at - 2)[0] <= _CLX:
             raise SkipFile("a damaged Word file (its header is too short)")
+        self.lw = struct.unpack_from(f"<{min(cslw, 22)}I", word, at + 2)
 
     def _pair(self, i: int) -> bytes:
         """The table stream's bytes the FIB's ``i``-th (fc, lcb) pair points at (b"" where none or past its end)."""
@@ -127,7 +129,7 @@ class _Document:
         of the first, one byte a character). The CLX: property runs (0x01) to pass, then the piece table
         (0x02): n + 1 CPs, then n 8-byte piece descriptors each holding a file offset."""
         clx, at = self._pair(_CLX), 0
-        while at < len(clx) and clx[at] == 1:
+        while at + 3 <= len(clx) and clx[at] == 1:
             at += 3 + struct.unpack_from("<H", clx, at + 1)[0]
         if at + 5 > len(clx) or clx[at] != 2:
             raise SkipFile("a damaged Word file (no piece table)")
