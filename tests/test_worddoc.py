@@ -38,6 +38,18 @@ def test_unicode_text_and_a_unicode_title():
     assert _read("Bug34898.doc") == [("ディレクトリ", "ディレクトリ")]
 
 
+def test_headings_by_their_style_or_their_own_outline_level():
+    """Heading 1-8 by Word's built-in heading styles; body text given an outline level in the Paragraph
+    dialog is a heading of that level; body text left at its level is body text."""
+    sections = _read("Bug49820.doc")
+    assert [title.split(" > ")[-1] for title, _ in sections[:8]] == [f"Heading {n}" for n in range(1, 9)]
+    assert sections[7][0].count(" > ") == 7
+    assert sections[8] == (sections[7][0] + " > Heading 9", "Body text with unchanged outline level")
+    assert sections[9] == ("Body text with outline level changed to Level 1",) * 2
+    assert sections[10][0] == ("Body text with outline level changed to Level 1 > Body text with outline level "
+                               "changed to Level 5")
+
+
 def test_a_fields_result_is_kept_and_its_code_dropped():
     """A hyperlink is \\x13 HYPERLINK "url" \\x14 text \\x15: the text, not the code."""
     [(_, text)] = _read("hyperlink.doc")

@@ -24,7 +24,10 @@ from ragcli.ingest.ole import MAGIC, OleFile
 __all__ = ["doc_sections"]
 
 _WORD97_NFIB = 0xC0  # Word 97 writes 0xC1 (and later Words too, in the FIB's base); Word 6 101, Word 95 104
-_CLX, _PLCF_BTE_PAPX = 33, 13  # the FIB's (fc, lcb) pairs: the piece table's, the paragraphs' properties'
+# the FIB's (fc, lcb) pairs: the stylesheet's, the piece table's, the paragraphs' properties'
+_STSHF, _CLX, _PLCF_BTE_PAPX = 1, 33, 13
+_TITLE = -1  # the "level" of a paragraph in the Title style
+_HEADING_NAME = re.compile(r"heading\s*(\d)", re.I)
 _SPRM_P_OUT_LVL, _SPRM_P_F_IN_TABLE, _SPRM_P_F_TTP = 0x2640, 0x2416, 0x2417
 # Word's marks in its text: kept as text (a non-breaking hyphen is a hyphen; an optional one, none), or
 # dropped (pictures, objects, note and comment references, the notes' separators); \t and \n kept
@@ -110,6 +113,7 @@ class _Document:
 
     def read(self) -> tuple[str, list[tuple[int, str]]]:
         text, self.pieces = self._text()
+        self.levels, self.titles = _style_levels(self._pair(_STSHF))
         self.papx = self._papx()
         ccp_text, ccp_ftn, ccp_hdd, _, ccp_atn, ccp_edn = self.lw[3:9]
         paragraphs = self._story(text, 0, ccp_text)
@@ -122,7 +126,13 @@ class _Document:
                 notes += [(1, heading)] + [(0, p) for _, p in said]
             at += length
         boxes = [(0, p) for _, p in self._story(text, at, self.lw[9])] if len(self.lw) > 9 else []
-        return _title(self.ole), paragraphs + boxes + notes
+        title = _title(self.ole)
+        for i, (level, said) in enumerate(paragraphs):  # a paragraph in the Title style: the title, if none
+            if level == _TITLE:
+                paragraphs[i] = (0, said)
+                if not title:
+                    title, paragraphs[i] = said, (0, "")
+        return title, [p for p in paragraphs if p[1]] + boxes + notes
 
     def _text(self) -> tuple[str, list[tuple[int, int, int, bool]]]:
         """The document's text in CP order, all stories, and its pieces as (first CP, end CP, file offset
@@ -144,8 +154,9 @@ class _Document:
             start, end = cps[i], cps[i + 1]
             fc = struct.unpack_from("<I", plc, 4 * (n + 1) + 8 * i + 2)[0]
             count = end - start
-            if count <= 0 or start != total:
-                break  # CPs that go back: damage; the text so far is read
+            if count <= 0 or start != total or total > len(self.word):
+                break  # CPs that go back, or more characters than the stream has bytes (pieces that repeat
+                # the same bytes: a text bomb): damage; the text so far is read
             compressed = bool(fc & 0x40000000)
             offset = (fc & 0x3FFFFFFF) // 2 if compressed else fc
             raw = self.word[offset:offset + (count if compressed else 2 * count)]
@@ -176,8 +187,9 @@ class _Document:
             fcs = struct.unpack_from(f"<{crun + 1}I", fkp)
             for j in range(crun):
                 at = 2 * fkp[4 * (crun + 1) + 13 * j]
-                level, table, ttp = _paragraph_properties(fkp, at) if at else (0, False, False)
-                runs.append((fcs[j], fcs[j + 1], level, table, ttp))
+                istd, own, table, ttp = _paragraph_properties(fkp, at) if at else (0, None, False, False)
+                level = _TITLE if istd in self.titles else self.levels.get(istd, 0) if own is None else own
+                runs.append((fcs[j], fcs[j + 1], 0 if table else level, table, ttp))
         runs.sort()
         return runs
 
@@ -243,46 +255,96 @@ class _Document:
         return [(level, p) for level, p in paragraphs if p.strip()]
 
 
-def _paragraph_properties(fkp: bytes, at: int) -> tuple[int, bool, bool]:
-    """(heading level, in a table, a row's end) of the PAPX at ``at`` in a page: a count of 16-bit words
-    (0: the next byte counts them), the style's index (istd), then sprms. Word's built-in headings 1-9
-    are styles 1-9 in every document; a paragraph's own outline level (sprmPOutLvl) wins."""
+def _paragraph_properties(fkp: bytes, at: int) -> tuple[int, int | None, bool, bool]:
+    """(style, own heading level or None, in a table, a row's end) of the PAPX at ``at`` in a page: a count
+    of 16-bit words (0: the next byte counts them), the style's index (istd), then sprms."""
     if at >= 511:
-        return 0, False, False
+        return 0, None, False, False
     cb = fkp[at]
-    if cb:
-        grpprl = fkp[at + 1:at + 2 * cb]
-    else:
-        grpprl = fkp[at + 2:at + 2 + 2 * fkp[at + 1]] if at + 1 < 512 else b""
+    grpprl = fkp[at + 1:at + 2 * cb] if cb else fkp[at + 2:at + 2 + 2 * fkp[at + 1]]
     if len(grpprl) < 2:
-        return 0, False, False
-    istd = struct.unpack_from("<H", grpprl)[0]
-    level = istd if 1 <= istd <= 9 else 0
-    table = ttp = False
-    i = 2
-    while i + 2 <= len(grpprl):
+        return 0, None, False, False
+    level, table, ttp = None, False, False
+    for sprm, operand in _sprms(grpprl[2:]):
+        if sprm == _SPRM_P_OUT_LVL:
+            level = operand[0] + 1 if operand[0] < 9 else 0
+        elif sprm == _SPRM_P_F_IN_TABLE:
+            table = bool(operand[0])
+        elif sprm == _SPRM_P_F_TTP:
+            ttp = bool(operand[0])
+    return struct.unpack_from("<H", grpprl)[0], level, table, ttp
+
+
+_SPRM_SIZES = {0: 1, 1: 1, 2: 2, 3: 4, 4: 2, 5: 2, 7: 3}  # an sprm's operand size by its top 3 bits; 6: variable
+
+
+def _sprms(grpprl: bytes):
+    """(sprm, operand) of each property in ``grpprl``, the operand never empty; stops where one runs past
+    the end (a damaged list: the properties before it are read)."""
+    i = 0
+    while i + 2 < len(grpprl):
         sprm = struct.unpack_from("<H", grpprl, i)[0]
         i += 2
         size = _SPRM_SIZES.get(sprm >> 13)
         if size is None:  # variable: a byte of length first (two for sprmTDefTable, whose count has + 1)
-            if sprm == 0xD608 and i + 2 <= len(grpprl):
-                size = 2 + struct.unpack_from("<H", grpprl, i)[0] - 1
-            elif i < len(grpprl):
-                size = 1 + grpprl[i]
+            if sprm == 0xD608:
+                size = 2 + struct.unpack_from("<H", grpprl, i)[0] - 1 if i + 2 <= len(grpprl) else len(grpprl)
             else:
-                break
-        operand = grpprl[i:i + size]
-        if sprm == _SPRM_P_OUT_LVL and operand:
-            level = operand[0] + 1 if operand[0] < 9 else 0
-        elif sprm == _SPRM_P_F_IN_TABLE and operand:
-            table = bool(operand[0])
-        elif sprm == _SPRM_P_F_TTP and operand:
-            ttp = bool(operand[0])
+                size = 1 + grpprl[i]
+        if i + size > len(grpprl):
+            return
+        yield sprm, grpprl[i:i + size]
         i += max(size, 1)
-    return (0 if table else level), table, ttp
 
 
-_SPRM_SIZES = {0: 1, 1: 1, 2: 2, 3: 4, 4: 2, 5: 2, 7: 3}  # an sprm's operand size by its top 3 bits; 6: variable
+def _style_levels(stsh: bytes) -> tuple[dict[int, int], set[int]]:
+    """({style index: heading level}, the indexes of Title styles) from the stylesheet (STSH): a header
+    (cstd styles, each's base size), then each style: its size (0: none), a base (its built-in id, sti,
+    and the style it is based on), its name, its paragraph properties. A heading is a built-in heading
+    style (sti 1-9, in any language), one named "heading N", one with an outline level, or one based on
+    one of those (as in Word)."""
+    own: dict[int, int | None] = {}
+    based_on: dict[int, int] = {}
+    titles: set[int] = set()
+    if len(stsh) < 6:
+        return {}, titles
+    cb_stshi, cstd, cb_base = struct.unpack_from("<HHH", stsh)
+    at = 2 + cb_stshi
+    for istd in range(cstd):
+        if at + 2 > len(stsh):
+            break
+        cb_std = struct.unpack_from("<H", stsh, at)[0]
+        std, at = stsh[at + 2:at + 2 + cb_std], at + 2 + cb_std
+        if len(std) < max(cb_base, 10) + 2 or cb_base < 10:  # (a style cut by the stylesheet's end too)
+            continue
+        sti = struct.unpack_from("<H", std)[0] & 0x0FFF
+        kind_base = struct.unpack_from("<H", std, 2)[0]
+        cch = struct.unpack_from("<H", std, cb_base)[0]
+        name = std[cb_base + 2:cb_base + 2 + 2 * cch].decode("utf-16-le", "replace")
+        upx = cb_base + 4 + 2 * cch  # (the name's null after it)
+        level = sti if 1 <= sti <= 9 else None
+        m = _HEADING_NAME.fullmatch(name.strip())
+        if level is None and m:
+            level = int(m[1])
+        if level is None and kind_base & 0xF == 1 and upx + 4 <= len(std):  # a paragraph style's own properties
+            cb_upx = struct.unpack_from("<H", std, upx)[0]
+            for sprm, operand in _sprms(std[upx + 4:upx + 2 + cb_upx]):
+                if sprm == _SPRM_P_OUT_LVL:
+                    level = operand[0] + 1 if operand[0] < 9 else 0
+        own[istd] = level
+        if kind_base >> 4 != 0x0FFF:
+            based_on[istd] = kind_base >> 4
+        if sti == 62 or name.strip().lower() == "title":
+            titles.add(istd)
+    levels = {}
+    for istd in own:  # a style saying no level has that of the style it is based on, as in Word
+        seen, at = set(), istd
+        while own.get(at) is None and at in based_on and at not in seen:
+            seen.add(at)
+            at = based_on[at]
+        if own.get(at):
+            levels[istd] = own[at]
+    return levels, titles
 
 
 def _title(ole: OleFile) -> str:
