@@ -1,10 +1,11 @@
 """Word 97-2003 documents (.doc, [MS-DOC]) as Sections, one per heading as .docx files are
-(``office.heading_sections``): the body's text, then its footnotes and endnotes under headings of their
-own; not headers, footers, comments or text boxes. The text is found through the piece table (the CLX in
-the table stream): runs of the WordDocument stream in cp1252 or UTF-16, in the order they are read,
-which a fast-saved file keeps out of order. Word writes paragraph and cell ends, fields and pictures as
-control characters in that text; a paragraph's style and table marks are in its PAPX, found by its end's
-file offset. The title is the document's summary property (PIDSI_TITLE), else the file's name.
+(``office.heading_sections``): the body's text and its text boxes', then its footnotes and endnotes under
+headings of their own; not headers and footers (on every page) or comments. The text is found through the
+piece table (the CLX in the table stream): runs of the WordDocument stream in cp1252 or UTF-16, in the
+order they are read, which a fast-saved file keeps out of order. Word writes paragraph and cell ends,
+fields and pictures as control characters in that text; a paragraph's style and table marks are in its
+PAPX, found by its end's file offset, and whether a style is a heading in the stylesheet (STSH). The title
+is the document's summary property (PIDSI_TITLE), else its Title-style paragraph, else the file's name.
 
 Many ".doc" files are something else saved under that name (RTF, a web page, a .docx): read as what
 they are. The OLE container is ``ole``'s; the standard library reads both; ``reader`` calls
@@ -45,7 +46,7 @@ def doc_sections(path: Path, data: bytes) -> list[Section]:
         return _not_ole(path, data)
     try:
         title, paragraphs = _Document(OleFile(data)).read()
-    except (struct.error, IndexError, ValueError, OverflowError) as exc:  # a check forgotten: a reason, still
+    except (struct.error, IndexError, ValueError, OverflowError) as exc:  # damage no check here foresaw
         raise SkipFile(f"a damaged Word file ({type(exc).__name__}: {exc})") from None
     return heading_sections(title or path.stem, paragraphs)
 
