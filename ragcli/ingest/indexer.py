@@ -30,8 +30,8 @@ from ragcli.retrieval.writer import exclusive_lock, unwritable_index
 from ragcli.words import counted
 
 COMMIT_EVERY_PASSAGES = 50_000
-SUPPORTED = ("text, Markdown, reStructuredText, HTML, PDF, Word (.docx and .doc), OpenDocument, PowerPoint, Excel, CSV, "
-             "RTF, EPUB, e-mail (.eml, .mbox), Jupyter notebooks, source code and JSONL corpora (text ones gzip-, "
+SUPPORTED = ("text, Markdown, reStructuredText, HTML, PDF, Word (.docx and .doc), OpenDocument, PowerPoint, Excel, "
+             "CSV, RTF, EPUB, e-mail (.eml, .mbox), Jupyter notebooks, source code and JSONL corpora (text ones gzip-, "
              "bzip2- or xz-compressed too)")
 
 
