@@ -321,17 +321,19 @@ def bench_index_ceiling(results: dict, rounds: int = 11) -> None:
     results["index_throughput_ratio_read_bound"] = statistics.median(bound)
 
 
-def _read_and_parse(corpus: Path) -> int:
-    """Read, SHA-1 and parse a JSONL corpus as ``ragcli index`` must at the least (the records unused)."""
+def _read_and_parse(corpus: Path, batch_bytes: int | None = None) -> int:
+    """Read, SHA-1 and parse a JSONL corpus as ``ragcli index`` must at the least (the records unused), in
+    ragcli's batches unless ``batch_bytes`` says."""
     import hashlib
 
     import orjson
 
     from ragcli.ingest.jsonl import JSONL_BATCH_BYTES
 
+    batch_bytes = batch_bytes or JSONL_BATCH_BYTES
     h, records = hashlib.sha1(), 0
     with corpus.open("rb") as fh:
-        for lines in iter(lambda: fh.readlines(JSONL_BATCH_BYTES), []):
+        for lines in iter(lambda: fh.readlines(batch_bytes), []):
             h.update(b"".join(lines))
             records += len(orjson.loads(b"[" + b",".join(line for line in lines if line.strip()) + b"]"))
     h.hexdigest()
