@@ -18,9 +18,10 @@ from ragcli.errors import UsageError
 
 @with_settings("index")
 def index(
-    paths: Annotated[list[Path], typer.Argument(help="Files or folders (.txt, .md, .rst, .html, .pdf, .docx, .odt, code, .jsonl).", show_default=False, readable=False, parser=path_arg)],
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders: documents, notes, e-mail, code, JSONL corpora.", show_default=False, readable=False, parser=path_arg)],
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Start the index over.")] = False,
     exclude: Annotated[Optional[list[str]], typer.Option("--exclude", "-x", help="gitignore-style pattern to skip (repeatable); a .ragcliignore file works too.")] = None,
+    gitignore: Annotated[bool, typer.Option("--gitignore/--no-gitignore", help="Leave out what a git repository's .gitignore files leave out.")] = True,
     hidden: Annotated[bool, typer.Option("--hidden", help="Include hidden files and folders (never .git, .hg or .svn).")] = False,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=0, help="Processes parsing PDF/HTML/text files (0: one per CPU); pays for PDF-heavy corpora on many cores.")] = 1,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List each file read: passages, encoding, bad JSONL lines, or why it was skipped.")] = False,
@@ -28,7 +29,9 @@ def index(
 ) -> None:
     """Build or update the index from files and folders (only new or changed files are read).
 
-    Formats: .txt .md .rst .html .pdf .docx .odt, source code, and JSONL corpora ({"title", "text"} per line).
+    Reads text, Markdown, HTML, PDF, Word, OpenDocument, PowerPoint, Excel, CSV, RTF, EPUB, e-mail, code, JSONL.
+
+    Folders of installed packages (a virtual environment, node_modules) are left out unless named.
     """
     from ragcli.ingest.indexer import build_index
     from ragcli.words import counted
@@ -49,7 +52,8 @@ def index(
 
     with index_progress(console) as on_progress:
         report = build_index(paths, Path(settings.index), rebuild=rebuild, on_progress=on_progress,
-                             on_warning=on_warning, exclude=exclude or [], include_hidden=hidden, jobs=jobs)
+                             on_warning=on_warning, exclude=exclude or [], include_hidden=hidden, jobs=jobs,
+                             gitignore=gitignore)
     if verbose:
         for result in report.files:
             console.print(markup_safe(result.describe()))

@@ -2031,3 +2031,38 @@ def test_docs_and_code_of_more_kinds_are_read_and_build_outputs_are_not(tmp_path
     read = {f.path.name for f in iter_files([tmp_path])}
     assert read == set(files) - {"main.d", "site.css"}
     assert [p.title for p in read_passages(tmp_path / "analysis.qmd")] == ["Results"]  # (front matter: metadata)
+
+
+def test_what_a_repositorys_gitignore_files_leave_out_is_left_out_there_only(tmp_path):
+    """As ripgrep reads them: in a git repository (a .git folder, or a worktree's or submodule's .git
+    file), from its top down, a subfolder's `!name` taking back what its parent's leaves out, and a
+    .ragcliignore beside one having the last word; not above the repository (a dotfiles repository's
+    "*" in ~/.gitignore left a home's every folder out), not outside one, not with --no-gitignore."""
+    home = tmp_path / "home"
+    (home / ".git").mkdir(parents=True)  # a home kept in git, ignoring all but its dotfiles
+    (home / ".gitignore").write_text("*\n!.bashrc\n")
+    repo = home / "project"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".gitignore").write_text("build/\n*.log\n")
+    files = {"README.md": "readme", "build/out.txt": "built", "app.log": "log", "docs/keep.log": "kept",
+             "docs/guide.md": "guide", "docs/draft.md": "draft", "sub/.git": "gitdir: ../.git/modules/sub",
+             "sub/generated.txt": "gen", "sub/notes.txt": "notes"}
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    (repo / "docs" / ".gitignore").write_text("!keep.log\n*.md\n")
+    (repo / "sub" / ".gitignore").write_text("generated.txt\n")
+    (repo / "docs" / ".ragcliignore").write_text("!guide.md\n")  # ragcli's own, beside git's: the last word
+    names = sorted(f.path.relative_to(repo).as_posix() for f in iter_files([repo]))
+    assert names == ["README.md", "docs/guide.md", "docs/keep.log", "sub/notes.txt"]
+    everything = sorted(f.path.relative_to(repo).as_posix() for f in iter_files([repo], gitignore=False))
+    assert everything == ["README.md", "app.log", "build/out.txt", "docs/draft.md", "docs/guide.md", "docs/keep.log",
+                          "sub/generated.txt", "sub/notes.txt"]
+    outside = tmp_path / "plain"  # no repository: its .gitignore is a file like any other
+    outside.mkdir()
+    (outside / ".gitignore").write_text("*.txt\n")
+    (outside / "a.txt").write_text("a")
+    assert [f.path.name for f in iter_files([outside])] == ["a.txt"]
+    skipped = []
+    list(iter_files([repo / "build"], on_skip=lambda p, why: skipped.append(why)))
+    assert skipped == [f"left out by {repo / '.gitignore'} (--no-gitignore reads it)"]

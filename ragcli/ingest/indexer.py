@@ -50,19 +50,20 @@ def build_index(
     include_hidden: bool = False,
     jobs: int = 1,
     writer_threads: int = 0,
+    gitignore: bool = True,
 ) -> IndexReport:
     """Index ``paths`` into ``index_dir``. ``jobs`` processes parse files other than JSONL corpora
     in parallel (0: one per CPU). ``rebuild`` replaces the index's contents in the same commit
     that adds the new ones. ``writer_threads``: tantivy's indexing threads (0: one per CPU); with one,
     passages keep the order they were read in, so searches rank ties the same in every build (an
-    eval's index). Raises EmptyCorpusError, committing nothing, when the paths hold no readable text."""
+    eval's index). ``gitignore``: what a git repository's .gitignore files leave out is left out. Raises EmptyCorpusError, committing nothing, when the paths hold no readable text."""
     started = time.perf_counter()
     warn = on_warning or (lambda msg: None)
     report = IndexReport()
     TantivyIndex.check_folder(index_dir)  # before the walk and its warnings, not after them
     gone = _gone(paths, None if rebuild else index_dir, warn)
     files = _find_files([p for p in paths if p not in gone], report, warn, include_hidden=include_hidden,
-                        exclude=exclude or [])
+                        exclude=exclude or [], gitignore=gitignore)
     if not files and not gone and (rebuild or not _indexed_under(paths, index_dir)):
         raise _empty(paths, report, index_dir if TantivyIndex.exists(index_dir) else None)
     # The lock first, for the whole run: a second run that started at the same moment used to create
@@ -173,13 +174,13 @@ def _there(path: Path) -> bool:
 
 
 def _find_files(paths: list[Path], report: IndexReport, warn: WarnFn, *, include_hidden: bool,
-                exclude: list[str]) -> list[FileInfo]:
+                exclude: list[str], gitignore: bool = True) -> list[FileInfo]:
     def unreachable(path: Path, why: str) -> None:  # no file to read: "not reachable" in the summary, so here
         report.unreachable += 1
         skipped(report, warn, as_named(path), why, said="not reachable")
 
     files = list(iter_files(paths, include_hidden=include_hidden, exclude=exclude, on_skip=unreachable,
-                            notes=report.walk))
+                            notes=report.walk, gitignore=gitignore))
     report.files_seen = len(files)
     return files
 

@@ -20,6 +20,10 @@ from ragcli.paths import display_path, printable_name
 from ragcli.retrieval.schema import MANIFEST_FILE, META_FILE
 
 IGNORE_FILE = ".ragcliignore"
+# git's, read as ripgrep and fd read them: in a folder inside a git repository (one holding a .git, or
+# below it), up from the repository's top; never above it (a dotfiles repository's "*" in ~/.gitignore
+# would leave out every folder of a home that is no repository of its own)
+GIT_IGNORE_FILE = ".gitignore"
 NEVER_READ = frozenset({".git", ".hg", ".svn"})  # version control's own folders, --hidden or not
 # Folders of installed packages, left out of a folder's walk (read where named): a project's virtual
 # environment or node_modules is other people's code by the ten thousand files, which crowded the project's
@@ -71,7 +75,8 @@ def _spec(patterns: Iterable[str]):
 
 
 def iter_files(paths: list[Path], *, include_hidden: bool = False, exclude: Iterable[str] = (),
-               on_skip: SkipFn | None = None, notes: WalkNotes | None = None) -> Iterator[FileInfo]:
+               on_skip: SkipFn | None = None, notes: WalkNotes | None = None,
+               gitignore: bool = True) -> Iterator[FileInfo]:
     """Every supported file under ``paths`` (files given directly are taken as they are), named by
     its path under the resolved root (a symlink inside a folder by its own name, so deleting the
     link removes its passages; a root reached through a link names its files as its target does);
@@ -80,7 +85,8 @@ def iter_files(paths: list[Path], *, include_hidden: bool = False, exclude: Iter
     read under its own name), unless the walk passes that folder over (hidden, ignored; never a
     .git or an index). A file that cannot be looked at (a symlink loop or a broken link, or one
     that vanished) and a link to a folder holding the root go to ``on_skip`` with the reason;
-    ``notes`` gets the files of other types and what could not be looked at."""
+    ``notes`` gets the files of other types and what could not be looked at. ``gitignore``: leave out
+    what a git repository's .gitignore files leave out too (as .ragcliignore files do)."""
     seen: set[Path] = set()
     excluded = list(exclude)
     notes = WalkNotes() if notes is None else notes
@@ -95,7 +101,7 @@ def iter_files(paths: list[Path], *, include_hidden: bool = False, exclude: Iter
 
         candidates: Iterable[Path] = ([root] if not root.is_dir()  # a file, or a pipe named: said as such below
                                       else _walk(root, include_hidden, excluded, on_skip, notes.other_types, unlisted,
-                                                 notes.packages))
+                                                 notes.packages, gitignore))
         for path in candidates:
             try:
                 resolved = path.resolve()
@@ -139,22 +145,26 @@ def _maybe_there(exc: BaseException) -> bool:
 
 def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn | None = None,
           other_types: Counter | None = None, unlisted: Callable[[Path], None] | None = None,
-          packages: list[str] | None = None) -> Iterator[Path]:
+          packages: list[str] | None = None, gitignore: bool = True) -> Iterator[Path]:
     excluded = _spec(exclude) if exclude else None
     # the .ragcliignore files that apply, each folder's before those inside it (absolute folders): those
     # of the folders above the root too, as git reads a repository's from its top (`ragcli index ign/logs`
     # indexed the *.log files ign/.ragcliignore leaves out, and the next `ragcli index ign` removed them)
-    specs: list[tuple[Path, object]] = []
+    specs: list[tuple[Path, object, str]] = []
     top = Path(os.path.abspath(root))
+    repos: list[Path] = []  # the tops of the git repositories the walk is in (where .gitignore files count)
+    if gitignore:
+        repos += [folder for folder in (top, *top.parents) if _is_repository(folder)][:1]
     for folder in reversed(top.parents):
-        if not _read_ignore(folder, specs, on_skip):  # what it leaves out is not known: nothing read
+        if not _read_ignore(folder, specs, on_skip, git=_in(folder, repos)):  # what it leaves out is not known
             if unlisted is not None:
                 unlisted(root)
             return
     left_out = _ignored_by(specs, top, True)
     if left_out is not None:  # the folder itself, from above: said, not silently empty
         if on_skip is not None:
-            on_skip(root, f"left out by {left_out / IGNORE_FILE}")
+            on_skip(root, f"left out by {left_out}" + (" (--no-gitignore reads it)" if left_out.name == GIT_IGNORE_FILE
+                                                       else ""))
         return
     # a folder of packages named is read whole: `ragcli index venv` reads its site-packages
     packaged = any(_holds_packages(folder) for folder in (top, *top.parents))
@@ -174,12 +184,14 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
             here = Path(dirpath)
             walked.add(os.path.realpath(here))
             at = top / here.relative_to(root)
-            if not _read_ignore(at, specs, on_skip, shown=here):  # this folder and those in it left out, as one not listed
-                dirnames[:] = []
+            if gitignore and ".git" in dirnames + filenames and at not in repos:  # a repository (a submodule, a clone)
+                repos.append(at)
+            if not _read_ignore(at, specs, on_skip, shown=here, git=_in(at, repos)):
+                dirnames[:] = []  # this folder and those in it left out, as one not listed
                 if unlisted is not None:
                     unlisted(here)
                 continue
-            active = [(base, spec) for base, spec in specs if at == base or base in at.parents]
+            active = [entry for entry in specs if at == entry[0] or entry[0] in at.parents]
 
             def ignored(p: Path, is_dir: bool) -> bool:
                 """--exclude wins (as git's command-line patterns do); then the .ragcliignore files."""
@@ -217,7 +229,7 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
                     continue
                 if read_in_walk(p) or not p.suffix and os.path.islink(p) and not os.path.exists(p):
                     yield p  # (a broken link of no type is said to be one as it is looked at)
-                elif other_types is not None and name != IGNORE_FILE:  # (ragcli's own file: no text left unread)
+                elif other_types is not None and name not in (IGNORE_FILE, GIT_IGNORE_FILE):  # (no text left unread)
                     other_types[type_of(p)] += 1
 
     yield from walk(root)
@@ -261,25 +273,46 @@ def _is_index(folder: Path) -> bool:
         return False
 
 
-def _ignored_by(specs: list[tuple[Path, object]], path: Path, is_dir: bool) -> Path | None:
-    """The folder whose .ragcliignore leaves ``path`` out (absolute; ``specs`` outermost first, all
-    holding it), or None. As in git, the deepest file with a say decides: a `!name` in a subfolder's
-    file takes back what its parent's ignores."""
-    for base, spec in reversed(specs):
+def _ignored_by(specs: list[tuple[Path, object, str]], path: Path, is_dir: bool) -> Path | None:
+    """The ignore file that leaves ``path`` out (absolute; ``specs`` outermost first, all holding it), or
+    None. As in git, the deepest file with a say decides: a `!name` in a subfolder's file takes back what
+    its parent's ignores; in one folder its .ragcliignore before its .gitignore."""
+    for base, spec, name in reversed(specs):
         verdict = spec.check_file(path.relative_to(base).as_posix() + ("/" if is_dir else "")).include
         if verdict is not None:
-            return base if verdict else None
+            return base / name if verdict else None
     return None
 
 
-def _read_ignore(folder: Path, specs: list[tuple[Path, object]], on_skip: SkipFn | None = None,
-                 shown: Path | None = None) -> bool:
-    """Add the patterns of ``folder``'s .ragcliignore, if it has one, to ``specs``; decoded as any text
-    file is (a UTF-8 BOM, or UTF-16 from PowerShell 5's `echo x > .ragcliignore`, hid its first or
+def _is_repository(folder: Path) -> bool:
+    """Whether ``folder`` is the top of a git work tree (a .git folder, or the .git file of a worktree
+    or a submodule)."""
+    try:
+        return os.path.exists(folder / ".git")
+    except OSError:
+        return False
+
+
+def _in(folder: Path, repos: list[Path]) -> bool:
+    return any(folder == top or top in folder.parents for top in repos)
+
+
+def _read_ignore(folder: Path, specs: list[tuple[Path, object, str]], on_skip: SkipFn | None = None,
+                 shown: Path | None = None, git: bool = False) -> bool:
+    """Add the patterns of ``folder``'s .gitignore (with ``git``: the folder is in a repository) and
+    .ragcliignore, where it has them, to ``specs``; False where one cannot be read (``_read_one``)."""
+    return (not git or _read_one(folder, GIT_IGNORE_FILE, specs, on_skip, shown)) and \
+        _read_one(folder, IGNORE_FILE, specs, on_skip, shown)
+
+
+def _read_one(folder: Path, name: str, specs: list[tuple[Path, object, str]], on_skip: SkipFn | None,
+              shown: Path | None) -> bool:
+    """Add the patterns of ``folder``'s ignore file ``name``, if it has one, to ``specs``; decoded as any
+    text file is (a UTF-8 BOM, or UTF-16 from PowerShell 5's `echo x > .ragcliignore`, hid its first or
     every pattern: the private files it left out were indexed). False, said to ``on_skip`` (of the
     folder as ``shown``), when the file is there but cannot be read: the folder is then left out
     whole, so that what the file excludes is not indexed in silence."""
-    ignore = folder / IGNORE_FILE
+    ignore = folder / name
     try:
         there = ignore.is_file()
     except OSError as exc:  # the folder cannot be entered (mode 644): no file in it can be read either
@@ -295,9 +328,10 @@ def _read_ignore(folder: Path, specs: list[tuple[Path, object]], on_skip: SkipFn
     except (OSError, SkipFile) as exc:
         why = (exc.strerror or str(exc)) if isinstance(exc, OSError) else str(exc)
         if on_skip is not None:
-            on_skip(shown or folder, f"cannot read its {IGNORE_FILE} ({why}): left out, so that what it excludes is not indexed")
+            on_skip(shown or folder, f"cannot read its {name} ({why}): left out, so that what it excludes is not "
+                                     "indexed")
         return False
-    specs.append((folder, _spec(text.splitlines())))
+    specs.append((folder, _spec(text.splitlines()), name))
     return True
 
 
