@@ -34,7 +34,7 @@ _HEADING_NAME = re.compile(r"heading\s*(\d)", re.I)
 
 
 def office_sections(path: Path, data: bytes) -> list[Section]:
-    """The sections of a .docx, .odt or .pptx file whose bytes are ``data``; SkipFile if it is not one."""
+    """The sections of a .docx, .odt, .pptx or .odp file whose bytes are ``data``; SkipFile if it is not one."""
     import io
 
     kind = path.suffix.lower()[1:]
