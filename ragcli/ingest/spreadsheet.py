@@ -28,7 +28,7 @@ MAX_CELLS = 200_000
 # 45-47 times, 22 both; 27-36 and 50-58, those Japanese, Chinese and Korean Excel write without their code
 # (dates, "yyyy年m月d日", or times of day, by the locale: read as dates, a time being a number of days under 1).
 # Custom ones (164 and up) are told by their code.
-_BUILT_IN = {**dict.fromkeys((*range(14, 18), *range(27, 37), *range(50, 59)), "date"),
+BUILT_IN_FORMATS = {**dict.fromkeys((*range(14, 18), *range(27, 37), *range(50, 59)), "date"),
              **dict.fromkeys((18, 19, 20, 21, 45, 46, 47), "time"), 22: "datetime"}
 _TEXT_TYPES = {"s", "inlineStr", "str"}  # a cell's t="…" for text: what a header row is made of
 
@@ -106,13 +106,13 @@ def _date_styles(z: zipfile.ZipFile, part: str, names: set[str]) -> dict[int, st
     styles = {}
     for i, xf in enumerate(xf for xf in (xfs if xfs is not None else ()) if _local(xf.tag) == "xf"):
         fmt = xf.get("numFmtId", "0")
-        shows = _format_kind(custom[fmt]) if fmt in custom else _BUILT_IN.get(int(fmt) if fmt.isdigit() else 0)
+        shows = format_kind(custom[fmt]) if fmt in custom else BUILT_IN_FORMATS.get(int(fmt) if fmt.isdigit() else 0)
         if shows:
             styles[i] = shows
     return styles
 
 
-def _format_kind(code: str) -> str | None:
+def format_kind(code: str) -> str | None:
     """"date", "time", "datetime" or None for a custom number format's code: by its d, m, y, h and s
     outside quoted text ("0.0 \\"days\\""), escaped characters and brackets ("[Red]", "[$-409]"); an elapsed
     time ("[h]:mm") is a time."""
@@ -213,10 +213,10 @@ def _value(c, strings: list[str], styles: dict[int, str], date1904: bool) -> str
         return v
     style = c.get("s") or "0"
     shows = styles.get(int(style)) if style.isdigit() else None
-    return (_date(x, shows, date1904) if shows else None) or _number(x, v)
+    return (date_text(x, shows, date1904) if shows else None) or number_text(x, v)
 
 
-def _number(x: float, written: str) -> str:
+def number_text(x: float, written: str) -> str:
     """A number as Excel shows it in a General cell, roughly: an integer without ".0", others to 15
     significant digits (2.5000000000000001, as Excel writes 2.5, is 2.5)."""
     import math
@@ -228,7 +228,7 @@ def _number(x: float, written: str) -> str:
     return repr(float(f"{x:.15g}"))
 
 
-def _date(serial: float, shows: str, date1904: bool) -> str | None:
+def date_text(serial: float, shows: str, date1904: bool) -> str | None:
     """A date or time cell's number of days as ISO 8601 ("2023-03-15", "2023-03-15 18:00", "12:00"); None
     where it is no date Excel shows (negative, past 9999). Days count from 1900 (serial 1 is 1 January 1900,
     and 60 the 29 February 1900 Lotus 1-2-3 believed in and Excel keeps), or from 1 January 1904 (0) where
