@@ -15,9 +15,10 @@ MARKDOWN_SUFFIXES = {".md", ".markdown", ".mdx", ".qmd", ".rmd"}
 HTML_SUFFIXES = {".html", ".htm", ".xhtml"}
 PDF_SUFFIXES = {".pdf"}
 OFFICE_SUFFIXES = {".docx", ".odt", ".pptx", ".odp"}  # Word, OpenDocument text, PowerPoint, Impress (``office``)
-# Excel workbooks (``ingest.spreadsheet``); .xlsm is the same format with macros. Not .xls, the old binary
-# format: an OLE file that only a parser of its own could read
+# Excel workbooks (``ingest.spreadsheet``); .xlsm is the same format with macros
 SPREADSHEET_SUFFIXES = {".xlsx", ".xlsm"}
+XLS_SUFFIXES = {".xls"}  # Excel 97-2003's binary workbooks, an OLE file (``ingest.xls``), read as .xlsx ones are
+PPT_SUFFIXES = {".ppt"}  # PowerPoint 97-2003's binary decks, an OLE file (``ingest.ppt``), read as .pptx ones are
 ODS_SUFFIXES = {".ods"}  # OpenDocument spreadsheets (``ingest.ods``), read as Excel's are
 EPUB_SUFFIXES = {".epub"}  # e-books (``ingest.epub``)
 RTF_SUFFIXES = {".rtf"}  # what WordPad and TextEdit save (``ingest.rtf``)
@@ -43,7 +44,7 @@ JSONL_SUFFIXES = {".jsonl"}
 JSON_SUFFIXES = {".json"}
 SUPPORTED_SUFFIXES = (TEXT_SUFFIXES | CSV_SUFFIXES | MARKDOWN_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES | OFFICE_SUFFIXES
                       | SPREADSHEET_SUFFIXES | ODS_SUFFIXES | EPUB_SUFFIXES | RTF_SUFFIXES | WORD97_SUFFIXES
-                      | MAIL_SUFFIXES | MBOX_SUFFIXES | NOTEBOOK_SUFFIXES | CODE_SUFFIXES | JSONL_SUFFIXES)
+                      | XLS_SUFFIXES | PPT_SUFFIXES | MAIL_SUFFIXES | MBOX_SUFFIXES | NOTEBOOK_SUFFIXES | CODE_SUFFIXES | JSONL_SUFFIXES)
 # Read as they stream, a batch of passages at a time: no size cap, never whole in memory nor in a parser process
 STREAMED_SUFFIXES = JSONL_SUFFIXES | MBOX_SUFFIXES
 # Files without an extension that are text by their name (any case): a project's or a package's own
@@ -60,7 +61,7 @@ TEXT_NAMES = frozenset("""readme license licence copying notice authors contribu
 COMPRESSED_SUFFIXES = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz"}
 # zips and PDFs: compressed already
 NOT_READ_COMPRESSED_SUFFIXES = (PDF_SUFFIXES | OFFICE_SUFFIXES | SPREADSHEET_SUFFIXES | ODS_SUFFIXES | EPUB_SUFFIXES
-                                | WORD97_SUFFIXES)
+                                | WORD97_SUFFIXES | XLS_SUFFIXES | PPT_SUFFIXES)
 READ_COMPRESSED_SUFFIXES = SUPPORTED_SUFFIXES - NOT_READ_COMPRESSED_SUFFIXES
 
 
@@ -89,7 +90,7 @@ def type_of(path: Path) -> str:
 
 # Not text, whatever the name before them: "history.db" and "install.exe" are no documents
 _NOT_TEXT_SUFFIXES = frozenset(""".exe .dll .so .dylib .bin .dat .db .sqlite .sqlite3 .png .jpg .jpeg .gif .bmp .ico
-    .webp .zip .tar .tgz .7z .rar .zst .xls .ppt .class .jar .pyc .o .a .obj .iso .img .mp3 .mp4 .wav .ogg
+    .webp .zip .tar .tgz .7z .rar .zst .class .jar .pyc .o .a .obj .iso .img .mp3 .mp4 .wav .ogg
     .flac .avi .mov .mkv .woff .woff2 .ttf .otf .eot .lock .pid .sock""".split())
 
 
@@ -138,7 +139,7 @@ def is_text_name(path: Path) -> bool:
 # folder too ("gzip/copyright"; a variant, README.Debian, was not read before). Word 2: footnotes and endnotes read.
 # EPUB 2: a chapter named in another letter case than its zip name is read (it was dropped from the book).
 # CSV 2: read as a table, a row under its column names, cited by rows (it was plain text, by lines).
-# A type read for the first time (Excel's .xlsx, .xlsm; RTF; e-mail; .ods, .odp) needs no number: an index holds no file of it, so its
+# A type read for the first time (Excel's .xlsx, .xlsm, .xls; PowerPoint's .ppt; RTF; e-mail; .ods, .odp) needs no number: an index holds no file of it, so its
 # next run adds them, and reads no file of another type again.
 _READER_VERSIONS = {**{suffix: 3 for suffix in MARKDOWN_SUFFIXES}, **{suffix: 4 for suffix in HTML_SUFFIXES},
                     **{suffix: 2 for suffix in JSON_SUFFIXES}, "": 2, ".docx": 2,

@@ -30,9 +30,9 @@ from ragcli.retrieval.writer import exclusive_lock, unwritable_index
 from ragcli.words import counted
 
 COMMIT_EVERY_PASSAGES = 50_000
-SUPPORTED = ("text, Markdown, reStructuredText, HTML, PDF, Word (.docx and .doc), OpenDocument, PowerPoint, Excel, "
-             "CSV, RTF, EPUB, e-mail (.eml, .mbox), Jupyter notebooks, source code and JSONL corpora (text ones gzip-, "
-             "bzip2- or xz-compressed too)")
+SUPPORTED = ("text, Markdown, reStructuredText, HTML, PDF, Word (.docx and .doc), OpenDocument, PowerPoint (.pptx, "
+             ".ppt), Excel (.xlsx, .xls), CSV, RTF, EPUB, e-mail (.eml, .mbox), Jupyter notebooks, source code and JSONL "
+             "corpora (text ones gzip-, bzip2- or xz-compressed too)")
 
 
 ProgressFn = Callable[[int, int, int], None]  # files done, files total, passages so far

@@ -25,6 +25,8 @@ from ragcli.ingest.pdf import pdf_sections
 from ragcli.ingest.records import array_passages
 from ragcli.ingest.spreadsheet import csv_sections, spreadsheet_sections
 from ragcli.ingest.worddoc import doc_sections
+from ragcli.ingest.xls import xls_sections
+from ragcli.ingest.ppt import ppt_sections
 from ragcli.words import composed
 
 MAX_FILE_BYTES = 200 * 1024 * 1024
@@ -185,6 +187,10 @@ def _sections(path: Path, suffix: str, notes: FileNotes) -> Iterable[Section]:
         return mbox_sections(path, notes)  # (a message at a time, as the loop takes them)
     if suffix in filetypes.WORD97_SUFFIXES:
         return doc_sections(path, read_bytes(path))
+    if suffix in filetypes.XLS_SUFFIXES:
+        return xls_sections(path, read_bytes(path))
+    if suffix in filetypes.PPT_SUFFIXES:
+        return ppt_sections(path, read_bytes(path))
     if suffix in filetypes.HTML_SUFFIXES:
         raw = read_bytes(path, notes)
         declared = None if bom(raw) or b"\x00" in raw[:SNIFF_BYTES] else formats.declared_encoding(raw)
