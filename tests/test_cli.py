@@ -626,10 +626,10 @@ def test_nothing_readable_leaves_no_index_and_ask_says_so_in_one_line(tmp_path, 
     assert code == 5 and "nothing to index" in err.splitlines()[-1] and "blob.txt: looks binary" in err
     # the last line says why the file was skipped, not which types are read ("supported: text, Markdown…")
     assert "blob.txt: looks binary" in err.splitlines()[-1] and "supported:" not in err.splitlines()[-1]
-    (folder / "sheet.xls").write_bytes(b"PK")  # a type not read: which are, is said again
+    (folder / "sheet.xlsb").write_bytes(b"PK")  # a type not read: which are, is said again
     code, _, err = call(["index", str(folder), "--index", str(idx)], capsys)
     assert code == 5 and "blob.txt: looks binary" in err.splitlines()[-1] and "supported:" in err.splitlines()[-1]
-    (folder / "sheet.xls").unlink()
+    (folder / "sheet.xlsb").unlink()
     assert not idx.exists()
     code, out, err = call(["ask", "q", "--index", str(idx), "--strategy", "single"], capsys)
     assert code == 3 and out == "" and len(err.strip().splitlines()) == 1

@@ -1356,14 +1356,14 @@ def test_a_folder_s_workbooks_are_indexed_and_found(tmp_path, capsys):
     notes.mkdir()
     _xlsx(notes / "book.xlsx", [("Offices", "", _row(1, _cell("A1", "0", "s"), _cell("B1", "1", "s"))
                                  + _row(2, _cell("A2", "2", "s"), _cell("B2", "3", "s")))], _OFFICES)
-    (notes / "old.xls").write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(512))  # the binary format: not read
+    (notes / "old.xlsb").write_bytes(b"PK\x03\x04" + bytes(512))  # Excel's binary workbook: not read
     idx = str(tmp_path / "idx")
     for argv in (["index", str(notes), "--index", idx], ["info", "--index", idx, "--json"]):
         with pytest.raises(SystemExit) as exc:
             cli.run(argv)
         assert exc.value.code == 0
     out, err = capsys.readouterr()
-    assert '".xlsx": 1' in out and "not read: 1 file of other types (1 .xls)" in " ".join(err.split()), err
+    assert '".xlsx": 1' in out and "not read: 1 file of other types (1 .xlsb)" in " ".join(err.split()), err
     hits = TantivyIndex.open(tmp_path / "idx").search("Paris city", k=1)
     assert [h.title for h in hits] == ["book > Offices"] and hits[0].location.endswith("book.xlsx sheet Offices row 2")
 

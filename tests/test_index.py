@@ -187,7 +187,7 @@ def test_a_folder_of_empty_files_is_said_to_hold_only_empty_files(tmp_path):
         build_index([notes], tmp_path / "idx")
     assert exc.value.message.endswith("notes holds only empty files (2 files of 0 bytes)")
     assert "supported" not in (exc.value.hint or "") and not (tmp_path / "idx").exists()
-    (notes / "c.xls").write_text("")  # a file of a type not read: then the types are worth naming
+    (notes / "c.xlsb").write_text("")  # a file of a type not read: then the types are worth naming
     with pytest.raises(EmptyCorpusError) as exc:
         build_index([notes], tmp_path / "idx")
     assert "no readable text" in exc.value.message and "supported" in exc.value.hint

@@ -823,15 +823,15 @@ def test_a_missing_index_in_the_repl_points_to_slash_index(settings, built_index
 
 def test_index_in_the_repl_says_what_it_did_not_read(settings, built_index, tmp_path):
     """`/index FOLDER` said "indexed: 1 added, …" and nothing of the files it left unread (a folder of
-    .xls and .png files beside one note), nor of the files it found unchanged, which `ragcli index` reports."""
+    .xlsb and .png files beside one note), nor of the files it found unchanged, which `ragcli index` reports."""
     folder = tmp_path / "notes"
     folder.mkdir()
     (folder / "plan.txt").write_text("Renew the passport in March.")
     (folder / "scan.png").write_bytes(b"\x89PNG\r\n")
-    (folder / "sheet.xls").write_bytes(b"PK\x03\x04")
+    (folder / "sheet.xlsb").write_bytes(b"PK\x03\x04")
     repl, code, err, out = drive(make_repl(settings.copy(strategy="none"), built_index),
                                  f"/index {folder}\r/index {folder}\r/exit\r")
-    assert "not read: 2 files of other types (1 .png, 1 .xls)" in " ".join(err.split()), err
+    assert "not read: 2 files of other types (1 .png, 1 .xlsb)" in " ".join(err.split()), err
     assert "1 unchanged" in err, err
 
 
