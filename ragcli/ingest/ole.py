@@ -1,7 +1,7 @@
 """The streams of an OLE2 file (Microsoft's Compound File Binary format, [MS-CFB]): the container of
-Word 97-2003 documents (``worddoc``), old Excel and PowerPoint files and encrypted Office ones. A file
-system inside a file: a header, a FAT of sector chains, a mini-FAT for the small streams, a directory
-tree of names. Read with the standard library; every offset, chain and size is checked, since a damaged
+Word 97-2003 documents (``worddoc``), Outlook's saved messages (``outlook``), old Excel and PowerPoint
+files and encrypted Office ones. A file system inside a file: a header, a FAT of sector chains, a mini-FAT
+for the small streams, a directory tree of names, storages (folders) holding streams and storages. Read with the standard library; every offset, chain and size is checked, since a damaged
 or cut file must give a reason (``SkipFile``), not an exception or a loop that never ends."""
 
 from __future__ import annotations
@@ -16,25 +16,27 @@ MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _END_OF_CHAIN = 0xFFFFFFFE
 _FREE = 0xFFFFFFFF
 _NO_STREAM = 0xFFFFFFFF  # a directory entry's sibling or child that is none
-_STREAM, _ROOT = 2, 5
+_STORAGE, _STREAM, _ROOT = 1, 2, 5
 _MAX_DIFAT_SECTORS = 1 << 16  # 8 TB of 512-byte sectors' worth of FAT: more is a damaged count
-
-
-def _damaged(why: str) -> SkipFile:
-    return SkipFile(f"a damaged or cut-short Word/OLE file ({why})")
 
 
 class OleFile:
     """The container in ``data``; ``stream(name)`` gives a stream at its top level (where Word keeps
-    every one it reads: WordDocument, 1Table, \\x05SummaryInformation), None where there is none."""
+    every one it reads: WordDocument, 1Table, \\x05SummaryInformation), None where there is none;
+    ``children`` and ``read`` walk the storages below it (an Outlook message's attachments). ``kind``
+    names the file in the reason a damaged one is skipped with ("a damaged or cut-short Word/OLE file")."""
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes, kind: str = "Word/OLE") -> None:
+        self.kind = kind
         if len(data) < 512 or not data.startswith(MAGIC):
-            raise _damaged("no OLE header")
+            raise self._damaged("no OLE header")
         self.data = data
+        # Streams read in all may hold no more bytes than the file, give or take: a damaged directory whose
+        # entries share one long chain would otherwise be read again for each (a file of 1 MB, 8 GB read)
+        self.budget = 4 * len(data) + (1 << 20)
         sector_shift, mini_shift = struct.unpack_from("<HH", data, 0x1E)
         if sector_shift not in (9, 12) or mini_shift != 6:
-            raise _damaged(f"sector sizes 2^{sector_shift} and 2^{mini_shift}")
+            raise self._damaged(f"sector sizes 2^{sector_shift} and 2^{mini_shift}")
         self.sector_size = 1 << sector_shift
         (n_fat, first_dir, _, self.mini_cutoff, first_minifat, n_minifat, first_difat,
          n_difat) = struct.unpack_from("<IIIIIIII", data, 0x2C)
@@ -42,15 +44,18 @@ class OleFile:
         self.entries = self._read_directory(first_dir)
         root = self.entries[0] if self.entries else None
         if root is None or root[1] != _ROOT:
-            raise _damaged("no root directory entry")
+            raise self._damaged("no root directory entry")
         # the small streams live in sectors of 64 bytes inside one stream, the root's
         self.minifat = _uints(self._chain_bytes(first_minifat, self.fat)) if n_minifat else []
         self.ministream = self._chain_bytes(root[3], self.fat)[:root[4]] if root[4] else b""
 
+    def _damaged(self, why: str) -> SkipFile:
+        return SkipFile(f"a damaged or cut-short {self.kind} file ({why})")
+
     def _sector(self, n: int) -> bytes:
         start = (n + 1) * self.sector_size
         if n >= 0xFFFFFFFA or start >= len(self.data):
-            raise _damaged(f"sector {n} past the end of the file")
+            raise self._damaged(f"sector {n} past the end of the file")
         return self.data[start:start + self.sector_size]
 
     def _read_fat(self, n_fat: int, first_difat: int, n_difat: int) -> list[int]:
@@ -60,16 +65,16 @@ class OleFile:
         seen, at = set(), first_difat
         while at not in (_END_OF_CHAIN, _FREE) and len(listed) < n_fat + 109:
             if at in seen or len(seen) > min(n_difat, _MAX_DIFAT_SECTORS):
-                raise _damaged("a DIFAT chain that loops")
+                raise self._damaged("a DIFAT chain that loops")
             seen.add(at)
             more = _uints(self._sector(at))
             listed += more[:-1]
             at = more[-1]
         sectors = [s for s in listed[:n_fat] if s not in (_FREE, _END_OF_CHAIN)]
         if not sectors:
-            raise _damaged("no FAT")
+            raise self._damaged("no FAT")
         if len(sectors) * self.sector_size > len(self.data) + self.sector_size:
-            raise _damaged("a FAT larger than the file")
+            raise self._damaged("a FAT larger than the file")
         return _uints(b"".join(self._sector(s) for s in sectors))
 
     def _chain(self, start: int, fat: list[int]) -> list[int]:
@@ -80,7 +85,7 @@ class OleFile:
         at = start
         while at != _END_OF_CHAIN:
             if at >= len(fat) or at in seen:
-                raise _damaged("a sector chain that loops or points outside its table")
+                raise self._damaged("a sector chain that loops or points outside its table")
             seen.add(at)
             out.append(at)
             at = fat[at]
@@ -104,10 +109,17 @@ class OleFile:
         return entries
 
     def top_level(self) -> dict[str, int]:
-        """{name, lower case: directory entry} of the root storage's children: a tree of siblings under
-        the root's child, walked without recursion and each entry once (a damaged tree may loop)."""
+        """{name, lower case: directory entry} of the root storage's children."""
+        return self.children(0)
+
+    def children(self, storage: int) -> dict[str, int]:
+        """{name, lower case: directory entry} of the children of the storage at directory entry
+        ``storage`` (0: the root), {} for a stream: a tree of siblings under the storage's child, walked
+        without recursion and each entry once (a damaged tree may loop)."""
+        if not 0 <= storage < len(self.entries) or self.entries[storage][1] not in (_STORAGE, _ROOT):
+            return {}
         found: dict[str, int] = {}
-        todo, seen = [self.entries[0][2][2]], set()
+        todo, seen = [self.entries[storage][2][2]], {storage}
         while todo:
             at = todo.pop()
             if at == _NO_STREAM or at >= len(self.entries) or at in seen:
@@ -118,19 +130,32 @@ class OleFile:
             todo += [left, right]
         return found
 
-    def stream(self, name: str) -> bytes | None:
-        """The bytes of the top-level stream ``name`` (any case), None where there is none."""
-        at = self.top_level().get(name.lower())
-        if at is None or self.entries[at][1] != _STREAM:
+    def is_storage(self, at: int) -> bool:
+        return 0 <= at < len(self.entries) and self.entries[at][1] in (_STORAGE, _ROOT)
+
+    def stream(self, name: str, storage: int = 0) -> bytes | None:
+        """The bytes of the stream ``name`` (any case) in the storage at entry ``storage`` (0: the top
+        level), None where there is none."""
+        at = self.children(storage).get(name.lower())
+        return None if at is None else self.read(at)
+
+    def read(self, at: int) -> bytes | None:
+        """The bytes of the stream at directory entry ``at``, None where that entry is no stream."""
+        if not 0 <= at < len(self.entries) or self.entries[at][1] != _STREAM:
             return None
-        _, _, _, start, size = self.entries[at]
+        name, _, _, start, size = self.entries[at]
+        if size > len(self.data):
+            raise self._damaged(f"stream {name!r} larger than the file")
+        self.budget -= size
+        if self.budget < 0:
+            raise self._damaged("streams that together hold more than the file: chains that share sectors")
         if size < self.mini_cutoff:
             data = b"".join(self.ministream[s * 64:(s + 1) * 64] for s in self._chain(start, self.minifat)) \
                 if start not in (_END_OF_CHAIN, _FREE) else b""
         else:
             data = self._chain_bytes(start, self.fat)
         if len(data) < size:
-            raise _damaged(f"stream {name!r} shorter than its size")
+            raise self._damaged(f"stream {name!r} shorter than its size")
         return data[:size]
 
 
