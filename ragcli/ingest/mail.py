@@ -15,7 +15,7 @@ from ragcli.ingest.compressed import errors, open_stream, unread
 from ragcli.ingest.filetypes import compression, inner
 from ragcli.ingest.formats import FileNotes, Section, SkipFile, html_page
 
-__all__ = ["eml_sections", "mbox_sections"]
+__all__ = ["assemble_section", "eml_sections", "header_fields", "mbox_sections", "message_section"]
 
 MAX_MESSAGE_BYTES = 64 << 20  # a message past this (its attachments) is read to here: its headers and text come first
 _HEADER_LINE = re.compile(rb"[\x21-\x39\x3b-\x7e]+:")  # "Subject:", "X-Mailer:": how a message's first line looks
@@ -88,15 +88,29 @@ def message_section(raw: bytes, untitled: str, part: str | None = None) -> Secti
 
     try:
         msg = email.message_from_bytes(raw, policy=policy.default)
-        said = [f"{name}: {_header(msg, name)}" for name in ("From", "To", "Cc", "Date") if _header(msg, name)]
-        subject = " ".join(_header(msg, "Subject").split())
+        said = header_fields(msg)
+        subject = _header(msg, "Subject")
         body = _body(msg)
         attached = [a.get_filename() for a in msg.iter_attachments() if a.get_filename()] \
             if msg.is_multipart() else []
     except Exception:  # noqa: BLE001 - a message the email package cannot take apart: its raw text
         said, subject, attached = [], "", []
         body = raw.decode("utf-8", "replace")
-    text = "\n".join(said) + "\n\n" + body.strip()
+    return assemble_section(subject, said, body, attached, untitled, part)
+
+
+def header_fields(msg) -> list[tuple[str, str]]:
+    """(name, value) of the headers a section shows, those the message has: From, To, Cc, Date."""
+    return [(name, _header(msg, name)) for name in ("From", "To", "Cc", "Date") if _header(msg, name)]
+
+
+def assemble_section(subject: str, said: list[tuple[str, str]], body: str, attached: list[str], untitled: str,
+                     part: str | None = None) -> Section | None:
+    """A message's section, whatever file it came from (an .eml, a mailbox, Outlook's .msg): titled by
+    ``subject`` (else ``untitled``), the ``said`` headers a line each ("From: ..."), a blank line, the
+    body, then "Attachments: a.pdf, b.xlsx"; None where there is no body, subject or attachment."""
+    subject = " ".join(subject.split())
+    text = "\n".join(f"{name}: {value}" for name, value in said) + "\n\n" + body.strip()
     if attached:
         text += "\n\nAttachments: " + ", ".join(" ".join(str(a).split()) for a in attached)
     if not (body.strip() or subject or attached):  # headers alone (a bounce's stub): nothing to search
