@@ -23,6 +23,7 @@ ODS_SUFFIXES = {".ods"}  # OpenDocument spreadsheets (``ingest.ods``), read as E
 EPUB_SUFFIXES = {".epub"}  # e-books (``ingest.epub``)
 RTF_SUFFIXES = {".rtf"}  # what WordPad and TextEdit save (``ingest.rtf``)
 MAIL_SUFFIXES = {".eml", ".emlx"}  # a message saved as a file (``ingest.mail``); .emlx: Apple Mail's
+OUTLOOK_SUFFIXES = {".msg"}  # Outlook's own saved message, an OLE file (``ingest.outlook``)
 MBOX_SUFFIXES = {".mbox"}  # mailboxes, many messages (``ingest.mail``): streamed, as JSONL corpora are
 WORD97_SUFFIXES = {".doc"}  # Word 97-2003's binary format, an OLE file (``ingest.worddoc``)
 NOTEBOOK_SUFFIXES = {".ipynb"}  # Jupyter notebooks (``ingest.notebook``)
@@ -44,7 +45,8 @@ JSONL_SUFFIXES = {".jsonl"}
 JSON_SUFFIXES = {".json"}
 SUPPORTED_SUFFIXES = (TEXT_SUFFIXES | CSV_SUFFIXES | MARKDOWN_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES | OFFICE_SUFFIXES
                       | SPREADSHEET_SUFFIXES | ODS_SUFFIXES | EPUB_SUFFIXES | RTF_SUFFIXES | WORD97_SUFFIXES
-                      | XLS_SUFFIXES | PPT_SUFFIXES | MAIL_SUFFIXES | MBOX_SUFFIXES | NOTEBOOK_SUFFIXES | CODE_SUFFIXES | JSONL_SUFFIXES)
+                      | XLS_SUFFIXES | PPT_SUFFIXES | MAIL_SUFFIXES | OUTLOOK_SUFFIXES | MBOX_SUFFIXES
+                      | NOTEBOOK_SUFFIXES | CODE_SUFFIXES | JSONL_SUFFIXES)
 # Read as they stream, a batch of passages at a time: no size cap, never whole in memory nor in a parser process
 STREAMED_SUFFIXES = JSONL_SUFFIXES | MBOX_SUFFIXES
 # Files without an extension that are text by their name (any case): a project's or a package's own
@@ -61,7 +63,7 @@ TEXT_NAMES = frozenset("""readme license licence copying notice authors contribu
 COMPRESSED_SUFFIXES = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz"}
 # zips and PDFs: compressed already
 NOT_READ_COMPRESSED_SUFFIXES = (PDF_SUFFIXES | OFFICE_SUFFIXES | SPREADSHEET_SUFFIXES | ODS_SUFFIXES | EPUB_SUFFIXES
-                                | WORD97_SUFFIXES | XLS_SUFFIXES | PPT_SUFFIXES)
+                                | WORD97_SUFFIXES | XLS_SUFFIXES | PPT_SUFFIXES | OUTLOOK_SUFFIXES)
 READ_COMPRESSED_SUFFIXES = SUPPORTED_SUFFIXES - NOT_READ_COMPRESSED_SUFFIXES
 
 

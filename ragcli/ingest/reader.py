@@ -18,6 +18,7 @@ from ragcli.ingest.jsonl import jsonl_batches, jsonl_passages
 from ragcli.ingest.notebook import notebook_sections
 from ragcli.ingest.passages import Passage, chunk_text, normalise, passage_id
 from ragcli.ingest.mail import eml_sections, mbox_sections
+from ragcli.ingest.outlook import msg_sections
 from ragcli.ingest.ods import ods_sections
 from ragcli.ingest.office import office_sections
 from ragcli.ingest.rtf import rtf_sections
@@ -183,6 +184,8 @@ def _sections(path: Path, suffix: str, notes: FileNotes) -> Iterable[Section]:
         return rtf_sections(named, read_bytes(path, notes))
     if suffix in filetypes.MAIL_SUFFIXES:
         return eml_sections(named, read_bytes(path, notes))
+    if suffix in filetypes.OUTLOOK_SUFFIXES:
+        return msg_sections(path, read_bytes(path))
     if suffix in filetypes.MBOX_SUFFIXES:
         return mbox_sections(path, notes)  # (a message at a time, as the loop takes them)
     if suffix in filetypes.WORD97_SUFFIXES:
