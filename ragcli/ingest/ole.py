@@ -1,8 +1,9 @@
 """The streams of an OLE2 file (Microsoft's Compound File Binary format, [MS-CFB]): the container of
 Word 97-2003 documents (``worddoc``), Outlook's saved messages (``outlook``), old Excel and PowerPoint
 files and encrypted Office ones. A file system inside a file: a header, a FAT of sector chains, a mini-FAT
-for the small streams, a directory tree of names, storages (folders) holding streams and storages. Read with the standard library; every offset, chain and size is checked, since a damaged
-or cut file must give a reason (``SkipFile``), not an exception or a loop that never ends."""
+for the small streams, a directory tree of names, storages (folders) holding streams and storages. Read
+with the standard library; every offset, chain and size is checked, since a damaged or cut file must give
+a reason (``SkipFile``), not an exception or a loop that never ends."""
 
 from __future__ import annotations
 

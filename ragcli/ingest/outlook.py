@@ -149,7 +149,7 @@ class _Message:
         props = self.props
         if "From" not in said:
             name = props.text(_SENDER_NAME)
-            address = next((a for a in (props.text(_SENDER_SMTP), props.text(_SENDER_ADDRESS)) if _ADDRESS.fullmatch(a)), "")
+            address = _address(props.text(_SENDER_SMTP), props.text(_SENDER_ADDRESS))
             if name or address:
                 said["From"] = _person(name, address)
         to, cc = self._recipients()
@@ -182,8 +182,7 @@ class _Message:
         cc: list[str] = []
         for at in self.props.storages("__recip_version1.0_#", self.seen):
             recipient = _Properties(self.ole, at, _CHILD_HEADER, self.props.code_page)
-            address = next((a for a in (recipient.text(_SMTP_ADDRESS), recipient.text(_EMAIL_ADDRESS))
-                            if _ADDRESS.fullmatch(a)), "")
+            address = _address(recipient.text(_SMTP_ADDRESS), recipient.text(_EMAIL_ADDRESS))
             person = _person(recipient.text(_DISPLAY_NAME), address)
             kind = recipient.long(_RECIPIENT_TYPE)
             if person and kind in (1, 2, None):
@@ -221,6 +220,12 @@ class _Message:
             if name.strip():
                 names.append(name)
         return names, embedded
+
+
+def _address(*candidates: str) -> str:
+    """The first Internet address of ``candidates``: Exchange's own ("/O=ORG/OU=.../CN=NAME") mean
+    nothing outside its organisation."""
+    return next((a.strip() for a in candidates if _ADDRESS.fullmatch(a.strip())), "")
 
 
 def _person(name: str, address: str) -> str:
