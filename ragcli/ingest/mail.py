@@ -18,7 +18,7 @@ from ragcli.ingest.formats import FileNotes, Section, SkipFile, html_page
 __all__ = ["assemble_section", "eml_sections", "header_fields", "mbox_sections", "message_section"]
 
 MAX_MESSAGE_BYTES = 64 << 20  # a message past this (its attachments) is read to here: its headers and text come first
-_HEADER_LINE = re.compile(rb"[\x21-\x39\x3b-\x7e]+:")  # "Subject:", "X-Mailer:": how a message's first line looks
+HEADER_LINE = re.compile(rb"[\x21-\x39\x3b-\x7e]+:")  # "Subject:", "X-Mailer:": how a message's first line looks
 
 
 def eml_sections(path: Path, data: bytes) -> list[Section]:
@@ -30,7 +30,7 @@ def eml_sections(path: Path, data: bytes) -> list[Section]:
     data = data.lstrip(b"\xef\xbb\xbf\r\n\t ")
     if data.startswith(b"From "):  # an envelope line, as a mailbox has
         data = data.partition(b"\n")[2]
-    if not _HEADER_LINE.match(data):
+    if not HEADER_LINE.match(data):
         raise SkipFile("not an e-mail message (it does not start with headers such as \"From:\")")
     section = message_section(data, path.stem)
     return [section] if section else []
@@ -44,7 +44,7 @@ def mbox_sections(path: Path, notes: FileNotes) -> Iterator[Section]:
         with path.open("rb") as raw, open_stream(raw, kind, notes) as fh:
             head = fh.peek(SNIFF) if hasattr(fh, "peek") else b""
             start = head.lstrip(b"\r\n")[:5]
-            if start != b"From " and not _HEADER_LINE.match(head.lstrip(b"\r\n")):
+            if start != b"From " and not HEADER_LINE.match(head.lstrip(b"\r\n")):
                 raise SkipFile("not a mailbox (it does not start with a \"From \" line)")
             for number, message in enumerate(_messages(fh), start=1):
                 section = message_section(message, f"{name} message {number}", part=f"message {number}")

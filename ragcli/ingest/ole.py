@@ -11,7 +11,7 @@ import struct
 
 from ragcli.ingest.formats import SkipFile
 
-__all__ = ["MAGIC", "OleFile"]
+__all__ = ["MAGIC", "OleFile", "summary_title"]
 
 MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _END_OF_CHAIN = 0xFFFFFFFE
@@ -27,7 +27,7 @@ class OleFile:
     ``children`` and ``read`` walk the storages below it (an Outlook message's attachments). ``kind``
     names the file in the reason a damaged one is skipped with ("a damaged or cut-short Word/OLE file")."""
 
-    def __init__(self, data: bytes, kind: str = "Word/OLE") -> None:
+    def __init__(self, data: bytes, kind: str = "OLE") -> None:
         self.kind = kind
         if len(data) < 512 or not data.startswith(MAGIC):
             raise self._damaged("no OLE header")
@@ -162,3 +162,36 @@ class OleFile:
 
 def _uints(data: bytes) -> list[int]:
     return list(struct.unpack(f"<{len(data) // 4}I", data[:len(data) // 4 * 4]))
+
+
+def summary_title(ole: OleFile) -> str:
+    """The document's title in its SummaryInformation property set (PIDSI_TITLE, 2: Word's, Excel's and
+    PowerPoint's File > Properties), "" where none: a
+    header, the first section's offset, then (property id, offset) pairs; a string in the set's code page
+    (PID_CODEPAGE, 1), or UTF-16."""
+    try:
+        data = ole.stream("\x05SummaryInformation") or b""
+    except SkipFile:
+        return ""
+    if len(data) < 48:
+        return ""
+    try:
+        base = struct.unpack_from("<I", data, 44)[0]
+        count = min(struct.unpack_from("<I", data, base + 4)[0], (len(data) - base) // 8)
+        props = dict(struct.unpack_from("<II", data, base + 8 + 8 * i) for i in range(count))
+        codepage = 1252
+        if 1 in props and struct.unpack_from("<I", data, base + props[1])[0] == 2:  # VT_I2
+            codepage = struct.unpack_from("<H", data, base + props[1] + 4)[0]
+        if 2 not in props:
+            return ""
+        kind, size = struct.unpack_from("<II", data, base + props[2])
+        raw = data[base + props[2] + 8:base + props[2] + 8 + (2 * size if kind == 0x1F else size)]
+        if kind == 0x1F or codepage == 1200:  # VT_LPWSTR, or a VT_LPSTR in UTF-16's code page
+            text = raw.decode("utf-16-le", "replace")
+        elif kind == 0x1E:
+            text = raw.decode("utf-8" if codepage == 65001 else f"cp{codepage}", "replace")
+        else:
+            return ""
+    except (struct.error, LookupError, OverflowError):
+        return ""
+    return " ".join(text.split("\x00")[0].split())

@@ -20,7 +20,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from ragcli.ingest.formats import Section, SkipFile, html_page
-from ragcli.ingest.mail import _HEADER_LINE, assemble_section, eml_sections, header_fields
+from ragcli.ingest.mail import HEADER_LINE, assemble_section, eml_sections, header_fields
 from ragcli.ingest.ole import MAGIC, OleFile
 
 __all__ = ["msg_sections"]
@@ -166,7 +166,7 @@ class _Message:
 
     def _transport_headers(self) -> list[tuple[str, str]]:
         raw = self.props.text(_HEADERS).lstrip()
-        if not _HEADER_LINE.match(raw.encode("ascii", "replace")):
+        if not HEADER_LINE.match(raw.encode("ascii", "replace")):
             return []
         import email
         from email import policy

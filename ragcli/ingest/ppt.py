@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ragcli.ingest.formats import Section, SkipFile
-from ragcli.ingest.ole import MAGIC, OleFile
+from ragcli.ingest.ole import MAGIC, OleFile, summary_title
 
 __all__ = ["ppt_sections"]
 
@@ -47,7 +47,7 @@ def ppt_sections(path: Path, data: bytes) -> list[Section]:
     if not data.startswith(MAGIC):
         return _not_ole(path, data)
     try:
-        ole = OleFile(data)
+        ole = OleFile(data, kind="PowerPoint/OLE")
         stream = ole.stream("PowerPoint Document")
         if stream is None:
             if ole.stream("EncryptedPackage") is not None:
@@ -59,11 +59,7 @@ def ppt_sections(path: Path, data: bytes) -> list[Section]:
         if ole.stream("EncryptedSummary") is not None:
             raise SkipFile("a PowerPoint file protected by a password (encrypted)")
         slides = _Deck(stream, ole.stream("Current User")).slides()
-        from ragcli.ingest.worddoc import _title as summary_title  # (the SummaryInformation title, as .doc's)
-
         deck = summary_title(ole) or path.stem
-    except SkipFile as exc:
-        raise SkipFile(str(exc).replace("Word/OLE file", "PowerPoint/OLE file")) from None
     except (struct.error, IndexError, ValueError, OverflowError) as exc:  # damage no check here foresaw
         raise SkipFile(f"a damaged PowerPoint file ({type(exc).__name__}: {exc})") from None
     sections = []

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ragcli.ingest.formats import Section, SkipFile
 from ragcli.ingest.office import heading_sections
-from ragcli.ingest.ole import MAGIC, OleFile
+from ragcli.ingest.ole import MAGIC, OleFile, summary_title
 
 __all__ = ["doc_sections"]
 
@@ -45,7 +45,7 @@ def doc_sections(path: Path, data: bytes) -> list[Section]:
     if not data.startswith(MAGIC):
         return _not_ole(path, data)
     try:
-        title, paragraphs = _Document(OleFile(data)).read()
+        title, paragraphs = _Document(OleFile(data, kind="Word/OLE")).read()
     except (struct.error, IndexError, ValueError, OverflowError) as exc:  # damage no check here foresaw
         raise SkipFile(f"a damaged Word file ({type(exc).__name__}: {exc})") from None
     return heading_sections(title or path.stem, paragraphs)
@@ -127,7 +127,7 @@ class _Document:
                 notes += [(1, heading)] + [(0, p) for _, p in said]
             at += length
         boxes = [(0, p) for _, p in self._story(text, at, self.lw[9])] if len(self.lw) > 9 else []
-        title = _title(self.ole)
+        title = summary_title(self.ole)
         for i, (level, said) in enumerate(paragraphs):  # a paragraph in the Title style: the title, if none
             if level == _TITLE:
                 paragraphs[i] = (0, said)
@@ -346,35 +346,3 @@ def _style_levels(stsh: bytes) -> tuple[dict[int, int], set[int]]:
         if own.get(at):
             levels[istd] = own[at]
     return levels, titles
-
-
-def _title(ole: OleFile) -> str:
-    """The document's title in its SummaryInformation property set (PIDSI_TITLE, 2), "" where none: a
-    header, the first section's offset, then (property id, offset) pairs; a string in the set's code page
-    (PID_CODEPAGE, 1), or UTF-16."""
-    try:
-        data = ole.stream("\x05SummaryInformation") or b""
-    except SkipFile:
-        return ""
-    if len(data) < 48:
-        return ""
-    try:
-        base = struct.unpack_from("<I", data, 44)[0]
-        count = min(struct.unpack_from("<I", data, base + 4)[0], (len(data) - base) // 8)
-        props = dict(struct.unpack_from("<II", data, base + 8 + 8 * i) for i in range(count))
-        codepage = 1252
-        if 1 in props and struct.unpack_from("<I", data, base + props[1])[0] == 2:  # VT_I2
-            codepage = struct.unpack_from("<H", data, base + props[1] + 4)[0]
-        if 2 not in props:
-            return ""
-        kind, size = struct.unpack_from("<II", data, base + props[2])
-        raw = data[base + props[2] + 8:base + props[2] + 8 + (2 * size if kind == 0x1F else size)]
-        if kind == 0x1F or codepage == 1200:  # VT_LPWSTR, or a VT_LPSTR in UTF-16's code page
-            text = raw.decode("utf-16-le", "replace")
-        elif kind == 0x1E:
-            text = raw.decode("utf-8" if codepage == 65001 else f"cp{codepage}", "replace")
-        else:
-            return ""
-    except (struct.error, LookupError, OverflowError):
-        return ""
-    return " ".join(text.split("\x00")[0].split())

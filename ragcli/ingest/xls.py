@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ragcli.ingest.formats import Section, SkipFile
-from ragcli.ingest.ole import MAGIC, OleFile
+from ragcli.ingest.ole import MAGIC, OleFile, summary_title
 from ragcli.ingest.spreadsheet import (BUILT_IN_FORMATS, MAX_CELLS, date_text, format_kind, number_text,
                                        sheet_sections)
 
@@ -43,7 +43,7 @@ def xls_sections(path: Path, data: bytes) -> list[Section]:
     if not data.startswith(MAGIC):
         return _not_ole(path, data)
     try:
-        ole = OleFile(data)
+        ole = OleFile(data, kind="Excel/OLE")
         stream = ole.stream("Workbook")
         if stream is None:
             if ole.stream("Book") is not None:
@@ -52,12 +52,8 @@ def xls_sections(path: Path, data: bytes) -> list[Section]:
                 raise SkipFile("an Excel file protected by a password (encrypted)")
             raise SkipFile("no Workbook stream: an OLE file that is no Excel workbook (a Word .doc or "
                            "PowerPoint .ppt named .xls?)")
-        from ragcli.ingest.worddoc import _title as summary_title  # (the SummaryInformation title, as .doc's)
-
         title = summary_title(ole) or path.stem
         return _Workbook(stream).sections(title, path.suffix.lower()[1:] or "xls")
-    except SkipFile as exc:
-        raise SkipFile(str(exc).replace("Word/OLE file", "Excel/OLE file")) from None
     except (struct.error, IndexError, ValueError, OverflowError) as exc:  # damage no check here foresaw
         raise SkipFile(f"a damaged Excel file ({type(exc).__name__}: {exc})") from None
 
