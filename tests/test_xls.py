@@ -186,3 +186,11 @@ def test_xls_files_in_a_folder_are_indexed_and_found(tmp_path):
 
 def test_xls_is_a_supported_type_and_not_read_compressed():
     assert filetypes.read_in_walk(Path("old.xls")) and not filetypes.read_in_walk(Path("old.xls.gz"))
+
+
+def test_a_cut_number_format_costs_only_that_format():
+    """POI's 61045_govdocs1_626534.xls (a government table) has a FORMAT record whose code is one character
+    shorter than its length says: Excel and xlrd open it; its cells are read, not the whole file skipped."""
+    title, _, text = _read("61045_govdocs1_626534.xls")[0]
+    assert title == "61045_govdocs1_626534 > Sheet1"
+    assert text.startswith("TABLE F-2 BY FILING MONTH\nBUSINESS AND NONBUSINESS BANKRUPTCY CASES COMMENCED")

@@ -136,7 +136,10 @@ class _Workbook:
                 self.xf_formats.append(struct.unpack_from("<H", data, 2)[0])
             elif rtype == _FORMAT and len(data) >= 5:
                 fmt = struct.unpack_from("<H", data, 0)[0]
-                self.formats[fmt] = _Pieces([data[2:]]).string(2)
+                try:
+                    self.formats[fmt] = _Pieces([data[2:]]).string(2)
+                except SkipFile:  # a code cut short (written so by some tools; Excel opens the file): that
+                    pass  # format unknown, its cells shown as General ones, the workbook still read
             elif rtype == _DATEMODE and len(data) >= 2:
                 self.date1904 = struct.unpack_from("<H", data, 0)[0] == 1
         raise _damaged("the workbook's globals have no end (EOF)")
