@@ -125,3 +125,25 @@ def test_ppt_and_xls_files_in_a_folder_are_indexed_and_found(tmp_path):
 
 def test_ppt_is_a_supported_type_and_not_read_compressed():
     assert filetypes.read_in_walk(Path("old.ppt")) and not filetypes.read_in_walk(Path("old.ppt.gz"))
+
+
+def test_a_deck_saved_for_powerpoint_95_and_97_is_read_from_its_97_storage():
+    """PowerPoint 97's "95 & 97" format keeps the 97 deck in a storage, PP97_DUALSTORAGE, beside the 95
+    one at the top level (POI's bug56240.ppt, 1.3 MB, 105 slides; POI reads the storage): here
+    basic_test_ppt_file.ppt's streams moved into such a storage, a free directory entry (5) made it."""
+    import struct
+
+    from ragcli.ingest.ole import OleFile
+
+    data = bytearray((DATA / "basic_test_ppt_file.ppt").read_bytes())
+    ole = OleFile(bytes(data))
+    sectors = ole._chain(struct.unpack_from("<I", data, 0x30)[0], ole.fat)
+    entry = lambda i: (sectors[i // 4] + 1) * 512 + i % 4 * 128  # noqa: E731  (4 entries a 512-byte sector)
+    name = "PP97_DUALSTORAGE\x00".encode("utf-16-le")
+    data[entry(5):entry(5) + 128] = (name.ljust(64, b"\x00") + struct.pack("<HBB", len(name), 1, 1)
+                                     + struct.pack("<III", 0xFFFFFFFF, 0xFFFFFFFF, 1)).ljust(128, b"\x00")
+    struct.pack_into("<I", data, entry(0) + 76, 5)  # the root's child: the storage alone
+    sections = ppt_sections(Path("dual.ppt"), bytes(data))
+    expected = _read("basic_test_ppt_file.ppt")
+    assert [(s.part, s.text) for s in sections] == [(part, text) for _, part, text in expected]
+    assert sections[0].title == "dual > This is a test title"

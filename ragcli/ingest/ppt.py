@@ -48,7 +48,11 @@ def ppt_sections(path: Path, data: bytes) -> list[Section]:
         return _not_ole(path, data)
     try:
         ole = OleFile(data, kind="PowerPoint/OLE")
-        stream = ole.stream("PowerPoint Document")
+        # a deck saved as "PowerPoint 95 & 97" keeps the 97 deck in a storage of its own, the top level's
+        # being the 95 one (which this cannot read): the storage's streams are read, as POI does
+        dual = ole.top_level().get("pp97_dualstorage", 0)
+        storage = dual if ole.is_storage(dual) else 0
+        stream = ole.stream("PowerPoint Document", storage)
         if stream is None:
             if ole.stream("EncryptedPackage") is not None:
                 raise SkipFile("a PowerPoint file protected by a password (encrypted)")
@@ -58,7 +62,7 @@ def ppt_sections(path: Path, data: bytes) -> list[Section]:
                            "or Excel .xls named .ppt?)")
         if ole.stream("EncryptedSummary") is not None:
             raise SkipFile("a PowerPoint file protected by a password (encrypted)")
-        slides = _Deck(stream, ole.stream("Current User")).slides()
+        slides = _Deck(stream, ole.stream("Current User", storage)).slides()
         deck = summary_title(ole) or path.stem
     except (struct.error, IndexError, ValueError, OverflowError) as exc:  # damage no check here foresaw
         raise SkipFile(f"a damaged PowerPoint file ({type(exc).__name__}: {exc})") from None
