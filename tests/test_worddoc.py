@@ -155,3 +155,33 @@ def test_doc_files_in_a_folder_are_indexed_and_found(tmp_path):
 
 def test_doc_is_a_supported_type_and_not_read_compressed():
     assert filetypes.read_in_walk(Path("old.doc")) and not filetypes.read_in_walk(Path("old.doc.gz"))
+
+
+def test_a_page_of_paragraph_properties_listed_again_and_again_is_read_once():
+    """A damaged (or crafted) PlcBtePapx of 60 KB naming one full page of paragraph runs 7,500 times: read
+    once, as Word lists each page once, not 217,500 runs in seconds for a file under 100 KB."""
+    import struct
+    import time
+
+    from ragcli.ingest.ole import OleFile
+    from ragcli.ingest.worddoc import _Document
+
+    document = _Document(OleFile((DATA / "Bug34898.doc").read_bytes()))
+    document.titles, document.levels = set(), {}
+    crun = 29  # the most runs a page holds
+    page = bytearray(512)
+    page[511] = crun
+    struct.pack_into(f"<{crun + 1}I", page, 0, *range(crun + 1))
+    for j in range(crun):
+        page[4 * (crun + 1) + 13 * j] = 200  # each run's PAPX at byte 400: in a table, 20 times over
+    page[400:403] = b"\x28\x01\x00"
+    for k in range(20):
+        struct.pack_into("<HB", page, 403 + 3 * k, 0x2416, 1)
+    document.word = bytes(page)
+    n = 7_500
+    plc = struct.pack(f"<{n + 1}I", *range(n + 1)) + struct.pack(f"<{n}I", *[0] * n)
+    document._pair = lambda i: plc
+    start = time.perf_counter()
+    runs = document._papx()
+    assert len(runs) == crun and time.perf_counter() - start < 0.5
+    assert runs[0] == (0, 1, 0, True, False)

@@ -177,11 +177,14 @@ class _Document:
         plc = self._pair(_PLCF_BTE_PAPX)
         n = (len(plc) - 4) // 8
         runs = []
+        pages = set()  # each page read once: Word lists a page once; a damaged table naming one page in
+        # each of its thousands of entries would read its runs again for each (seconds for a small file)
         for i in range(max(n, 0)):
             page = struct.unpack_from("<I", plc, 4 * (n + 1) + 4 * i)[0] & 0x3FFFFF
             fkp = self.word[page * 512:page * 512 + 512]
-            if len(fkp) < 512:
+            if len(fkp) < 512 or page in pages:
                 continue
+            pages.add(page)
             crun = fkp[511]
             if 4 * (crun + 1) + 13 * crun > 511:
                 continue
