@@ -211,7 +211,12 @@ class _Deck:
         for ref, ident, texts in lists.get(2, []):
             notes_by_id[ident] = (ref, texts)
         out = []
+        read: set[int] = set()  # each slide once: PowerPoint lists a slide once; a damaged list naming one
+        # in each of its thousands of entries would walk its drawing and write its text again for each
         for ref, _, texts in lists.get(0, []):
+            if ref in read:
+                continue
+            read.add(ref)
             titles = [t for kind, t in texts if kind in _TITLES]
             body = [t for kind, t in texts if kind not in _TITLES]
             notes: list[str] = []
