@@ -164,3 +164,21 @@ def test_a_slide_listed_again_and_again_is_read_once(monkeypatch):
          "This is the title on page 2\n\nThis is page two\nIt has several blocks of text\nNone of them have "
          "formatting\n\nNotes: These are the notes on page two, again lacking formatting")]
 
+
+def test_a_powerpoint_95_deck_is_skipped_as_too_old_not_as_damaged():
+    """PowerPoint 95 writes its Current User stream as a 32-bit length and the user's name (POI's
+    PPT95.ppt, 1.2 MB: 11 and "Daniel Noll"; POI tells it so): here basic_test_ppt_file.ppt's stream
+    rewritten so, in place."""
+    import struct
+
+    from ragcli.ingest.ole import OleFile
+
+    data = bytearray((DATA / "basic_test_ppt_file.ppt").read_bytes())
+    ole = OleFile(bytes(data))
+    at = data.index(ole.stream("Current User"))
+    data[at:at + 15] = struct.pack("<I", 11) + b"Daniel Noll"
+    sectors = ole._chain(struct.unpack_from("<I", data, 0x30)[0], ole.fat)
+    entry = (sectors[ole.top_level()["current user"] // 4] + 1) * 512 + ole.top_level()["current user"] % 4 * 128
+    struct.pack_into("<I", data, entry + 120, 15)  # the stream's size
+    with pytest.raises(SkipFile, match="PowerPoint 4 or 95 file: too old"):
+        ppt_sections(Path("old.ppt"), bytes(data))

@@ -62,7 +62,13 @@ def ppt_sections(path: Path, data: bytes) -> list[Section]:
                            "or Excel .xls named .ppt?)")
         if ole.stream("EncryptedSummary") is not None:
             raise SkipFile("a PowerPoint file protected by a password (encrypted)")
-        slides = _Deck(stream, ole.stream("Current User", storage)).slides()
+        current_user = ole.stream("Current User", storage)
+        if current_user and len(current_user) >= 4 \
+                and struct.unpack_from("<I", current_user)[0] + 4 == len(current_user):
+            # PowerPoint 95's: a length, then the user's name (97's starts with a record header, never so);
+            # its PowerPoint Document is in that older format, whose records read as damage here
+            raise SkipFile("a PowerPoint 4 or 95 file: too old to read; save it as .pptx")
+        slides = _Deck(stream, current_user).slides()
         deck = summary_title(ole) or path.stem
     except (struct.error, IndexError, ValueError, OverflowError) as exc:  # damage no check here foresaw
         raise SkipFile(f"a damaged PowerPoint file ({type(exc).__name__}: {exc})") from None
