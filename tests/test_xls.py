@@ -194,3 +194,16 @@ def test_a_cut_number_format_costs_only_that_format():
     title, _, text = _read("61045_govdocs1_626534.xls")[0]
     assert title == "61045_govdocs1_626534 > Sheet1"
     assert text.startswith("TABLE F-2 BY FILING MONTH\nBUSINESS AND NONBUSINESS BANKRUPTCY CASES COMMENCED")
+
+
+def test_a_sheet_listed_again_and_again_is_read_once():
+    """A damaged (or crafted) workbook whose thousands of BOUNDSHEET records (12 bytes each) name one sheet:
+    read once, as Excel lists each sheet once; not its records walked again for each (a sheet of formatting
+    records and few cells never reaches the cell budget: seconds to minutes for a file under 100 KB)."""
+    from ragcli.ingest.ole import OleFile
+    from ragcli.ingest.xls import _Workbook
+
+    workbook = _Workbook(OleFile((DATA / "SampleSS.xls").read_bytes()).stream("Workbook"))
+    once = [(s.title, s.text) for s in workbook.sections("t", "xls")]
+    workbook.sheets = workbook.sheets[:1] * 4_000 + workbook.sheets[1:]
+    assert [(s.title, s.text) for s in workbook.sections("t", "xls")] == once

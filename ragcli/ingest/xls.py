@@ -161,7 +161,12 @@ class _Workbook:
             shows[i] = format_kind(self.formats[fmt]) if fmt in self.formats else BUILT_IN_FORMATS.get(fmt)
         self.shows = shows
         out: list[Section] = []
+        read: set[int] = set()  # each sheet once: Excel lists a sheet once; a damaged workbook naming one in
+        # each of thousands of BOUNDSHEET records would walk its records again for each
         for name, offset in self.sheets:
+            if offset in read:
+                continue
+            read.add(offset)
             rows = self._rows(offset, budget, kind)
             out += sheet_sections(f"{title} > {name}", f"sheet {name} ", rows)
         return out
