@@ -1149,10 +1149,12 @@ _SML = ('xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" '
         'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"')
 # cell styles (cellXfs, by index): 0 General, 1 a built-in date (14), 2 a custom date, 3 a custom number whose
 # quoted text has a "d" (no date), 4 a date and time (22), 5 a time (20, "h:mm"), 6 a date that Japanese, Chinese
-# and Korean Excel write without its code (31, "yyyy年m月d日" in Japan)
-_XLSX_STYLES = (f'<styleSheet {_SML}><numFmts count="2"><numFmt numFmtId="164" formatCode="yyyy\\-mm\\-dd;@"/>'
-                '<numFmt numFmtId="165" formatCode="0.0&quot; days&quot;"/></numFmts><cellXfs count="7">'
-                + "".join(f'<xf numFmtId="{n}" applyNumberFormat="1"/>' for n in (0, 14, 164, 165, 22, 20, 31))
+# and Korean Excel write without its code (31, "yyyy年m月d日" in Japan); 7 and 8 the built-in percentages (9 "0%",
+# 10 "0.00%"), 9 a custom one ("0.0%")
+_XLSX_STYLES = (f'<styleSheet {_SML}><numFmts count="3"><numFmt numFmtId="164" formatCode="yyyy\\-mm\\-dd;@"/>'
+                '<numFmt numFmtId="165" formatCode="0.0&quot; days&quot;"/><numFmt numFmtId="166" formatCode="0.0%"/>'
+                '</numFmts><cellXfs count="10">'
+                + "".join(f'<xf numFmtId="{n}" applyNumberFormat="1"/>' for n in (0, 14, 164, 165, 22, 20, 31, 9, 10, 166))
                 + "</cellXfs></styleSheet>")
 
 
@@ -2066,3 +2068,18 @@ def test_what_a_repositorys_gitignore_files_leave_out_is_left_out_there_only(tmp
     skipped = []
     list(iter_files([repo / "build"], on_skip=lambda p, why: skipped.append(why)))
     assert skipped == [f"left out by {repo / '.gitignore'} (--no-gitignore reads it)"]
+
+
+def test_a_percentage_cell_is_shown_as_a_percentage(tmp_path):
+    """A share is kept as a fraction and shown by its format: 0.125 in a "0.0%" cell was read as "0.125",
+    which no question asking what percent matched."""
+    rows = (_row(1, _cell("A1", "0", "s"), _cell("B1", "1", "s"))
+            + _row(2, _cell("A2", "2", "s"), _cell("B2", "0.45", style=7))
+            + _row(3, _cell("A3", "3", "s"), _cell("B3", "0.1234", style=8))
+            + _row(4, _cell("A4", "4", "s"), _cell("B4", "0.125", style=9))
+            + _row(5, _cell("A5", "5", "s"), _cell("B5", "0.125")))
+    _xlsx(tmp_path / "shares.xlsx", [("Shares", "", rows)],
+          ("<t>Party</t>", "<t>Share</t>", "<t>Red</t>", "<t>Blue</t>", "<t>Green</t>", "<t>Plain</t>"))
+    [passage] = read_passages(tmp_path / "shares.xlsx")
+    assert passage.text == ("Party: Red; Share: 45% Party: Blue; Share: 12.34% Party: Green; Share: 12.5% "
+                            "Party: Plain; Share: 0.125")

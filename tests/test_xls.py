@@ -32,12 +32,13 @@ def _read(name: str, data: bytes | None = None) -> list[tuple[str, str, str]]:
 
 def test_dates_times_and_numbers_as_excel_shows_them():
     """xlrd's Formate.xls: dates and times by their cells' formats (custom ones: "dd.mm.yyyy", "hh:mm"),
-    numbers as in a General cell; sheet names with umlauts; every visible sheet in order."""
+    percentages as such ("0.0%": 97.4%), other numbers as in a General cell; sheet names with umlauts;
+    every visible sheet in order."""
     sections = _read("Formate.xls")
     assert [title for title, _, _ in sections] == ["Formate > Blätt1", "Formate > ÖÄÜ", "Formate > Blätt3",
                                                    "Formate > Formate"]
     assert sections[0][1:] == ("sheet Blätt1 rows 1-10", "Huber | 1907-07-03\nÄcker | 2005-02-23\nÖcker | 1988-05-03\n"
-                               "Morgen | 06:34\nMittag | 12:56\nAbends | 17:47:13\ngut | 0.974\nschlecht | 0.124\n"
+                               "Morgen | 06:34\nMittag | 12:56\nAbends | 17:47:13\ngut | 97.4%\nschlecht | 12.4%\n"
                                "viel | 1000.3\nwenig | 1.2")
     assert sections[2][2].split("\n") == [str(n) for n in range(100, 1300, 100)]  # (RK and MULRK numbers)
 

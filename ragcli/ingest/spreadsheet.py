@@ -2,7 +2,7 @@
 workbook's order, its rows written one a line as "City: Paris; Country: France" under the sheet's header
 row, so that a passage holds a few rows each with its column names (what lets a question find "Paris"
 next to "city"), titled "Workbook > Sheet" and cited by rows: "book.xlsx sheet Sales rows 2-14". Values
-as Excel shows them, roughly: dates by their cell's number format. A zip of XML, read with the standard
+as Excel shows them, roughly: dates and percentages by their cell's number format. A zip of XML, read with the standard
 library (no Excel, no openpyxl); a sheet's XML is parsed as it unzips, a row at a time. CSV and TSV files
 are tables too, read the same way (``csv_sections``). ``reader`` calls both."""
 
@@ -29,7 +29,7 @@ MAX_CELLS = 200_000
 # (dates, "yyyy年m月d日", or times of day, by the locale: read as dates, a time being a number of days under 1).
 # Custom ones (164 and up) are told by their code.
 BUILT_IN_FORMATS = {**dict.fromkeys((*range(14, 18), *range(27, 37), *range(50, 59)), "date"),
-             **dict.fromkeys((18, 19, 20, 21, 45, 46, 47), "time"), 22: "datetime"}
+                    **dict.fromkeys((18, 19, 20, 21, 45, 46, 47), "time"), 22: "datetime", 9: "percent0", 10: "percent2"}
 _TEXT_TYPES = {"s", "inlineStr", "str"}  # a cell's t="…" for text: what a header row is made of
 
 
@@ -96,8 +96,9 @@ def _shared_strings(z: zipfile.ZipFile, part: str, names: set[str]) -> list[str]
 
 
 def _date_styles(z: zipfile.ZipFile, part: str, names: set[str]) -> dict[int, str]:
-    """{a cell style's number: "date", "time" or "datetime"} for the styles (cellXfs) whose number format
-    shows a date or time: a cell holds a date as a number of days, and only its style tells."""
+    """{a cell style's number: "date", "time", "datetime" or "percentN"} for the styles (cellXfs) whose
+    number format shows a date, a time or a percentage: a cell holds a date as a number of days and a
+    percentage as a fraction, and only its style tells."""
     if part not in names:
         return {}
     root = _xml(z, part)
@@ -113,9 +114,9 @@ def _date_styles(z: zipfile.ZipFile, part: str, names: set[str]) -> dict[int, st
 
 
 def format_kind(code: str) -> str | None:
-    """"date", "time", "datetime" or None for a custom number format's code: by its d, m, y, h and s
-    outside quoted text ("0.0 \\"days\\""), escaped characters and brackets ("[Red]", "[$-409]"); an elapsed
-    time ("[h]:mm") is a time."""
+    """"date", "time", "datetime", "percentN" (N decimals) or None for a custom number format's code: by
+    its d, m, y, h and s, or its %, outside quoted text ("0.0 \\"days\\""), escaped characters and brackets
+    ("[Red]", "[$-409]"); an elapsed time ("[h]:mm") is a time."""
     import re
 
     code = code.split(";")[0].lower()
@@ -124,6 +125,9 @@ def format_kind(code: str) -> str | None:
     date, time = re.search(r"[dy]", code) is not None, re.search(r"[hs]", code) is not None or elapsed
     if not date and not time and "m" in code and not re.search(r"[0#?]", code):
         date = True  # "mmm": a month alone
+    if not date and not time and "%" in code:  # "0.0%": 0.125 shown as 12.5%
+        decimals = re.search(r"\.([0#?]+)", code)
+        return f"percent{len(decimals[1]) if decimals else 0}"
     return "datetime" if date and time else "date" if date else "time" if time else None
 
 
@@ -212,8 +216,19 @@ def _value(c, strings: list[str], styles: dict[int, str], date1904: bool) -> str
     except ValueError:
         return v
     style = c.get("s") or "0"
-    shows = styles.get(int(style)) if style.isdigit() else None
-    return (date_text(x, shows, date1904) if shows else None) or number_text(x, v)
+    return shown_number(x, styles.get(int(style)) if style.isdigit() else None, date1904, v)
+
+
+def shown_number(x: float, shows: str | None, date1904: bool, written: str) -> str:
+    """A number cell as its format shows it (``shows``, from ``format_kind``): a date or time as ISO 8601,
+    a percentage as "12.5%" (a share was read as 0.125, which no question asking "what percent" matched),
+    any other as ``number_text``."""
+    import math
+
+    if shows and shows.startswith("percent") and math.isfinite(x):
+        return f"{x * 100:.{int(shows[7:] or 0)}f}%"
+    return (date_text(x, shows, date1904) if shows and not shows.startswith("percent") else None) \
+        or number_text(x, written)
 
 
 def number_text(x: float, written: str) -> str:

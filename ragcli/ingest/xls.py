@@ -19,7 +19,7 @@ from typing import Iterator
 
 from ragcli.ingest.formats import Section, SkipFile
 from ragcli.ingest.ole import MAGIC, OleFile, summary_title
-from ragcli.ingest.spreadsheet import (BUILT_IN_FORMATS, MAX_CELLS, date_text, format_kind, number_text,
+from ragcli.ingest.spreadsheet import (BUILT_IN_FORMATS, MAX_CELLS, format_kind, shown_number,
                                        sheet_sections)
 
 __all__ = ["xls_sections"]
@@ -236,7 +236,7 @@ class _Workbook:
 
     def _number(self, x: float, xf: int) -> str:
         shows = self.shows.get(xf)
-        return (date_text(x, shows, self.date1904) if shows else None) or number_text(x, repr(x))
+        return shown_number(x, shows, self.date1904, repr(x))
 
 
 _CELL_TYPES = {_LABELSST, _LABEL, _RSTRING, _NUMBER, _RK, _MULRK, _BOOLERR, _FORMULA}
