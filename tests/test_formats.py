@@ -2083,3 +2083,22 @@ def test_a_percentage_cell_is_shown_as_a_percentage(tmp_path):
     [passage] = read_passages(tmp_path / "shares.xlsx")
     assert passage.text == ("Party: Red; Share: 45% Party: Blue; Share: 12.34% Party: Green; Share: 12.5% "
                             "Party: Plain; Share: 0.125")
+def test_a_gitignore_that_keeps_only_some_files_still_reads_every_folder_for_them(tmp_path):
+    """The whitelist git's own documentation shows, "*" then "!*/" then "!*.md": git reads every folder
+    for its .md files (`git check-ignore s/b.md` says not ignored). pathspec ranks a folder's own "!*/"
+    below "*" when asked of "s/", so every subfolder was left out with what it held."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".gitignore").write_text("*\n!*/\n!*.md\n")
+    for name in ("a.md", "a.txt", "s/b.md", "s/b.txt", "s/t/c.md"):
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text("x")
+    assert sorted(f.path.relative_to(repo).as_posix() for f in iter_files([repo])) == ["a.md", "s/b.md", "s/t/c.md"]
+    # a folder named below one its repository leaves out is left out too, as git says of it
+    (repo / ".gitignore").write_text("out/\n")
+    (repo / "out" / "deep").mkdir(parents=True)
+    (repo / "out" / "deep" / "d.md").write_text("x")
+    skipped = []
+    assert list(iter_files([repo / "out" / "deep"], on_skip=lambda p, why: skipped.append(why))) == []
+    assert skipped == [f"left out by {repo / '.gitignore'} (--no-gitignore reads it)"]
+

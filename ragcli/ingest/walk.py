@@ -277,8 +277,8 @@ def _ignored_by(specs: list[tuple[Path, object, str]], path: Path, is_dir: bool)
     """The ignore file that leaves ``path`` out (absolute; ``specs`` outermost first, all holding it), or
     None. As in git, the deepest file with a say decides: a `!name` in a subfolder's file takes back what
     its parent's ignores; in one folder its .ragcliignore before its .gitignore."""
-    for base, spec, name in reversed(specs):
-        verdict = spec.check_file(path.relative_to(base).as_posix() + ("/" if is_dir else "")).include
+    for base, (files, folders), name in reversed(specs):
+        verdict = (folders if is_dir else files).check_file(path.relative_to(base).as_posix()).include
         if verdict is not None:
             return base / name if verdict else None
     return None
@@ -331,8 +331,19 @@ def _read_one(folder: Path, name: str, specs: list[tuple[Path, object, str]], on
             on_skip(shown or folder, f"cannot read its {name} ({why}): left out, so that what it excludes is not "
                                      "indexed")
         return False
-    specs.append((folder, _spec(text.splitlines()), name))
+    lines = text.splitlines()
+    specs.append((folder, (_spec(lines), _spec(_as_any(line) for line in lines)), name))
     return True
+
+
+def _as_any(line: str) -> str:
+    """A pattern as asked of a folder: "build/" (folders only) as "build". pathspec asked of "s/" ranks a
+    pattern that names the folder by its slash ("!*/") below one that names any path ("*"), taking it
+    for a match of a folder above: a whitelist's "*", "!*/", "!*.md" left out every subfolder, where git
+    reads them all. Asked of "s" without the slash, a pattern that names the folder itself outranks one
+    that names a folder above it, as in git."""
+    kept = line.rstrip()
+    return kept[:-1] if kept.endswith("/") and not kept.endswith("\\/") else line
 
 
 def _follow(link: Path, real_root: str, walked: set[str], on_skip: SkipFn | None) -> bool | None:
