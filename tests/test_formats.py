@@ -2102,3 +2102,18 @@ def test_a_gitignore_that_keeps_only_some_files_still_reads_every_folder_for_the
     assert list(iter_files([repo / "out" / "deep"], on_skip=lambda p, why: skipped.append(why))) == []
     assert skipped == [f"left out by {repo / '.gitignore'} (--no-gitignore reads it)"]
 
+
+def test_a_repository_inside_another_is_read_by_its_own_gitignore_files_only(tmp_path):
+    """A clone kept inside a repository (a vendored library, a project in a dotfiles home) is its own:
+    git reads its files by its .gitignore files, not by those of the repository around it
+    (`git -C outer/inner ls-files --others --exclude-standard` lists b.md), nor does ripgrep."""
+    outer = tmp_path / "outer"
+    (outer / ".git").mkdir(parents=True)
+    (outer / ".gitignore").write_text("*.md\n")
+    (outer / "inner" / ".git").mkdir(parents=True)
+    (outer / "inner" / ".gitignore").write_text("*.log\n")
+    for name in ("a.md", "a.txt", "inner/b.md", "inner/b.txt", "inner/c.log", "inner/d/e.md"):
+        (outer / name).parent.mkdir(parents=True, exist_ok=True)
+        (outer / name).write_text("x")
+    names = sorted(f.path.relative_to(outer).as_posix() for f in iter_files([outer]))
+    assert names == ["a.txt", "inner/b.md", "inner/b.txt", "inner/d/e.md"]

@@ -191,7 +191,11 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
                 if unlisted is not None:
                     unlisted(here)
                 continue
-            active = [entry for entry in specs if at == entry[0] or entry[0] in at.parents]
+            # a repository inside another (a clone kept in a project) is read by its own .gitignore files only,
+            # as git and ripgrep read it: the one around it's "*.md" left out the inner one's README.md
+            own = max((repo for repo in repos if _in(at, [repo])), key=lambda repo: len(repo.parts), default=None)
+            active = [entry for entry in specs if (at == entry[0] or entry[0] in at.parents)
+                      and (entry[2] != GIT_IGNORE_FILE or own is not None and _in(entry[0], [own]))]
 
             def ignored(p: Path, is_dir: bool) -> bool:
                 """--exclude wins (as git's command-line patterns do); then the .ragcliignore files."""
