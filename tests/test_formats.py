@@ -2117,3 +2117,20 @@ def test_a_repository_inside_another_is_read_by_its_own_gitignore_files_only(tmp
         (outer / name).write_text("x")
     names = sorted(f.path.relative_to(outer).as_posix() for f in iter_files([outer]))
     assert names == ["a.txt", "inner/b.md", "inner/b.txt", "inner/d/e.md"]
+
+
+def test_many_folders_with_their_own_gitignore_are_walked_in_time_linear_in_them(tmp_path):
+    """Each folder was matched against every ignore file read so far, those of folders far from it too:
+    a repository of 50,000 folders, 250 with a .gitignore, took a minute to walk. Only those of the
+    folder and the folders above it are looked at now."""
+    import time
+
+    (tmp_path / ".git").mkdir()
+    for i in range(1500):
+        (tmp_path / f"d{i}").mkdir()
+        (tmp_path / f"d{i}" / ".gitignore").write_text("*.log\n")
+    (tmp_path / "d7" / "a.md").write_text("x")
+    (tmp_path / "d7" / "a.log").write_text("x")
+    started = time.perf_counter()
+    assert [f.path.name for f in iter_files([tmp_path])] == ["a.md"]
+    assert time.perf_counter() - started < 4  # (a second or less; it took about ten)

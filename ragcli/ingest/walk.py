@@ -179,6 +179,11 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
         if unlisted is not None:
             unlisted(Path(exc.filename))
 
+    # the ignore files read, by their folder: a folder's are looked up by its own and those above it (each
+    # was matched against every file read so far, 250 .gitignore files in 50,000 folders took a minute)
+    by_folder: dict[Path, list[tuple[Path, object, str]]] = {}
+    indexed = [0]  # how many of ``specs`` are in by_folder
+
     def walk(start: Path) -> Iterator[Path]:
         for dirpath, dirnames, filenames in os.walk(start, followlinks=True, onerror=unreadable):
             here = Path(dirpath)
@@ -194,8 +199,11 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
             # a repository inside another (a clone kept in a project) is read by its own .gitignore files only,
             # as git and ripgrep read it: the one around it's "*.md" left out the inner one's README.md
             own = max((repo for repo in repos if _in(at, [repo])), key=lambda repo: len(repo.parts), default=None)
-            active = [entry for entry in specs if (at == entry[0] or entry[0] in at.parents)
-                      and (entry[2] != GIT_IGNORE_FILE or own is not None and _in(entry[0], [own]))]
+            for entry in specs[indexed[0]:]:
+                by_folder.setdefault(entry[0], []).append(entry)
+            indexed[0] = len(specs)
+            active = [entry for folder in (*reversed(at.parents), at) for entry in by_folder.get(folder, ())
+                      if entry[2] != GIT_IGNORE_FILE or own is not None and _in(entry[0], [own])]
 
             def ignored(p: Path, is_dir: bool) -> bool:
                 """--exclude wins (as git's command-line patterns do); then the .ragcliignore files."""
