@@ -133,3 +133,16 @@ def test_ods_and_odp_files_in_a_folder_are_indexed_and_found(tmp_path):
     assert [d.title for d in index.search("2019 survey", 1)] == ["talk > Walrus migration"]
     assert not index.search("hidden", 5)
     assert read_passages(docs / "talk.odp")[0].location.endswith("talk.odp slide 1")
+
+
+def test_an_ods_cells_line_breaks_and_tabs_part_its_words():
+    """A line break or a tab inside a cell's paragraph is an element (text:line-break, text:tab), as
+    Google Sheets and converters from Excel write a cell's Alt+Enter: its words ran together
+    ("ParisFrance"), found by neither."""
+    sheet = ('<office:spreadsheet><table:table table:name="Cities">'
+             f'<table:table-row>{_cell("Place")}{_cell("Note")}</table:table-row>'
+             f'<table:table-row>{_cell("Paris<text:line-break/>France")}{_cell("big<text:tab/>city")}</table:table-row>'
+             '</table:table></office:spreadsheet>')
+    [section] = ods_sections(Path("book.ods"), _package("spreadsheet", sheet))
+    assert section.text == "Place: Paris France; Note: big city"
+

@@ -103,10 +103,23 @@ def _value(c) -> tuple[str, bool] | None:
     if kind == "date" and (when := c.get(_OFFICE + "date-value")):
         day, _, time = when.partition("T")
         return (day if time.strip("0:.") == "" else f"{day} {time[:5]}"), False
-    text = "\n".join("".join(p.itertext()) for p in c.findall(_TEXT + "p")).strip()
+    text = "\n".join(_text(p) for p in c.findall(_TEXT + "p")).strip()
     if not text:
         return None
     return " ".join(text.split()), kind in (None, "string")
+
+
+def _text(el) -> str:
+    """A paragraph's text, its spans' too, a space for each tab, line break or run of spaces it writes as
+    an element (text:tab, text:line-break, text:s): itertext gave "ParisFrance" for a cell's two lines."""
+    parts = [el.text or ""]
+    for child in el:
+        parts.append(" " if child.tag in _SPACES else _text(child))
+        parts.append(child.tail or "")
+    return "".join(parts)
+
+
+_SPACES = (_TEXT + "tab", _TEXT + "line-break", _TEXT + "s")
 
 
 def _count(repeated: str | None) -> int:
