@@ -146,3 +146,19 @@ def test_an_ods_cells_line_breaks_and_tabs_part_its_words():
     [section] = ods_sections(Path("book.ods"), _package("spreadsheet", sheet))
     assert section.text == "Place: Paris France; Note: big city"
 
+
+def test_an_ods_row_of_values_repeated_a_million_times_counts_every_one_against_the_cells_read(monkeypatch):
+    """A row of values written once for many alike (table:number-rows-repeated, a value filled down a
+    column to the sheet's end) counted as one row's cells: each such row made MAX_CELLS rows in memory,
+    and a sheet of a few of them millions; it is the data set a sheet of that many cells is."""
+    monkeypatch.setattr(ods, "MAX_CELLS", 50)
+    sheet = ('<office:spreadsheet><table:table table:name="Fill">'
+             + f'<table:table-row table:number-rows-repeated="1000000">{_cell("same")}{_cell("value")}</table:table-row>'
+             * 3 + '</table:table></office:spreadsheet>')
+    with pytest.raises(SkipFile, match="more than 50 cells"):
+        ods_sections(Path("book.ods"), _package("spreadsheet", sheet))
+    small = ('<office:spreadsheet><table:table table:name="Fill">'
+             f'<table:table-row table:number-rows-repeated="3">{_cell("same")}{_cell("value")}</table:table-row>'
+             '</table:table></office:spreadsheet>')
+    [section] = ods_sections(Path("book.ods"), _package("spreadsheet", small))
+    assert section.part == "sheet Fill rows 2-3"  # (the first is taken for the header)

@@ -63,8 +63,9 @@ def _sheets(fh) -> Iterator[tuple[str, list[tuple[int, dict[int, tuple[str, bool
         elif el.tag == _TABLE + "table-row":
             repeat = _count(el.get(_TABLE + "number-rows-repeated"))
             cells = _cells(el, budget)
-            if cells:  # (a row written once for many alike: each is a row)
-                for _ in range(min(repeat, max(budget[0], 0) // len(cells) + 1)):
+            if cells:  # (a row written once for many alike: each is a row, its cells read as many times)
+                _spend(budget, len(cells) * (repeat - 1))
+                for _ in range(repeat):
                     number += 1
                     rows.append((number, cells))
             else:
@@ -86,14 +87,19 @@ def _cells(row, budget: list[int]) -> dict[int, tuple[str, bool]]:
         repeat = _count(c.get(_TABLE + "number-columns-repeated"))
         value = _value(c)
         if value:
+            _spend(budget, min(repeat, MAX_CELLS + 1))
             for k in range(repeat):
-                budget[0] -= 1
-                if budget[0] < 0:
-                    raise SkipFile(f"more than {MAX_CELLS:,} cells: a data set, not a document (export the part "
-                                   "worth searching as its own ods or CSV file)")
                 cells[column + k + 1] = value
         column += repeat
     return cells
+
+
+def _spend(budget: list[int], cells: int) -> None:
+    """Count ``cells`` more read against ``budget``; SkipFile past MAX_CELLS, before they are made."""
+    budget[0] -= cells
+    if budget[0] < 0:
+        raise SkipFile(f"more than {MAX_CELLS:,} cells: a data set, not a document (export the part worth searching "
+                       "as its own ods or CSV file)")
 
 
 def _value(c) -> tuple[str, bool] | None:
