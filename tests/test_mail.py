@@ -157,3 +157,16 @@ def test_a_message_the_email_package_cannot_take_apart_is_read_as_its_raw_text(m
     section = mail.message_section(b"Subject: x\n\nwalrus text", "untitled")
     assert section.title == "untitled" and "walrus text" in section.text
 
+
+
+@pytest.mark.parametrize("declared, body", [
+    (b"Content-Type: text/plain; charset=us-ascii\nContent-Transfer-Encoding: 8bit\n", "Café naïve".encode()),
+    (b"", "Café naïve".encode()),  # no charset said: US-ASCII by the standard, UTF-8 in practice
+    (b"Content-Type: text/plain; charset=utf-8\n", "Café naïve".encode("cp1252")),  # an old client's
+])
+def test_a_body_whose_bytes_are_not_in_the_charset_it_names_is_read_as_what_they_are(declared, body):
+    """Mail programs label 8-bit text wrongly (us-ascii, none, utf-8 for Windows-1252): each such byte
+    became U+FFFD ("Caf�� na��ve"), so the words were found by no search. A body that is not valid in
+    its charset is read as the bytes look (UTF-8, else a Windows code page), as a text file is."""
+    raw = b"From: a@example.com\nSubject: menu\n" + declared + b"\n" + body + b"\n"
+    assert mail.message_section(raw, "untitled").text == "From: a@example.com\n\nCafé naïve"

@@ -132,23 +132,24 @@ def _body(msg) -> str:
     part = msg.get_body(preferencelist=("plain", "html"))
     if part is None:
         return ""
-    try:
-        content = part.get_content()
-    except Exception:  # noqa: BLE001 - an unknown charset, a damaged transfer encoding
-        payload = part.get_payload(decode=True) or b""
-        content = payload.decode(part.get_content_charset() or "utf-8", "replace") \
-            if _known(part.get_content_charset()) else payload.decode("utf-8", "replace")
-    if not isinstance(content, str):
-        return ""
+    content = _text(part)
     if part.get_content_subtype() == "html":
         return "\n\n".join(html_page(content)[2])
     return content
 
 
-def _known(charset: str | None) -> bool:
-    import codecs
+def _text(part) -> str:
+    """A text part's text in the charset it names (US-ASCII where none); where its bytes are not valid
+    in it, as they look, as a text file's are (``encoding.decode``): mail programs label 8-bit text
+    wrongly (us-ascii or nothing for UTF-8, utf-8 for Windows-1252), and each such byte became U+FFFD."""
+    from ragcli.ingest.encoding import decode
 
+    payload = part.get_payload(decode=True) or b""  # (a damaged base64 or quoted-printable: what it could)
     try:
-        return charset is not None and codecs.lookup(charset) is not None
-    except LookupError:
-        return False
+        return payload.decode(part.get_content_charset() or "ascii")
+    except (UnicodeDecodeError, LookupError):  # (LookupError: a charset Python lacks, or "base64")
+        pass
+    try:
+        return decode(payload).text
+    except SkipFile:  # NUL bytes: no text
+        return payload.decode("utf-8", "replace")
