@@ -170,3 +170,68 @@ def test_a_body_whose_bytes_are_not_in_the_charset_it_names_is_read_as_what_they
     its charset is read as the bytes look (UTF-8, else a Windows code page), as a text file is."""
     raw = b"From: a@example.com\nSubject: menu\n" + declared + b"\n" + body + b"\n"
     assert mail.message_section(raw, "untitled").text == "From: a@example.com\n\nCafé naïve"
+
+
+SIGNED = b"""From: a@example.com
+Subject: signed report
+MIME-Version: 1.0
+Content-Type: multipart/signed; boundary=S; protocol="application/pkcs7-signature"
+
+--S
+Content-Type: multipart/mixed; boundary=M
+
+--M
+Content-Type: text/plain
+
+the report is attached
+--M
+Content-Type: application/pdf; name=report.pdf
+Content-Disposition: attachment; filename=report.pdf
+
+xx
+--M--
+--S
+Content-Type: application/pkcs7-signature; name=smime.p7s
+Content-Disposition: attachment; filename=smime.p7s
+
+sig
+--S--
+"""
+RELATED = b"""From: a@example.com
+Subject: logo
+MIME-Version: 1.0
+Content-Type: multipart/related; boundary=R
+
+--R
+Content-Type: text/html; charset=utf-8
+
+<p>See our logo <img src="cid:img1"></p>
+--R
+Content-Type: image/png; name=image001.png
+Content-ID: <img1>
+Content-Disposition: inline; filename=image001.png
+
+xx
+--R--
+"""
+ALONE = b"""From: scanner@example.com
+Subject: Scan
+Content-Type: application/pdf; name=scan0001.pdf
+Content-Disposition: attachment; filename=scan0001.pdf
+
+xx
+"""
+
+
+@pytest.mark.parametrize("raw, text", [
+    (SIGNED, "the report is attached\n\nAttachments: report.pdf"),  # not its signature, but what it signs
+    (RELATED, "See our logo"),  # an image the HTML shows is no attachment
+    (ALONE, "Attachments: scan0001.pdf"),  # a scanner's: the file is the whole message
+])
+def test_a_messages_attachments_are_named_wherever_its_parts_hold_them(raw, text):
+    """Only the top level's parts were looked at: a signed message (S/MIME, PGP: what many companies
+    send) named its signature, smime.p7s, and not its attachments, which lie inside the part signed; an
+    HTML message's images (a multipart/related's parts, image001.png) were named as attachments; a
+    message that is a file alone named none."""
+    section = mail.message_section(raw, "untitled")
+    assert section.text.split("\n\n", 1)[1].strip() == text

@@ -90,9 +90,9 @@ def message_section(raw: bytes, untitled: str, part: str | None = None) -> Secti
         msg = email.message_from_bytes(raw, policy=policy.default)
         said = header_fields(msg)
         subject = _header(msg, "Subject")
-        body = _body(msg)
-        attached = [a.get_filename() for a in msg.iter_attachments() if a.get_filename()] \
-            if msg.is_multipart() else []
+        text_part = msg.get_body(preferencelist=("plain", "html"))
+        body = _body(text_part) if text_part is not None else ""
+        attached = _attached(msg, text_part)
     except Exception:  # noqa: BLE001 - a message the email package cannot take apart: its raw text
         said, subject, attached = [], "", []
         body = raw.decode("utf-8", "replace")
@@ -127,15 +127,32 @@ def _header(msg, name: str) -> str:
         return " ".join(str(raw).split()) if raw is not None else ""
 
 
-def _body(msg) -> str:
-    """The message's text: its plain-text part, else its HTML part's text (paragraphs a blank line apart)."""
-    part = msg.get_body(preferencelist=("plain", "html"))
-    if part is None:
-        return ""
+def _body(part) -> str:
+    """The text of a message's body ``part``, its plain-text one, else its HTML one's text (paragraphs a
+    blank line apart)."""
     content = _text(part)
     if part.get_content_subtype() == "html":
         return "\n\n".join(html_page(content)[2])
     return content
+
+
+# what signs a message (S/MIME, PGP): no attachment of the writer's
+_SIGNATURES = frozenset({"application/pkcs7-signature", "application/x-pkcs7-signature", "application/pgp-signature"})
+
+
+def _attached(part, body) -> list[str]:
+    """The names of the files ``part`` (a message) carries, wherever its parts nest them, not its ``body``
+    part: only the top level's were named, so a signed message (S/MIME, PGP) named its signature and not
+    the files inside the part signed, and an HTML message's images (a multipart/related's parts it shows
+    by their Content-ID) were named as attachments; a message that is a file alone (a scanner's) names it."""
+    if part is body or part.get_content_type() in _SIGNATURES:
+        return []
+    if part.get_content_maintype() != "multipart":  # (an attached message too: named, not opened)
+        return [part.get_filename()] if part.get_filename() else []
+    parts = list(part.iter_parts())
+    if part.get_content_subtype() == "related":
+        parts = parts[:1] + [p for p in parts[1:] if p["Content-ID"] is None]
+    return [name for p in parts for name in _attached(p, body)]
 
 
 def _text(part) -> str:
