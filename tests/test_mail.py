@@ -4,6 +4,7 @@ wrote it, to whom and when, its text and its attachments' names."""
 from __future__ import annotations
 
 import gzip
+from pathlib import Path
 import pytest
 
 from ragcli.ingest import mail, reader
@@ -235,3 +236,18 @@ def test_a_messages_attachments_are_named_wherever_its_parts_hold_them(raw, text
     message that is a file alone named none."""
     section = mail.message_section(raw, "untitled")
     assert section.text.split("\n\n", 1)[1].strip() == text
+
+
+def test_a_saved_message_past_the_size_of_one_in_a_mailbox_is_read_to_there(monkeypatch):
+    """A mailbox's message is read to MAX_MESSAGE_BYTES, a saved one (.eml) was parsed whole: a 150 MB
+    one (its attachment) took 1.5 GB. Its headers, text and attachments' names come first."""
+    monkeypatch.setattr(mail, "MAX_MESSAGE_BYTES", 1000)
+    raw = (b"From: a@example.com\nSubject: Huge\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=B\n\n"
+           b"--B\nContent-Type: text/plain\n\nwalrus start\n--B\nContent-Type: text/plain\n"
+           b"Content-Disposition: attachment; filename=big.txt\n\n" + b"filler line\n" * 2000 + b"lost end\n--B--\n")
+    parsed = []
+    whole = mail.message_section
+    monkeypatch.setattr(mail, "message_section", lambda data, *a, **k: parsed.append(len(data)) or whole(data, *a, **k))
+    [section] = mail.eml_sections(Path("huge.eml"), raw)
+    assert "walrus start" in section.text and "Attachments: big.txt" in section.text
+    assert parsed == [1000]
