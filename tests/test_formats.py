@@ -2134,3 +2134,27 @@ def test_many_folders_with_their_own_gitignore_are_walked_in_time_linear_in_them
     started = time.perf_counter()
     assert [f.path.name for f in iter_files([tmp_path])] == ["a.md"]
     assert time.perf_counter() - started < 4  # (a second or less; it took about ten)
+
+
+def test_what_a_repositorys_own_exclude_file_leaves_out_is_left_out_as_its_gitignore_files_do(tmp_path):
+    """.git/info/exclude is the .gitignore a repository keeps to itself (what `git ls-files --others
+    --exclude-standard` and ripgrep leave out too): its files were indexed. Those of the .gitignore files
+    have the last word over it; a worktree's and a submodule's are those of the repository they belong to."""
+    repo = tmp_path / "repo"
+    (repo / ".git" / "info").mkdir(parents=True)
+    (repo / ".git" / "info" / "exclude").write_text("# git init's comments\nsecret.md\n*.tmp.md\n")
+    (repo / ".gitignore").write_text("!keep.tmp.md\n")
+    for name in ("ok.md", "secret.md", "a.tmp.md", "keep.tmp.md", "sub/secret.md"):
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text("x")
+    (repo / ".git" / "worktrees" / "wt").mkdir(parents=True)
+    (repo / ".git" / "worktrees" / "wt" / "commondir").write_text("../..\n")
+    worktree = tmp_path / "wt"
+    worktree.mkdir()
+    (worktree / ".git").write_text(f"gitdir: {repo / '.git' / 'worktrees' / 'wt'}\n")
+    (worktree / "secret.md").write_text("x")
+    (worktree / "ok.md").write_text("x")
+    assert sorted(f.path.relative_to(repo).as_posix() for f in iter_files([repo])) == ["keep.tmp.md", "ok.md"]
+    assert [f.path.relative_to(repo).as_posix() for f in iter_files([repo / "sub"])] == []
+    assert [f.path.name for f in iter_files([worktree])] == ["ok.md"]
+    assert len(list(iter_files([repo], gitignore=False))) == 5

@@ -24,6 +24,9 @@ IGNORE_FILE = ".ragcliignore"
 # below it), up from the repository's top; never above it (a dotfiles repository's "*" in ~/.gitignore
 # would leave out every folder of a home that is no repository of its own)
 GIT_IGNORE_FILE = ".gitignore"
+# the patterns a repository keeps to itself (in its .git folder, or where a worktree's .git file points),
+# read at its top before its .gitignore files, which have the last word, as git and ripgrep read them
+GIT_EXCLUDE = ".git/info/exclude"
 NEVER_READ = frozenset({".git", ".hg", ".svn"})  # version control's own folders, --hidden or not
 # Folders of installed packages, left out of a folder's walk (read where named): a project's virtual
 # environment or node_modules is other people's code by the ten thousand files, which crowded the project's
@@ -156,14 +159,14 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
     if gitignore:
         repos += [folder for folder in (top, *top.parents) if _is_repository(folder)][:1]
     for folder in reversed(top.parents):
-        if not _read_ignore(folder, specs, on_skip, git=_in(folder, repos)):  # what it leaves out is not known
+        if not _read_ignore(folder, specs, on_skip, git=_in(folder, repos), top=folder in repos):  # what it leaves out is not known
             if unlisted is not None:
                 unlisted(root)
             return
     left_out = _ignored_by(specs, top, True)
     if left_out is not None:  # the folder itself, from above: said, not silently empty
         if on_skip is not None:
-            on_skip(root, f"left out by {left_out}" + (" (--no-gitignore reads it)" if left_out.name == GIT_IGNORE_FILE
+            on_skip(root, f"left out by {left_out}" + (" (--no-gitignore reads it)" if left_out.name != IGNORE_FILE
                                                        else ""))
         return
     # a folder of packages named is read whole: `ragcli index venv` reads its site-packages
@@ -191,7 +194,7 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
             at = top / here.relative_to(root)
             if gitignore and ".git" in dirnames + filenames and at not in repos:  # a repository (a submodule, a clone)
                 repos.append(at)
-            if not _read_ignore(at, specs, on_skip, shown=here, git=_in(at, repos)):
+            if not _read_ignore(at, specs, on_skip, shown=here, git=_in(at, repos), top=at in repos):
                 dirnames[:] = []  # this folder and those in it left out, as one not listed
                 if unlisted is not None:
                     unlisted(here)
@@ -203,7 +206,7 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
                 by_folder.setdefault(entry[0], []).append(entry)
             indexed[0] = len(specs)
             active = [entry for folder in (*reversed(at.parents), at) for entry in by_folder.get(folder, ())
-                      if entry[2] != GIT_IGNORE_FILE or own is not None and _in(entry[0], [own])]
+                      if entry[2] == IGNORE_FILE or own is not None and _in(entry[0], [own])]
 
             def ignored(p: Path, is_dir: bool) -> bool:
                 """--exclude wins (as git's command-line patterns do); then the .ragcliignore files."""
@@ -310,21 +313,45 @@ def _in(folder: Path, repos: list[Path]) -> bool:
 
 
 def _read_ignore(folder: Path, specs: list[tuple[Path, object, str]], on_skip: SkipFn | None = None,
-                 shown: Path | None = None, git: bool = False) -> bool:
-    """Add the patterns of ``folder``'s .gitignore (with ``git``: the folder is in a repository) and
-    .ragcliignore, where it has them, to ``specs``; False where one cannot be read (``_read_one``)."""
-    return (not git or _read_one(folder, GIT_IGNORE_FILE, specs, on_skip, shown)) and \
-        _read_one(folder, IGNORE_FILE, specs, on_skip, shown)
+                 shown: Path | None = None, git: bool = False, top: bool = False) -> bool:
+    """Add the patterns of ``folder``'s .gitignore (with ``git``: the folder is in a repository; with
+    ``top``, the top of one: its GIT_EXCLUDE first) and .ragcliignore, where it has them, to ``specs``;
+    False where one cannot be read (``_read_one``)."""
+    git_dir = _git_dir(folder) if git and top else None
+    return (git_dir is None or _read_one(folder, GIT_EXCLUDE, specs, on_skip, shown, git_dir / "info" / "exclude")) \
+        and (not git or _read_one(folder, GIT_IGNORE_FILE, specs, on_skip, shown)) \
+        and _read_one(folder, IGNORE_FILE, specs, on_skip, shown)
+
+
+def _git_dir(top: Path) -> Path | None:
+    """Where git keeps the repository whose work tree's top is ``top``: its .git folder, else the folder
+    its .git file names ("gitdir: ..."), a worktree's shared one (its commondir) for a worktree; None
+    where there is none to be read."""
+    dot = top / ".git"
+    try:
+        if dot.is_dir():
+            return dot
+        first = dot.read_text(encoding="utf-8", errors="replace").partition("\n")[0]
+    except OSError:
+        return None
+    if not first.startswith("gitdir:"):
+        return None
+    where = top / first[len("gitdir:"):].strip()  # (relative to the top; an absolute one stays so)
+    try:
+        return where / (where / "commondir").read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:  # a submodule's: no commondir
+        return where
 
 
 def _read_one(folder: Path, name: str, specs: list[tuple[Path, object, str]], on_skip: SkipFn | None,
-              shown: Path | None) -> bool:
+              shown: Path | None, file: Path | None = None) -> bool:
     """Add the patterns of ``folder``'s ignore file ``name``, if it has one, to ``specs``; decoded as any
     text file is (a UTF-8 BOM, or UTF-16 from PowerShell 5's `echo x > .ragcliignore`, hid its first or
     every pattern: the private files it left out were indexed). False, said to ``on_skip`` (of the
     folder as ``shown``), when the file is there but cannot be read: the folder is then left out
-    whole, so that what the file excludes is not indexed in silence."""
-    ignore = folder / name
+    whole, so that what the file excludes is not indexed in silence. ``file``: where it is, if not in
+    ``folder`` (GIT_EXCLUDE in a worktree's repository)."""
+    ignore = file or folder / name
     try:
         there = ignore.is_file()
     except OSError as exc:  # the folder cannot be entered (mode 644): no file in it can be read either
