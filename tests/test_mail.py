@@ -251,3 +251,12 @@ def test_a_saved_message_past_the_size_of_one_in_a_mailbox_is_read_to_there(monk
     [section] = mail.eml_sections(Path("huge.eml"), raw)
     assert "walrus start" in section.text and "Attachments: big.txt" in section.text
     assert parsed == [1000]
+
+
+def test_a_message_whose_plain_text_part_is_empty_is_read_by_its_html_one():
+    """Some mail programs send an empty text/plain part beside the HTML one that holds the message:
+    the empty one was taken, and the message read as having no text."""
+    raw = (b"From: a@example.com\nSubject: news\nMIME-Version: 1.0\nContent-Type: multipart/alternative; boundary=A\n\n"
+           b"--A\nContent-Type: text/plain; charset=utf-8\n\n \n--A\nContent-Type: text/html; charset=utf-8\n\n"
+           b"<p>The walrus show opens on Friday.</p>\n--A--\n")
+    assert mail.message_section(raw, "untitled").text == "From: a@example.com\n\nThe walrus show opens on Friday."

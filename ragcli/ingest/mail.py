@@ -93,6 +93,8 @@ def message_section(raw: bytes, untitled: str, part: str | None = None) -> Secti
         subject = _header(msg, "Subject")
         text_part = msg.get_body(preferencelist=("plain", "html"))
         body = _body(text_part) if text_part is not None else ""
+        if not body.strip() and (html := msg.get_body(preferencelist=("html",))) is not None:
+            body = _body(html)  # an empty plain-text part beside the HTML one that holds the message
         attached = _attached(msg, text_part)
     except Exception:  # noqa: BLE001 - a message the email package cannot take apart: its raw text
         said, subject, attached = [], "", []
