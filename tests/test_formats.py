@@ -2158,3 +2158,18 @@ def test_what_a_repositorys_own_exclude_file_leaves_out_is_left_out_as_its_gitig
     assert [f.path.relative_to(repo).as_posix() for f in iter_files([repo / "sub"])] == []
     assert [f.path.name for f in iter_files([worktree])] == ["ok.md"]
     assert len(list(iter_files([repo], gitignore=False))) == 5
+
+
+def test_a_folder_named_through_a_link_is_read_by_the_ignore_files_above_where_it_is(tmp_path):
+    """Its files are named as the folder the link leads to names them, so the ignore files above that
+    folder apply, not those above the link: `ragcli index link` indexed what the repository's .gitignore
+    leaves out, and the next `ragcli index repo/notes` removed it."""
+    notes = tmp_path / "repo" / "notes"
+    (tmp_path / "repo" / ".git").mkdir(parents=True)
+    notes.mkdir()
+    (tmp_path / "repo" / ".gitignore").write_text("notes/*.log.md\n")
+    (notes / "a.md").write_text("x")
+    (notes / "b.log.md").write_text("x")
+    (tmp_path / "link").symlink_to(notes)
+    assert [f.path for f in iter_files([tmp_path / "link"])] == [f.path for f in iter_files([notes])] == [
+        (notes / "a.md").resolve()]

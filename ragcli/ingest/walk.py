@@ -154,7 +154,9 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
     # of the folders above the root too, as git reads a repository's from its top (`ragcli index ign/logs`
     # indexed the *.log files ign/.ragcliignore leaves out, and the next `ragcli index ign` removed them)
     specs: list[tuple[Path, object, str]] = []
-    top = Path(os.path.abspath(root))
+    # where the root is, a link followed: its files are named as there, so the ignore files above it there
+    # apply (`ragcli index link` read what the repository's .gitignore leaves out; `ragcli index repo/notes` not)
+    top = Path(os.path.realpath(root))
     repos: list[Path] = []  # the tops of the git repositories the walk is in (where .gitignore files count)
     if gitignore:
         repos += [folder for folder in (top, *top.parents) if _is_repository(folder)][:1]
