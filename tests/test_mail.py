@@ -260,3 +260,43 @@ def test_a_message_whose_plain_text_part_is_empty_is_read_by_its_html_one():
            b"--A\nContent-Type: text/plain; charset=utf-8\n\n \n--A\nContent-Type: text/html; charset=utf-8\n\n"
            b"<p>The walrus show opens on Friday.</p>\n--A--\n")
     assert mail.message_section(raw, "untitled").text == "From: a@example.com\n\nThe walrus show opens on Friday."
+
+
+FORWARDED = b"""From: a@example.com
+Subject: Fw: budget
+MIME-Version: 1.0
+Content-Type: multipart/mixed; boundary=F
+
+--F
+Content-Type: text/plain
+
+see below
+--F
+Content-Type: message/rfc822
+
+From: b@example.com
+Subject: Walrus budget
+Content-Type: multipart/mixed; boundary=G
+
+--G
+Content-Type: text/plain
+
+the walrus budget is approved
+--G
+Content-Type: application/pdf
+Content-Disposition: attachment; filename=budget.pdf
+
+xx
+--G--
+--F--
+"""
+
+
+def test_a_message_forwarded_as_an_attachment_is_read_after_the_one_it_came_with():
+    """A message forwarded as an attachment (message/rfc822, most often nameless) was neither read nor
+    named: what was forwarded was lost. It follows, as an Outlook message's attached one does
+    ("Attached message: subject", its people and text), named by its subject."""
+    section = mail.message_section(FORWARDED, "untitled")
+    assert section.text == ("From: a@example.com\n\nsee below\n\nAttachments: Walrus budget\n\n"
+                            "Attached message: Walrus budget\n\nFrom: b@example.com\n\nthe walrus budget is approved"
+                            "\n\nAttachments: budget.pdf")

@@ -8,6 +8,7 @@ read a message at a time as it streams (Takeout's are gigabytes): never whole in
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
@@ -17,6 +18,7 @@ from ragcli.ingest.formats import FileNotes, Section, SkipFile, html_page
 
 __all__ = ["assemble_section", "eml_sections", "header_fields", "mbox_sections", "message_section"]
 
+_MAX_DEPTH, _MAX_ATTACHED = 3, 100  # messages attached to messages attached to ...: deeper or more are named only
 MAX_MESSAGE_BYTES = 64 << 20  # a message past this (its attachments) is read to here: its headers and text come first
 HEADER_LINE = re.compile(rb"[\x21-\x39\x3b-\x7e]+:")  # "Subject:", "X-Mailer:": how a message's first line looks
 
@@ -88,18 +90,29 @@ def message_section(raw: bytes, untitled: str, part: str | None = None) -> Secti
     from email import policy
 
     try:
-        msg = email.message_from_bytes(raw, policy=policy.default)
-        said = header_fields(msg)
-        subject = _header(msg, "Subject")
-        text_part = msg.get_body(preferencelist=("plain", "html"))
-        body = _body(text_part) if text_part is not None else ""
-        if not body.strip() and (html := msg.get_body(preferencelist=("html",))) is not None:
-            body = _body(html)  # an empty plain-text part beside the HTML one that holds the message
-        attached = _attached(msg, text_part)
+        return _section(email.message_from_bytes(raw, policy=policy.default), untitled, part)
     except Exception:  # noqa: BLE001 - a message the email package cannot take apart: its raw text
-        said, subject, attached = [], "", []
-        body = raw.decode("utf-8", "replace")
-    return assemble_section(subject, said, body, attached, untitled, part)
+        return assemble_section("", [], raw.decode("utf-8", "replace"), [], untitled, part)
+
+
+def _section(msg, untitled: str, part: str | None = None, depth: int = 0) -> Section | None:
+    """``message_section`` of the parsed message ``msg``; the messages attached to it (forwarded as
+    attachments, message/rfc822) follow its own text, "Attached message: subject", as an Outlook
+    message's do, to _MAX_DEPTH deep: what was forwarded so was lost."""
+    said = header_fields(msg)
+    subject = _header(msg, "Subject")
+    text_part = msg.get_body(preferencelist=("plain", "html"))
+    body = _body(text_part) if text_part is not None else ""
+    if not body.strip() and (html := msg.get_body(preferencelist=("html",))) is not None:
+        body = _body(html)  # an empty plain-text part beside the HTML one that holds the message
+    forwarded: list = []
+    section = assemble_section(subject, said, body, _attached(msg, text_part, forwarded), untitled, part)
+    inner = [s for m in forwarded[:_MAX_ATTACHED]
+             if depth < _MAX_DEPTH and (s := _section(m, "untitled", depth=depth + 1))]
+    if section and inner:
+        section = replace(section, text=section.text + "".join(f"\n\nAttached message: {s.title}\n\n{s.text}"
+                                                               for s in inner))
+    return section
 
 
 def header_fields(msg) -> list[tuple[str, str]]:
@@ -143,19 +156,28 @@ def _body(part) -> str:
 _SIGNATURES = frozenset({"application/pkcs7-signature", "application/x-pkcs7-signature", "application/pgp-signature"})
 
 
-def _attached(part, body) -> list[str]:
+def _attached(part, body, forwarded: list) -> list[str]:
     """The names of the files ``part`` (a message) carries, wherever its parts nest them, not its ``body``
     part: only the top level's were named, so a signed message (S/MIME, PGP) named its signature and not
     the files inside the part signed, and an HTML message's images (a multipart/related's parts it shows
-    by their Content-ID) were named as attachments; a message that is a file alone (a scanner's) names it."""
+    by their Content-ID) were named as attachments; a message that is a file alone (a scanner's) names it.
+    A message attached (message/rfc822) is named by its subject where it has no file name, and added to
+    ``forwarded``."""
     if part is body or part.get_content_type() in _SIGNATURES:
         return []
+    if part.get_content_type() == "message/rfc822":
+        inner = part.get_payload()
+        inner = inner[0] if isinstance(inner, list) and inner else None
+        if inner is not None:
+            forwarded.append(inner)
+        name = part.get_filename() or (_header(inner, "Subject") if inner is not None else "")
+        return [name] if name else []
     if part.get_content_maintype() != "multipart":  # (an attached message too: named, not opened)
         return [part.get_filename()] if part.get_filename() else []
     parts = list(part.iter_parts())
     if part.get_content_subtype() == "related":
         parts = parts[:1] + [p for p in parts[1:] if p["Content-ID"] is None]
-    return [name for p in parts for name in _attached(p, body)]
+    return [name for p in parts for name in _attached(p, body, forwarded)]
 
 
 def _text(part) -> str:
