@@ -161,7 +161,8 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
     if gitignore:
         repos += [folder for folder in (top, *top.parents) if _is_repository(folder)][:1]
     for folder in reversed(top.parents):
-        if not _read_ignore(folder, specs, on_skip, git=_in(folder, repos), top=folder in repos):  # what it leaves out is not known
+        # (one that cannot be read: what it leaves out is not known)
+        if not _read_ignore(folder, specs, on_skip, git=_in(folder, repos), top=folder in repos):
             if unlisted is not None:
                 unlisted(root)
             return
