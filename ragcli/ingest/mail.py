@@ -2,8 +2,9 @@
 as" write; .emlx, Apple Mail's own) or a mailbox of many (.mbox: Thunderbird's folders, Google Takeout,
 Apple Mail's export), one section per message titled by its subject and, in a mailbox, cited by its
 place there ("Inbox.mbox message 12"). A section holds who wrote the message, to whom and when, then its
-text: the plain-text part, else the HTML part's text; attachments are named, not read. A mailbox is
-read a message at a time as it streams (Takeout's are gigabytes): never whole in memory."""
+text: the plain-text part, else the HTML part's text; attachments are named, not read, but a message
+forwarded as one, which follows. A mailbox is read a message at a time as it streams (Takeout's are
+gigabytes): never whole in memory."""
 
 from __future__ import annotations
 
