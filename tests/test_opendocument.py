@@ -162,3 +162,27 @@ def test_an_ods_row_of_values_repeated_a_million_times_counts_every_one_against_
              '</table:table></office:spreadsheet>')
     [section] = ods_sections(Path("book.ods"), _package("spreadsheet", small))
     assert section.part == "sheet Fill rows 2-3"  # (the first is taken for the header)
+
+
+def test_a_cell_without_its_shown_text_gives_its_value_and_damaged_counts_no_error():
+    """A program that writes .ods files may give a number cell its value only (no <text:p>): it was read
+    as empty. A repeat count of "²" (a digit int() refuses) and a run of spaces counted in billions are a
+    damaged file's: read as one, not as an error or a 2 GB string."""
+    sheet = ('<office:spreadsheet><table:table table:name="S">'
+             f'<table:table-row>{_cell("Item")}{_cell("Count")}</table:table-row>'
+             f'<table:table-row>{_cell("Walrus")}<table:table-cell office:value-type="float" office:value="42"/>'
+             '</table:table-row>'
+             '<table:table-row><table:table-cell table:number-columns-repeated="²" office:value-type="string">'
+             '<text:p>a<text:s text:c="2000000000"/>b</text:p></table:table-cell></table:table-row>'
+             '</table:table></office:spreadsheet>')
+    [section] = ods_sections(Path("book.ods"), _package("spreadsheet", sheet))
+    assert section.text.split("\n")[0] == "Item: Walrus; Count: 42"
+    assert len(section.text) < 1000
+
+
+def test_a_damaged_run_of_spaces_in_a_slide_is_one_space_not_an_error_or_gigabytes():
+    deck = ('<office:presentation><draw:page><draw:frame><draw:text-box>'
+            '<text:p>a<text:s text:c="x"/>b<text:s text:c="2000000000"/>c<text:s text:c="3"/>d</text:p>'
+            '</draw:text-box></draw:frame></draw:page></office:presentation>')
+    [section] = office_sections(Path("talk.odp"), _package("presentation", deck))
+    assert section.text.startswith("a b") and section.text.endswith("c   d") and len(section.text) < 200

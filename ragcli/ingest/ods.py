@@ -110,9 +110,16 @@ def _value(c) -> tuple[str, bool] | None:
         day, _, time = when.partition("T")
         return (day if time.strip("0:.") == "" else f"{day} {time[:5]}"), False
     text = "\n".join(_text(p) for p in c.findall(_TEXT + "p")).strip()
+    if not text and kind in _VALUES:  # a value without its shown text (written by a program, not by Calc)
+        text = c.get(_OFFICE + _VALUES[kind]) or ""
     if not text:
         return None
     return " ".join(text.split()), kind in (None, "string")
+
+
+# where a cell of each type keeps its value (beside the text:p that shows it)
+_VALUES = {"float": "value", "percentage": "value", "currency": "value", "boolean": "boolean-value",
+           "time": "time-value", "string": "string-value"}
 
 
 def _text(el) -> str:
@@ -129,4 +136,5 @@ _SPACES = (_TEXT + "tab", _TEXT + "line-break", _TEXT + "s")
 
 
 def _count(repeated: str | None) -> int:
-    return int(repeated) if repeated and repeated.isdigit() and int(repeated) > 0 else 1
+    """A repeat count; 1 for none, or one that is no decimal number ("²" is a digit int() refuses)."""
+    return int(repeated) if repeated and repeated.isdecimal() and int(repeated) > 0 else 1

@@ -219,8 +219,9 @@ def _odt_text(el) -> Iterator[str]:
     for child in el:
         if child.tag in (_TEXT + "p", _TEXT + "h") or child.tag in _ODT_NOT_TEXT:
             pass  # a comment (its author and date), a footnote's number, an image's alternative text
-        elif child.tag == _TEXT + "s":
-            yield " " * int(child.get(_TEXT + "c", "1") or 1)
+        elif child.tag == _TEXT + "s":  # (a count that is no number, or one of billions: a damaged file's)
+            count = child.get(_TEXT + "c", "1") or "1"
+            yield " " * (min(int(count), 100) if count.isdecimal() else 1)
         elif child.tag == _TEXT + "tab":
             yield "\t"
         elif child.tag == _TEXT + "line-break":
