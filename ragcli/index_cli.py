@@ -64,9 +64,8 @@ def index(
     if report.kept:
         console.print(f"kept {counted(report.kept, 'indexed file')} in folders that could not be read this run "
                       "(their passages stay until the folder can be read)")
-    for said in (report.not_read_text(), report.packages_text()):
-        if said:
-            console.print(f"[dim]{markup_safe(said)}[/]")
+    for said in report.walk_notices():
+        console.print(f"[dim]{markup_safe(said)}[/]")
     bad = sum(report.bad_lines.values())
     console.print(
         f"indexed {counted(report.files_seen, 'file')} ({report.added} added, {report.updated} updated, "

@@ -340,9 +340,8 @@ class Repl:
                                          on_warning=lambda m: self.console.print(f"[yellow]warning:[/] {markup_safe(m)}"))
             finally:  # batches committed before a Ctrl-C are searchable now, not after the next /index
                 self.engine.reload_index()
-            for said in (report.not_read_text(), report.packages_text()):  # as `ragcli index` says them
-                if said:
-                    self.console.print(f"[dim]{markup_safe(said)}[/]")
+            for said in report.walk_notices():  # as `ragcli index` says them
+                self.console.print(f"[dim]{markup_safe(said)}[/]")
             self.console.print(f"indexed: {report.added} added, {report.updated} updated, {report.removed} removed, "
                                f"{report.unchanged} unchanged; {report.passages_total} passages")
         elif cmd == "/save":

@@ -2177,3 +2177,24 @@ def test_a_folder_named_through_a_link_is_read_by_the_ignore_files_above_where_i
     (tmp_path / "link").symlink_to(notes)
     assert [f.path for f in iter_files([tmp_path / "link"])] == [f.path for f in iter_files([notes])] == [
         (notes / "a.md").resolve()]
+
+
+def test_what_gitignore_files_leave_out_is_counted_and_said(tmp_path, capsys):
+    """A repository's .gitignore may leave out what its owner wants searched (PDFs kept out of git): the
+    folders and the files of types ragcli reads that git's files left out are counted and said, with the
+    flag that reads them; .ragcliignore's are the user's own choice, not counted; nor are files of types
+    never read (a build's .o files)."""
+    from ragcli import cli
+
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".gitignore").write_text("*.pdf\nbuild/\n*.o\n")
+    (repo / ".ragcliignore").write_text("drafts/\n")
+    for name in ("notes.md", "paper.pdf", "slides.pdf", "build/out.txt", "main.o", "drafts/x.md"):
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text("walrus")
+    with pytest.raises(SystemExit) as exc:
+        cli.run(["index", str(repo), "--index", str(tmp_path / "idx")])
+    assert exc.value.code == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "left out by .gitignore files: 1 folder, 2 files (--no-gitignore reads them)" in err

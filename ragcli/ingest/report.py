@@ -71,6 +71,18 @@ class IndexReport:
         return (f"left out: {counted(len(folders), 'folder')} of installed packages ({named}); "
                 f"name one on the command line to index it")
 
+    def walk_notices(self) -> list[str]:
+        """What the walk left unread, a line each (``not_read_text``, ``packages_text``, ``git_ignored_text``)."""
+        return [said for said in (self.not_read_text(), self.packages_text(), self.git_ignored_text()) if said]
+
+    def git_ignored_text(self) -> str:
+        """e.g. "left out by .gitignore files: 2 folders, 14 files (--no-gitignore reads them)", or ""."""
+        files, folders = self.walk.git_ignored
+        if not files and not folders:
+            return ""
+        said = ", ".join(counted(n, noun) for n, noun in ((folders, "folder"), (files, "file")) if n)
+        return f"left out by .gitignore files: {said} (--no-gitignore reads them)"
+
     @property
     def passages_per_second(self) -> float:
         return self.passages_added / self.seconds if self.seconds else 0.0

@@ -51,12 +51,14 @@ class FileInfo:
 @dataclass
 class WalkNotes:
     """What finding the files saw besides them: files of types that are not read (by suffix, ""
-    for none), folders of installed packages left out (``PACKAGE_FOLDERS``), and what could not be looked at this run (a folder that could not be listed, a
-    file that could not be stat'ed), named as the index names files: their passages are kept."""
+    for none), folders of installed packages left out (``PACKAGE_FOLDERS``), how many files and folders
+    git's ignore files left out, and what could not be looked at this run (a folder that could not be
+    listed, a file that could not be stat'ed), named as the index names files: their passages are kept."""
 
     other_types: Counter = field(default_factory=Counter)
     unlisted: list[str] = field(default_factory=list)
     packages: list[str] = field(default_factory=list)  # folders of installed packages left out, as shown
+    git_ignored: list[int] = field(default_factory=lambda: [0, 0])  # files (of types read) and folders git's leave out
 
     def unseen(self, key: str) -> bool:
         """Whether the file indexed as ``key`` lies in something this run could not look at."""
@@ -104,7 +106,7 @@ def iter_files(paths: list[Path], *, include_hidden: bool = False, exclude: Iter
 
         candidates: Iterable[Path] = ([root] if not root.is_dir()  # a file, or a pipe named: said as such below
                                       else _walk(root, include_hidden, excluded, on_skip, notes.other_types, unlisted,
-                                                 notes.packages, gitignore))
+                                                 notes.packages, gitignore, notes.git_ignored))
         for path in candidates:
             try:
                 resolved = path.resolve()
@@ -148,7 +150,8 @@ def _maybe_there(exc: BaseException) -> bool:
 
 def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn | None = None,
           other_types: Counter | None = None, unlisted: Callable[[Path], None] | None = None,
-          packages: list[str] | None = None, gitignore: bool = True) -> Iterator[Path]:
+          packages: list[str] | None = None, gitignore: bool = True,
+          git_ignored: list[int] | None = None) -> Iterator[Path]:
     excluded = _spec(exclude) if exclude else None
     # the .ragcliignore files that apply, each folder's before those inside it (absolute folders): those
     # of the folders above the root too, as git reads a repository's from its top (`ragcli index ign/logs`
@@ -212,11 +215,16 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
                       if entry[2] == IGNORE_FILE or own is not None and _in(entry[0], [own])]
 
             def ignored(p: Path, is_dir: bool) -> bool:
-                """--exclude wins (as git's command-line patterns do); then the .ragcliignore files."""
+                """--exclude wins (as git's command-line patterns do); then the ignore files. What git's
+                leave out (a folder, or a file of a type read) is counted: said, as it may surprise."""
                 full = top / p.relative_to(root)
                 if excluded is not None and excluded.match_file(full.relative_to(top).as_posix() + ("/" if is_dir else "")):
                     return True
-                return _ignored_by(active, full, is_dir) is not None
+                by = _ignored_by(active, full, is_dir)
+                if by is not None and by.name != IGNORE_FILE and git_ignored is not None \
+                        and (is_dir or read_in_walk(p)):
+                    git_ignored[1 if is_dir else 0] += 1
+                return by is not None
 
             kept = []
             for d in sorted(dirnames):
