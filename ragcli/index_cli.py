@@ -29,7 +29,8 @@ def index(
 ) -> None:
     """Build or update the index from files and folders (only new or changed files are read).
 
-    Reads text, Markdown, HTML, PDF, Word, OpenDocument, PowerPoint, Excel, CSV, RTF, EPUB, e-mail, code, JSONL.
+    Reads text, Markdown, HTML, PDF, Word, OpenDocument, PowerPoint, Excel, CSV, RTF, EPUB, e-mail, subtitles,
+    code, JSONL.
 
     Folders of installed packages (a virtual environment, node_modules) are left out unless named.
     """

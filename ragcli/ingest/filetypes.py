@@ -27,6 +27,7 @@ OUTLOOK_SUFFIXES = {".msg"}  # Outlook's own saved message, an OLE file (``inges
 MBOX_SUFFIXES = {".mbox"}  # mailboxes, many messages (``ingest.mail``): streamed, as JSONL corpora are
 WORD97_SUFFIXES = {".doc"}  # Word 97-2003's binary format, an OLE file (``ingest.worddoc``)
 NOTEBOOK_SUFFIXES = {".ipynb"}  # Jupyter notebooks (``ingest.notebook``)
+SUBTITLE_SUFFIXES = {".srt", ".vtt"}  # transcripts and captions, cited by time (``ingest.subtitles``)
 # Source code and configuration, read as text. A repository's files of a language not listed were left out
 # of its index without a word (a Haskell, Elixir or Terraform project lost most of its own files). Not style
 # sheets, nor C compilers' ".d" dependency files: a documentation build's themes, a build folder's lists.
@@ -46,7 +47,7 @@ JSON_SUFFIXES = {".json"}
 SUPPORTED_SUFFIXES = (TEXT_SUFFIXES | CSV_SUFFIXES | MARKDOWN_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES | OFFICE_SUFFIXES
                       | SPREADSHEET_SUFFIXES | ODS_SUFFIXES | EPUB_SUFFIXES | RTF_SUFFIXES | WORD97_SUFFIXES
                       | XLS_SUFFIXES | PPT_SUFFIXES | MAIL_SUFFIXES | OUTLOOK_SUFFIXES | MBOX_SUFFIXES
-                      | NOTEBOOK_SUFFIXES | CODE_SUFFIXES | JSONL_SUFFIXES)
+                      | NOTEBOOK_SUFFIXES | SUBTITLE_SUFFIXES | CODE_SUFFIXES | JSONL_SUFFIXES)
 # Read as they stream, a batch of passages at a time: no size cap, never whole in memory nor in a parser process
 STREAMED_SUFFIXES = JSONL_SUFFIXES | MBOX_SUFFIXES
 # Files without an extension that are text by their name (any case): a project's or a package's own
@@ -141,12 +142,16 @@ def is_text_name(path: Path) -> bool:
 # folder too ("gzip/copyright"; a variant, README.Debian, was not read before). Word 2: footnotes and endnotes read.
 # EPUB 2: a chapter named in another letter case than its zip name is read (it was dropped from the book).
 # CSV 2: read as a table, a row under its column names, cited by rows (it was plain text, by lines).
-# A type read for the first time (Excel's .xlsx, .xlsm, .xls; PowerPoint's .ppt; RTF; e-mail; .ods, .odp) needs no number: an index holds no file of it, so its
-# next run adds them, and reads no file of another type again.
+# A type read for the first time (Excel's .xlsx, .xlsm, .xls; PowerPoint's .ppt; .ods, .odp) needs no number:
+# an index holds no file of it, so its next run adds them, and reads no file of another type again. One of
+# text that a folder's walk did not read but a file named on the command line was, read as plain text, is
+# 2 where it has a reader of its own now (RTF, e-mail, subtitles), so that such a file is read again by it;
+# MDX, Quarto and R Markdown, read as Markdown now, are Markdown's number.
 _READER_VERSIONS = {**{suffix: 3 for suffix in MARKDOWN_SUFFIXES}, **{suffix: 4 for suffix in HTML_SUFFIXES},
                     **{suffix: 2 for suffix in JSON_SUFFIXES}, "": 2, ".docx": 2,
                     **{suffix: 4 for suffix in JSONL_SUFFIXES}, **{suffix: 2 for suffix in PDF_SUFFIXES},
-                    **{suffix: 2 for suffix in EPUB_SUFFIXES}, ".csv": 2}
+                    **{suffix: 2 for suffix in EPUB_SUFFIXES}, ".csv": 2,
+                    **{suffix: 2 for suffix in RTF_SUFFIXES | MAIL_SUFFIXES | MBOX_SUFFIXES | SUBTITLE_SUFFIXES}}
 
 
 def reader_version(path: Path) -> int:

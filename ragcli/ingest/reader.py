@@ -25,6 +25,7 @@ from ragcli.ingest.rtf import rtf_sections
 from ragcli.ingest.pdf import pdf_sections
 from ragcli.ingest.records import array_passages
 from ragcli.ingest.spreadsheet import csv_sections, spreadsheet_sections
+from ragcli.ingest.subtitles import subtitle_sections
 from ragcli.ingest.worddoc import doc_sections
 from ragcli.ingest.xls import xls_sections
 from ragcli.ingest.ppt import ppt_sections
@@ -215,6 +216,8 @@ def _sections(path: Path, suffix: str, notes: FileNotes) -> Iterable[Section]:
         return tables
     if suffix in filetypes.NOTEBOOK_SUFFIXES:
         return notebook_sections(named, text)
+    if suffix in filetypes.SUBTITLE_SUFFIXES and (cues := subtitle_sections(named, text)) is not None:
+        return cues
     if suffix in filetypes.MARKDOWN_SUFFIXES:
         return formats.markdown_sections(named, text)
     return formats.text_sections(named, text)
