@@ -120,3 +120,20 @@ def test_transcripts_in_a_folder_are_indexed_and_found(tmp_path):
     assert report.added == 2
     hits = TantivyIndex.open(tmp_path / "idx").search("launch June", 1)
     assert [h.title for h in hits] == ["standup"] and hits[0].location.endswith("standup.vtt 00:00:03-00:00:12")
+
+
+def test_a_transcript_indexed_as_plain_text_before_is_read_again_by_its_reader(tmp_path):
+    """Named on the command line, a .vtt file was read as plain text (timestamps and all): its manifest
+    entry, written without a reader version, makes the next run read it again."""
+    import json
+
+    path = tmp_path / "standup.vtt"
+    path.write_text(TEAMS, encoding="utf-8")
+    build_index([path], tmp_path / "idx")
+    manifest_file = next((tmp_path / "idx").glob("ragcli-files.json"))
+    manifest = json.loads(manifest_file.read_text())
+    for entry in manifest.values():
+        entry.pop("reader", None)  # as an older ragcli wrote it
+    manifest_file.write_text(json.dumps(manifest))
+    report = build_index([path], tmp_path / "idx")
+    assert report.updated == 1
