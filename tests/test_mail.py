@@ -300,3 +300,15 @@ def test_a_message_forwarded_as_an_attachment_is_read_after_the_one_it_came_with
     assert section.text == ("From: a@example.com\n\nsee below\n\nAttachments: Walrus budget\n\n"
                             "Attached message: Walrus budget\n\nFrom: b@example.com\n\nthe walrus budget is approved"
                             "\n\nAttachments: budget.pdf")
+
+
+def test_headers_written_in_8_bit_bytes_are_read_in_their_code_page():
+    """Old mailers wrote a subject as raw bytes, not RFC 2047's =?charset?...?=: each non-ASCII one was
+    U+FFFD ("Caf\ufffd budget"). Read as UTF-8 where the bytes are, else as Windows' Western code page."""
+    raw = (b"From: Ren\xe9 <r@example.com>\nSubject: Caf\xe9 budget \xfcber alles\n"
+           b"To: =?utf-8?q?Zo=C3=AB?= <z@example.com>\n\nBody.\n")
+    section = mail.message_section(raw, "untitled")
+    assert section.title == "Café budget über alles"
+    assert section.text.startswith("From: René <r@example.com>\nTo: Zoë <z@example.com>")
+    utf8 = mail.message_section("Subject: Café au lait\n\nBody.\n".encode(), "untitled")
+    assert utf8.title == "Café au lait"

@@ -138,10 +138,27 @@ def assemble_section(subject: str, said: list[tuple[str, str]], body: str, attac
 def _header(msg, name: str) -> str:
     try:
         value = msg.get(name)
-        return " ".join(str(value).split()) if value is not None else ""
+        text = " ".join(str(value).split()) if value is not None else ""
     except Exception:  # noqa: BLE001 - a header too broken to parse: its raw text
         raw = msg.get_all(name, failobj=[None])[0] if hasattr(msg, "get_all") else None
         return " ".join(str(raw).split()) if raw is not None else ""
+    return _eight_bit(msg, name) or text if "\ufffd" in text else text
+
+
+def _eight_bit(msg, name: str) -> str:
+    """A header written in 8-bit bytes, not RFC 2047's =?charset?...?= (old mailers, a subject typed in
+    Windows' code page): UTF-8 where its bytes are, else cp1252. The email package kept them as escapes
+    and showed each as U+FFFD ("Caf\ufffd budget"). "" where the header has no such bytes."""
+    for key, raw in msg.raw_items():
+        if key.lower() == name.lower() and isinstance(raw, str) and "=?" not in raw:
+            data = raw.encode("ascii", "surrogateescape")
+            if data.isascii():
+                return ""
+            try:
+                return " ".join(data.decode("utf-8").split())
+            except UnicodeDecodeError:
+                return " ".join(data.decode("cp1252", "replace").split())
+    return ""
 
 
 def _body(part) -> str:
