@@ -2198,3 +2198,18 @@ def test_what_gitignore_files_leave_out_is_counted_and_said(tmp_path, capsys):
     assert exc.value.code == 0
     err = " ".join(capsys.readouterr().err.split())
     assert "left out by .gitignore files: 1 folder, 2 files (--no-gitignore reads them)" in err
+
+
+def test_a_table_without_a_header_row_is_not_read_under_its_first_row(tmp_path):
+    """An all-text table with no header ("Alice,Paris" first) was written under its first row as column
+    names ("Alice: Bob; Paris: London"). A first row whose values come again in their columns is data; a
+    header that a report repeats on every page is still the header, and not read again as a row."""
+    plain = tmp_path / "visits.csv"
+    plain.write_text("Alice,Paris\nBob,London\nCarol,Paris\nDan,Rome\n")
+    assert read_passages(plain)[0].text == "Alice | Paris Bob | London Carol | Paris Dan | Rome"
+    report = tmp_path / "report.csv"
+    report.write_text("Name,City\nAlice,Paris\nBob,London\nName,City\nCarol,Paris\n")
+    assert read_passages(report)[0].text == "Name: Alice; City: Paris Name: Bob; City: London Name: Carol; City: Paris"
+    unique = tmp_path / "people.csv"  # a header whose values never come again: a header, as before
+    unique.write_text("Name,City\nAlice,Paris\nBob,London\n")
+    assert read_passages(unique)[0].text == "Name: Alice; City: Paris Name: Bob; City: London"

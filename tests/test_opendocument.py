@@ -161,7 +161,7 @@ def test_an_ods_row_of_values_repeated_a_million_times_counts_every_one_against_
              f'<table:table-row table:number-rows-repeated="3">{_cell("same")}{_cell("value")}</table:table-row>'
              '</table:table></office:spreadsheet>')
     [section] = ods_sections(Path("book.ods"), _package("spreadsheet", small))
-    assert section.part == "sheet Fill rows 2-3"  # (the first is taken for the header)
+    assert section.part == "sheet Fill rows 1-3"  # (rows all alike: data, no header among them)
 
 
 def test_a_cell_without_its_shown_text_gives_its_value_and_damaged_counts_no_error():

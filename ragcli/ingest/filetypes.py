@@ -141,7 +141,9 @@ def is_text_name(path: Path) -> bool:
 # so as not to read every corpus again for it. No suffix 2: a README, LICENSE or copyright file is titled by its
 # folder too ("gzip/copyright"; a variant, README.Debian, was not read before). Word 2: footnotes and endnotes read.
 # EPUB 2: a chapter named in another letter case than its zip name is read (it was dropped from the book).
-# CSV 2: read as a table, a row under its column names, cited by rows (it was plain text, by lines).
+# CSV 2: read as a table, a row under its column names, cited by rows (it was plain text, by lines). CSV 3, TSV 2,
+# Excel 2: a first row whose values come again in their columns is data, not the header; a header repeated
+# below is not read as a row; a percentage cell is "12.5%", not 0.125.
 # A type read for the first time (Excel's .xlsx, .xlsm, .xls; PowerPoint's .ppt; .ods, .odp) needs no number:
 # an index holds no file of it, so its next run adds them, and reads no file of another type again. One of
 # text that a folder's walk did not read but a file named on the command line was, read as plain text, is
@@ -150,7 +152,8 @@ def is_text_name(path: Path) -> bool:
 _READER_VERSIONS = {**{suffix: 3 for suffix in MARKDOWN_SUFFIXES}, **{suffix: 4 for suffix in HTML_SUFFIXES},
                     **{suffix: 2 for suffix in JSON_SUFFIXES}, "": 2, ".docx": 2,
                     **{suffix: 4 for suffix in JSONL_SUFFIXES}, **{suffix: 2 for suffix in PDF_SUFFIXES},
-                    **{suffix: 2 for suffix in EPUB_SUFFIXES}, ".csv": 2,
+                    **{suffix: 2 for suffix in EPUB_SUFFIXES}, ".csv": 3, ".tsv": 2,
+                    **{suffix: 2 for suffix in SPREADSHEET_SUFFIXES},
                     **{suffix: 2 for suffix in RTF_SUFFIXES | MAIL_SUFFIXES | MBOX_SUFFIXES | SUBTITLE_SUFFIXES}}
 
 

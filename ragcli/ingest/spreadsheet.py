@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 import zipfile
+from collections import deque
+from itertools import islice
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -29,7 +31,8 @@ MAX_CELLS = 200_000
 # (dates, "yyyy年m月d日", or times of day, by the locale: read as dates, a time being a number of days under 1).
 # Custom ones (164 and up) are told by their code.
 BUILT_IN_FORMATS = {**dict.fromkeys((*range(14, 18), *range(27, 37), *range(50, 59)), "date"),
-                    **dict.fromkeys((18, 19, 20, 21, 45, 46, 47), "time"), 22: "datetime", 9: "percent0", 10: "percent2"}
+                    **dict.fromkeys((18, 19, 20, 21, 45, 46, 47), "time"), 22: "datetime",
+                    9: "percent0", 10: "percent2"}
 _TEXT_TYPES = {"s", "inlineStr", "str"}  # a cell's t="…" for text: what a header row is made of
 
 
@@ -277,20 +280,31 @@ def sheet_sections(title: str, where: str, rows: Iterable[tuple[int, dict[int, t
     before any number: each row after it is written "Header: value; Header2: value2" (a value in a column
     without a header alone); without one, the values are joined with " | ". A row of one text cell above
     it (a title in A1, a note) is a line of its own: as the header, it was put before every value ("Q3
-    sales: North; 100") and the real header row read as data; a column of notes was "note: next note"."""
+    sales: North; 100") and the real header row read as data; a column of notes was "note: next note".
+    A row whose values come again in their columns below is data, not a header (``_heads``); the header
+    row repeated below (a report's pages) is left out there."""
     header: dict[int, str] = {}
     looking = True  # for the header: until it is found, a row holds a number, or HEADER_ROWS are read
     lines: list[str] = []
     first = last = words = 0
-    for i, (number, cells) in enumerate(rows):
+    rows = iter(rows)
+    ahead: deque = deque()  # rows read to judge a header by, not written yet
+    i = -1
+    while (row := ahead.popleft() if ahead else next(rows, None)) is not None:
+        i, (number, cells) = i + 1, row
         if looking:
             text = all(is_text for _, is_text in cells.values())
             looking = text and i + 1 < HEADER_ROWS
             if text and len(cells) >= 2:
-                header = {col: value for col, (value, _) in cells.items()}
-                head_row, looking = number, False
-                continue
+                looking = False
+                ahead.extend(islice(rows, HEADER_LOOKAHEAD))
+                if _heads(cells, ahead):
+                    header = {col: value for col, (value, _) in cells.items()}
+                    head_row = number
+                    continue
         if header:
+            if {col: value for col, (value, _) in cells.items()} == header:
+                continue  # the header again (a report's next page): no row of data
             line = "; ".join(f"{header[col]}: {value}" if col in header else value
                              for col, (value, _) in sorted(cells.items()))
         else:
@@ -307,6 +321,20 @@ def sheet_sections(title: str, where: str, rows: Iterable[tuple[int, dict[int, t
         yield _section(title, where, lines, first, last)
     elif header:  # a header row alone: its text is all the sheet says
         yield _section(title, where, [" | ".join(v for _, v in sorted(header.items()))], head_row, head_row)
+
+
+HEADER_LOOKAHEAD = 100  # rows below a would-be header row that tell whether it is one
+
+
+def _heads(cells: dict[int, tuple[str, bool]], below: Iterable[tuple[int, dict[int, tuple[str, bool]]]]) -> bool:
+    """Whether a row of text cells heads the rows ``below`` it: not where one of its values comes again in
+    its own column (a table without a header, "Alice | Paris" above "Bob | Paris", was written "Alice: Bob;
+    Paris: Paris"), unless the whole row comes again (a report that repeats its header on every page)."""
+    values = {col: value for col, (value, _) in cells.items()}
+    later = [{col: value for col, (value, _) in row.items()} for _, row in below]
+    if values in later and any(row != values for row in later):  # (rows all alike are data: a column filled down)
+        return True
+    return not any(values.get(col) == value for row in later for col, value in row.items())
 
 
 def _section(title: str, where: str, lines: list[str], first: int, last: int) -> Section:
