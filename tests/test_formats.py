@@ -2213,3 +2213,16 @@ def test_a_table_without_a_header_row_is_not_read_under_its_first_row(tmp_path):
     unique = tmp_path / "people.csv"  # a header whose values never come again: a header, as before
     unique.write_text("Name,City\nAlice,Paris\nBob,London\n")
     assert read_passages(unique)[0].text == "Name: Alice; City: Paris Name: Bob; City: London"
+
+
+def test_exclude_patterns_that_keep_only_some_files_keep_them_in_every_folder(tmp_path):
+    """`--exclude '*' --exclude '!*/' --exclude '!*.md'` (all but Markdown, in every folder, as git's
+    documentation writes it) left every subfolder out; and "build/" still leaves out folders only."""
+    for name in ("a.md", "a.txt", "sub/b.md", "sub/b.txt", "build/c.md"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x")
+    (tmp_path / "build.md").write_text("x")
+    keep = sorted(f.path.relative_to(tmp_path).as_posix() for f in iter_files([tmp_path], exclude=["*", "!*/", "!*.md"]))
+    assert keep == ["a.md", "build.md", "build/c.md", "sub/b.md"]
+    left = sorted(f.path.relative_to(tmp_path).as_posix() for f in iter_files([tmp_path], exclude=["build/"]))
+    assert left == ["a.md", "a.txt", "build.md", "sub/b.md", "sub/b.txt"]

@@ -152,7 +152,8 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
           other_types: Counter | None = None, unlisted: Callable[[Path], None] | None = None,
           packages: list[str] | None = None, gitignore: bool = True,
           git_ignored: list[int] | None = None) -> Iterator[Path]:
-    excluded = _spec(exclude) if exclude else None
+    # (asked of a folder without its slash, as the ignore files are: see _as_any)
+    excluded = (_spec(exclude), _spec(_as_any(line) for line in exclude)) if exclude else None
     # the .ragcliignore files that apply, each folder's before those inside it (absolute folders): those
     # of the folders above the root too, as git reads a repository's from its top (`ragcli index ign/logs`
     # indexed the *.log files ign/.ragcliignore leaves out, and the next `ragcli index ign` removed them)
@@ -218,7 +219,7 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
                 """--exclude wins (as git's command-line patterns do); then the ignore files. What git's
                 leave out (a folder, or a file of a type read) is counted: said, as it may surprise."""
                 full = top / p.relative_to(root)
-                if excluded is not None and excluded.match_file(full.relative_to(top).as_posix() + ("/" if is_dir else "")):
+                if excluded is not None and excluded[is_dir].match_file(full.relative_to(top).as_posix()):
                     return True
                 by = _ignored_by(active, full, is_dir)
                 if by is not None and by.name != IGNORE_FILE and git_ignored is not None \
