@@ -27,6 +27,7 @@ OUTLOOK_SUFFIXES = {".msg"}  # Outlook's own saved message, an OLE file (``inges
 MBOX_SUFFIXES = {".mbox"}  # mailboxes, many messages (``ingest.mail``): streamed, as JSONL corpora are
 WORD97_SUFFIXES = {".doc"}  # Word 97-2003's binary format, an OLE file (``ingest.worddoc``)
 NOTEBOOK_SUFFIXES = {".ipynb"}  # Jupyter notebooks (``ingest.notebook``)
+IWORK_SUFFIXES = {".pages", ".numbers", ".key"}  # Apple Pages, Numbers, Keynote (``ingest.iwork``); a .key no deck is skipped
 SUBTITLE_SUFFIXES = {".srt", ".vtt"}  # transcripts and captions, cited by time (``ingest.subtitles``)
 # Source code and configuration, read as text. A repository's files of a language not listed were left out
 # of its index without a word (a Haskell, Elixir or Terraform project lost most of its own files). Not style
@@ -47,7 +48,8 @@ JSON_SUFFIXES = {".json"}
 SUPPORTED_SUFFIXES = (TEXT_SUFFIXES | CSV_SUFFIXES | MARKDOWN_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES | OFFICE_SUFFIXES
                       | SPREADSHEET_SUFFIXES | ODS_SUFFIXES | EPUB_SUFFIXES | RTF_SUFFIXES | WORD97_SUFFIXES
                       | XLS_SUFFIXES | PPT_SUFFIXES | MAIL_SUFFIXES | OUTLOOK_SUFFIXES | MBOX_SUFFIXES
-                      | NOTEBOOK_SUFFIXES | SUBTITLE_SUFFIXES | CODE_SUFFIXES | JSONL_SUFFIXES)
+                      | NOTEBOOK_SUFFIXES | SUBTITLE_SUFFIXES | CODE_SUFFIXES | JSONL_SUFFIXES
+                      | IWORK_SUFFIXES)
 # Read as they stream, a batch of passages at a time: no size cap, never whole in memory nor in a parser process
 STREAMED_SUFFIXES = JSONL_SUFFIXES | MBOX_SUFFIXES
 # Files without an extension that are text by their name (any case): a project's or a package's own
@@ -64,7 +66,8 @@ TEXT_NAMES = frozenset("""readme license licence copying notice authors contribu
 COMPRESSED_SUFFIXES = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz"}
 # zips and PDFs: compressed already
 NOT_READ_COMPRESSED_SUFFIXES = (PDF_SUFFIXES | OFFICE_SUFFIXES | SPREADSHEET_SUFFIXES | ODS_SUFFIXES | EPUB_SUFFIXES
-                                | WORD97_SUFFIXES | XLS_SUFFIXES | PPT_SUFFIXES | OUTLOOK_SUFFIXES)
+                                | WORD97_SUFFIXES | XLS_SUFFIXES | PPT_SUFFIXES | OUTLOOK_SUFFIXES
+                                | IWORK_SUFFIXES)
 READ_COMPRESSED_SUFFIXES = SUPPORTED_SUFFIXES - NOT_READ_COMPRESSED_SUFFIXES
 
 

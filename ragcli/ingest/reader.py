@@ -14,6 +14,7 @@ from ragcli.ingest.compressed import errors, open_stream, read_all, unread
 from ragcli.ingest.encoding import SNIFF_BYTES, bom, decode, is_utf8
 from ragcli.ingest.epub import epub_sections
 from ragcli.ingest.formats import FileNotes, Section, SkipFile, starts_of_lines
+from ragcli.ingest.iwork import iwork_sections
 from ragcli.ingest.jsonl import jsonl_batches, jsonl_passages
 from ragcli.ingest.notebook import notebook_sections
 from ragcli.ingest.passages import Passage, chunk_text, normalise, passage_id
@@ -175,6 +176,8 @@ def _sections(path: Path, suffix: str, notes: FileNotes) -> Iterable[Section]:
         return pdf_sections(path)
     if suffix in filetypes.OFFICE_SUFFIXES:
         return office_sections(path, read_bytes(path))
+    if suffix in filetypes.IWORK_SUFFIXES:
+        return iwork_sections(path, read_bytes(path))
     if suffix in filetypes.SPREADSHEET_SUFFIXES:
         return spreadsheet_sections(path, read_bytes(path))
     if suffix in filetypes.ODS_SUFFIXES:
