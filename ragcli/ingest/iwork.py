@@ -72,8 +72,10 @@ def iwork_sections(path: Path, data: bytes) -> list[Section]:
             sections = _iwa_sections(z, root, kind, path.stem) or _xml_sections(z, root, kind, path.stem)
         except (_Damaged, SnappyError) as exc:
             damage = str(exc) or "cut short"
-        except (zipfile.BadZipFile, KeyError, EOFError, SyntaxError, NotImplementedError, OSError, RuntimeError):
-            damage = "a damaged part"
+        except SyntaxError as exc:  # ElementTree's ParseError: iWork '09's XML
+            damage = f"its XML is damaged ({exc})"
+        except (zipfile.BadZipFile, KeyError, EOFError, NotImplementedError, OSError, RuntimeError) as exc:
+            damage = f"a damaged part ({type(exc).__name__})"
         if sections:
             return sections
         preview = next((n for n in names if n[len(root):] in ("QuickLook/Preview.pdf", "preview.pdf")), None)
@@ -86,9 +88,10 @@ def iwork_sections(path: Path, data: bytes) -> list[Section]:
 
 def _package_root(names: list[str]) -> str | None:
     """The folder in the zip that holds the document ("" or "Deck.key/", a package zipped with its folder),
-    or None where there is none."""
+    or None where there is none (nor a preview of one)."""
     for n in names:
-        for part in ("Index.zip", "Index/Document.iwa", "index.xml", "index.xml.gz", "index.apxl", "index.apxl.gz"):
+        for part in ("Index.zip", "Index/Document.iwa", "index.xml", "index.xml.gz", "index.apxl", "index.apxl.gz",
+                     "QuickLook/Preview.pdf"):
             if n.endswith(part) and n[:-len(part)].count("/") <= 1 and (n == part or n[-len(part) - 1] == "/"):
                 return n[:-len(part)]
     return None
@@ -96,8 +99,9 @@ def _package_root(names: list[str]) -> str | None:
 
 # --- iWork '13 and later --------------------------------------------------------------------------------------
 
-def _iwa_files(z: zipfile.ZipFile, root: str) -> Iterator[tuple[str, bytes]]:
-    """(name, unpacked bytes) of each .iwa in the document (in Index.zip or Index/), in the zip's order."""
+def _iwa_files(z: zipfile.ZipFile, root: str) -> Iterator[tuple[str, bytes, str]]:
+    """(name, unpacked bytes, why it is damaged or "") of each .iwa in the document (in Index.zip or
+    Index/), in the zip's order; a damaged one's bytes are those of its chunks before the damage."""
     names = z.namelist()
     if root + "Index.zip" in names:
         z = zipfile.ZipFile(io.BytesIO(read_capped(z, root + "Index.zip", MAX_BYTES)))
@@ -105,9 +109,14 @@ def _iwa_files(z: zipfile.ZipFile, root: str) -> Iterator[tuple[str, bytes]]:
     total = 0
     for n in names:
         if n.startswith(root + "Index/") and n.endswith(".iwa"):
-            raw = iwa_unframe(read_capped(z, n, MAX_BYTES), MAX_BYTES - total)
-            total += len(raw)
-            yield n[len(root) + len("Index/"):], raw
+            out = bytearray()
+            try:
+                iwa_unframe(read_capped(z, n, MAX_BYTES), MAX_BYTES - total, out)
+                damage = ""
+            except SnappyError as exc:
+                damage = str(exc)
+            total += len(out)
+            yield n[len(root) + len("Index/"):], bytes(out), damage
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -163,32 +172,47 @@ def _ref(fields: list, number: int) -> int | None:
     return _get(_fields(value), 1) if isinstance(value, bytes) else None
 
 
-def _objects(z: zipfile.ZipFile, root: str) -> dict[int, _Object]:
-    """{identifier: object} of every message in the document's .iwa files, in their order."""
+def _objects(z: zipfile.ZipFile, root: str) -> tuple[dict[int, _Object], str]:
+    """({identifier: object} of every message in the document's .iwa files, in their order; why one was
+    damaged, or ""). A damaged .iwa (a master slide's, a table's) costs its own objects from the damage on,
+    not the document's others."""
     objects: dict[int, _Object] = {}
-    for name, raw in _iwa_files(z, root):
-        pos = 0
-        while pos < len(raw):
-            length, pos = _varint(raw, pos)
-            if length > len(raw) - pos:
-                raise _Damaged("an archive header cut short")
-            info = _fields(raw[pos:pos + length])
-            pos += length
-            identifier = _get(info, 1)
-            for message in _all(info, 2):
-                message = _fields(message) if isinstance(message, bytes) else []
-                size = _get(message, 3, 0)
-                if not isinstance(size, int) or size > len(raw) - pos:
-                    raise _Damaged("a message cut short")
-                if isinstance(identifier, int) and identifier not in objects:
-                    objects[identifier] = _Object(_get(message, 1, 0), raw[pos:pos + size], name)
-                pos += size
-    return objects
+    damage = ""
+    for name, raw, broken in _iwa_files(z, root):
+        try:
+            _read_objects(name, raw, objects)
+        except _Damaged as exc:
+            broken = broken or str(exc)
+        damage = damage or (f"{name}: {broken}" if broken else "")
+    return objects, damage
+
+
+def _read_objects(name: str, raw: bytes, objects: dict[int, _Object]) -> None:
+    pos = 0
+    while pos < len(raw):
+        length, pos = _varint(raw, pos)
+        if length > len(raw) - pos:
+            raise _Damaged("an archive header cut short")
+        info = _fields(raw[pos:pos + length])
+        pos += length
+        identifier = _get(info, 1)
+        for message in _all(info, 2):
+            message = _fields(message) if isinstance(message, bytes) else []
+            size = _get(message, 3, 0)
+            if not isinstance(size, int) or size > len(raw) - pos:
+                raise _Damaged("a message cut short")
+            if isinstance(identifier, int) and identifier not in objects:
+                objects[identifier] = _Object(_get(message, 1, 0), raw[pos:pos + size], name)
+            pos += size
 
 
 def _text(obj: _Object) -> tuple[int, str]:
-    """(kind, text) of a StorageArchive: its text strings joined, without attachments' marks."""
-    fields = _fields(obj.payload)
+    """(kind, text) of a StorageArchive: its text strings joined, without attachments' marks; (0, "") where
+    it is damaged."""
+    try:
+        fields = _fields(obj.payload)
+    except _Damaged:
+        return 0, ""
     text = "".join(v.decode("utf-8", "replace") for v in _all(fields, 3) if isinstance(v, bytes))
     text = _OBJECT.sub("", text.replace("\u2028", "\n").replace("\u2029", "\n"))
     kind = _get(fields, 1, 0)
@@ -196,13 +220,20 @@ def _text(obj: _Object) -> tuple[int, str]:
 
 
 def _strings(obj: _Object) -> list[str]:
-    """The strings of a TableDataList of strings (listType 1), by key: the order they were first typed."""
-    fields = _fields(obj.payload)
+    """The strings of a TableDataList of strings (listType 1), by key: the order they were first typed;
+    those before the damage where it is damaged."""
+    try:
+        fields = _fields(obj.payload)
+    except _Damaged:
+        return []
     if _get(fields, 1) != 1:
         return []
     entries = []
     for entry in _all(fields, 3):
-        e = _fields(entry) if isinstance(entry, bytes) else []
+        try:
+            e = _fields(entry) if isinstance(entry, bytes) else []
+        except _Damaged:
+            break
         s = _get(e, 3)
         if isinstance(s, bytes) and s.strip():
             key = _get(e, 1, 0)
@@ -214,16 +245,20 @@ def _iwa_sections(z: zipfile.ZipFile, root: str, kind: str, stem: str) -> list[S
     names = z.namelist()
     if root + "Index.zip" not in names and not any(n.startswith(root + "Index/") for n in names):
         return []
-    objects = _objects(z, root)
+    objects, damage = _objects(z, root)
     if kind == "key":
-        return _keynote(objects, stem)
-    if kind == "numbers":
-        return _numbers(objects, stem)
-    texts = [t for o in objects.values() if o.type in _STORAGE and o.file != "DocumentStylesheet.iwa"
-             for k, t in [_text(o)] if t]
-    cells = [s for o in objects.values() if o.type == _DATA_LIST for s in _strings(o)]
-    body = "\n\n".join(texts + (["\n".join(cells)] if cells else []))
-    return [Section(stem, body)] if body.strip() else []
+        sections = _keynote(objects, stem)
+    elif kind == "numbers":
+        sections = _numbers(objects, stem)
+    else:
+        texts = [t for o in objects.values() if o.type in _STORAGE and o.file != "DocumentStylesheet.iwa"
+                 for k, t in [_text(o)] if t]
+        cells = [s for o in objects.values() if o.type == _DATA_LIST for s in _strings(o)]
+        body = "\n\n".join(texts + (["\n".join(cells)] if cells else []))
+        sections = [Section(stem, body)] if body.strip() else []
+    if damage and not sections:  # (where some text was read, the rest of a damaged file is let go)
+        raise _Damaged(damage)
+    return sections
 
 
 def _keynote(objects: dict[int, _Object], deck: str) -> list[Section]:

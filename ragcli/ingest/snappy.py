@@ -77,10 +77,11 @@ def decompress(data: bytes, limit: int) -> bytes:
     return bytes(out)
 
 
-def iwa_unframe(data: bytes, limit: int) -> bytes:
+def iwa_unframe(data: bytes, limit: int, out: bytearray | None = None) -> bytes:
     """The bytes of an .iwa file: its chunks (a 0x00 byte, a 3-byte little-endian length, a Snappy block)
-    decompressed and joined; SnappyError where a chunk is damaged or all of it would pass ``limit`` bytes."""
-    out = bytearray()
+    decompressed and joined; SnappyError where a chunk is damaged or all of it would pass ``limit`` bytes
+    (``out``, where given, then holds the chunks before that one)."""
+    out = bytearray() if out is None else out
     pos = 0
     while pos < len(data):
         if data[pos] != 0 or pos + 4 > len(data):
