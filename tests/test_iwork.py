@@ -184,3 +184,13 @@ def test_build_index_finds_the_words_of_a_deck(tmp_path):
     assert report.added == 1 and not report.skipped
     hits = TantivyIndex.open(tmp_path / "idx").search("testability", 1)
     assert [(d.title, d.location.endswith("talk.key slide 2")) for d in hits] == [("talk > Slide 1", True)]
+
+
+def test_a_folders_tls_keys_are_counted_among_files_not_read_not_each_a_warning(tmp_path):
+    from ragcli.ingest.walk import WalkNotes, iter_files
+
+    (tmp_path / "server.key").write_text("-----BEGIN PRIVATE KEY-----\nMIIEvQ\n-----END PRIVATE KEY-----\n")
+    (tmp_path / "notes.txt").write_text("walrus")
+    notes = WalkNotes()
+    assert [f.path.name for f in iter_files([tmp_path], notes=notes)] == ["notes.txt"]
+    assert dict(notes.other_types) == {".key": 1}

@@ -251,10 +251,10 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
                 p = here / name
                 if ignored(p, False):
                     continue
-                if os.path.islink(p) and os.path.exists(p) and read_in_walk(p):
+                if os.path.islink(p) and os.path.exists(p) and _read_here(p):
                     linked.append(p)  # after the walk: a file it reads is read under its own name, not the link's
                     continue
-                if read_in_walk(p) or not p.suffix and os.path.islink(p) and not os.path.exists(p):
+                if _read_here(p) or not p.suffix and os.path.islink(p) and not os.path.exists(p):
                     yield p  # (a broken link of no type is said to be one as it is looked at)
                 elif other_types is not None and name not in (IGNORE_FILE, GIT_IGNORE_FILE):  # (no text left unread)
                     other_types[type_of(p)] += 1
@@ -272,6 +272,21 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
         target = Path(os.path.realpath(link))
         if not (target.is_relative_to(real_root) and _never_read(target.parent, Path(real_root))):
             yield link
+
+
+def _read_here(path: Path) -> bool:
+    """``read_in_walk``, and for a ".key" file only a Keynote deck (a zip): a folder's TLS and SSH keys
+    were each a warning, "skipped server.key: not a Keynote deck", where a file of a type not read is
+    counted in one line. Named on the command line, any .key is tried (and said why it is not read)."""
+    if not read_in_walk(path):
+        return False
+    if path.suffix.lower() != ".key":
+        return True
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(2) == b"PK"
+    except OSError:
+        return True  # (said as it is read)
 
 
 def _holds_packages(folder: Path) -> bool:
