@@ -8,7 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 # plain text, and markup read as text: AsciiDoc and wiki pages too (a project's docs written so were not read)
-TEXT_SUFFIXES = {".txt", ".text", ".rst", ".org", ".tex", ".log", ".adoc", ".asciidoc", ".wiki", ".mediawiki"}
+TEXT_SUFFIXES = {".txt", ".text", ".rst", ".org", ".log", ".adoc", ".asciidoc", ".wiki", ".mediawiki"}
+LATEX_SUFFIXES = {".tex", ".ltx"}  # LaTeX sources: by their sections, without markup (``ingest.latex``)
 CSV_SUFFIXES = {".csv", ".tsv"}  # tables: read row by row under their column names (``spreadsheet.csv_sections``)
 # and MDX (Markdown with JSX), Quarto and R Markdown notebooks: Markdown with code chunks
 MARKDOWN_SUFFIXES = {".md", ".markdown", ".mdx", ".qmd", ".rmd"}
@@ -45,7 +46,7 @@ JSONL_SUFFIXES = {".jsonl"}
 # A .json file is read only where named (a folder's are settings and data): as a corpus where it is a JSON
 # array of {"title", "text"} records, else as text
 JSON_SUFFIXES = {".json"}
-SUPPORTED_SUFFIXES = (TEXT_SUFFIXES | CSV_SUFFIXES | MARKDOWN_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES | OFFICE_SUFFIXES
+SUPPORTED_SUFFIXES = (TEXT_SUFFIXES | LATEX_SUFFIXES | CSV_SUFFIXES | MARKDOWN_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES | OFFICE_SUFFIXES
                       | SPREADSHEET_SUFFIXES | ODS_SUFFIXES | EPUB_SUFFIXES | RTF_SUFFIXES | WORD97_SUFFIXES
                       | XLS_SUFFIXES | PPT_SUFFIXES | MAIL_SUFFIXES | OUTLOOK_SUFFIXES | MBOX_SUFFIXES
                       | NOTEBOOK_SUFFIXES | SUBTITLE_SUFFIXES | CODE_SUFFIXES | JSONL_SUFFIXES
@@ -151,13 +152,15 @@ def is_text_name(path: Path) -> bool:
 # an index holds no file of it, so its next run adds them, and reads no file of another type again. One of
 # text that a folder's walk did not read but a file named on the command line was, read as plain text, is
 # 2 where it has a reader of its own now (RTF, e-mail, subtitles), so that such a file is read again by it;
-# MDX, Quarto and R Markdown, read as Markdown now, are Markdown's number.
+# MDX, Quarto and R Markdown, read as Markdown now, are Markdown's number. LaTeX 2: a .tex file is read by its
+# sections, without its preamble, comments and markup (it was plain text); .ltx was not read before.
 _READER_VERSIONS = {**{suffix: 3 for suffix in MARKDOWN_SUFFIXES}, **{suffix: 4 for suffix in HTML_SUFFIXES},
                     **{suffix: 2 for suffix in JSON_SUFFIXES}, "": 2, ".docx": 2,
                     **{suffix: 4 for suffix in JSONL_SUFFIXES}, **{suffix: 2 for suffix in PDF_SUFFIXES},
                     **{suffix: 2 for suffix in EPUB_SUFFIXES}, ".csv": 3, ".tsv": 2,
                     **{suffix: 2 for suffix in SPREADSHEET_SUFFIXES},
-                    **{suffix: 2 for suffix in RTF_SUFFIXES | MAIL_SUFFIXES | MBOX_SUFFIXES | SUBTITLE_SUFFIXES}}
+                    **{suffix: 2 for suffix in RTF_SUFFIXES | MAIL_SUFFIXES | MBOX_SUFFIXES | SUBTITLE_SUFFIXES},
+                    ".tex": 2}
 
 
 def reader_version(path: Path) -> int:

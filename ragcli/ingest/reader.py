@@ -16,15 +16,16 @@ from ragcli.ingest.epub import epub_sections
 from ragcli.ingest.formats import FileNotes, Section, SkipFile, starts_of_lines
 from ragcli.ingest.iwork import iwork_sections
 from ragcli.ingest.jsonl import jsonl_batches, jsonl_passages
-from ragcli.ingest.notebook import notebook_sections
-from ragcli.ingest.passages import Passage, chunk_text, normalise, passage_id
+from ragcli.ingest.latex import latex_sections
 from ragcli.ingest.mail import eml_sections, mbox_sections
-from ragcli.ingest.outlook import msg_sections
+from ragcli.ingest.notebook import notebook_sections
 from ragcli.ingest.ods import ods_sections
 from ragcli.ingest.office import office_sections
-from ragcli.ingest.rtf import rtf_sections
+from ragcli.ingest.outlook import msg_sections
+from ragcli.ingest.passages import Passage, chunk_text, normalise, passage_id
 from ragcli.ingest.pdf import pdf_sections
 from ragcli.ingest.records import array_passages
+from ragcli.ingest.rtf import rtf_sections
 from ragcli.ingest.spreadsheet import csv_sections, spreadsheet_sections
 from ragcli.ingest.subtitles import subtitle_sections
 from ragcli.ingest.worddoc import doc_sections
@@ -217,6 +218,8 @@ def _sections(path: Path, suffix: str, notes: FileNotes) -> Iterable[Section]:
     text = read_text(path, notes=notes)
     if suffix in filetypes.CSV_SUFFIXES and (tables := csv_sections(named, text)) is not None:
         return tables
+    if suffix in filetypes.LATEX_SUFFIXES:
+        return latex_sections(named, text)
     if suffix in filetypes.NOTEBOOK_SUFFIXES:
         return notebook_sections(named, text)
     if suffix in filetypes.SUBTITLE_SUFFIXES and (cues := subtitle_sections(named, text)) is not None:
