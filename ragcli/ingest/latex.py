@@ -111,6 +111,12 @@ def _math(source: str) -> str:
     return "\n".join(" ".join(line.split()) for line in _MATH_NOISE.sub(" ", source).split("\n"))
 
 
+def _past_control(text: str, at: int, limit: int) -> int:
+    """Past the control sequence at ``at`` (a "\\" alone at the limit: past it)."""
+    m = _CONTROL.match(text, at, limit)
+    return m.end() if m else at + 1
+
+
 def _plain(run: str) -> str:
     if "-" in run or "`" in run or "'" in run:
         run = run.replace("---", "—").replace("--", "–").replace("``", "“").replace("''", "”").replace("`", "‘")
@@ -317,16 +323,23 @@ class _Reader:
             end = self.braces.get(q)
             if end is None or end >= limit:
                 return p
-            base, q = text[q + 1:end].strip(), end + 1
-        elif text[q] == "\\":
-            m = _CONTROL.match(text, q, limit)
-            base, q = m.group(), m.end()
+            base, q = text[q + 1:end], end + 1
+            if len(base) > 3 or "\n" in base:  # no letter: an accent command misused
+                return p
+            base = base.strip()
+        elif text[q] == "\\":  # a dotless i or j (\'\i), or no letter at all
+            end = _past_control(text, q, limit)
+            if text[q:end] not in ("\\i", "\\j"):
+                return p
+            base, q = text[q:end], end
         elif text[q] in " \t\n":
+            return p
+        elif text[q] in "}$%&~":
             return p
         else:
             base, q = text[q], q + 1
         if base.startswith("\\"):
-            base = {"\\i": "i", "\\j": "j"}.get(base, _LETTERS.get(base[1:], ""))
+            base = {"\\i": "i", "\\j": "j"}.get(base, "")
         if base:
             self.put(unicodedata.normalize("NFC", base[0] + _COMBINING[mark] + base[1:]))
         return q
@@ -415,7 +428,7 @@ class _Reader:
         """``\\newcommand{\\x}[1]{…}``, ``\\def\\x#1{…}``, ``\\let\\x=\\y``: out."""
         text, limit, q = self.text, self.limit, self.ws(p)
         if q < limit and text[q] == "\\":
-            q = _CONTROL.match(text, q, limit).end()
+            q = _past_control(text, q, limit)
         elif (g := self.group(q)) is not None:
             q = g[1] + 1
         if word == "let":
@@ -423,7 +436,7 @@ class _Reader:
             if q < limit and text[q] == "=":
                 q = self.ws(q + 1)
             if q < limit:
-                q = _CONTROL.match(text, q, limit).end() if text[q] == "\\" else q + 1
+                q = _past_control(text, q, limit) if text[q] == "\\" else q + 1
         elif word.endswith("def"):
             brace = text.find("{", q, min(limit, q + 40))
             if brace != -1 and (g := self.group(brace)) is not None:
