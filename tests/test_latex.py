@@ -139,3 +139,22 @@ def test_tex_files_in_a_folder_are_indexed_by_their_words_not_their_preamble(tmp
     assert [d.title for d in index.search("urchins", 3)] == ["Otters"]
     for word in ("amssymb", "hyperref", "graphicx", "inputenc", "zebras", "robertson2009", "walrus"):
         assert index.search(word, 3) == [], word
+
+
+def test_code_math_pictures_and_definitions_in_the_body():
+    body = ("\\newcommand{\\vect}[1]{\\mathbf{#1}}\\def\\foo#1{bar #1}\n"
+            "Use \\verb|x{y}| and \\(a^2\\) or $$E = mc^2$$ or \\[ \\sum_i x_i \\] in Stra\\ss e, na\\\"{\\i}ve \\LaTeX{} %\n"
+            "\\begin{lstlisting}[language=Python]\nprint(1)\n\\end{lstlisting}\n"
+            "\\begin{minted}{rust}\nfn main() {}\n\\end{minted}\n"
+            "\\begin{comment}\nhidden words\n\\end{comment}\n"
+            "\\begin{tikzpicture}\\node {drawn words};\\end{tikzpicture}\n"
+            "\\begin{description}\\item[Term] its meaning\\end{description}\n"
+            "\\moduleauthor{Joe Gregorio}{joe@example.org}\n"
+            "\\begin{thebibliography}{9}\\bibitem{k} A. Author. A book.\\end{thebibliography}\n")
+    sections = latex_sections(Path("notes.tex"), body)
+    assert [s.title for s in sections] == ["notes", "References"]
+    text = " ".join(sections[0].text.split())
+    assert text == ("Use x{y} and a^2 or E = mc^2 or \\sum_i x_i in Straße, naïve LaTeX print(1) fn main() {} "
+                    "- Term its meaning Joe Gregorio joe@example.org")
+    assert " ".join(sections[1].text.split()) == "A. Author. A book."
+    assert sections[0].text.count("\n") == body.split("\\begin{thebibliography}")[0].count("\n")

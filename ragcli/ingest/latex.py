@@ -277,6 +277,8 @@ class _Reader:
                     self.put(" ")
                 elif char == "\n":
                     self.put("\n")
+                elif char == "{" and pos == m.start() and text[pos - 1:pos] == "}":
+                    self.put(" ")  # an argument after another (\moduleauthor{Ann Lee}{ann@x.org}): apart
                 pos = m.end()
             else:  # a comment, or a "\" ending the text
                 pos = m.end()
@@ -470,8 +472,8 @@ class _Reader:
             self.marks.append((len(self.out), _APART, "References"))
         if name in _VERBATIM:
             body = self.opt(q)
-            if name == "minted" and (lang := self.group(body)) is not None:
-                body = lang[1] + 1
+            if name == "minted" and (lang := _NAME.match(text, body, self.limit)) is not None:
+                body = lang.end()  # (its language: braces in a verbatim environment are not paired)
             end = self.end_of(name, body)
             stop = self.limit if end == -1 else end + len(name) + 6
             self.drop(q, body)
