@@ -31,8 +31,9 @@ from ragcli.words import counted
 
 COMMIT_EVERY_PASSAGES = 50_000
 SUPPORTED = ("text, Markdown, reStructuredText, HTML, PDF, Word (.docx and .doc), OpenDocument, PowerPoint (.pptx, "
-             ".ppt), Excel (.xlsx, .xls), Apple iWork (.pages, .numbers, .key), CSV, RTF, EPUB, e-mail (.eml, .msg, .mbox), subtitles (.srt, .vtt), Jupyter "
-             "notebooks, source code and JSONL corpora (text ones gzip-, bzip2- or xz-compressed too)")
+             ".ppt), Excel (.xlsx, .xls), Apple iWork (.pages, .numbers, .key), CSV, RTF, LaTeX, EPUB, e-mail (.eml, "
+             ".msg, .mbox), subtitles (.srt, .vtt), Jupyter notebooks, source code and JSONL corpora (text ones "
+             "gzip-, bzip2- or xz-compressed too)")
 
 
 ProgressFn = Callable[[int, int, int], None]  # files done, files total, passages so far
