@@ -104,7 +104,7 @@ def test_damaged_files_give_text_never_an_exception_or_a_hang():
     assert "after" in " ".join(_texts("\\begin{itemize}\\item one\n\nafter the damage\n"))
     # 10,000 levels deep, in every kind of group: read at once
     for opening in ("{", "\\textbf{", "\\section{", "\\footnote{", "\\caption{", "\\cite{", "\\begin{figure}",
-                    "\\begin{itemize}", "\\href{"):
+                    "\\begin{itemize}", "\\href{", "\\(", "\\[", "$$", "\\begin{verbatim}", "\\begin{comment}"):
         closing = "\\end{figure}" if "figure" in opening else "\\end{itemize}" if "itemize" in opening else "}"
         started = time.perf_counter()
         for body in (opening * 10_000 + "deep" + closing * 10_000, opening * 10_000 + "deep",

@@ -77,13 +77,14 @@ _PAIRS = re.compile(r"\\(?:begin\{(verbatim\*?|Verbatim\*?|lstlisting|minted|com
 _TOKEN = re.compile(r"\\(?:([A-Za-z]+)(\*?)|(.)|\Z)|(%[^\n]*)|(\$\$?)|([{}~&\n])", re.S)
 _INLINE = re.compile(r"((?:[^$\\\n]|\\.|\n(?![ \t]*\n))*)\$", re.S)  # to the closing $, not past a blank line
 _DISPLAY = re.compile(r"((?:[^$\\\n]|\\.|\n(?![ \t]*\n)|\$(?!\$))*)\$\$", re.S)
-_PAREN = {"(": re.compile(r"((?:[^\\\n]|\\(?!\))|\n(?![ \t]*\n))*)\\\)"),
-          "[": re.compile(r"((?:[^\\\n]|\\(?!\])|\n(?![ \t]*\n))*)\\\]")}
+_PAREN = {"(": re.compile(r"((?:[^\\\n]|\\(?![()])|\n(?![ \t]*\n))*)\\\)"),  # (not past another "\(": a
+          "[": re.compile(r"((?:[^\\\n]|\\(?![][])|\n(?![ \t]*\n))*)\\\]")}  # thousand unclosed, read at once)
 _MATH_NOISE = re.compile(r"(?<!\\)%[^\n]*|\\(?:label|tag)\*?\{[^{}\n]*\}|\\(?:nonumber|notag)(?![A-Za-z])"
                          r"|\\\\(?:\[[^\]\n]*\])?|(?<!\\)&")
 _NAME = re.compile(r"\s*\{([^{}\s]{1,40})\}")
 _CONTROL = re.compile(r"\\(?:[A-Za-z@]+|.)", re.S)
-_TIDY = re.compile(r"[ \t]+(?=[.,;:!?)]+(?:\s|\Z))")  # "baseline \cite{x}." read "baseline ."
+# "baseline \cite{x}." read "baseline ."; (a run of spaces tried once, not from each of its spaces)
+_TIDY = re.compile(r"(?<![ \t])[ \t]+(?=[.,;:!?)]+(?:\s|\Z))")
 
 
 class _Frame:
