@@ -1,25 +1,18 @@
-"""LaTeX sources (.tex, .ltx): the text of a paper, thesis or note by its sections (``\\part`` to
-``\\subparagraph``, starred too), titled by their heading path, the document by its ``\\title``.
+"""LaTeX sources (.tex, .ltx) by their sections (``\\part`` to ``\\subparagraph``, starred too), titled by
+their heading path, the document by its ``\\title``, the abstract a section of its own.
 
-Not a TeX engine: one pass over the source with a table of what common commands mean. Dropped: the
-preamble (all before ``\\begin{document}``, but the title and the authors), comments, citations,
-references and labels, pictures, spacing and layout commands, and everything after
-``\\end{document}``. Kept: the text of formatting commands' arguments (``\\emph{x}``: "x"; so too an
-unknown command's), footnotes in place in parentheses, links' text, a figure's or table's caption
-("Figure: …"), a table's cells, list items ("- …"), verbatim and code listings as written, and math as
-its source, compact (``$x^2$``: "x^2"; an equation's lines joined by spaces): symbols are what a reader
-searches a formula by, and dropping them would leave "where is the number of documents". Accents and
-special characters become Unicode (``\\"u``: "ü", ``--``: "–", ````…''``: "“…”").
-
+One pass over the source with a table of what common commands mean, not a TeX engine. Out: the preamble
+(but the title and authors), comments, citations, labels and references, pictures, layout commands, all
+after ``\\end{document}``. Kept: the words of formatting commands' arguments (and of unknown ones'),
+footnotes in place in parentheses, links' text, a float's caption ("Figure: …"), table cells, list items
+("- …"), verbatim and code as written, and math as its source, compact ("x^2"): its symbols are what a
+formula is searched by, and without them "where $N$ is the number of documents" reads "where is the …".
 ``\\input`` and ``\\include`` are not followed: a folder's walk reads each file on its own.
 
-Every line break of the source stays in the text (what is dropped leaves its line breaks), so a
-section's text has the source's lines and its passages are cited by the lines they start and end
-on, as a plain text file's are ("thesis.tex:120-135").
-
-Robust to damaged files: braces are paired in a first pass (a stray "}" is ignored, an unclosed "{"
-read as if it were not there), environments likewise, and a command taking an argument whose brace
-is never closed is read without one; nesting is kept on an explicit stack, never by recursion.
+Each line break of the source stays in the text (what is dropped leaves its line breaks), so passages are
+cited by the lines they start and end on, as a text file's are ("thesis.tex:120-135"). Damaged files: braces
+and environments are paired in a first pass (a stray "}" ignored, an argument never closed read as no
+argument), nesting is an explicit stack, never recursion, and every scan is linear.
 """
 
 from __future__ import annotations
@@ -162,7 +155,6 @@ class _Reader:
                         break
         return braces, envs, set(names.values())
 
-    # ------------------------------------------------------------------ output
     def target(self):
         return self.frames[-1].target if self.frames else self.base
 
@@ -189,7 +181,6 @@ class _Reader:
             label, outer = top.label, top.outer
         self.frames.append(_Frame(end, skip, target, done, label, outer))
 
-    # ------------------------------------------------------------------ reading arguments
     def ws(self, p: int) -> int:
         """Past spaces and at most one line break (not a blank line)."""
         text, limit, q = self.text, self.limit, p
@@ -243,7 +234,6 @@ class _Reader:
             at = self.found[name] = self.text.find("\\end{%s}" % name, p)
         return at if at < self.limit else -1
 
-    # ------------------------------------------------------------------ the pass
     def run(self) -> None:
         text, pos = self.text, 0
         while True:
@@ -335,9 +325,7 @@ class _Reader:
             if text[q:end] not in ("\\i", "\\j"):
                 return p
             base, q = text[q:end], end
-        elif text[q] in " \t\n":
-            return p
-        elif text[q] in "}$%&~":
+        elif text[q] in " \t\n}$%&~":
             return p
         else:
             base, q = text[q], q + 1
