@@ -47,10 +47,10 @@ JSONL_SUFFIXES = {".jsonl"}
 # array of {"title", "text"} records, else as text
 JSON_SUFFIXES = {".json"}
 SUPPORTED_SUFFIXES = (TEXT_SUFFIXES | LATEX_SUFFIXES | CSV_SUFFIXES | MARKDOWN_SUFFIXES | HTML_SUFFIXES
-                      | PDF_SUFFIXES | OFFICE_SUFFIXES | SPREADSHEET_SUFFIXES | ODS_SUFFIXES | EPUB_SUFFIXES | RTF_SUFFIXES | WORD97_SUFFIXES
-                      | XLS_SUFFIXES | PPT_SUFFIXES | MAIL_SUFFIXES | OUTLOOK_SUFFIXES | MBOX_SUFFIXES
-                      | NOTEBOOK_SUFFIXES | SUBTITLE_SUFFIXES | CODE_SUFFIXES | JSONL_SUFFIXES
-                      | IWORK_SUFFIXES)
+                      | PDF_SUFFIXES | OFFICE_SUFFIXES | SPREADSHEET_SUFFIXES | ODS_SUFFIXES | EPUB_SUFFIXES
+                      | RTF_SUFFIXES | WORD97_SUFFIXES | XLS_SUFFIXES | PPT_SUFFIXES | MAIL_SUFFIXES
+                      | OUTLOOK_SUFFIXES | MBOX_SUFFIXES | NOTEBOOK_SUFFIXES | SUBTITLE_SUFFIXES | CODE_SUFFIXES
+                      | JSONL_SUFFIXES | IWORK_SUFFIXES)
 # Read as they stream, a batch of passages at a time: no size cap, never whole in memory nor in a parser process
 STREAMED_SUFFIXES = JSONL_SUFFIXES | MBOX_SUFFIXES
 # Files without an extension that are text by their name (any case): a project's or a package's own
