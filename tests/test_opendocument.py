@@ -186,3 +186,15 @@ def test_a_damaged_run_of_spaces_in_a_slide_is_one_space_not_an_error_or_gigabyt
             '</draw:text-box></draw:frame></draw:page></office:presentation>')
     [section] = office_sections(Path("talk.odp"), _package("presentation", deck))
     assert section.text.startswith("a b") and section.text.endswith("c   d") and len(section.text) < 200
+
+
+def test_a_table_inside_a_cell_adds_no_rows_to_its_sheet():
+    sheet = ('<office:spreadsheet><table:table table:name="S">'
+             f'<table:table-row>{_cell("Item")}{_cell("Note")}</table:table-row>'
+             f'<table:table-row>{_cell("Walrus")}<table:table-cell office:value-type="string"><text:p>see</text:p>'
+             '<table:table><table:table-row><table:table-cell office:value-type="string"><text:p>inner</text:p>'
+             '</table:table-cell></table:table-row></table:table></table:table-cell></table:table-row>'
+             f'<table:table-row>{_cell("Seal")}{_cell("fine")}</table:table-row>'
+             '</table:table></office:spreadsheet>')
+    [section] = ods_sections(Path("book.ods"), _package("spreadsheet", sheet))
+    assert (section.part, section.text) == ("sheet S rows 2-3", "Item: Walrus; Note: see\nItem: Seal; Note: fine")

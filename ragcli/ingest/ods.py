@@ -60,6 +60,8 @@ def _sheets(fh) -> Iterator[tuple[str, list[tuple[int, dict[int, tuple[str, bool
         parents.pop()
         if el.tag == _STYLE + "table-properties" and el.get(_TABLE + "display") == "false" and parents:
             hidden_styles.add(parents[-1].get(_STYLE + "name", ""))
+        elif el.tag == _TABLE + "table-row" and any(p.tag in _CELLS for p in parents):
+            continue  # a row of a table inside a cell (a subtable): none of its sheet's rows
         elif el.tag == _TABLE + "table-row":
             repeat = _count(el.get(_TABLE + "number-rows-repeated"))
             cells = _cells(el, budget)
