@@ -13,71 +13,25 @@ Each line break of the source stays in the text (what is dropped leaves its line
 cited by the lines they start and end on, as a text file's are ("thesis.tex:120-135"). Damaged files: braces
 and environments are paired in a first pass (a stray "}" ignored, an argument never closed read as no
 argument), nesting is an explicit stack, never recursion, and every scan is linear.
+
+What the commands and environments mean is in ``latex_syntax``; the pairing and the scans for arguments
+in ``latex_source``.
 """
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from pathlib import Path
 
 from ragcli.ingest.formats import Section
+from ragcli.ingest.latex_source import PairedSource
+from ragcli.ingest.latex_syntax import (
+    COMBINING, DEFINITIONS, DISPLAY, DROP, FLOATS, HEADINGS, INLINE, LETTERS, MATH, NAME, PAREN, SYMBOLS,
+    TABULAR_ARGS, TIDY, TOKEN, UNREAD, VERBATIM, compact_math, past_control, plain,
+)
 
-HEADINGS = {"part": 1, "chapter": 2, "section": 3, "subsection": 4, "subsubsection": 5, "paragraph": 6,
-            "subparagraph": 7}
 _APART = 99  # an abstract's or a bibliography's level: any heading after it ends it
 _END_APART = 0  # a mark that ends the abstract
-
-# commands whose brace arguments (this many, optional ones around them too) are no text
-DROP = {**dict.fromkeys("""label ref eqref autoref cref Cref pageref nameref vref index glossary includegraphics
-    bibliographystyle bibliography addbibresource input include includeonly usepackage RequirePackage
-    documentclass vspace hspace thanks date pagestyle thispagestyle pagenumbering hypersetup graphicspath color
-    newcounter theoremstyle todo bibitem captionsetup geometry lstset tikzset usetikzlibrary newlength linespread
-    cline textcolor colorbox raisebox scalebox includepdf stepcounter refstepcounter pgfplotsset sisetup
-    setcopyright acmConference""".split(), 1),
-        **dict.fromkeys("""setlength addtolength setcounter addtocounter numberwithin fontsize rule multicolumn
-    multirow resizebox fcolorbox newtheorem DeclareMathOperator""".split(), 2),
-        **dict.fromkeys("addcontentsline definecolor".split(), 3)}
-_DEFINITIONS = {"newcommand", "renewcommand", "providecommand", "DeclareRobustCommand", "newenvironment",
-                "renewenvironment", "def", "gdef", "edef", "xdef", "let"}
-_LETTERS = {"ss": "ß", "SS": "SS", "o": "ø", "O": "Ø", "ae": "æ", "AE": "Æ", "oe": "œ", "OE": "Œ", "aa": "å",
-            "AA": "Å", "l": "ł", "L": "Ł", "i": "ı", "j": "ȷ"}  # inside words: the spaces after them are TeX's
-SYMBOLS = {"LaTeX": "LaTeX", "LaTeXe": "LaTeX2e", "TeX": "TeX", "BibTeX": "BibTeX", "ldots": "…", "dots": "…",
-           "textellipsis": "…", "textendash": "–", "textemdash": "—", "S": "§", "P": "¶", "copyright": "©",
-           "textcopyright": "©", "textregistered": "®", "texttrademark": "™", "pounds": "£", "textsterling": "£",
-           "euro": "€", "texteuro": "€", "textdegree": "°", "textbackslash": "\\", "textasciitilde": "~",
-           "textasciicircum": "^", "textunderscore": "_", "textbar": "|", "textless": "<", "textgreater": ">",
-           "slash": "/", "dag": "†", "ddag": "‡", "quad": " ", "qquad": " ", "enspace": " ", "enskip": " ",
-           "thinspace": " ", "space": " ", "newline": " ", "linebreak": " ", "par": " ", "and": ", ",
-           "textquotedblleft": "“", "textquotedblright": "”", "textquoteleft": "‘", "textquoteright": "’",
-           "guillemotleft": "«", "guillemotright": "»", "checkmark": "✓", "textbullet": "•"}
-_COMBINING = {"'": "\u0301", "`": "\u0300", "^": "\u0302", '"': "\u0308", "~": "\u0303", "=": "\u0304",
-              ".": "\u0307", "c": "\u0327", "v": "\u030c", "u": "\u0306", "H": "\u030b", "k": "\u0328",
-              "r": "\u030a", "d": "\u0323", "b": "\u0331", "t": "\u0361"}
-_VERBATIM = {"verbatim", "verbatim*", "Verbatim", "Verbatim*", "lstlisting", "minted", "alltt"}  # kept as written
-_UNREAD = {"comment", "tikzpicture", "pgfpicture", "picture", "filecontents", "filecontents*", "axis"}
-_MATH = {name + star for name in ("equation", "align", "gather", "multline", "eqnarray", "displaymath", "math",
-                                  "flalign", "alignat", "dmath") for star in ("", "*")}
-_FLOATS = {"figure": "Figure", "figure*": "Figure", "wrapfigure": "Figure", "sidewaysfigure": "Figure",
-           "table": "Table", "table*": "Table", "wraptable": "Table", "sidewaystable": "Table"}
-_TABULAR_ARGS = {"tabular": 1, "tabular*": 2, "tabularx": 2, "tabulary": 2, "longtable": 1, "tabu": 1, "array": 1,
-                 "minipage": 1, "thebibliography": 1, "multicols": 1, "wrapfigure": 2, "wraptable": 2}
-
-# braces paired, environments matched, past comments, \verb and verbatim environments (braces there are text)
-_PAIRS = re.compile(r"\\(?:begin\{(verbatim\*?|Verbatim\*?|lstlisting|minted|comment)\}.*?(?:\\end\{\1\}|\Z)"
-                    r"|verb\*?([^A-Za-z\s*])[^\n]*?(?:\2|$)|(begin|end)\s*\{([^{}\s]{1,40})\}|.|\Z)"
-                    r"|%[^\n]*|[{}]", re.S | re.M)
-_TOKEN = re.compile(r"\\(?:([A-Za-z]+)(\*?)|(.)|\Z)|(%[^\n]*)|(\$\$?)|([{}~&\n])", re.S)
-_INLINE = re.compile(r"((?:[^$\\\n]|\\.|\n(?![ \t]*\n))*)\$", re.S)  # to the closing $, not past a blank line
-_DISPLAY = re.compile(r"((?:[^$\\\n]|\\.|\n(?![ \t]*\n)|\$(?!\$))*)\$\$", re.S)
-_PAREN = {"(": re.compile(r"((?:[^\\\n]|\\(?![()])|\n(?![ \t]*\n))*)\\\)"),  # (not past another "\(": a
-          "[": re.compile(r"((?:[^\\\n]|\\(?![][])|\n(?![ \t]*\n))*)\\\]")}  # thousand unclosed, read at once)
-_MATH_NOISE = re.compile(r"(?<!\\)%[^\n]*|\\(?:label|tag)\*?\{[^{}\n]*\}|\\(?:nonumber|notag)(?![A-Za-z])"
-                         r"|\\\\(?:\[[^\]\n]*\])?|(?<!\\)&")
-_NAME = re.compile(r"\s*\{([^{}\s]{1,40})\}")
-_CONTROL = re.compile(r"\\(?:[A-Za-z@]+|.)", re.S)
-# "baseline \cite{x}." read "baseline ."; (a run of spaces tried once, not from each of its spaces)
-_TIDY = re.compile(r"(?<![ \t])[ \t]+(?=[.,;:!?)]+(?:\s|\Z))")
 
 
 class _Frame:
@@ -99,61 +53,17 @@ def latex_sections(path: Path, text: str) -> list[Section]:
     return _sections(title, reader.out, reader.marks)
 
 
-def _math(source: str) -> str:
-    """Math as written, compact: comments, labels and alignment marks out, each line's spaces collapsed
-    (its line breaks kept)."""
-    return "\n".join(" ".join(line.split()) for line in _MATH_NOISE.sub(" ", source).split("\n"))
+class _Reader(PairedSource):
+    """The one pass: the source read into ``out`` (and the title's and headings' buffers), by a stack
+    of ``_Frame``s; ``marks`` where the headings are."""
 
-
-def _past_control(text: str, at: int, limit: int) -> int:
-    """Past the control sequence at ``at`` (a "\\" alone at the limit: past it)."""
-    m = _CONTROL.match(text, at, limit)
-    return m.end() if m else at + 1
-
-
-def _plain(run: str) -> str:
-    if "-" in run or "`" in run or "'" in run:
-        run = run.replace("---", "—").replace("--", "–").replace("``", "“").replace("''", "”").replace("`", "‘")
-    return run
-
-
-class _Reader:
     def __init__(self, text: str):
-        self.text, self.limit = text, len(text)
+        super().__init__(text)
         self.out: list[str] = []  # the text, every line break of the source in it
         self.marks: list[tuple[int, int, str]] = []  # (index in out, level, title) of each heading
         self.title: list[str] = []
         self.frames: list[_Frame] = []
-        self.braces, self.envs, names = self._pair()
-        self.base = None if "document" in names else self.out  # the preamble is not read
-        self.found: dict[str, int] = {}  # where \end{name} is next found (-1: nowhere)
-
-    def _pair(self):
-        braces: dict[int, int] = {}
-        envs: dict[int, tuple[int, int]] = {}
-        names: dict[int, str] = {}
-        opened: list[int] = []
-        begun: list[tuple[str, int]] = []
-        counts: dict[str, int] = {}
-        for m in _PAIRS.finditer(self.text):
-            c = m.group()
-            if c == "{":
-                opened.append(m.start())
-            elif c == "}":
-                if opened:
-                    braces[opened.pop()] = m.start()
-            elif m.group(3) == "begin":
-                begun.append((m.group(4), m.start()))
-                counts[m.group(4)] = counts.get(m.group(4), 0) + 1
-            elif m.group(3) == "end" and counts.get(m.group(4)):
-                while begun:  # environments left open inside it stay unmatched
-                    name, at = begun.pop()
-                    counts[name] -= 1
-                    if name == m.group(4):
-                        envs[at] = (m.start(), m.end())
-                        names[at] = name
-                        break
-        return braces, envs, set(names.values())
+        self.base = None if "document" in self.ended else self.out  # the preamble is not read
 
     def target(self):
         return self.frames[-1].target if self.frames else self.base
@@ -181,42 +91,6 @@ class _Reader:
             label, outer = top.label, top.outer
         self.frames.append(_Frame(end, skip, target, done, label, outer))
 
-    def ws(self, p: int) -> int:
-        """Past spaces and at most one line break (not a blank line)."""
-        text, limit, q = self.text, self.limit, p
-        while q < limit and text[q] in " \t":
-            q += 1
-        if q < limit and text[q] == "\n":
-            q += 1
-            while q < limit and text[q] in " \t":
-                q += 1
-            if q < limit and text[q] == "\n":
-                return p
-        return q
-
-    def group(self, p: int):
-        """(start, end) of the braces of an argument at ``p``, or None (none, or never closed)."""
-        q = self.ws(p)
-        if q < self.limit and self.text[q] == "{":
-            end = self.braces.get(q)
-            if end is not None and end < self.limit:
-                return q, end
-        return None
-
-    def opt(self, p: int, spaced: bool = True) -> int:
-        """Past an optional argument ("[…]") at ``p``, if there is one."""
-        q = self.ws(p) if spaced else p
-        if q < self.limit and self.text[q] == "[":
-            end = self.text.find("]", q, min(self.limit, q + 500))
-            if end != -1 and "\n\n" not in self.text[q:end]:
-                return end + 1
-        return p
-
-    def opts(self, p: int) -> int:
-        while (q := self.opt(p)) != p:
-            p = q
-        return p
-
     def drop_args(self, p: int, count: int) -> int:
         q = self.opts(p)
         for i in range(count):
@@ -226,13 +100,6 @@ class _Reader:
             q = g[1] + 1
         self.drop(p, q)
         return q
-
-    def end_of(self, name: str, p: int) -> int:
-        """Where ``\\end{name}`` next is from ``p`` within the part being read, or -1."""
-        at = self.found.get(name)
-        if at is None or at != -1 and at < p:
-            at = self.found[name] = self.text.find("\\end{%s}" % name, p)
-        return at if at < self.limit else -1
 
     def run(self) -> None:
         text, pos = self.text, 0
@@ -247,13 +114,13 @@ class _Reader:
                 if frame.done:
                     frame.done()
                 continue
-            m = _TOKEN.search(text, pos, limit)
+            m = TOKEN.search(text, pos, limit)
             if m is None:
-                self.put(_plain(text[pos:limit]))
+                self.put(plain(text[pos:limit]))
                 pos = limit
                 continue
             if m.start() > pos:
-                self.put(_plain(text[pos:m.start()]))
+                self.put(plain(text[pos:m.start()]))
             word, star, symbol, comment, dollar, char = m.groups()
             if word:
                 pos = self.command(word, star, m.start(), m.end())
@@ -275,10 +142,10 @@ class _Reader:
                 pos = m.end()
 
     def inline(self, dollar: str, p: int) -> int:
-        m = (_INLINE if dollar == "$" else _DISPLAY).match(self.text, p, self.limit)
+        m = (INLINE if dollar == "$" else DISPLAY).match(self.text, p, self.limit)
         if m is None:  # never closed: a stray "$"
             return p
-        self.put(_math(m.group(1)) if dollar == "$" else " " + _math(m.group(1)) + " ")
+        self.put(compact_math(m.group(1)) if dollar == "$" else " " + compact_math(m.group(1)) + " ")
         return m.end()
 
     def symbol(self, c: str, p: int) -> int:
@@ -289,13 +156,13 @@ class _Reader:
             q = self.opt(q, spaced=False)
             self.drop(p, q)
             return q
-        if c in _COMBINING:
+        if c in COMBINING:
             return self.accent(c, p)
         if c in "(" "[":
-            m = _PAREN[c].match(text, p, self.limit)
+            m = PAREN[c].match(text, p, self.limit)
             if m is None:
                 return p
-            self.put(_math(m.group(1)) if c == "(" else " " + _math(m.group(1)) + " ")
+            self.put(compact_math(m.group(1)) if c == "(" else " " + compact_math(m.group(1)) + " ")
             return m.end()
         if c in "%$&_#{}":
             self.put(c)
@@ -321,7 +188,7 @@ class _Reader:
                 return p
             base = base.strip()
         elif text[q] == "\\":  # a dotless i or j (\'\i), or no letter at all
-            end = _past_control(text, q, limit)
+            end = past_control(text, q, limit)
             if text[q:end] not in ("\\i", "\\j"):
                 return p
             base, q = text[q:end], end
@@ -332,7 +199,7 @@ class _Reader:
         if base.startswith("\\"):
             base = {"\\i": "i", "\\j": "j"}.get(base, "")
         if base:
-            self.put(unicodedata.normalize("NFC", base[0] + _COMBINING[mark] + base[1:]))
+            self.put(unicodedata.normalize("NFC", base[0] + COMBINING[mark] + base[1:]))
         return q
 
     def command(self, word: str, star: str, start: int, p: int) -> int:
@@ -347,19 +214,19 @@ class _Reader:
             return g[0] + 1
         if word in ("begin", "end"):
             return self.environment(word, start, p)
-        if word in _LETTERS:
-            self.put(_LETTERS[word])
+        if word in LETTERS:
+            self.put(LETTERS[word])
             while p < self.limit and text[p] in " \t":
                 p += 1
             return p
         if word in SYMBOLS:
             self.put(SYMBOLS[word])
             return p
-        if word in _COMBINING:
+        if word in COMBINING:
             return self.accent(word, p)
         if word in DROP or "cite" in word:
             return self.drop_args(p, DROP.get(word, 1))
-        if word in _DEFINITIONS:
+        if word in DEFINITIONS:
             return self.definition(word, p)
         if word in ("title", "author", "footnote", "footnotetext", "marginpar", "caption", "captionof", "url",
                     "nolinkurl", "path", "href"):
@@ -419,7 +286,7 @@ class _Reader:
         """``\\newcommand{\\x}[1]{…}``, ``\\def\\x#1{…}``, ``\\let\\x=\\y``: out."""
         text, limit, q = self.text, self.limit, self.ws(p)
         if q < limit and text[q] == "\\":
-            q = _past_control(text, q, limit)
+            q = past_control(text, q, limit)
         elif (g := self.group(q)) is not None:
             q = g[1] + 1
         if word == "let":
@@ -427,7 +294,7 @@ class _Reader:
             if q < limit and text[q] == "=":
                 q = self.ws(q + 1)
             if q < limit:
-                q = _past_control(text, q, limit) if text[q] == "\\" else q + 1
+                q = past_control(text, q, limit) if text[q] == "\\" else q + 1
         elif word.endswith("def"):
             brace = text.find("{", q, min(limit, q + 40))
             if brace != -1 and (g := self.group(brace)) is not None:
@@ -442,7 +309,7 @@ class _Reader:
         return q
 
     def environment(self, word: str, start: int, p: int) -> int:
-        m = _NAME.match(self.text, p, self.limit)  # (its braces are not among those paired)
+        m = NAME.match(self.text, p, self.limit)  # (its braces are not among those paired)
         if m is None:
             return p
         text, name, q = self.text, m.group(1), m.end()
@@ -459,16 +326,16 @@ class _Reader:
             self.marks.append((len(self.out), _APART, "Abstract"))
         elif name == "thebibliography":
             self.marks.append((len(self.out), _APART, "References"))
-        if name in _VERBATIM:
+        if name in VERBATIM:
             body = self.opt(q)
-            if name == "minted" and (lang := _NAME.match(text, body, self.limit)) is not None:
+            if name == "minted" and (lang := NAME.match(text, body, self.limit)) is not None:
                 body = lang.end()  # (its language: braces in a verbatim environment are not paired)
             end = self.end_of(name, body)
             stop = self.limit if end == -1 else end + len(name) + 6
             self.drop(q, body)
             self.put(text[body:stop if end == -1 else end])
             return stop
-        if name in _UNREAD:
+        if name in UNREAD:
             end = self.end_of(name, q) if name == "comment" else self.envs.get(start, (-1, -1))[1]
             if end == -1 or end > self.limit:
                 return q
@@ -478,22 +345,22 @@ class _Reader:
         ends = self.envs.get(start)
         if ends is None or ends[1] > self.limit:  # never ended: read as if it were not there
             return q
-        if name in _MATH:
-            self.put(" " + _math(text[q:ends[0]]) + " ")
+        if name in MATH:
+            self.put(" " + compact_math(text[q:ends[0]]) + " ")
             return ends[1]
-        if name in _FLOATS:
+        if name in FLOATS:
             target = self.target()
-            self.push(ends[0], ends[1] - ends[0], target if _FLOATS[name] == "Table" else None,
-                      label=_FLOATS[name], outer=target, floating=True)
+            self.push(ends[0], ends[1] - ends[0], target if FLOATS[name] == "Table" else None,
+                      label=FLOATS[name], outer=target, floating=True)
             body = self.opt(q)
             self.drop(q, body)
             q = body
-        if name in _TABULAR_ARGS:
-            q = self.drop_args(q, _TABULAR_ARGS[name])
+        if name in TABULAR_ARGS:
+            q = self.drop_args(q, TABULAR_ARGS[name])
         return q
 
     def mark(self, at: int, level: int, buffer: list[str]) -> None:
-        title = _TIDY.sub("", " ".join("".join(buffer).split()))
+        title = TIDY.sub("", " ".join("".join(buffer).split()))
         if title:
             self.marks.append((at, level, title))
 
@@ -516,7 +383,7 @@ def _sections(doc_title: str, out: list[str], marks: list[tuple[int, int, str]])
         body = text[start:offset]
         name = " > ".join(t for _, t in stack) or doc_title
         if body.strip():
-            sections.append(Section(name, _TIDY.sub("", body), first_line=line))
+            sections.append(Section(name, TIDY.sub("", body), first_line=line))
         elif pending is not None:
             sections.append(Section(name, pending, first_line=line))
         pending = None
