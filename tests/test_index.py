@@ -1831,3 +1831,20 @@ def test_only_text_with_cjk_characters_gets_the_cjk_field_whatever_else_it_holds
     cjk = {d["pid"][0]: d.get(CJK_FIELD) for d in recording.docs}
     assert {k for k, v in cjk.items() if v} == {"hangul", "katakana", "han-title"}
     assert "서울" in cjk["hangul"][0] and "ｶﾀ" in cjk["katakana"][0]
+
+
+def test_a_large_file_tells_the_progress_its_passages_as_it_is_read(tmp_path, monkeypatch):
+    """One corpus of gigabytes is one file for minutes: the progress bar said "0/1 files, 0 passages"
+    until it was done. Its passages so far are told a thousand at a time (a few times a second at most)."""
+    from ragcli.ingest import indexer, jsonl
+
+    monkeypatch.setattr(jsonl, "JSONL_BATCH_BYTES", 4000)
+    monkeypatch.setattr(indexer, "PROGRESS_EVERY_S", 0)
+    corpus = tmp_path / "big.jsonl"
+    corpus.write_text("".join(json.dumps({"id": str(i), "title": "t", "text": f"walrus {i}"}) + "\n"
+                              for i in range(3500)))
+    told = []
+    build_index([corpus], tmp_path / "idx", on_progress=lambda done, total, passages: told.append((done, passages)))
+    during = told[:-1]
+    assert told[-1] == (1, 3500) and len(during) == 3 and all(done == 0 for done, _ in during)
+    assert [n // 1000 for _, n in during] == [1, 2, 3]  # (as each thousand is passed, mid-batch)

@@ -30,6 +30,7 @@ from ragcli.retrieval.writer import exclusive_lock, unwritable_index
 from ragcli.words import counted
 
 COMMIT_EVERY_PASSAGES = 50_000
+PROGRESS_EVERY_S = 0.25  # how often a file being read tells the progress bar its passages so far
 SUPPORTED = ("text, Markdown, reStructuredText, HTML, PDF, Word (.docx and .doc), OpenDocument, PowerPoint (.pptx, "
              ".ppt), Excel (.xlsx, .xls), Apple iWork (.pages, .numbers, .key), CSV, RTF, LaTeX, EPUB, e-mail (.eml, "
              ".msg, .mbox), subtitles (.srt, .vtt), Jupyter notebooks, source code and JSONL corpora (text ones "
@@ -85,6 +86,14 @@ def build_index(
                 if rebuild:
                     writer.delete_all()
                 run.remove_gone(paths, files)
+                shown = [0.0]  # when the progress was last told of a file part-read (a few times a second at most)
+
+                def reading(so_far: int) -> None:
+                    if time.monotonic() - shown[0] >= PROGRESS_EVERY_S:
+                        shown[0] = time.monotonic()
+                        on_progress(done - 1, len(files), report.passages_added + so_far)
+
+                run.reading = reading if on_progress else None
                 for done, info in enumerate(files, start=1):
                     run.index_file(info)
                     if on_progress:

@@ -42,6 +42,9 @@ class Run:
         self.pending_removed: list[str] = []
         self.batch = 0
         self.commits = 0
+        # told the passages read so far of the file being read, a thousand at a time: a corpus or a mailbox
+        # of gigabytes is one file for minutes, and the progress bar said "0/1 files, 0 passages" all along
+        self.reading: Callable[[int], None] | None = None
 
     def commit(self, reading: str | None = None, so_far: int = 0) -> None:
         """Commit what was added. ``reading``: a file committed part-way (``so_far`` passages of it),
@@ -156,6 +159,8 @@ class Run:
                     count += len(batch)
                     if count // 1000 > thousands:  # counted in thousands (the rest once the file is done)
                         self.added(1000 * (count // 1000 - thousands), key, count)
+                        if self.reading is not None:
+                            self.reading(count)
         except SkipFile as exc:
             self.drop(info, shown, str(exc))
             return
