@@ -154,3 +154,24 @@ def test_code_math_pictures_and_definitions_in_the_body():
                     "- Term its meaning Joe Gregorio joe@example.org")
     assert " ".join(sections[1].text.split()) == "A. Author. A book."
     assert sections[0].text.count("\n") == body.split("\\begin{thebibliography}")[0].count("\n")
+
+
+def test_a_macro_that_names_a_thing_is_read_as_its_words():
+    """A paper names its system by a macro (\\newcommand{\\method}{WalrusNet}): each \\method was dropped as an
+    unknown command, and the name was in none of its passages. Macros of no arguments and a one-line body
+    are read as their words (one defined by another too); one with arguments is not; lines stay where they are."""
+    source = ("\\documentclass{article}\n\\newcommand{\\method}{WalrusNet}\n\\newcommand\\data{the Arctic corpus}\n"
+              "\\def\\short{AC}\n\\newcommand{\\vect}[1]{\\mathbf{#1}}\n\\newcommand{\\both}{\\method{} on \\data}\n"
+              "\\begin{document}\n\\section{Method}\nWe train \\method{} on \\data. \\method is fast.\n"
+              "The \\short{} set and \\vect{x}. Also \\both.\n\\end{document}\n")
+    [section] = latex_sections(Path("p.tex"), source)
+    assert " ".join(section.text.split()) == ("We train WalrusNet on the Arctic corpus. WalrusNet is fast. The AC set "
+                                              "and x. Also WalrusNet on the Arctic corpus.")
+    assert section.first_line == 8
+
+
+def test_macros_of_macros_do_not_grow_a_file_without_bound():
+    bomb = ("\\newcommand{\\c}{" + "x" * 150 + "}\n\\newcommand{\\b}{" + "\\c" * 60 + "}\n\\newcommand{\\a}{"
+            + "\\b" * 60 + "}\n\\begin{document}\n" + "\\a " * 2000 + "\n\\end{document}\n")
+    sections = latex_sections(Path("bomb.tex"), bomb)
+    assert sum(len(s.text) for s in sections) < 20 * len(bomb) + (4 << 20)

@@ -27,7 +27,7 @@ from ragcli.ingest.formats import Section
 from ragcli.ingest.latex_source import PairedSource
 from ragcli.ingest.latex_syntax import (
     COMBINING, DEFINITIONS, DISPLAY, DROP, FLOATS, HEADINGS, INLINE, LETTERS, MATH, NAME, PAREN, SYMBOLS,
-    TABULAR_ARGS, TIDY, TOKEN, UNREAD, VERBATIM, compact_math, past_control, plain,
+    TABULAR_ARGS, TIDY, TOKEN, UNREAD, VERBATIM, compact_math, expand_macros, past_control, plain,
 )
 
 _APART = 99  # an abstract's or a bibliography's level: any heading after it ends it
@@ -47,7 +47,7 @@ class _Frame:
 
 def latex_sections(path: Path, text: str) -> list[Section]:
     """The sections of a LaTeX source, cited by its lines (``first_line``)."""
-    reader = _Reader(text.replace("\r\n", "\n").replace("\r", "\n"))
+    reader = _Reader(expand_macros(text.replace("\r\n", "\n").replace("\r", "\n")))
     reader.run()
     title = " ".join("".join(reader.title).split()) or path.stem
     return _sections(title, reader.out, reader.marks)

@@ -86,3 +86,55 @@ def plain(run: str) -> str:
         run = run.replace("---", "—").replace("--", "–")
         run = run.replace("``", "“").replace("''", "”").replace("`", "‘")
     return run
+
+
+# A macro of no arguments defined to stand for words: \newcommand{\method}{WalrusNet} (or \def\method{...}).
+# A paper names its system so, and every \method in its text was dropped as an unknown command: the name
+# was nowhere in its passages. Expanded where its body is one line of at most MACRO_CHARS characters.
+_MACRO = re.compile(r"\\(?:(?:re)?newcommand|providecommand|DeclareRobustCommand)\*?\s*(?:\{\s*\\([A-Za-z]+)\s*\}|"
+                    r"\\([A-Za-z]+))\s*(\[)?|\\def\s*\\([A-Za-z]+)\s*(?=\{)")
+MACRO_CHARS = 200
+
+
+def expand_macros(text: str) -> str:
+    """``text`` with each use of a macro of no arguments and a one-line body (``_MACRO``) written as its
+    body, three rounds at most (a macro defined by another); the definitions stay, for the reader to drop."""
+    macros: dict[str, str] = {}
+    for m in _MACRO.finditer(text):
+        name = m[1] or m[2] or m[4]
+        if m[3]:  # "[1]": it takes arguments, no words of its own
+            continue
+        at = text.find("{", m.end())
+        body = _braced(text, at) if at != -1 and not text[m.end():at].strip() else None
+        if body is not None and len(body) <= MACRO_CHARS and "\n" not in body and f"\\{name}" not in body:
+            macros[name] = body
+    if not macros:
+        return text
+    names = "|".join(map(re.escape, sorted(macros, key=len, reverse=True)))
+    use = re.compile(r"\\(" + names + r")(?![A-Za-z])(?:\{\})?")
+    limit = 2 * len(text) + (1 << 20)  # (macros of macros, a hundred uses each: gigabytes in three rounds)
+    for _ in range(3):
+        expanded = use.sub(lambda u: macros[u[1]] if not _defines(text, u.start()) else u[0], text)
+        if expanded == text or len(expanded) > limit:
+            break
+        text = expanded
+    return text
+
+
+def _braced(text: str, at: int) -> str | None:
+    """The text of the brace group opening at ``at``, None where it does not close within MACRO_CHARS."""
+    depth = 0
+    for i in range(at, min(len(text), at + MACRO_CHARS + 2)):
+        if text[i] == "{" and text[i - 1:i] != "\\":
+            depth += 1
+        elif text[i] == "}" and text[i - 1:i] != "\\":
+            depth -= 1
+            if depth == 0:
+                return text[at + 1:i]
+    return None
+
+
+def _defines(text: str, at: int) -> bool:
+    """Whether the macro used at ``at`` is the one a definition names there (\\newcommand{\\method}, \\def\\method)."""
+    before = text[max(0, at - 40):at]
+    return re.search(r"(?:newcommand|providecommand|DeclareRobustCommand|\\def)\*?\s*\{?\s*$", before) is not None
