@@ -175,30 +175,11 @@ def _sections(path: Path, suffix: str, notes: FileNotes) -> Iterable[Section]:
     if suffix in filetypes.PDF_SUFFIXES:
         read_bytes(path)  # size cap and readability checks
         return pdf_sections(path)
-    if suffix in filetypes.OFFICE_SUFFIXES:
-        return office_sections(path, read_bytes(path))
-    if suffix in filetypes.IWORK_SUFFIXES:
-        return iwork_sections(path, read_bytes(path))
-    if suffix in filetypes.SPREADSHEET_SUFFIXES:
-        return spreadsheet_sections(path, read_bytes(path))
-    if suffix in filetypes.ODS_SUFFIXES:
-        return ods_sections(path, read_bytes(path))
-    if suffix in filetypes.EPUB_SUFFIXES:
-        return epub_sections(path, read_bytes(path))
-    if suffix in filetypes.RTF_SUFFIXES:
-        return rtf_sections(named, read_bytes(path, notes))
-    if suffix in filetypes.MAIL_SUFFIXES:
-        return eml_sections(named, read_bytes(path, notes))
-    if suffix in filetypes.OUTLOOK_SUFFIXES:
-        return msg_sections(path, read_bytes(path))
     if suffix in filetypes.MBOX_SUFFIXES:
         return mbox_sections(path, notes)  # (a message at a time, as the loop takes them)
-    if suffix in filetypes.WORD97_SUFFIXES:
-        return doc_sections(path, read_bytes(path))
-    if suffix in filetypes.XLS_SUFFIXES:
-        return xls_sections(path, read_bytes(path))
-    if suffix in filetypes.PPT_SUFFIXES:
-        return ppt_sections(path, read_bytes(path))
+    whole = _FROM_BYTES.get(suffix)
+    if whole is not None:
+        return whole(named, read_bytes(path, notes))
     if suffix in filetypes.HTML_SUFFIXES:
         raw = read_bytes(path, notes)
         declared = None if bom(raw) or b"\x00" in raw[:SNIFF_BYTES] else formats.declared_encoding(raw)
@@ -227,6 +208,22 @@ def _sections(path: Path, suffix: str, notes: FileNotes) -> Iterable[Section]:
     if suffix in filetypes.MARKDOWN_SUFFIXES:
         return formats.markdown_sections(named, text)
     return formats.text_sections(named, text)
+
+
+# The formats read from their bytes, whole, by a function of (the file's name, its bytes). Only RTF and
+# e-mail may be compressed (the others are zips or OLE files: refused compressed above), so their bytes
+# are the decompressed ones and their name what the file holds.
+_FROM_BYTES = {**dict.fromkeys(filetypes.OFFICE_SUFFIXES, office_sections),
+               **dict.fromkeys(filetypes.IWORK_SUFFIXES, iwork_sections),
+               **dict.fromkeys(filetypes.SPREADSHEET_SUFFIXES, spreadsheet_sections),
+               **dict.fromkeys(filetypes.ODS_SUFFIXES, ods_sections),
+               **dict.fromkeys(filetypes.EPUB_SUFFIXES, epub_sections),
+               **dict.fromkeys(filetypes.RTF_SUFFIXES, rtf_sections),
+               **dict.fromkeys(filetypes.MAIL_SUFFIXES, eml_sections),
+               **dict.fromkeys(filetypes.OUTLOOK_SUFFIXES, msg_sections),
+               **dict.fromkeys(filetypes.WORD97_SUFFIXES, doc_sections),
+               **dict.fromkeys(filetypes.XLS_SUFFIXES, xls_sections),
+               **dict.fromkeys(filetypes.PPT_SUFFIXES, ppt_sections)}
 
 
 def _says_one_byte(codec: str) -> bool:
