@@ -8,10 +8,12 @@ a reason (``SkipFile``), not an exception or a loop that never ends."""
 from __future__ import annotations
 
 import struct
+from contextlib import contextmanager
+from typing import Iterator
 
 from ragcli.ingest.formats import SkipFile
 
-__all__ = ["MAGIC", "OleFile", "summary_title"]
+__all__ = ["MAGIC", "OleFile", "damaged", "summary_title", "unforeseen"]
 
 MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _END_OF_CHAIN = 0xFFFFFFFE
@@ -51,7 +53,7 @@ class OleFile:
         self.ministream = self._chain_bytes(root[3], self.fat)[:root[4]] if root[4] else b""
 
     def _damaged(self, why: str) -> SkipFile:
-        return SkipFile(f"a damaged or cut-short {self.kind} file ({why})")
+        return damaged(self.kind, why)
 
     def _sector(self, n: int) -> bytes:
         start = (n + 1) * self.sector_size
@@ -195,3 +197,19 @@ def summary_title(ole: OleFile) -> str:
     except (struct.error, LookupError, OverflowError):
         return ""
     return " ".join(text.split("\x00")[0].split())
+
+
+def damaged(kind: str, why: str) -> SkipFile:
+    """The skip of a ``kind`` file ("Excel", "Word/OLE") whose checks found it damaged, saying where."""
+    return SkipFile(f"a damaged or cut-short {kind} file ({why})")
+
+
+@contextmanager
+def unforeseen(what: str, also: tuple[type[BaseException], ...] = ()) -> Iterator[None]:
+    """Damage no check foresaw (a struct cut short, an index past a table's end, a value out of range;
+    ``also`` what a reader's own decoding raises) as the skip of ``what`` ("a damaged Word file (…)"),
+    never an internal error: every reader of these binary formats reads through it."""
+    try:
+        yield
+    except (struct.error, IndexError, ValueError, OverflowError, *also) as exc:
+        raise SkipFile(f"a damaged {what} ({type(exc).__name__}: {exc})") from None

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ragcli.ingest.formats import Section, SkipFile, html_page
 from ragcli.ingest.mail import HEADER_LINE, assemble_section, eml_sections, header_fields
-from ragcli.ingest.ole import MAGIC, OleFile
+from ragcli.ingest.ole import MAGIC, OleFile, unforeseen
 
 __all__ = ["msg_sections"]
 
@@ -64,13 +64,11 @@ def msg_sections(path: Path, data: bytes) -> list[Section]:
             return eml_sections(path, data)
         except SkipFile:
             raise SkipFile("not an Outlook message (no OLE header, nor an e-mail message's headers)") from None
-    try:
+    with unforeseen("Outlook message", (LookupError, RecursionError)):
         ole = OleFile(data, kind="Outlook")
         if not any(name.startswith("__substg1.0_") for name in ole.top_level()):
             raise SkipFile("an OLE file but no Outlook message (it has no MAPI properties)")
         section = _Message(ole, 0, _TOP_HEADER, depth=0, seen={0}).section(path.stem)
-    except (struct.error, IndexError, ValueError, OverflowError, LookupError, RecursionError) as exc:
-        raise SkipFile(f"a damaged Outlook message ({type(exc).__name__}: {exc})") from None
     return [section] if section else []
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ragcli.ingest.formats import Section, SkipFile
-from ragcli.ingest.ole import MAGIC, OleFile, summary_title
+from ragcli.ingest.ole import MAGIC, OleFile, damaged, summary_title, unforeseen
 
 __all__ = ["ppt_sections"]
 
@@ -37,16 +37,12 @@ _MAX_EDITS = 10_000  # saves in a UserEditAtom chain: more is a damaged one
 _CONTROL = re.compile(r"[\x00-\x08\x0c\x0e-\x1f\ufffe\uffff]")
 
 
-def _damaged(why: str) -> SkipFile:
-    return SkipFile(f"a damaged or cut-short PowerPoint file ({why})")
-
-
 def ppt_sections(path: Path, data: bytes) -> list[Section]:
     """The sections of the .ppt file ``path`` whose bytes are ``data``; SkipFile with the reason where it
     cannot be read (encrypted, PowerPoint 95 or older, damaged)."""
     if not data.startswith(MAGIC):
         return _not_ole(path, data)
-    try:
+    with unforeseen("PowerPoint file"):
         ole = OleFile(data, kind="PowerPoint/OLE")
         # a deck saved as "PowerPoint 95 & 97" keeps the 97 deck in a storage of its own, the top level's
         # being the 95 one (which this cannot read): the storage's streams are read, as POI does
@@ -70,8 +66,6 @@ def ppt_sections(path: Path, data: bytes) -> list[Section]:
             raise SkipFile("a PowerPoint 4 or 95 file: too old to read; save it as .pptx")
         slides = _Deck(stream, current_user).slides()
         deck = summary_title(ole) or path.stem
-    except (struct.error, IndexError, ValueError, OverflowError) as exc:  # damage no check here foresaw
-        raise SkipFile(f"a damaged PowerPoint file ({type(exc).__name__}: {exc})") from None
     sections = []
     for number, (titles, texts, notes) in enumerate(slides, start=1):
         title = " ".join(" ".join(titles).split())
@@ -103,7 +97,7 @@ def _records(data: bytes, start: int, end: int) -> Iterator[tuple[int, int, int,
     while at + 8 <= end:
         ver_inst, kind, size = struct.unpack_from("<HHI", data, at)
         if at + 8 + size > end:
-            raise _damaged(f"a record at {at} runs past its container's end")
+            raise damaged("PowerPoint", f"a record at {at} runs past its container's end")
         yield ver_inst & 0xF, ver_inst >> 4, kind, at + 8, at + 8 + size
         at += 8 + size
 
@@ -111,10 +105,10 @@ def _records(data: bytes, start: int, end: int) -> Iterator[tuple[int, int, int,
 def _record(data: bytes, at: int, kind: int) -> tuple[int, int, int]:
     """(instance, data start, data end) of the record of type ``kind`` at offset ``at``; damage where none is."""
     if not 0 <= at <= len(data) - 8:
-        raise _damaged(f"an offset {at} past the stream's end")
+        raise damaged("PowerPoint", f"an offset {at} past the stream's end")
     ver_inst, found, size = struct.unpack_from("<HHI", data, at)
     if found != kind or at + 8 + size > len(data):
-        raise _damaged(f"no record of type {kind:#06x} where one is said to be (offset {at})")
+        raise damaged("PowerPoint", f"no record of type {kind:#06x} where one is said to be (offset {at})")
     return ver_inst >> 4, at + 8, at + 8 + size
 
 
@@ -127,7 +121,7 @@ def _walk(data: bytes, start: int, end: int) -> Iterator[tuple[int, int, int, in
             yield inst, kind, a, b
             if ver == 0xF:
                 if len(stack) >= _MAX_DEPTH:
-                    raise _damaged("records nested too deep")
+                    raise damaged("PowerPoint", "records nested too deep")
                 stack.append(_records(data, a, b))
                 break
         else:
@@ -163,7 +157,7 @@ class _Deck:
             if kind == _USER_EDIT:
                 last = a - 8
         if last is None:
-            raise _damaged("no UserEditAtom: its last save cannot be found")
+            raise damaged("PowerPoint", "no UserEditAtom: its last save cannot be found")
         return last
 
     def _read_edits(self, at: int) -> None:
@@ -177,7 +171,7 @@ class _Deck:
             seen.add(at)
             _, a, b = _record(self.data, at, _USER_EDIT)
             if b - a < 0x1C:
-                raise _damaged("a UserEditAtom cut short")
+                raise damaged("PowerPoint", "a UserEditAtom cut short")
             previous, directory, document = struct.unpack_from("<III", self.data, a + 8)
             if b - a >= 0x20 and struct.unpack_from("<I", self.data, a + 0x1C)[0]:
                 raise SkipFile("a PowerPoint file protected by a password (encrypted)")
@@ -193,14 +187,14 @@ class _Deck:
                 entry = struct.unpack_from("<I", self.data, a)[0]
                 first, count = entry & 0xFFFFF, entry >> 20
                 if a + 4 + 4 * count > b:
-                    raise _damaged("a persist directory cut short")
+                    raise damaged("PowerPoint", "a persist directory cut short")
                 for k, offset in enumerate(struct.unpack_from(f"<{count}I", self.data, a + 4)):
                     self.persist[first + k] = offset
                 a += 4 + 4 * count
 
     def _object(self, ref: int, kind: int) -> tuple[int, int, int]:
         if ref not in self.persist:
-            raise _damaged(f"object {ref} is in no persist directory")
+            raise damaged("PowerPoint", f"object {ref} is in no persist directory")
         return _record(self.data, self.persist[ref], kind)
 
     def slides(self) -> list[tuple[list[str], list[str], list[str]]]:

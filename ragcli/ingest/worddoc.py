@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ragcli.ingest.formats import Section, SkipFile
 from ragcli.ingest.office import heading_sections
-from ragcli.ingest.ole import MAGIC, OleFile, summary_title
+from ragcli.ingest.ole import MAGIC, OleFile, summary_title, unforeseen
 
 __all__ = ["doc_sections"]
 
@@ -44,10 +44,8 @@ def doc_sections(path: Path, data: bytes) -> list[Section]:
     cannot be read (encrypted, Word 95 or older, damaged)."""
     if not data.startswith(MAGIC):
         return _not_ole(path, data)
-    try:
+    with unforeseen("Word file"):
         title, paragraphs = _Document(OleFile(data, kind="Word/OLE")).read()
-    except (struct.error, IndexError, ValueError, OverflowError) as exc:  # damage no check here foresaw
-        raise SkipFile(f"a damaged Word file ({type(exc).__name__}: {exc})") from None
     return heading_sections(title or path.stem, paragraphs)
 
 

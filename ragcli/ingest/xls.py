@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ragcli.ingest.formats import Section, SkipFile
-from ragcli.ingest.ole import MAGIC, OleFile, summary_title
+from ragcli.ingest.ole import MAGIC, OleFile, damaged, summary_title, unforeseen
 from ragcli.ingest.spreadsheet import (BUILT_IN_FORMATS, MAX_CELLS, format_kind, shown_number,
                                        sheet_sections)
 
@@ -33,16 +33,12 @@ _BIFF8 = 0x0600
 _GLOBALS, _WORKSHEET = 0x0005, 0x0010  # a BOF's substream type
 
 
-def _damaged(why: str) -> SkipFile:
-    return SkipFile(f"a damaged or cut-short Excel file ({why})")
-
-
 def xls_sections(path: Path, data: bytes) -> list[Section]:
     """The sections of the .xls file ``path`` whose bytes are ``data``; SkipFile with the reason where it
     cannot be read (encrypted, Excel 95 or older, damaged)."""
     if not data.startswith(MAGIC):
         return _not_ole(path, data)
-    try:
+    with unforeseen("Excel file"):
         ole = OleFile(data, kind="Excel/OLE")
         stream = ole.stream("Workbook")
         if stream is None:
@@ -54,8 +50,6 @@ def xls_sections(path: Path, data: bytes) -> list[Section]:
                            "PowerPoint .ppt named .xls?)")
         title = summary_title(ole) or path.stem
         return _Workbook(stream).sections(title, path.suffix.lower()[1:] or "xls")
-    except (struct.error, IndexError, ValueError, OverflowError) as exc:  # damage no check here foresaw
-        raise SkipFile(f"a damaged Excel file ({type(exc).__name__}: {exc})") from None
 
 
 def _not_ole(path: Path, data: bytes) -> list[Section]:
@@ -94,7 +88,7 @@ def _records(stream: bytes, at: int) -> Iterator[tuple[int, int, bytes]]:
     while at + 4 <= end:
         kind, size = struct.unpack_from("<HH", stream, at)
         if at + 4 + size > end:
-            raise _damaged(f"a record at {at} runs past the stream's end")
+            raise damaged("Excel", f"a record at {at} runs past the stream's end")
         yield at, kind, stream[at + 4:at + 4 + size]
         at += 4 + size
 
@@ -113,13 +107,13 @@ class _Workbook:
         records = _records(self.stream, 0)
         first = next(records, None)
         if first is None or first[1] != _BOF or len(first[2]) < 4:
-            raise _damaged("no BOF record at the Workbook stream's start")
+            raise damaged("Excel", "no BOF record at the Workbook stream's start")
         version, kind = struct.unpack_from("<HH", first[2], 0)
         if version != _BIFF8:
             raise SkipFile(f"an Excel 5.0 or Excel 95 workbook (BIFF version {version:#x}): save it as .xlsx to "
                            "index it" if version == 0x0500 else f"a damaged Excel file (BIFF version {version:#x})")
         if kind != _GLOBALS:
-            raise _damaged("its first substream is no workbook's globals")
+            raise damaged("Excel", "its first substream is no workbook's globals")
         for at, rtype, data in records:
             if rtype == _EOF:
                 return
@@ -142,7 +136,7 @@ class _Workbook:
                     pass  # format unknown, its cells shown as General ones, the workbook still read
             elif rtype == _DATEMODE and len(data) >= 2:
                 self.date1904 = struct.unpack_from("<H", data, 0)[0] == 1
-        raise _damaged("the workbook's globals have no end (EOF)")
+        raise damaged("Excel", "the workbook's globals have no end (EOF)")
 
     def _continued(self, at: int, data: bytes) -> list[bytes]:
         """A record's data and its CONTINUE records' after it, as the pieces they are."""
@@ -176,11 +170,11 @@ class _Workbook:
         at ``offset`` with a value, in order (both 1-based): the sheet's cells are gathered first, since
         Excel writes them by blocks of rows, a formula's string result in the record after it."""
         if offset + 8 > len(self.stream):
-            raise _damaged(f"a sheet at {offset}, past the stream's end")
+            raise damaged("Excel", f"a sheet at {offset}, past the stream's end")
         records = _records(self.stream, offset)
         first = next(records, None)
         if first is None or first[1] != _BOF or len(first[2]) < 4:
-            raise _damaged(f"no BOF record at a sheet's offset {offset}")
+            raise damaged("Excel", f"no BOF record at a sheet's offset {offset}")
         if struct.unpack_from("<H", first[2], 2)[0] != _WORKSHEET:
             return  # a chart, a macro sheet or a dialog listed as a worksheet: no cells to read
         cells: dict[int, dict[int, tuple[str, bool]]] = {}
@@ -277,7 +271,7 @@ class _Pieces:
         out = []
         while n > 0:
             if not self.left():
-                raise _damaged("a string cut short")
+                raise damaged("Excel", "a string cut short")
             piece = self.pieces[self.i]
             got = piece[self.at:self.at + n]
             out.append(got)
@@ -303,7 +297,7 @@ class _Pieces:
         out = []
         while n > 0:  # (a piece used up before the characters start: they go on in the next, after its flags)
             if self.i >= len(self.pieces):
-                raise _damaged("a string cut short")
+                raise damaged("Excel", "a string cut short")
             piece = self.pieces[self.i]
             width = 2 if wide else 1
             take = min(n, (len(piece) - self.at) // width)
@@ -314,7 +308,7 @@ class _Pieces:
             if n > 0:  # cut by a CONTINUE record: the next starts with the flags of the rest
                 self.i, self.at = self.i + 1, 0
                 if self.i >= len(self.pieces) or not self.pieces[self.i]:
-                    raise _damaged("a string cut short")
+                    raise damaged("Excel", "a string cut short")
                 wide = self.pieces[self.i][0] & 1
                 self.at = 1
         self.skip(4 * runs + max(extended, 0))
