@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Iterator, NamedTuple
 
 from ragcli.ingest.formats import Section, SkipFile
-from ragcli.ingest.snappy import SnappyError, iwa_unframe
+from ragcli.ingest.snappy import SnappyError, iwa_unframe, varint
 from ragcli.ingest.zipxml import parsed, read_capped, skips
 
 MAX_BYTES = 200 * 1024 * 1024  # all of a file's .iwa unpacked, or its XML: a bomb is skipped, not read
@@ -120,16 +120,7 @@ def _iwa_files(z: zipfile.ZipFile, root: str) -> Iterator[tuple[str, bytes, str]
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if pos >= len(data) or shift > 63:
-            raise _Damaged("a protobuf cut short")
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, pos
-        shift += 7
+    return varint(data, pos, 10, _Damaged, "a protobuf cut short")  # (64 bits: ten bytes at most)
 
 
 def _fields(data: bytes) -> list[tuple[int, int | bytes]]:

@@ -10,11 +10,15 @@ class SnappyError(ValueError):
     """The bytes are no valid Snappy data (cut short, a copy reaching before the start, over the cap)."""
 
 
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
+def varint(data: bytes, pos: int, longest: int = 6, error: type[Exception] = SnappyError,
+           why: str = "a bad length") -> tuple[int, int]:
+    """(the number, where the bytes after it start) of the little-endian base-128 number at ``pos``, of
+    ``longest`` bytes at most: a Snappy block's length, or a protobuf's field (10, ``iwork``); ``error``
+    with ``why`` where it is cut short or longer."""
     value = shift = 0
     while True:
-        if pos >= len(data) or shift > 35:
-            raise SnappyError("a bad length")
+        if pos >= len(data) or shift > 7 * (longest - 1):
+            raise error(why)
         byte = data[pos]
         pos += 1
         value |= (byte & 0x7F) << shift
@@ -26,7 +30,7 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
 def decompress(data: bytes, limit: int) -> bytes:
     """The bytes a raw Snappy block ``data`` holds; SnappyError where it is damaged or says more than
     ``limit`` bytes."""
-    size, pos = _varint(data, 0)
+    size, pos = varint(data, 0)
     if size > limit:
         raise SnappyError(f"a block of {size} bytes, over the {limit}-byte cap")
     out = bytearray()
