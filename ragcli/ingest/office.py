@@ -30,7 +30,8 @@ _TEXT = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
 _SVG = "{urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0}"
 _ODT_NOT_TEXT = ("{urn:oasis:names:tc:opendocument:xmlns:office:1.0}annotation", _TEXT + "note-citation",
                  _SVG + "title", _SVG + "desc")  # an image's alternative text
-_HEADING_NAME = re.compile(r"heading\s*(\d)", re.I)
+# a heading style's name as Word writes it whatever the template's language ("heading 1"; its id is translated)
+HEADING_NAME = re.compile(r"heading\s*(\d)", re.I)
 
 
 def office_sections(path: Path, data: bytes) -> list[Section]:
@@ -72,18 +73,11 @@ def _docx(z: zipfile.ZipFile) -> tuple[str, list[tuple[int, str]]]:
             sid = style.get(_W + "styleId", "")
             name = style.find(_W + "name")
             base = style.find(_W + "basedOn")
-            m = _HEADING_NAME.fullmatch((name.get(_W + "val") or "").strip()) if name is not None else None
+            m = HEADING_NAME.fullmatch((name.get(_W + "val") or "").strip()) if name is not None else None
             own[sid] = int(m[1]) if m else _outline_level(style)
             if base is not None:
                 based_on[sid] = base.get(_W + "val", "")
-    levels: dict[str, int] = {}
-    for sid in own:  # a style saying no level has that of the style it is based on, as in Word
-        seen, at = set(), sid
-        while own.get(at) is None and at in based_on and at not in seen:
-            seen.add(at)
-            at = based_on[at]
-        if own.get(at):
-            levels[sid] = own[at]
+    levels = inherited_levels(own, based_on)
     title = dc_title(z, "docProps/core.xml", MAX_XML_BYTES)
     paragraphs = []
     for p in _paragraphs(_xml(z, "word/document.xml"), (_W + "p",), _MC_FALLBACK):
@@ -99,6 +93,21 @@ def _docx(z: zipfile.ZipFile) -> tuple[str, list[tuple[int, str]]]:
         paragraphs.append((levels.get(style_id, 0) if own_level is None else own_level, text))
     return title, paragraphs + _docx_notes(z, "word/footnotes.xml", "footnote", "Footnotes") \
         + _docx_notes(z, "word/endnotes.xml", "endnote", "Endnotes")
+
+
+def inherited_levels(own: dict, based_on: dict) -> dict:
+    """{style: heading level} of the styles that are headings: by their ``own`` level (None where a style
+    says nothing, 0 for body text) or, saying nothing, by that of the style they are ``based_on``, as in
+    Word (.docx and .doc alike; a chain that loops ends)."""
+    levels = {}
+    for style in own:
+        seen, at = set(), style
+        while own.get(at) is None and at in based_on and at not in seen:
+            seen.add(at)
+            at = based_on[at]
+        if own.get(at):
+            levels[style] = own[at]
+    return levels
 
 
 def _docx_notes(z: zipfile.ZipFile, part: str, tag: str, heading: str) -> list[tuple[int, str]]:

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from ragcli.ingest.formats import Section, SkipFile
-from ragcli.ingest.office import heading_sections
+from ragcli.ingest.office import HEADING_NAME, heading_sections
 
 __all__ = ["rtf_sections"]
 
@@ -63,7 +63,6 @@ _CHARSETS = {0: "ansi", 2: "cp1252", 77: "mac_roman", 128: "cp932", 129: "cp949"
              222: "cp874", 238: "cp1250", 254: "cp437", 255: "cp850"}
 codecs.register_error("rtf-western", lambda e: (e.object[e.start:e.end].decode("cp1252", "replace"), e.end))
 _DOUBLE_BYTE = frozenset(("cp932", "cp949", "johab", "gbk", "big5"))
-_HEADING_NAME = re.compile(r"heading\s*(\d)\s*;?", re.I)
 
 
 class _State:
@@ -294,7 +293,7 @@ class _Reader:
         elif state.opens == "style entry":
             if self._defining is None:
                 self._defining = 0  # a style without \\sN is style 0, Normal
-            m = _HEADING_NAME.fullmatch("".join(self._text["stylesheet"]).strip())
+            m = HEADING_NAME.fullmatch("".join(self._text["stylesheet"]).strip().removesuffix(";").strip())
             level = int(m[1]) if m else self._defined_level
             if level:
                 self.style_levels[self._defining] = level

@@ -19,7 +19,7 @@ import struct
 from pathlib import Path
 
 from ragcli.ingest.formats import Section, SkipFile
-from ragcli.ingest.office import heading_sections
+from ragcli.ingest.office import HEADING_NAME, heading_sections, inherited_levels
 from ragcli.ingest.ole import MAGIC, OleFile, summary_title, unforeseen
 
 __all__ = ["doc_sections"]
@@ -28,7 +28,6 @@ _WORD97_NFIB = 0xC0  # Word 97 writes 0xC1 (and later Words too, in the FIB's ba
 # the FIB's (fc, lcb) pairs: the stylesheet's, the piece table's, the paragraphs' properties'
 _STSHF, _CLX, _PLCF_BTE_PAPX = 1, 33, 13
 _TITLE = -1  # the "level" of a paragraph in the Title style
-_HEADING_NAME = re.compile(r"heading\s*(\d)", re.I)
 _SPRM_P_OUT_LVL, _SPRM_P_F_IN_TABLE, _SPRM_P_F_TTP = 0x2640, 0x2416, 0x2417
 # Word's marks in its text: kept as text (a non-breaking hyphen is a hyphen; an optional one, none), or
 # dropped (pictures, objects, note and comment references, the notes' separators); \t and \n kept
@@ -325,7 +324,7 @@ def _style_levels(stsh: bytes) -> tuple[dict[int, int], set[int]]:
         name = std[cb_base + 2:cb_base + 2 + 2 * cch].decode("utf-16-le", "replace")
         upx = cb_base + 4 + 2 * cch  # (the name's null after it)
         level = sti if 1 <= sti <= 9 else None
-        m = _HEADING_NAME.fullmatch(name.strip())
+        m = HEADING_NAME.fullmatch(name.strip())
         if level is None and m:
             level = int(m[1])
         if level is None and kind_base & 0xF == 1 and upx + 4 <= len(std):  # a paragraph style's own properties
@@ -338,12 +337,4 @@ def _style_levels(stsh: bytes) -> tuple[dict[int, int], set[int]]:
             based_on[istd] = kind_base >> 4
         if sti == 62 or name.strip().lower() == "title":
             titles.add(istd)
-    levels = {}
-    for istd in own:  # a style saying no level has that of the style it is based on, as in Word
-        seen, at = set(), istd
-        while own.get(at) is None and at in based_on and at not in seen:
-            seen.add(at)
-            at = based_on[at]
-        if own.get(at):
-            levels[istd] = own[at]
-    return levels, titles
+    return inherited_levels(own, based_on), titles
