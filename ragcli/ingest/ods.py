@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ragcli.ingest.formats import Section, SkipFile
+from ragcli.ingest.office import odt_text
 from ragcli.ingest.spreadsheet import MAX_CELLS, MAX_XML_BYTES, sheet_sections
 from ragcli.ingest.zipxml import dc_title, not_zip, skips
 
@@ -111,7 +112,8 @@ def _value(c) -> tuple[str, bool] | None:
     if kind == "date" and (when := c.get(_OFFICE + "date-value")):
         day, _, time = when.partition("T")
         return (day if time.strip("0:.") == "" else f"{day} {time[:5]}"), False
-    text = "\n".join(_text(p) for p in c.findall(_TEXT + "p")).strip()
+    # (its tabs, line breaks and runs of spaces part words, as in a text document: itertext gave "ParisFrance")
+    text = "\n".join("".join(odt_text(p)) for p in c.findall(_TEXT + "p")).strip()
     if not text and kind in _VALUES:  # a value without its shown text (written by a program, not by Calc)
         text = c.get(_OFFICE + _VALUES[kind]) or ""
     if not text:
@@ -124,17 +126,6 @@ _VALUES = {"float": "value", "percentage": "value", "currency": "value", "boolea
            "time": "time-value", "string": "string-value"}
 
 
-def _text(el) -> str:
-    """A paragraph's text, its spans' too, a space for each tab, line break or run of spaces it writes as
-    an element (text:tab, text:line-break, text:s): itertext gave "ParisFrance" for a cell's two lines."""
-    parts = [el.text or ""]
-    for child in el:
-        parts.append(" " if child.tag in _SPACES else _text(child))
-        parts.append(child.tail or "")
-    return "".join(parts)
-
-
-_SPACES = (_TEXT + "tab", _TEXT + "line-break", _TEXT + "s")
 
 
 def _count(repeated: str | None) -> int:

@@ -171,7 +171,7 @@ def _odt(z: zipfile.ZipFile) -> tuple[str, list[tuple[int, str]]]:
     title = dc_title(z, "meta.xml", MAX_XML_BYTES)
     paragraphs = []
     for el in _paragraphs(_xml(z, "content.xml"), (_TEXT + "p", _TEXT + "h"), _TEXT + "tracked-changes"):
-        text = "".join(_odt_text(el)).strip()
+        text = "".join(odt_text(el)).strip()
         if not text:
             continue
         level = el.get(_TEXT + "outline-level", "1") if el.tag == _TEXT + "h" else "0"
@@ -194,12 +194,12 @@ def _odp(z: zipfile.ZipFile, deck: str) -> list[Section]:
         title, texts = [], []
         for frame, el in _odp_paragraphs(page, None):
             kind = frame.get(_PRESENTATION + "class", "") if frame is not None else ""
-            text = "".join(_odt_text(el)).strip()
+            text = "".join(odt_text(el)).strip()
             if text and kind not in _ODP_CHROME:
                 (title if kind == "title" else texts).append(text)
         said = [t for frame, el in (_odp_paragraphs(notes, None) if notes is not None else ())
                 if (frame is None or frame.get(_PRESENTATION + "class", "") not in _ODP_CHROME)
-                and (t := "".join(_odt_text(el)).strip())]
+                and (t := "".join(odt_text(el)).strip())]
         if said:
             texts.append("Notes: " + "\n\n".join(said))
         heading = " ".join(" ".join(title).split())
@@ -216,11 +216,11 @@ def _odp_paragraphs(el, frame) -> Iterator[tuple]:
         if child.tag == _PRESENTATION + "notes":
             continue
         if child.tag in (_TEXT + "p", _TEXT + "h"):
-            yield frame, child  # (then those nested in it, a frame's in it: _odt_text leaves them out)
+            yield frame, child  # (then those nested in it, a frame's in it: odt_text leaves them out)
         yield from _odp_paragraphs(child, child if child.tag == _DRAW + "frame" else frame)
 
 
-def _odt_text(el) -> Iterator[str]:
+def odt_text(el) -> Iterator[str]:
     """A paragraph's text: its own, its spans', and the spaces, tabs and line breaks it writes as elements
     ("a<text:s text:c="3"/>b" is "a   b"); a paragraph nested in it (a note, a frame) is its own."""
     if el.text:
@@ -236,7 +236,7 @@ def _odt_text(el) -> Iterator[str]:
         elif child.tag == _TEXT + "line-break":
             yield "\n"
         else:
-            yield from _odt_text(child)
+            yield from odt_text(child)
         if child.tail:
             yield child.tail
 
