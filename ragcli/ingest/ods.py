@@ -126,8 +126,6 @@ _VALUES = {"float": "value", "percentage": "value", "currency": "value", "boolea
            "time": "time-value", "string": "string-value"}
 
 
-
-
 def _count(repeated: str | None) -> int:
     """A repeat count; 1 for none, or one that is no decimal number ("²" is a digit int() refuses)."""
     return int(repeated) if repeated and repeated.isdecimal() and int(repeated) > 0 else 1
