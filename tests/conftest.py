@@ -110,3 +110,18 @@ def run_unprivileged(argv: list[str], cwd: Path, env: dict | None = None):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1", **(env or {})}
     return subprocess.run([*prefix, sys.executable, "-m", "ragcli", *argv], cwd=cwd, env=env, text=True,
                           capture_output=True, timeout=120)
+
+
+def skipped_with_reasons(read, mutants) -> int:
+    """How many of the damaged copies ``mutants`` ``read`` refuses, each with a SkipFile that says why; any
+    other exception fails the test (the readers of binary formats: .doc, .xls, .ppt, .msg)."""
+    from ragcli.ingest.formats import SkipFile
+
+    skipped = 0
+    for mutant in mutants:
+        try:
+            read(mutant)
+        except SkipFile as exc:
+            assert str(exc)
+            skipped += 1
+    return skipped
