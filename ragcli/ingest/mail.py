@@ -118,7 +118,7 @@ def _section(msg, untitled: str, part: str | None = None, depth: int = 0) -> Sec
 
 def header_fields(msg) -> list[tuple[str, str]]:
     """(name, value) of the headers a section shows, those the message has: From, To, Cc, Date."""
-    return [(name, _header(msg, name)) for name in ("From", "To", "Cc", "Date") if _header(msg, name)]
+    return [(name, value) for name in ("From", "To", "Cc", "Date") if (value := _header(msg, name))]
 
 
 def assemble_section(subject: str, said: list[tuple[str, str]], body: str, attached: list[str], untitled: str,
