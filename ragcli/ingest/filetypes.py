@@ -29,6 +29,9 @@ MBOX_SUFFIXES = {".mbox"}  # mailboxes, many messages (``ingest.mail``): streame
 WORD97_SUFFIXES = {".doc"}  # Word 97-2003's binary format, an OLE file (``ingest.worddoc``)
 NOTEBOOK_SUFFIXES = {".ipynb"}  # Jupyter notebooks (``ingest.notebook``)
 IWORK_SUFFIXES = {".pages", ".numbers", ".key"}  # Apple Pages, Numbers, Keynote (``ingest.iwork``); a .key no deck is skipped
+# A suffix other files share: a folder's walk reads one only where it starts with these bytes (a Keynote
+# deck is a zip; a TLS or SSH key, no document, is counted among the files not read). Named, any is tried.
+WALK_MAGIC = {".key": b"PK"}
 SUBTITLE_SUFFIXES = {".srt", ".vtt"}  # transcripts and captions, cited by time (``ingest.subtitles``)
 # Source code and configuration, read as text. A repository's files of a language not listed were left out
 # of its index without a word (a Haskell, Elixir or Terraform project lost most of its own files). Not style

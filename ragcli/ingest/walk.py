@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from ragcli.ingest.encoding import decode
-from ragcli.ingest.filetypes import read_in_walk, type_of
+from ragcli.ingest.filetypes import WALK_MAGIC, read_in_walk, type_of
 from ragcli.ingest.formats import SkipFile
 from ragcli.paths import display_path, printable_name
 from ragcli.retrieval.schema import MANIFEST_FILE, META_FILE
@@ -275,16 +275,17 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
 
 
 def _read_here(path: Path) -> bool:
-    """``read_in_walk``, and for a ".key" file only a Keynote deck (a zip): a folder's TLS and SSH keys
-    were each a warning, "skipped server.key: not a Keynote deck", where a file of a type not read is
-    counted in one line. Named on the command line, any .key is tried (and said why it is not read)."""
+    """``read_in_walk``, and for a suffix other files share only a file that starts as the format does
+    (``WALK_MAGIC``: a folder's TLS and SSH keys were each a warning, "skipped server.key: not a Keynote
+    deck", where a file of a type not read is counted in one line)."""
     if not read_in_walk(path):
         return False
-    if path.suffix.lower() != ".key":
+    magic = WALK_MAGIC.get(path.suffix.lower())
+    if magic is None:
         return True
     try:
         with open(path, "rb") as fh:
-            return fh.read(2) == b"PK"
+            return fh.read(len(magic)) == magic
     except OSError:
         return True  # (said as it is read)
 
