@@ -28,16 +28,20 @@ def _read(name: str) -> list[tuple[str, str, str]]:
     return [(s.title, s.part, s.text) for s in ppt_sections(path, path.read_bytes())]
 
 
+# POI's basic_test_ppt_file.ppt as read: (title, place, text) of its two slides
+BASIC_SLIDES = [
+    ("This is a test title > This is a test title", "slide 1",
+     "This is a test title\n\nThis is a test subtitle\nThis is on page 1\n\nNotes: These are the notes for page 1"),
+    ("This is a test title > This is the title on page 2", "slide 2",
+     "This is the title on page 2\n\nThis is page two\nIt has several blocks of text\nNone of them have "
+     "formatting\n\nNotes: These are the notes on page two, again lacking formatting")]
+
+
 def test_slides_titles_bodies_and_notes():
     """POI's basic_test_ppt_file.ppt: two slides, each a title, a body of lines and speaker notes (the
     notes pages' own text); the deck titled by its summary property, which PowerPoint sets to the first
     slide's title."""
-    assert _read("basic_test_ppt_file.ppt") == [
-        ("This is a test title > This is a test title", "slide 1",
-         "This is a test title\n\nThis is a test subtitle\nThis is on page 1\n\nNotes: These are the notes for page 1"),
-        ("This is a test title > This is the title on page 2", "slide 2",
-         "This is the title on page 2\n\nThis is page two\nIt has several blocks of text\nNone of them have "
-         "formatting\n\nNotes: These are the notes on page two, again lacking formatting")]
+    assert _read("basic_test_ppt_file.ppt") == BASIC_SLIDES
 
 
 def test_slides_in_the_decks_order_not_the_order_they_were_added():
@@ -152,12 +156,7 @@ def test_a_slide_listed_again_and_again_is_read_once(monkeypatch):
 
     listed = ppt._Deck._slide_list
     monkeypatch.setattr(ppt._Deck, "_slide_list", lambda self, a, b: listed(self, a, b) * 3_500)
-    assert _read("basic_test_ppt_file.ppt") == [
-        ("This is a test title > This is a test title", "slide 1",
-         "This is a test title\n\nThis is a test subtitle\nThis is on page 1\n\nNotes: These are the notes for page 1"),
-        ("This is a test title > This is the title on page 2", "slide 2",
-         "This is the title on page 2\n\nThis is page two\nIt has several blocks of text\nNone of them have "
-         "formatting\n\nNotes: These are the notes on page two, again lacking formatting")]
+    assert _read("basic_test_ppt_file.ppt") == BASIC_SLIDES
 
 
 def test_a_powerpoint_95_deck_is_skipped_as_too_old_not_as_damaged():
