@@ -125,3 +125,16 @@ def skipped_with_reasons(read, mutants) -> int:
             assert str(exc)
             skipped += 1
     return skipped
+
+
+def cut_and_flipped(data: bytes, rng) -> list[bytes]:
+    """Damaged copies of a real file for a binary reader: cut at its start, at the OLE header's and
+    sector's edges, half-way and one byte short; and 300 with 1, 4 or 16 random bytes changed (``rng``
+    drawn from, in order, for the test's own damage after)."""
+    mutants = [data[:n] for n in (0, 8, 511, 512, 2000, len(data) // 2, len(data) - 1)]
+    for _ in range(300):
+        buf = bytearray(data)
+        for _ in range(rng.choice((1, 4, 16))):
+            buf[rng.randrange(len(buf))] = rng.randrange(256)
+        mutants.append(bytes(buf))
+    return mutants

@@ -18,7 +18,7 @@ from ragcli.ingest.indexer import build_index
 from ragcli.ingest.ppt import ppt_sections
 from ragcli.ingest.reader import read_passages
 from ragcli.retrieval.index import TantivyIndex
-from tests.conftest import skipped_with_reasons
+from tests.conftest import cut_and_flipped, skipped_with_reasons
 
 DATA = Path(__file__).parent / "data" / "ppt"
 
@@ -69,12 +69,7 @@ def test_a_damaged_deck_gives_a_reason_never_an_exception_nor_a_hang():
     persist directory, the saves' chain): SkipFile or some text, every time."""
     data = (DATA / "basic_test_ppt_file.ppt").read_bytes()
     rng = random.Random(1997)
-    mutants = [data[:n] for n in (0, 8, 511, 512, 2000, len(data) // 2, len(data) - 1)]
-    for _ in range(300):
-        buf = bytearray(data)
-        for _ in range(rng.choice((1, 4, 16))):
-            buf[rng.randrange(len(buf))] = rng.randrange(256)
-        mutants.append(bytes(buf))
+    mutants = cut_and_flipped(data, rng)
     for i in range(512, 4096, 4):  # the PowerPoint Document stream (its first sectors), a 32-bit value at a time
         buf = bytearray(data)
         buf[i:i + 4] = rng.choice((b"\xff\xff\xff\xff", b"\x00\x00\x00\x00", b"\x0f\x00\x00\x00", b"\xfe\xff\xff\x7f"))

@@ -21,7 +21,7 @@ from ragcli.ingest.reader import read_passages
 from ragcli.ingest.spreadsheet import spreadsheet_sections
 from ragcli.ingest.xls import _Pieces, xls_sections
 from ragcli.retrieval.index import TantivyIndex
-from tests.conftest import skipped_with_reasons
+from tests.conftest import cut_and_flipped, skipped_with_reasons
 
 DATA = Path(__file__).parent / "data" / "xls"
 
@@ -126,12 +126,7 @@ def test_a_damaged_workbook_gives_a_reason_never_an_exception_nor_a_hang():
     counts, a BOUNDSHEET's offset): SkipFile or some text, every time."""
     data = (DATA / "SampleSS.xls").read_bytes()
     rng = random.Random(2003)
-    mutants = [data[:n] for n in (0, 8, 511, 512, 2000, len(data) // 2, len(data) - 1)]
-    for _ in range(300):
-        buf = bytearray(data)
-        for _ in range(rng.choice((1, 4, 16))):
-            buf[rng.randrange(len(buf))] = rng.randrange(256)
-        mutants.append(bytes(buf))
+    mutants = cut_and_flipped(data, rng)
     workbook = data.index(b"\x09\x08\x10\x00\x00\x06\x05\x00")  # the Workbook stream's BOF: its records' headers
     for i in range(workbook, workbook + 1500, 2):
         buf = bytearray(data)
