@@ -21,7 +21,7 @@ def run_checks(settings: Settings, *, web: bool = True) -> list[Check]:
         model, fingerprint = _server(settings)
     else:
         model, fingerprint = [_model(settings), _backend(settings), _threads(settings)], None
-    return [*model, _index(settings), _sentences(), _calibration(settings, fingerprint),
+    return [*model, _index(settings), _sentences(), _speedups(), _calibration(settings, fingerprint),
             *([_web(settings)] if web else [])]
 
 
@@ -170,6 +170,16 @@ def _sentences() -> Check:
                      "" if ok else "reinstall ragcli (ragcli/data/punkt_en.json is missing)")
     except Exception as exc:  # noqa: BLE001
         return Check("sentences", False, f"NLTK does not work: {exc}", "pip install nltk")
+
+
+def _speedups() -> Check:
+    from ragcli.ingest.passages import speedups_built
+
+    if speedups_built():
+        return Check("speedups", True, "C speedups for indexing built (ragcli._speedups)")
+    return Check("speedups", False, "C speedups not built (no C compiler where ragcli was installed): indexing "
+                 "a JSONL corpus takes more CPU", "install a C compiler (gcc, clang) and reinstall ragcli",
+                 warn_only=True)
 
 
 def _web(settings: Settings) -> Check:
