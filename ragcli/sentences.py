@@ -158,6 +158,11 @@ def split_spans(text: str) -> list[tuple[int, int]]:
 
 
 _PLAIN_WORD = re.compile(r"[\"'(\[“‘]*([^\W\d_]{2,})\.")
+_NUMBER_WORD = re.compile(r"\d+\.")  # a year or count that ends a sentence: "It was founded in 1957."
+# The type Punkt gives the word after a candidate (lower case) where its token is plain letters: they end
+# where Punkt's word tokenizer ends a token (a space, a non-word mark, a final comma, "--" or ".."); a
+# word that goes on ("Jean-Paul", "R.", "B52") is left to Punkt.
+_NEXT_TYPE = re.compile(r"([^\W\d_]+)(?:\Z|[?!)\";}\]*:@'({\[]|,(?:\Z|[?!)\";}\]*:@'({\[])|--|\.\.)")
 
 
 @lru_cache(maxsize=1)
@@ -165,22 +170,37 @@ def _collocation_starts() -> frozenset[str]:
     return frozenset(first for first, _ in _tokenizer()._params.collocations)
 
 
-def plain_sentence_end(word: str, next_char: str) -> bool:
-    """True when Punkt ends a sentence after ``word`` when the next word starts with ``next_char``
-    (a letter or digit): a plain word (letters only) with a period that is no abbreviation and
-    starts no learned collocation, or a word ending in ? or !. Punkt's later passes only revisit
-    abbreviations, initials, numbers and collocations, so deciding these here saves running Punkt
-    on the text around most candidate sentence ends (False means: ask Punkt)."""
-    if not next_char.isalnum():
+def plain_sentence_end(word: str, next_word: str) -> bool:
+    """True when Punkt ends a sentence after ``word`` followed by ``next_word`` (the next
+    whitespace-free stretch of text, starting with a letter or digit), deciding the plain cases
+    without Punkt: a word of letters with a period that is no abbreviation, or a number with a
+    period before a capitalised word, and no learned collocation across the two ("anachronism.
+    What": Punkt's pair); a word ending in ? or !. Punkt's later passes only revisit abbreviations,
+    initials, numbers and collocations, so deciding these here saves running Punkt on the text around
+    most candidate sentence ends (False means: ask Punkt)."""
+    if not next_word[:1].isalnum():
         return False
     if word.endswith(("?", "!")):
         return word.rstrip("?!")[-1:].isalpha()
-    m = _PLAIN_WORD.fullmatch(word)
-    if not m:
-        return False
-    core = m.group(1).lower()
-    abbrevs = _tokenizer()._params.abbrev_types
-    return core not in abbrevs and core not in _collocation_starts()
+    params = _tokenizer()._params
+    number = _NUMBER_WORD.fullmatch(word)
+    if number:  # Punkt's "##number##": a break unless the next word is lower case (its orthographic test)
+        if not next_word[0].isupper() or word[:-1] in params.abbrev_types:
+            return False
+        core = "##number##"
+    else:
+        m = _PLAIN_WORD.fullmatch(word)
+        if not m:
+            return False
+        core = m.group(1).lower()
+        if core in params.abbrev_types:
+            return False
+        if core not in _collocation_starts():
+            return True
+        if m.start(1):  # quotes before the word: Punkt's type may hold them; its collocations are its own
+            return False
+    nxt = _NEXT_TYPE.match(next_word)
+    return nxt is not None and (core, nxt.group(1).lower()) not in params.collocations
 
 
 CJK_STOPS = "。！？｡"  # Chinese and Japanese sentence ends: never an abbreviation's, no space after them
