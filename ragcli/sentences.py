@@ -159,6 +159,9 @@ def split_spans(text: str) -> list[tuple[int, int]]:
 
 _PLAIN_WORD = re.compile(r"[\"'(\[“‘]*([^\W\d_]{2,})\.")
 _NUMBER_WORD = re.compile(r"\d+\.")  # a year or count that ends a sentence: "It was founded in 1957."
+# a period after a quote or bracket ('called "Girl".', "(in 2001)."): Punkt's word tokenizer cuts the mark
+# off, and a period standing alone ends a sentence (no abbreviation, initial or number before it)
+_MARK_THEN_PERIOD = re.compile(r"\S*[)\";}\]*:@'({\[]\.")
 # The type Punkt gives the word after a candidate (lower case) where its token is plain letters: they end
 # where Punkt's word tokenizer ends a token (a space, a non-word mark, a final comma, "--" or ".."); a
 # word that goes on ("Jean-Paul", "R.", "B52") is left to Punkt.
@@ -175,7 +178,7 @@ def plain_sentence_end(word: str, next_word: str) -> bool:
     whitespace-free stretch of text, starting with a letter or digit), deciding the plain cases
     without Punkt: a word of letters with a period that is no abbreviation, or a number with a
     period before a capitalised word, and no learned collocation across the two ("anachronism.
-    What": Punkt's pair); a word ending in ? or !. Punkt's later passes only revisit abbreviations,
+    What": Punkt's pair); a period after a closing quote or bracket; a word ending in ? or !. Punkt's later passes only revisit abbreviations,
     initials, numbers and collocations, so deciding these here saves running Punkt on the text around
     most candidate sentence ends (False means: ask Punkt)."""
     if not next_word[:1].isalnum():
@@ -183,6 +186,8 @@ def plain_sentence_end(word: str, next_word: str) -> bool:
     if word.endswith(("?", "!")):
         return word.rstrip("?!")[-1:].isalpha()
     params = _tokenizer()._params
+    if _MARK_THEN_PERIOD.fullmatch(word):
+        return "." not in _collocation_starts()
     number = _NUMBER_WORD.fullmatch(word)
     if number:  # Punkt's "##number##": a break unless the next word is lower case (its orthographic test)
         if not next_word[0].isupper() or word[:-1] in params.abbrev_types:

@@ -49,6 +49,7 @@ def test_plain_sentence_end_agrees_with_punkt_and_defers_the_hard_cases():
     assert plain_sentence_end("home.", "He") and plain_sentence_end("why?", "Then")
     # a number before a capitalised word; a word that starts a learned collocation, but not this one
     assert plain_sentence_end("1957.", "Then") and plain_sentence_end("anachronism.", "Whatever")
+    assert plain_sentence_end('"Girl".', "From") and plain_sentence_end("2001).", "the")  # the period alone
     for word, nxt in [("Dr.", "Smith"), ("U.S.", "In"), ("e.g.", "the"), ("St.", "Louis"), ("a.", "B"),
                       ("home.", '"Wide'), ("home.", ""), ("1957.", "then"), ("No.", "2"),
                       ("anachronism.", "What"), ("1957.", "Juventus"),  # Punkt's collocations
@@ -57,8 +58,9 @@ def test_plain_sentence_end_agrees_with_punkt_and_defers_the_hard_cases():
     # wherever the shortcut says "sentence end", Punkt agrees
     text = ("Dr. Smith went home. He slept in St. Louis. The U.S. Army came. Why? Nobody knows. "
             "It was 1957. Then came (Jones. Later) more. In 1990. the list, and 2001. Juventus won. "
-            "An anachronism. What, then? An anachronism. Whatever. It was 5. Twice.")
-    assert _agreed(text, plain_sentence_end, split_sentences) == 11
+            "An anachronism. What, then? An anachronism. Whatever. It was 5. Twice. A song called "
+            '"Girl". From (in 2001). the end (Jr.). Then.')
+    assert _agreed(text, plain_sentence_end, split_sentences) == 15
 
 
 def _agreed(text, plain_sentence_end, split_sentences):
