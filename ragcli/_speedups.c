@@ -15,6 +15,8 @@
 #include <Python.h>
 #include <string.h>
 
+static PyObject *TEXT, *TITLE, *PID;  /* a record's keys, interned once */
+
 /* Whether a string of one kind (one, two or four bytes a character) holds "  ", "\n", "\t" or "\r":
    64 characters at a time without a branch (the compiler vectorises the inner loop), stopping at the
    first block that holds one. */
@@ -80,6 +82,32 @@ collapsed(PyObject *t)
     return t;
 }
 
+/* ``composed(t)`` unless t is a one-byte string: every character below U+0100 is NFC and composes with
+   no other (no Latin-1 character is a combining mark). A new reference. */
+static PyObject *
+composed_unless_latin1(PyObject *t, PyObject *composed)
+{
+    if (PyUnicode_KIND(t) == PyUnicode_1BYTE_KIND) {
+        Py_INCREF(t);
+        return t;
+    }
+    return PyObject_CallOneArg(composed, t);
+}
+
+/* One text as passages.normalise_py gives it (a new reference). */
+static PyObject *
+normalised_one(PyObject *t, PyObject *composed)
+{
+    if (PyUnicode_READY(t) < 0)
+        return NULL;
+    PyObject *b = collapsed(t);
+    if (b == NULL)
+        return NULL;
+    PyObject *c = composed_unless_latin1(b, composed);
+    Py_DECREF(b);
+    return c;
+}
+
 static PyObject *
 normalised(PyObject *self, PyObject *args)
 {
@@ -97,16 +125,7 @@ normalised(PyObject *self, PyObject *args)
             Py_DECREF(out);
             return NULL;
         }
-        if (PyUnicode_READY(t) < 0) {
-            Py_DECREF(out);
-            return NULL;
-        }
-        PyObject *b = collapsed(t);
-        if (b != NULL && PyUnicode_KIND(b) != PyUnicode_1BYTE_KIND) {
-            PyObject *c = PyObject_CallOneArg(composed, b);
-            Py_DECREF(b);
-            b = c;
-        }
+        PyObject *b = normalised_one(t, composed);
         if (b == NULL) {
             Py_DECREF(out);
             return NULL;
@@ -116,7 +135,167 @@ normalised(PyObject *self, PyObject *args)
     return out;
 }
 
+/* Whether a two- or four-byte string holds a character in [lo, hi], 64 at a time without a branch. */
+#define HOLDS_RANGE(NAME, CHAR)                                                                     \
+    static int NAME(const CHAR *s, Py_ssize_t n, Py_UCS4 lo, Py_UCS4 hi)                           \
+    {                                                                                               \
+        Py_ssize_t i = 0;                                                                           \
+        for (; i + 64 <= n; i += 64) {                                                              \
+            unsigned int hit = 0;                                                                   \
+            for (Py_ssize_t j = i; j < i + 64; j++)                                                 \
+                hit |= (unsigned int)((s[j] >= lo) & (s[j] <= hi));                                 \
+            if (hit)                                                                                \
+                return 1;                                                                           \
+        }                                                                                           \
+        for (; i < n; i++)                                                                          \
+            if (s[i] >= lo && s[i] <= hi)                                                           \
+                return 1;                                                                           \
+        return 0;                                                                                   \
+    }
+
+HOLDS_RANGE(ucs2_holds, Py_UCS2)
+HOLDS_RANGE(ucs4_holds, Py_UCS4)
+
+/* in_range(lo, hi, text): whether text holds a character from lo to hi (code points); a one-byte string
+   is known not to without a scan where lo is above U+00FF. What schema.maybe_cjk asks of every passage
+   that is not ASCII (a regular expression scanned the Latin-1 ones too, at ~1.2 ns a character). */
+static PyObject *
+in_range(PyObject *self, PyObject *args)
+{
+    PyObject *t;
+    unsigned int lo, hi;
+    if (!PyArg_ParseTuple(args, "IIU:in_range", &lo, &hi, &t))
+        return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(t);
+    const void *data = PyUnicode_DATA(t);
+    int found;
+    switch (PyUnicode_KIND(t)) {
+    case PyUnicode_1BYTE_KIND:
+        found = 0;
+        for (Py_ssize_t i = 0; lo <= 0xFF && i < n && !found; i++)
+            found = ((const Py_UCS1 *)data)[i] >= lo && ((const Py_UCS1 *)data)[i] <= hi;
+        break;
+    case PyUnicode_2BYTE_KIND:
+        found = lo <= 0xFFFF && ucs2_holds((const Py_UCS2 *)data, n, lo, hi);
+        break;
+    default:
+        found = ucs4_holds((const Py_UCS4 *)data, n, lo, hi);
+    }
+    return PyBool_FromLong(found);
+}
+
+/* plain_batch(numbers, records, prefix, key, passage, long_chars, composed, record_title, record_pid, parts):
+   records._plain_batch_py, the passages of a batch of plain JSONL records, a record at a time in C where
+   Python takes a pass over the batch per column: None unless every record is a dict whose "text" is a
+   str that is not blank once normalised. Each record's passage is passage(pid, title, body, key,
+   prefix + str(number)): its title composed (record_title(record) unless a str), its pid as given
+   (record_pid(record, title, body) unless a str that is not empty); a body of long_chars or more is
+   handed to parts(pid, title, body, key, location), which gives the record's passages. */
+static PyObject *
+plain_batch(PyObject *self, PyObject *args)
+{
+    PyObject *numbers, *records, *prefix, *key, *passage, *composed, *record_title, *record_pid, *parts;
+    Py_ssize_t long_chars;
+    if (!PyArg_ParseTuple(args, "OO!UOO!nOOOO:plain_batch", &numbers, &PyList_Type, &records, &prefix, &key,
+                          &PyType_Type, &passage, &long_chars, &composed, &record_title, &record_pid, &parts))
+        return NULL;
+    if (!PyType_IsSubtype((PyTypeObject *)passage, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "plain_batch: passage must be a tuple type");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(records);
+    if (n == 0)
+        Py_RETURN_NONE;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *r = PyList_GET_ITEM(records, i);
+        if (!PyDict_CheckExact(r))
+            Py_RETURN_NONE;
+        PyObject *text = PyDict_GetItemWithError(r, TEXT);
+        if (text == NULL && PyErr_Occurred())
+            return NULL;
+        if (text == NULL || !PyUnicode_CheckExact(text))
+            Py_RETURN_NONE;
+    }
+    PyObject *bodies = PyList_New(n), *out = NULL, *seq = NULL;
+    if (bodies == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *body = normalised_one(PyDict_GetItemWithError(PyList_GET_ITEM(records, i), TEXT), composed);
+        if (body == NULL)
+            goto fail;
+        PyList_SET_ITEM(bodies, i, body);
+        if (PyUnicode_GET_LENGTH(body) == 0) {  /* a blank record: the batch is read a record at a time */
+            Py_DECREF(bodies);
+            Py_RETURN_NONE;
+        }
+    }
+    seq = PySequence_Fast(numbers, "plain_batch: numbers must be a sequence");
+    if (seq == NULL)
+        goto fail;
+    if (PySequence_Fast_GET_SIZE(seq) != n) {
+        PyErr_SetString(PyExc_ValueError, "plain_batch: as many numbers as records");
+        goto fail;
+    }
+    out = PyList_New(0);
+    if (out == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *r = PyList_GET_ITEM(records, i), *body = PyList_GET_ITEM(bodies, i);
+        PyObject *title = PyDict_GetItemWithError(r, TITLE);
+        if (title == NULL && PyErr_Occurred())
+            goto fail;
+        title = title != NULL && PyUnicode_CheckExact(title) ? composed_unless_latin1(title, composed)
+                                                             : PyObject_CallOneArg(record_title, r);
+        if (title == NULL)
+            goto fail;
+        PyObject *pid = PyDict_GetItemWithError(r, PID);
+        if (pid == NULL && PyErr_Occurred()) {
+            Py_DECREF(title);
+            goto fail;
+        }
+        if (pid != NULL && PyUnicode_CheckExact(pid) && PyUnicode_GET_LENGTH(pid) > 0)
+            Py_INCREF(pid);
+        else
+            pid = PyObject_CallFunctionObjArgs(record_pid, r, title, body, NULL);
+        PyObject *number = pid ? PyObject_Str(PySequence_Fast_GET_ITEM(seq, i)) : NULL;
+        PyObject *location = number ? PyUnicode_Concat(prefix, number) : NULL;
+        Py_XDECREF(number);
+        int ok = location != NULL;
+        if (ok && PyUnicode_GET_LENGTH(body) >= long_chars) {
+            PyObject *some = PyObject_CallFunctionObjArgs(parts, pid, title, body, key, location, NULL);
+            ok = some != NULL && PyList_SetSlice(out, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, some) == 0;
+            Py_XDECREF(some);
+        } else if (ok) {
+            /* tuple.__new__(passage, items): what the namedtuple's own __new__ does, without its Python frame */
+            PyObject *items = PyTuple_Pack(5, pid, title, body, key, location);
+            PyObject *with = items ? PyTuple_Pack(1, items) : NULL;
+            PyObject *p = with ? PyTuple_Type.tp_new((PyTypeObject *)passage, with, NULL) : NULL;
+            Py_XDECREF(with);
+            Py_XDECREF(items);
+            ok = p != NULL && PyList_Append(out, p) == 0;
+            Py_XDECREF(p);
+        }
+        Py_XDECREF(location);
+        Py_XDECREF(pid);
+        Py_DECREF(title);
+        if (!ok)
+            goto fail;
+    }
+    Py_DECREF(seq);
+    Py_DECREF(bodies);
+    return out;
+fail:
+    Py_XDECREF(out);
+    Py_XDECREF(seq);
+    Py_DECREF(bodies);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
+    {"in_range", in_range, METH_VARARGS, "in_range(lo, hi, text): whether text holds a character from lo to hi (code points)."},
+    {"plain_batch", plain_batch, METH_VARARGS,
+     "plain_batch(numbers, records, prefix, key, passage, long_chars, composed, record_title, record_pid, parts): "
+     "the passages of a batch of plain JSONL records, or None (see records._plain_batch_py)."},
     {"normalised", normalised, METH_VARARGS,
      "normalised(texts, composed): each text's whitespace collapsed and its accents composed (see passages.normalised)."},
     {NULL, NULL, 0, NULL},
@@ -129,5 +308,10 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__speedups(void)
 {
+    TEXT = PyUnicode_InternFromString("text");
+    TITLE = PyUnicode_InternFromString("title");
+    PID = PyUnicode_InternFromString("pid");
+    if (TEXT == NULL || TITLE == NULL || PID == NULL)
+        return NULL;
     return PyModule_Create(&module);
 }

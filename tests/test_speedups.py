@@ -86,3 +86,94 @@ def test_what_is_no_list_of_strings_is_refused():
 def test_normalised_uses_the_c_where_it_is_built():
     assert passages.speedups_built()
     assert passages._c_normalised is speedups.normalised
+
+
+# ---------------------------------------------------------------------------------- plain_batch
+WORDS = st.lists(st.sampled_from(["word", "Zürich.", "x", "中文", "Dr.", "end.", "A", "  ", "\n", "\u2014"]),
+                 max_size=700).map(" ".join)
+# (no lone surrogate: the JSONL reader replaces them, with a warning, before records are made into passages)
+SOME_TEXT = st.lists(st.sampled_from([c for c in ALPHABET if c != "\ud800"]), max_size=12).map("".join)
+VALUES = st.one_of(st.none(), st.integers(-3, 3), SOME_TEXT, st.lists(st.integers(), max_size=2))
+RECORD = st.fixed_dictionaries(
+    {"text": st.one_of(WORDS, SOME_TEXT)},
+    optional={"title": VALUES, "pid": VALUES, "id": VALUES, "datasets": VALUES})
+RECORDS = st.one_of(st.lists(st.one_of(RECORD, RECORD, RECORD, VALUES), max_size=6),
+                    st.lists(RECORD.filter(lambda r: r["text"].strip()), min_size=1, max_size=6))  # (all plain)
+
+
+def _both(records, numbers=None):
+    from ragcli.ingest import records as rec
+
+    numbers = range(7, 7 + len(records)) if numbers is None else numbers
+    return (rec._plain_batch(numbers, records, "c.jsonl#L", "/k/c.jsonl"),
+            rec._plain_batch_py(numbers, records, "c.jsonl#L", "/k/c.jsonl"))
+
+
+@given(RECORDS)
+@settings(max_examples=400, deadline=None)
+def test_plain_batch_in_c_gives_what_python_gives(records):
+    c, py = _both(records)
+    assert c == py
+    assert c is None or all(type(p) is passages.Passage for p in c)
+
+
+def test_plain_batch_cuts_long_records_and_keeps_their_places():
+    long = " ".join(f"Sentence number {i} ends here." for i in range(120))
+    records = [{"title": "A", "text": "short one", "pid": "p1"}, {"title": "B", "text": long},
+               {"title": "Ç", "text": "  spaced\tout  ", "pid": ""}, {"title": 3, "text": "x", "id": 9}]
+    c, py = _both(records)
+    assert c == py and len(c) > 4
+    assert [p.location for p in c[:2]] == ["c.jsonl#L7", "c.jsonl#L8 §1"]
+    assert c[-1].title == "3" and c[-2].text == "spaced out"
+
+
+def test_plain_batch_is_none_where_a_record_is_not_plain():
+    for records in ([], [{"text": "a"}, {"text": "  "}], [{"text": "a"}, ["no"]], [{"text": 5}], [{"title": "t"}]):
+        assert _both(records) == (None, None)
+
+
+def test_plain_batch_passes_errors_on():
+    from ragcli.ingest import records as rec
+
+    def broken(record):
+        raise RuntimeError("record_title failed")
+
+    with pytest.raises(RuntimeError, match="record_title failed"):
+        speedups.plain_batch([1], [{"text": "a", "title": 5}], "p", "k", passages.Passage, 1500, composed, broken,
+                             rec.record_pid, rec._parts)
+    with pytest.raises(ValueError):
+        speedups.plain_batch([1, 2], [{"text": "a"}], "p", "k", passages.Passage, 1500, composed, rec.record_title,
+                             rec.record_pid, rec._parts)
+
+
+def test_a_corpus_reads_to_the_same_passages_without_the_c(monkeypatch):
+    from ragcli.ingest import records as rec
+    from ragcli.ingest.reader import read_passages
+
+    corpus = (Path(__file__).parent.parent / "examples" / "sample" / "wiki_paragraphs.jsonl").resolve()
+    with_c = read_passages(corpus)
+    monkeypatch.setattr(rec, "_c_plain_batch", None)
+    monkeypatch.setattr(passages, "_c_normalised", None)
+    assert read_passages(corpus) == with_c and len(with_c) > 300
+
+
+# ---------------------------------------------------------------------------------- in_range
+EDGES = ["a", "é", "\u00ff", "\u0100", "\u3004", "\u3005", "中", "\uff9f", "\uffa0", "\U00020000", " "]
+
+
+@given(st.lists(st.sampled_from(EDGES), max_size=200).map("".join))
+@settings(max_examples=300, deadline=None)
+def test_the_writers_cjk_test_in_c_agrees_with_its_pattern(text):
+    from ragcli.retrieval.schema import MAYBE_CJK_SPAN, maybe_cjk
+
+    assert bool(maybe_cjk(text)) == bool(MAYBE_CJK_SPAN.search(text))
+
+
+@pytest.mark.parametrize("filler", ["x", "\u0101", "\U0001F600"])
+def test_in_range_finds_a_character_wherever_it_falls(filler):
+    for n in (1, 63, 64, 65, 128, 130):
+        for at in range(n):
+            text = filler * at + "中" + filler * (n - at - 1)
+            assert speedups.in_range(0x3005, 0xFF9F, text), (n, at)
+        assert not speedups.in_range(0x3005, 0xFF9F, filler * n)
+    assert speedups.in_range(0xE0, 0xE9, "caf\u00e9") and not speedups.in_range(0x100, 0x200, "caf\u00e9")
