@@ -5,7 +5,8 @@ index are ``retrieval.index``'s; writing one, ``retrieval.writer``'s."""
 from __future__ import annotations
 
 import re
-from typing import Any, NamedTuple
+from functools import partial
+from typing import Any, Callable, NamedTuple
 
 import regex
 
@@ -57,6 +58,12 @@ MAYBE_CJK = re.compile("[\u3005-\ud7af\uf900-\ufaff\uff66-\uff9f]")  # few range
 # records of an English corpus hold a dash or an accent, and this scan was 5% of indexing them);
 # what it lets through that is no CJK (fullwidth forms) cjk_terms's own test stops.
 MAYBE_CJK_SPAN = regex.compile("[\u3005-\uff9f]")
+try:  # the same test in C (ragcli._speedups, where it was built): Latin-1 text without a scan, the rest ~5x as fast
+    from ragcli._speedups import in_range as _in_range
+
+    maybe_cjk: Callable[[str], object] = partial(_in_range, 0x3005, 0xFF9F)
+except ImportError:
+    maybe_cjk = MAYBE_CJK_SPAN.search
 
 
 def cjk_terms(text: str, *, single: bool = False) -> list[str]:

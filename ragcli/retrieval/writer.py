@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ragcli.errors import IndexLockedError, IndexWriteError
-from ragcli.retrieval.schema import CJK_FIELD, LOCK_FILE, MAYBE_CJK_SPAN, Passage, cjk_terms
+from ragcli.retrieval.schema import CJK_FIELD, LOCK_FILE, Passage, cjk_terms, maybe_cjk
 
 
 class IndexWriter:
@@ -26,7 +26,7 @@ class IndexWriter:
         """Add passages as documents: the hot loop of indexing, kept lean (most passages are ASCII,
         known to hold no CJK without a scan)."""
         add, doc, cjk = self._add, self._doc, self._cjk  # cjk: the index has the CJK field (schema 2)
-        maybe = MAYBE_CJK_SPAN.search
+        maybe = maybe_cjk
         for pid, title, text, path, location in passages:
             if cjk and (not text.isascii() and maybe(text) or not title.isascii() and maybe(title)):
                 pairs = cjk_terms(text, single=True) + cjk_terms(title, single=True)
