@@ -4,4 +4,4 @@ Everything else about the package is in pyproject.toml."""
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("ragcli._speedups", ["ragcli/_speedups.c"], optional=True)])
+setup(ext_modules=[Extension("ragcli._speedups", ["ragcli/_speedups.c"], depends=["ragcli/_nfc_safe.h"], optional=True)])

@@ -5,15 +5,17 @@
 
    normalised(texts, composed) -> list: for each text, what passages.normalise_py gives:
      " ".join(t.split()) where t holds "  ", "\n", "\t" or "\r"; else t.strip();
-     then composed(...) unless the text is known to be NFC already: every character below U+0100
-     (CPython's one-byte strings) is NFC and composes with no other (no Latin-1 character is a
-     combining mark), so only wider strings are handed to ``composed``.
+     then composed(...) unless the text is known to be NFC already: a one-byte string (every
+     character below U+0100 is NFC and composes with no other), or one whose characters are all in
+     _nfc_safe.h's table (dashes, quotes, Greek, Cyrillic, CJK, Hangul syllables: most text).
    CPython 3.11's search for the two-character "  " scans ~2 ns a character (most of a corpus's
    whitespace test); the loop below scans a one-byte string at a fraction of that. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <string.h>
+
+#include "_nfc_safe.h"
 
 static PyObject *TEXT, *TITLE, *PID;  /* a record's keys, interned once */
 
@@ -82,16 +84,49 @@ collapsed(PyObject *t)
     return t;
 }
 
-/* ``composed(t)`` unless t is a one-byte string: every character below U+0100 is NFC and composes with
-   no other (no Latin-1 character is a combining mark). A new reference. */
-static PyObject *
-composed_unless_latin1(PyObject *t, PyObject *composed)
+/* Whether every character of t is one that a string known to be NFC can hold without a check
+   (_nfc_safe.h, written by scripts/gen_nfc_table.py): then t is NFC. A one-byte string always is:
+   every character below U+0100 is NFC and composes with no other. */
+static int
+nfc_as_is(PyObject *t)
 {
-    if (PyUnicode_KIND(t) == PyUnicode_1BYTE_KIND) {
+    int kind = PyUnicode_KIND(t);
+    if (kind == PyUnicode_1BYTE_KIND)
+        return 1;
+    if (kind != PyUnicode_2BYTE_KIND)
+        return 0;  /* (beyond the Basic Multilingual Plane: asked of unicodedata) */
+    const Py_UCS2 *s = PyUnicode_2BYTE_DATA(t);
+    for (Py_ssize_t i = 0, n = PyUnicode_GET_LENGTH(t); i < n; i++) {
+        Py_UCS2 c = s[i];
+        if (c < 0x300)
+            continue;
+        unsigned char page = NFC_PAGE[c >> 8];
+        if (page == 0 || (page > 1 && !(NFC_BITS[page - 2][(c & 0xFF) >> 3] & (1 << (c & 7)))))
+            return 0;
+    }
+    return 1;
+}
+
+/* ``composed(t)`` unless t is known to be NFC (``nfc_as_is``). A new reference. */
+static PyObject *
+composed_unless_nfc(PyObject *t, PyObject *composed)
+{
+    if (nfc_as_is(t)) {
         Py_INCREF(t);
         return t;
     }
     return PyObject_CallOneArg(composed, t);
+}
+
+/* nfc_as_is(text): whether the C takes text for NFC without asking ``composed`` (for the tests). */
+static PyObject *
+nfc_as_is_py(PyObject *self, PyObject *t)
+{
+    if (!PyUnicode_Check(t)) {
+        PyErr_SetString(PyExc_TypeError, "nfc_as_is: a str");
+        return NULL;
+    }
+    return PyBool_FromLong(nfc_as_is(t));
 }
 
 /* One text as passages.normalise_py gives it (a new reference). */
@@ -103,7 +138,7 @@ normalised_one(PyObject *t, PyObject *composed)
     PyObject *b = collapsed(t);
     if (b == NULL)
         return NULL;
-    PyObject *c = composed_unless_latin1(b, composed);
+    PyObject *c = composed_unless_nfc(b, composed);
     Py_DECREF(b);
     return c;
 }
@@ -244,7 +279,7 @@ plain_batch(PyObject *self, PyObject *args)
         PyObject *title = PyDict_GetItemWithError(r, TITLE);
         if (title == NULL && PyErr_Occurred())
             goto fail;
-        title = title != NULL && PyUnicode_CheckExact(title) ? composed_unless_latin1(title, composed)
+        title = title != NULL && PyUnicode_CheckExact(title) ? composed_unless_nfc(title, composed)
                                                              : PyObject_CallOneArg(record_title, r);
         if (title == NULL)
             goto fail;
@@ -292,6 +327,7 @@ fail:
 }
 
 static PyMethodDef methods[] = {
+    {"nfc_as_is", nfc_as_is_py, METH_O, "nfc_as_is(text): whether text is known to be NFC without unicodedata."},
     {"in_range", in_range, METH_VARARGS, "in_range(lo, hi, text): whether text holds a character from lo to hi (code points)."},
     {"plain_batch", plain_batch, METH_VARARGS,
      "plain_batch(numbers, records, prefix, key, passage, long_chars, composed, record_title, record_pid, parts): "

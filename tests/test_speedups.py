@@ -46,25 +46,37 @@ def test_a_text_with_nothing_to_change_is_the_same_object():
     assert all(a is b for a, b in zip(c_normalised(texts), texts))
 
 
-def test_only_texts_wider_than_latin1_are_composed():
-    # every Latin-1 character is NFC and composes with no other, so one-byte strings skip the check
+def test_only_texts_not_known_to_be_composed_are_composed():
+    # Latin-1 and the characters of _nfc_safe.h (a dash, Han) skip the check; a combining mark, a
+    # character the table does not know and one beyond the Basic Multilingual Plane do not
     asked = []
 
     def spy(text):
         asked.append(text)
         return composed(text)
 
-    out = speedups.normalised(["café au lait", "Zu\u0308rich", "naïve \u2014 dash"], spy)
-    assert out == ["café au lait", "Zürich", "naïve \u2014 dash"]
-    assert asked == ["Zu\u0308rich", "naïve \u2014 dash"]
+    texts = ["café au lait", "Zu\u0308rich", "naïve \u2014 dash", "中文", "Ω\u0345", "\U0001F600"]
+    out = speedups.normalised(texts, spy)
+    assert out == ["café au lait", "Zürich", "naïve \u2014 dash", "中文", "\u1ffc", "\U0001F600"]
+    assert asked == ["Zu\u0308rich", "Ω\u0345", "\U0001F600"]
 
 
-def test_latin1_strings_are_all_composed_already():
-    # the claim the C relies on, checked on this Python's Unicode tables: no pair of them changes under NFC
+def test_the_table_of_characters_taken_for_composed_holds_on_this_python():
+    """_nfc_safe.h was written from Unicode 14 (Python 3.11): on any later Unicode each character it
+    takes as is must still be one that no string holding it can be changed by composing."""
+    import importlib.util
     import unicodedata
 
-    chars = [chr(c) for c in range(256)]
-    assert all(unicodedata.is_normalized("NFC", a + b) for a in chars for b in chars)
+    spec = importlib.util.spec_from_file_location("gen", Path(__file__).parent.parent / "scripts" / "gen_nfc_table.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    second = gen.seconds()
+    taken = [c for c in range(0x10000) if speedups.nfc_as_is(chr(c))]
+    assert len(taken) > 60000
+    assert all(gen.safe(c, second) for c in taken if c >= 0x100)
+    # and strings of them: each next to each of a sample, in both orders
+    sample = taken[::97]
+    assert all(unicodedata.is_normalized("NFC", chr(a) + chr(b)) for a in sample for b in sample)
 
 
 def test_a_corpus_passes_through_either_the_same(tmp_path):
