@@ -1013,9 +1013,11 @@ def test_a_file_skipped_after_a_commit_part_way_leaves_no_entry(tmp_path, monkey
     records = jsonl._jsonl_records
 
     def failing(batches, notes):  # an I/O error mid-way (what _jsonl_batches makes a SkipFile), after 2,500 records
+        read = 0
         for numbers, values in records(batches, notes):
-            yield numbers[:2500], values[:2500]
-            if len(values) >= 2500:
+            yield numbers[:2500 - read], values[:2500 - read]
+            read += len(values)
+            if read >= 2500:
                 raise SkipFile("cannot read: Input/output error")
 
     monkeypatch.setattr(jsonl, "_jsonl_records", failing)

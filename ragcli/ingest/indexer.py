@@ -111,7 +111,7 @@ def build_index(
             if created and (not (run and run.commits) or isinstance(exc, EmptyCorpusError)):
                 TantivyIndex.remove(index_dir)  # its lock file and the folder go as the lock is let go
             raise
-        _save_meta(index, report, rebuild, last_update)
+        _save_meta(index, report, rebuild, last_update, files=len(run.manifest))
         report.schema_version = index.meta.schema_version
     report.seconds = time.perf_counter() - started
     return report
@@ -279,9 +279,10 @@ def _empty_file(path: Path) -> bool:
         return False
 
 
-def _save_meta(index: TantivyIndex, report: IndexReport, rebuild: bool, last_update: float) -> None:
-    """The index's statistics after a run; its time of last update only where the run changed it (`info`
-    said "updated" at every run that found all files unchanged)."""
+def _save_meta(index: TantivyIndex, report: IndexReport, rebuild: bool, last_update: float, *, files: int) -> None:
+    """The index's statistics after a run (``files``: how many its manifest lists, as the run's last
+    commit saved it); its time of last update only where the run changed it (`info` said "updated" at
+    every run that found all files unchanged)."""
     index.reload()
     report.passages_total = index.num_passages()
     if rebuild:
@@ -292,6 +293,6 @@ def _save_meta(index: TantivyIndex, report: IndexReport, rebuild: bool, last_upd
     changed = rebuild or report.added or report.updated or report.removed or report.passages_total != index.meta.passages
     index.meta.updated = time.time() if changed or not last_update else last_update
     index.meta.passages = report.passages_total
-    index.meta.files = len(index.load_manifest())
+    index.meta.files = files
     index.meta.passage_words = TARGET_WORDS
     index.meta.save(index.directory)
