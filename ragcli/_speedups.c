@@ -133,8 +133,10 @@ nfc_as_is_py(PyObject *self, PyObject *t)
 static PyObject *
 normalised_one(PyObject *t, PyObject *composed)
 {
-    if (PyUnicode_READY(t) < 0)
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(t) < 0)  /* (a no-op, deprecated, from Python 3.12) */
         return NULL;
+#endif
     PyObject *b = collapsed(t);
     if (b == NULL)
         return NULL;
@@ -149,24 +151,24 @@ normalised(PyObject *self, PyObject *args)
     PyObject *texts, *composed;
     if (!PyArg_ParseTuple(args, "O!O:normalised", &PyList_Type, &texts, &composed))
         return NULL;
-    Py_ssize_t n = PyList_GET_SIZE(texts);
-    PyObject *out = PyList_New(n);
-    if (out == NULL)
+    texts = PyList_AsTuple(texts);  /* held while ``composed`` runs: whatever it does, no item goes */
+    if (texts == NULL)
         return NULL;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *t = PyList_GET_ITEM(texts, i);
-        if (!PyUnicode_Check(t)) {
+    Py_ssize_t n = PyTuple_GET_SIZE(texts);
+    PyObject *out = PyList_New(n);
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+        PyObject *t = PyTuple_GET_ITEM(texts, i);
+        PyObject *b = NULL;
+        if (!PyUnicode_Check(t))
             PyErr_Format(PyExc_TypeError, "normalised: item %zd is %.100s, not str", i, Py_TYPE(t)->tp_name);
-            Py_DECREF(out);
-            return NULL;
-        }
-        PyObject *b = normalised_one(t, composed);
-        if (b == NULL) {
-            Py_DECREF(out);
-            return NULL;
-        }
-        PyList_SET_ITEM(out, i, b);
+        else
+            b = normalised_one(t, composed);
+        if (b == NULL)
+            Py_CLEAR(out);
+        else
+            PyList_SET_ITEM(out, i, b);
     }
+    Py_DECREF(texts);
     return out;
 }
 
@@ -251,15 +253,23 @@ plain_batch(PyObject *self, PyObject *args)
         if (text == NULL || !PyUnicode_CheckExact(text))
             Py_RETURN_NONE;
     }
-    PyObject *bodies = PyList_New(n), *out = NULL, *seq = NULL;
-    if (bodies == NULL)
-        return NULL;
+    /* the records held while the callbacks run (record_title, record_pid, parts, composed: Python) */
+    PyObject *recs = PyList_AsTuple(records), *bodies = PyList_New(n), *out = NULL, *seq = NULL;
+    if (recs == NULL || bodies == NULL)
+        goto fail;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *body = normalised_one(PyDict_GetItemWithError(PyList_GET_ITEM(records, i), TEXT), composed);
+        PyObject *text = PyDict_GetItemWithError(PyTuple_GET_ITEM(recs, i), TEXT);
+        if (text == NULL || !PyUnicode_CheckExact(text)) {  /* (a callback changed the record since) */
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_RuntimeError, "plain_batch: a record changed while it was read");
+            goto fail;
+        }
+        PyObject *body = normalised_one(text, composed);
         if (body == NULL)
             goto fail;
         PyList_SET_ITEM(bodies, i, body);
         if (PyUnicode_GET_LENGTH(body) == 0) {  /* a blank record: the batch is read a record at a time */
+            Py_DECREF(recs);
             Py_DECREF(bodies);
             Py_RETURN_NONE;
         }
@@ -275,7 +285,7 @@ plain_batch(PyObject *self, PyObject *args)
     if (out == NULL)
         goto fail;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *r = PyList_GET_ITEM(records, i), *body = PyList_GET_ITEM(bodies, i);
+        PyObject *r = PyTuple_GET_ITEM(recs, i), *body = PyList_GET_ITEM(bodies, i);
         PyObject *title = PyDict_GetItemWithError(r, TITLE);
         if (title == NULL && PyErr_Occurred())
             goto fail;
@@ -318,11 +328,13 @@ plain_batch(PyObject *self, PyObject *args)
     }
     Py_DECREF(seq);
     Py_DECREF(bodies);
+    Py_DECREF(recs);
     return out;
 fail:
     Py_XDECREF(out);
     Py_XDECREF(seq);
-    Py_DECREF(bodies);
+    Py_XDECREF(bodies);
+    Py_XDECREF(recs);
     return NULL;
 }
 

@@ -189,3 +189,20 @@ def test_in_range_finds_a_character_wherever_it_falls(filler):
             assert speedups.in_range(0x3005, 0xFF9F, text), (n, at)
         assert not speedups.in_range(0x3005, 0xFF9F, filler * n)
     assert speedups.in_range(0xE0, 0xE9, "caf\u00e9") and not speedups.in_range(0x100, 0x200, "caf\u00e9")
+
+
+def test_plain_batch_survives_callbacks_that_change_the_records():
+    """The C holds the records while Python runs (record_title here): a callback that empties the list
+    and strips the dicts gets an error or the passages read before, never a crash."""
+    from ragcli.ingest import records as rec
+
+    batch = [{"text": f"text {i}", "title": i} for i in range(50)]
+
+    def vandal(record):
+        batch.clear()
+        record.clear()
+        return "t"
+
+    out = speedups.plain_batch(range(50), batch, "p#L", "k", passages.Passage, 1500, composed, vandal,
+                               rec.record_pid, rec._parts)
+    assert len(out) == 50 and out[0].text == "text 0" and out[0].title == "t"
