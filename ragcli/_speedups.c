@@ -221,6 +221,63 @@ in_range(PyObject *self, PyObject *args)
     return PyBool_FromLong(found);
 }
 
+/* json_array(parts, block, end) -> (bytes, lines): the complete lines of a JSONL read, parts (the start
+   of its first line, from reads before) and block[:end] (end: where its last "\n" is), as one JSON
+   array, "[" + the lines joined by "," + "]", and how many lines there are: one pass over the bytes,
+   where Python cut them into a bytes object a line and joined those again (~5 ms of corpus_dev's
+   indexing). A line's "\r" before its "\n" stays: JSON's whitespace. */
+static PyObject *
+json_array(PyObject *self, PyObject *args)
+{
+    PyObject *parts;
+    Py_buffer block;
+    Py_ssize_t end;
+    if (!PyArg_ParseTuple(args, "O!y*n:json_array", &PyList_Type, &parts, &block, &end))
+        return NULL;
+    PyObject *out = NULL;
+    if (end < 0 || end > block.len) {
+        PyErr_SetString(PyExc_ValueError, "json_array: end outside the block");
+        goto done;
+    }
+    Py_ssize_t size = end + 2, nparts = PyList_GET_SIZE(parts);
+    for (Py_ssize_t i = 0; i < nparts; i++) {
+        PyObject *part = PyList_GET_ITEM(parts, i);
+        if (!PyBytes_Check(part)) {
+            PyErr_SetString(PyExc_TypeError, "json_array: parts must be bytes");
+            goto done;
+        }
+        size += PyBytes_GET_SIZE(part);
+    }
+    PyObject *joined = PyBytes_FromStringAndSize(NULL, size);
+    if (joined == NULL)
+        goto done;
+    char *w = PyBytes_AS_STRING(joined);
+    Py_ssize_t lines = 1;
+    *w++ = '[';
+    for (Py_ssize_t i = 0; i <= nparts; i++) {
+        const char *r = i < nparts ? PyBytes_AS_STRING(PyList_GET_ITEM(parts, i)) : (const char *)block.buf;
+        Py_ssize_t n = i < nparts ? PyBytes_GET_SIZE(PyList_GET_ITEM(parts, i)) : end;
+        const char *stop = r + n;
+        while (r < stop) {  /* memchr to each line end, memcpy up to it */
+            const char *nl = memchr(r, '\n', (size_t)(stop - r));
+            Py_ssize_t k = (nl ? nl : stop) - r;
+            memcpy(w, r, (size_t)k);
+            w += k;
+            r += k;
+            if (nl) {
+                *w++ = ',';
+                r++;
+                lines++;
+            }
+        }
+    }
+    *w = ']';
+    out = Py_BuildValue("(Nn)", joined, lines);
+done:
+    PyBuffer_Release(&block);
+    return out;
+}
+
 /* plain_batch(numbers, records, prefix, key, passage, long_chars, composed, record_title, record_pid, parts):
    records._plain_batch_py, the passages of a batch of plain JSONL records, a record at a time in C where
    Python takes a pass over the batch per column: None unless every record is a dict whose "text" is a
@@ -339,6 +396,8 @@ fail:
 }
 
 static PyMethodDef methods[] = {
+    {"json_array", json_array, METH_VARARGS,
+     "json_array(parts, block, end): (b'[' + the lines of b''.join(parts) + block[:end] joined by ',' + b']', lines)."},
     {"nfc_as_is", nfc_as_is_py, METH_O, "nfc_as_is(text): whether text is known to be NFC without unicodedata."},
     {"in_range", in_range, METH_VARARGS, "in_range(lo, hi, text): whether text holds a character from lo to hi (code points)."},
     {"plain_batch", plain_batch, METH_VARARGS,

@@ -206,3 +206,59 @@ def test_plain_batch_survives_callbacks_that_change_the_records():
     out = speedups.plain_batch(range(50), batch, "p#L", "k", passages.Passage, 1500, composed, vandal,
                                rec.record_pid, rec._parts)
     assert len(out) == 50 and out[0].text == "text 0" and out[0].title == "t"
+
+
+# ---------------------------------------------------------------------------------- json_array
+LINE = st.one_of(
+    st.builds(lambda t, n: json.dumps({"title": f"t{n}", "text": t}, ensure_ascii=n % 2 == 0),
+              SOME_TEXT.filter(str.strip), st.integers(0, 9)),
+    st.sampled_from(["", "   ", "not json", '{"text": 5}', '["a"]', '{"text": "caf\\u00e9"}', "\ufeff" + '{"text": "bom"}',
+                     '{"text": "x" }\r', '{"text": "\\ud800 lone"}']),
+)
+
+
+@given(st.lists(LINE, max_size=40), st.sampled_from([b"\n", b"\r\n"]), st.sampled_from([7, 64, 300]),
+       st.booleans())
+@settings(max_examples=200, deadline=None)
+def test_a_corpus_reads_the_same_with_lines_joined_in_c_or_python(tmp_path_factory, lines, end, batch, cp1252):
+    """Batches cut anywhere (reads of a few bytes), blank and bad lines, CRLF, byte-order marks,
+    lone surrogates and a non-UTF-8 line: the same passages, notes and line numbers either way."""
+    from ragcli.ingest import jsonl
+    from ragcli.ingest.formats import FileNotes
+    from ragcli.ingest.reader import read_passages
+
+    raw = end.join(line.encode("utf-8") for line in lines) + end
+    if cp1252:
+        raw += "{\"text\": \"na\u00efve\"}".encode("cp1252") + end
+    corpus = tmp_path_factory.mktemp("c") / "c.jsonl"
+    corpus.write_bytes(raw)
+
+    def read() -> tuple:
+        notes = FileNotes()
+        try:
+            return read_passages(corpus, notes=notes), notes.bad_lines, notes.replaced, notes.encoding
+        except Exception as exc:  # noqa: BLE001 - a corpus with no good line: the same error either way
+            return type(exc).__name__, str(exc)
+
+    old = jsonl.JSONL_BATCH_BYTES, jsonl.FIRST_BATCH_BYTES
+    jsonl.JSONL_BATCH_BYTES = jsonl.FIRST_BATCH_BYTES = batch
+    try:
+        with_c = read()
+        c_join, jsonl._json_array = jsonl._json_array, None
+        try:
+            assert read() == with_c
+        finally:
+            jsonl._json_array = c_join
+    finally:
+        jsonl.JSONL_BATCH_BYTES, jsonl.FIRST_BATCH_BYTES = old
+
+
+def test_json_array_joins_the_lines_of_its_parts_and_block():
+    assert speedups.json_array([b'{"a":', b"1}"], b'\n{"b":2}\r\n{"c"', 9) == (b'[{"a":1},{"b":2}\r]', 2)
+    assert speedups.json_array([], b"x\ny", 1) == (b"[x]", 1)
+    assert speedups.json_array([], b"", 0) == (b"[]", 1)
+    assert speedups.json_array([b"a\nb"], b"", 0) == (b"[a,b]", 2)
+    with pytest.raises(ValueError):
+        speedups.json_array([], b"abc", 9)
+    with pytest.raises(TypeError):
+        speedups.json_array(["str"], b"abc", 1)

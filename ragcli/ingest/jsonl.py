@@ -9,6 +9,7 @@ import hashlib
 import io
 import json
 import re
+from collections.abc import Sequence
 from itertools import chain
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -126,7 +127,7 @@ MAX_LINE_BYTES = 32 << 20  # a record's line longer than this (a minified array,
 TOO_LONG = bytes(bytearray(b"\x00 a line over MAX_LINE_BYTES"))  # such a line's place in its batch (``is``, not ==)
 
 
-def _line_lists(read: Callable[[int], bytes | str], newline: bytes | str) -> Iterator[list[bytes]]:
+def _line_lists(read: Callable[[int], bytes | str], newline: bytes | str) -> Iterator[list[bytes] | _Lines]:
     """The lines of what ``read(n)`` gives (bytes, or text: encoded to UTF-8; ``newline`` is "\\n" of
     that type), without their ends, about JSONL_BATCH_BYTES at a time. A line ends in "\\n" (a "\\r"
     before it is JSON's whitespace, left on), or in "\\r" alone in a file without "\\n" (``_reads``). A
@@ -138,6 +139,16 @@ def _line_lists(read: Callable[[int], bytes | str], newline: bytes | str) -> Ite
     over = False  # in a line over the cap (TOO_LONG given in its place already)
     empty = newline[:0]
     for end, block in _reads(read, newline):
+        if not text and not over and end == b"\n" and _json_array is not None:
+            last = block.rfind(end)
+            if last != -1:  # the complete lines, as one buffer: cut into lines only if they must be (_Lines)
+                yield _Lines(part, block, last)
+                part, size = [], 0
+                rest = block[last + 1:]
+                if rest:
+                    part.append(rest)
+                    size = len(rest)
+                continue
         lines = block.split(end) if end else [block]
         rest = lines.pop()  # what follows the last line end: the start of the next line
         out = []
@@ -159,6 +170,44 @@ def _line_lists(read: Callable[[int], bytes | str], newline: bytes | str) -> Ite
     if part:
         line = empty.join(part)
         yield [line.encode("utf-8") if text else line]
+
+
+class _Lines(Sequence):
+    """A batch of complete lines as read: the start of its first line from earlier reads (``part``) and
+    ``block[:end]``. ``joined`` gives them as one JSON array in one pass (``_speedups.json_array``),
+    which is all a batch of good records needs; anything else (a batch that fails to parse, the
+    encoding's look ahead) reads them as the list of lines ``_line_lists`` gives otherwise."""
+
+    __slots__ = ("_part", "_block", "_end", "_count", "_lines")
+
+    def __init__(self, part: list[bytes], block: bytes, end: int) -> None:
+        self._part, self._block, self._end = part, block, end
+        self._count = block.count(b"\n", 0, end) + 1 + sum(p.count(b"\n") for p in part)
+        self._lines: list[bytes] | None = None
+
+    def joined(self) -> tuple[bytes, int]:
+        """(b"[" + the lines joined by "," + b"]", how many lines)."""
+        return _json_array(self._part, self._block, self._end)
+
+    def _list(self) -> list[bytes]:
+        if self._lines is None:
+            self._lines = (b"".join(self._part) + self._block[:self._end]).split(b"\n")
+        return self._lines
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, i):
+        return self._list()[i]
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self._list())
+
+
+try:
+    from ragcli._speedups import json_array as _json_array
+except ImportError:  # no C compiler where ragcli was installed: lines cut and joined in Python
+    _json_array = None
 
 
 CR_LOOKAHEAD = 1 << 16  # read before "\r" alone is taken for the line end, where no "\n" comes
@@ -207,12 +256,17 @@ def _jsonl_records(batches: Iterable[tuple[int, list[bytes]]], notes: FileNotes)
     except ImportError:
         loads = json.loads
 
-    def array(lines: list[bytes]) -> list | None:
+    def array(lines: list[bytes] | _Lines) -> list | None:
         try:
-            values = loads(b"[" + b",".join(lines) + b"]")
+            if type(lines) is _Lines:
+                joined, count = lines.joined()
+                values = loads(joined)
+            else:
+                count = len(lines)
+                values = loads(b"[" + b",".join(lines) + b"]")
         except (ValueError, UnicodeDecodeError, RecursionError):  # (json's, without orjson: a line nested deep)
             return None
-        return values if isinstance(values, list) and len(values) == len(lines) else None
+        return values if isinstance(values, list) and len(values) == count else None
 
     batches = iter(batches)
     ahead: list[tuple[int, list[bytes]]] = []  # batches read ahead to decide the corpus's encoding by
