@@ -262,3 +262,57 @@ def test_json_array_joins_the_lines_of_its_parts_and_block():
         speedups.json_array([], b"abc", 9)
     with pytest.raises(TypeError):
         speedups.json_array(["str"], b"abc", 1)
+
+
+# ---------------------------------------------------------------------------------- documents
+def test_an_index_written_as_json_is_the_index_written_as_documents(tmp_path, monkeypatch):
+    """The same passages, handed to tantivy as the C's JSON or as Documents, give the same index: the
+    same stored fields and CJK terms, the same hits with the same scores."""
+    import shutil
+
+    from ragcli.ingest.indexer import build_index
+    from ragcli.retrieval import writer
+    from ragcli.retrieval.index import TantivyIndex
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    shutil.copy(Path(__file__).parent.parent / "examples" / "sample" / "wiki_paragraphs.jsonl", docs)
+    (docs / "mixed.jsonl").write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in [
+        {"title": "東京", "text": "東京は日本の首都です。 Tokyo is the capital."},
+        {"title": "Quotes", "text": 'She said "hi" \\ and \u0001 left — café, naïve, \U0001F600.'},
+        {"title": "서울", "text": "서울은 수도 Seoul"}]) + "\n", encoding="utf-8")
+    (docs / "notes.md").write_text("# Notes\n\nA tab\there and a Zu\u0308rich.\n", encoding="utf-8")
+
+    def built(name: str) -> TantivyIndex:
+        build_index([docs], tmp_path / name, writer_threads=1)
+        return TantivyIndex.open(tmp_path / name)
+
+    as_json = built("json")
+    monkeypatch.setattr(writer, "_documents", None)
+    as_documents = built("documents")
+    assert as_json.num_passages() == as_documents.num_passages() > 300
+    for query in ["Merbold", "capital of Japan", "東京", "서울", "café", "hi", "Zürich", "first German in space",
+                  "band album", "1957"]:
+        a, b = as_json.search(query, 10), as_documents.search(query, 10)
+        assert [(d.id, d.title, d.text, d.location, round(d.score, 5)) for d in a] == \
+               [(d.id, d.title, d.text, d.location, round(d.score, 5)) for d in b], query
+
+
+def test_documents_leaves_cjk_and_surrogates_to_the_writer():
+    rows = [("p", "t", "plain — text", "/a", "/a#L1"), ("p", "東京", "t", "/a", "l"), ("p", "t", "서울", "/a", "l"),
+            ("p", "t", "lone \ud800", "/a", "l"), ("東京", "t", "t", "/東京", "l")]
+    out = speedups.documents(rows, 0x3005, 0xFF9F)
+    assert [d is None for d in out] == [False, True, True, True, False]
+    assert json.loads(out[0]) == dict(zip(["pid", "title", "text", "path", "location"], rows[0]))
+    assert json.loads(out[4])["path"] == "/東京"  # CJK in a pid or path: no terms are made of them
+    assert speedups.documents(rows[:3], 1, 0)[1] is not None  # an index without the CJK field
+    with pytest.raises(TypeError):
+        speedups.documents([("a", "b")], 1, 0)
+
+
+@given(st.lists(st.text(max_size=30).filter(lambda t: not any("\ud800" <= c <= "\udfff" for c in t)),
+                min_size=5, max_size=5))
+@settings(max_examples=300, deadline=None)
+def test_documents_writes_json_that_reads_back_as_the_passage(fields):
+    (doc,) = speedups.documents([tuple(fields)], 1, 0)
+    assert json.loads(doc) == dict(zip(["pid", "title", "text", "path", "location"], fields))

@@ -58,10 +58,11 @@ MAYBE_CJK = re.compile("[\u3005-\ud7af\uf900-\ufaff\uff66-\uff9f]")  # few range
 # records of an English corpus hold a dash or an accent, and this scan was 5% of indexing them);
 # what it lets through that is no CJK (fullwidth forms) cjk_terms's own test stops.
 MAYBE_CJK_SPAN = regex.compile("[\u3005-\uff9f]")
+CJK_SPAN = (0x3005, 0xFF9F)  # (that span's first and last code points)
 try:  # the same test in C (ragcli._speedups, where it was built): Latin-1 text without a scan, the rest ~5x as fast
     from ragcli._speedups import in_range as _in_range
 
-    maybe_cjk: Callable[[str], object] = partial(_in_range, 0x3005, 0xFF9F)
+    maybe_cjk: Callable[[str], object] = partial(_in_range, *CJK_SPAN)
 except ImportError:
     maybe_cjk = MAYBE_CJK_SPAN.search
 
