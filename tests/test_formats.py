@@ -2133,8 +2133,8 @@ def test_many_folders_with_their_own_gitignore_are_walked_in_time_linear_in_them
         (tmp_path / f"d{i}" / "a.log").write_text("x")
     (tmp_path / "d7" / "a.md").write_text("x")
     asked = []
-    real = walk._ignored_by
-    monkeypatch.setattr(walk, "_ignored_by",
+    real = walk.ignored_by
+    monkeypatch.setattr(walk, "ignored_by",
                         lambda specs, path, is_dir: asked.append(len(specs)) or real(specs, path, is_dir))
     assert [f.path.name for f in iter_files([tmp_path])] == ["a.md"]
     assert max(asked) == 1  # its own folder's .gitignore (the top has none); it was up to 300

@@ -1,7 +1,7 @@
 """Find the files to index under the paths given: hidden files and folders are skipped unless asked
-for; a ``.ragcliignore`` in a folder (gitignore syntax, via pathspec) and ``--exclude`` patterns remove
-more; a version-control folder or a ragcli index is never read. What the walk could not look at goes to
-``on_skip`` with the reason."""
+for; a folder's ignore files (its ``.ragcliignore``, and git's in a repository: ``ignores`` reads them)
+and ``--exclude`` patterns remove more; a version-control folder or a ragcli index is never read. What the
+walk could not look at goes to ``on_skip`` with the reason."""
 
 from __future__ import annotations
 
@@ -13,20 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from ragcli.ingest.encoding import decode
 from ragcli.ingest.filetypes import WALK_MAGIC, read_in_walk, type_of
-from ragcli.ingest.formats import SkipFile
+from ragcli.ingest.ignores import (GIT_IGNORE_FILE, IGNORE_FILE, SkipFn, compiled, ignored_by, inside_any,
+                                   is_repository, read_ignore)
 from ragcli.paths import display_path, printable_name
 from ragcli.retrieval.schema import MANIFEST_FILE, META_FILE
 
-IGNORE_FILE = ".ragcliignore"
-# git's, read as ripgrep and fd read them: in a folder inside a git repository (one holding a .git, or
-# below it), up from the repository's top; never above it (a dotfiles repository's "*" in ~/.gitignore
-# would leave out every folder of a home that is no repository of its own)
-GIT_IGNORE_FILE = ".gitignore"
-# the patterns a repository keeps to itself (in its .git folder, or where a worktree's .git file points),
-# read at its top before its .gitignore files, which have the last word, as git and ripgrep read them
-GIT_EXCLUDE = ".git/info/exclude"
 NEVER_READ = frozenset({".git", ".hg", ".svn"})  # version control's own folders, --hidden or not
 # Folders of installed packages, left out of a folder's walk (read where named): a project's virtual
 # environment or node_modules is other people's code by the ten thousand files, which crowded the project's
@@ -68,15 +60,6 @@ class WalkNotes:
 def within_folder(key: str, folder: str) -> bool:
     """Whether the file indexed as ``key`` is ``folder`` or lies under it (both named as the index names files)."""
     return key == folder or key.startswith(folder.rstrip(os.sep) + os.sep)
-
-
-SkipFn = Callable[[Path, str], None]
-
-
-def _spec(patterns: Iterable[str]):
-    import pathspec
-
-    return pathspec.GitIgnoreSpec.from_lines([p for p in patterns if p.strip()])
 
 
 def iter_files(paths: list[Path], *, include_hidden: bool = False, exclude: Iterable[str] = (),
@@ -152,8 +135,8 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
           other_types: Counter | None = None, unlisted: Callable[[Path], None] | None = None,
           packages: list[str] | None = None, gitignore: bool = True,
           git_ignored: list[int] | None = None) -> Iterator[Path]:
-    # (asked of a folder without its slash, as the ignore files are: see _as_any)
-    excluded = (_spec(exclude), _spec(_as_any(line) for line in exclude)) if exclude else None
+    # (asked of a folder without its slash, as the ignore files are: see ignores._as_any)
+    excluded = compiled(exclude) if exclude else None
     # the .ragcliignore files that apply, each folder's before those inside it (absolute folders): those
     # of the folders above the root too, as git reads a repository's from its top (`ragcli index ign/logs`
     # indexed the *.log files ign/.ragcliignore leaves out, and the next `ragcli index ign` removed them)
@@ -163,14 +146,14 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
     top = Path(os.path.realpath(root))
     repos: list[Path] = []  # the tops of the git repositories the walk is in (where .gitignore files count)
     if gitignore:
-        repos += [folder for folder in (top, *top.parents) if _is_repository(folder)][:1]
+        repos += [folder for folder in (top, *top.parents) if is_repository(folder)][:1]
     for folder in reversed(top.parents):
         # (one that cannot be read: what it leaves out is not known)
-        if not _read_ignore(folder, specs, on_skip, git=_in(folder, repos), top=folder in repos):
+        if not read_ignore(folder, specs, on_skip, git=inside_any(folder, repos), top=folder in repos):
             if unlisted is not None:
                 unlisted(root)
             return
-    left_out = _ignored_by(specs, top, True)
+    left_out = ignored_by(specs, top, True)
     if left_out is not None:  # the folder itself, from above: said, not silently empty
         if on_skip is not None:
             on_skip(root, f"left out by {left_out}" + (" (--no-gitignore reads it)" if left_out.name != IGNORE_FILE
@@ -201,19 +184,19 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
             at = top / here.relative_to(root)
             if gitignore and ".git" in dirnames + filenames and at not in repos:  # a repository (a submodule, a clone)
                 repos.append(at)
-            if not _read_ignore(at, specs, on_skip, shown=here, git=_in(at, repos), top=at in repos):
+            if not read_ignore(at, specs, on_skip, shown=here, git=inside_any(at, repos), top=at in repos):
                 dirnames[:] = []  # this folder and those in it left out, as one not listed
                 if unlisted is not None:
                     unlisted(here)
                 continue
             # a repository inside another (a clone kept in a project) is read by its own .gitignore files only,
             # as git and ripgrep read it: the one around it's "*.md" left out the inner one's README.md
-            own = max((repo for repo in repos if _in(at, [repo])), key=lambda repo: len(repo.parts), default=None)
+            own = max((repo for repo in repos if inside_any(at, [repo])), key=lambda repo: len(repo.parts), default=None)
             for entry in specs[indexed[0]:]:
                 by_folder.setdefault(entry[0], []).append(entry)
             indexed[0] = len(specs)
             active = [entry for folder in (*reversed(at.parents), at) for entry in by_folder.get(folder, ())
-                      if entry[2] == IGNORE_FILE or own is not None and _in(entry[0], [own])]
+                      if entry[2] == IGNORE_FILE or own is not None and inside_any(entry[0], [own])]
 
             def ignored(p: Path, is_dir: bool) -> bool:
                 """--exclude wins (as git's command-line patterns do); then the ignore files. What git's
@@ -221,7 +204,7 @@ def _walk(root: Path, include_hidden: bool, exclude: list[str], on_skip: SkipFn 
                 full = top / p.relative_to(root)
                 if excluded is not None and excluded[is_dir].match_file(full.relative_to(top).as_posix()):
                     return True
-                by = _ignored_by(active, full, is_dir)
+                by = ignored_by(active, full, is_dir)
                 if by is not None and by.name != IGNORE_FILE and git_ignored is not None \
                         and (is_dir or read_in_walk(p)):
                     git_ignored[1 if is_dir else 0] += 1
@@ -314,103 +297,6 @@ def _is_index(folder: Path) -> bool:
         return (folder / META_FILE).is_file() and (folder / MANIFEST_FILE).is_file()
     except OSError:
         return False
-
-
-def _ignored_by(specs: list[tuple[Path, object, str]], path: Path, is_dir: bool) -> Path | None:
-    """The ignore file that leaves ``path`` out (absolute; ``specs`` outermost first, all holding it), or
-    None. As in git, the deepest file with a say decides: a `!name` in a subfolder's file takes back what
-    its parent's ignores; in one folder its .ragcliignore before its .gitignore."""
-    for base, (files, folders), name in reversed(specs):
-        verdict = (folders if is_dir else files).check_file(path.relative_to(base).as_posix()).include
-        if verdict is not None:
-            return base / name if verdict else None
-    return None
-
-
-def _is_repository(folder: Path) -> bool:
-    """Whether ``folder`` is the top of a git work tree (a .git folder, or the .git file of a worktree
-    or a submodule)."""
-    try:
-        return os.path.exists(folder / ".git")
-    except OSError:
-        return False
-
-
-def _in(folder: Path, repos: list[Path]) -> bool:
-    return any(folder == top or top in folder.parents for top in repos)
-
-
-def _read_ignore(folder: Path, specs: list[tuple[Path, object, str]], on_skip: SkipFn | None = None,
-                 shown: Path | None = None, git: bool = False, top: bool = False) -> bool:
-    """Add the patterns of ``folder``'s .gitignore (with ``git``: the folder is in a repository; with
-    ``top``, the top of one: its GIT_EXCLUDE first) and .ragcliignore, where it has them, to ``specs``;
-    False where one cannot be read (``_read_one``)."""
-    git_dir = _git_dir(folder) if git and top else None
-    return (git_dir is None or _read_one(folder, GIT_EXCLUDE, specs, on_skip, shown, git_dir / "info" / "exclude")) \
-        and (not git or _read_one(folder, GIT_IGNORE_FILE, specs, on_skip, shown)) \
-        and _read_one(folder, IGNORE_FILE, specs, on_skip, shown)
-
-
-def _git_dir(top: Path) -> Path | None:
-    """Where git keeps the repository whose work tree's top is ``top``: its .git folder, else the folder
-    its .git file names ("gitdir: ..."), a worktree's shared one (its commondir) for a worktree; None
-    where there is none to be read."""
-    dot = top / ".git"
-    try:
-        if dot.is_dir():
-            return dot
-        first = dot.read_text(encoding="utf-8", errors="replace").partition("\n")[0]
-    except OSError:
-        return None
-    if not first.startswith("gitdir:"):
-        return None
-    where = top / first[len("gitdir:"):].strip()  # (relative to the top; an absolute one stays so)
-    try:
-        return where / (where / "commondir").read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:  # a submodule's: no commondir
-        return where
-
-
-def _read_one(folder: Path, name: str, specs: list[tuple[Path, object, str]], on_skip: SkipFn | None,
-              shown: Path | None, file: Path | None = None) -> bool:
-    """Add the patterns of ``folder``'s ignore file ``name``, if it has one, to ``specs``; decoded as any
-    text file is (a UTF-8 BOM, or UTF-16 from PowerShell 5's `echo x > .ragcliignore`, hid its first or
-    every pattern: the private files it left out were indexed). False, said to ``on_skip`` (of the
-    folder as ``shown``), when the file is there but cannot be read: the folder is then left out
-    whole, so that what the file excludes is not indexed in silence. ``file``: where it is, if not in
-    ``folder`` (GIT_EXCLUDE in a worktree's repository)."""
-    ignore = file or folder / name
-    try:
-        there = ignore.is_file()
-    except OSError as exc:  # the folder cannot be entered (mode 644): no file in it can be read either
-        if on_skip is not None:
-            on_skip(shown or folder, f"cannot read folder: {exc.strerror or exc}")
-        return False
-    if not there:
-        return True
-    try:
-        text = decode(ignore.read_bytes()).text
-    except FileNotFoundError:  # gone since
-        return True
-    except (OSError, SkipFile) as exc:
-        why = (exc.strerror or str(exc)) if isinstance(exc, OSError) else str(exc)
-        if on_skip is not None:
-            on_skip(shown or folder, f"cannot read its {name} ({why}): left out, so that what it excludes is not "
-                                     "indexed")
-        return False
-    lines = text.splitlines()
-    specs.append((folder, (_spec(lines), _spec(_as_any(line) for line in lines)), name))
-    return True
-
-
-def _as_any(line: str) -> str:
-    """A pattern as asked of a folder: "build/" (folders only) as "build". pathspec asked of "s/" ranks a
-    pattern that names the folder by its slash ("!*/") below one that names any path ("*"), taking it
-    for a match of a folder above: a whitelist's "*", "!*/", "!*.md" left out every subfolder, where git
-    reads them all. Asked of "s" without the slash, a pattern that names the folder itself outranks one
-    that names a folder above it, as in git."""
-    kept = line.rstrip()
-    return kept[:-1] if kept.endswith("/") and not kept.endswith("\\/") else line
 
 
 def _follow(link: Path, real_root: str, walked: set[str], on_skip: SkipFn | None) -> bool | None:
