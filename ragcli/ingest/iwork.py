@@ -1,5 +1,5 @@
 """Apple iWork files — Pages (.pages), Numbers (.numbers), Keynote (.key) — as Sections, with the standard
-library only. iWork '13 and later: a zip of .iwa files (``snappy`` frames them) holding protobuf messages;
+library only. iWork '13 and later: a zip of .iwa files holding protobuf messages (``iwa`` reads them);
 the text is in TSWP.StorageArchive messages (its field 3) and a table's strings in TST.TableDataList
 ones. Read without Apple's schema: the few field numbers used here come from the message definitions
 dumped from the apps (psobot/keynote-parser's protos). Pages: the document's text, then its text boxes,
@@ -16,13 +16,12 @@ import io
 import re
 import zipfile
 from pathlib import Path
-from typing import Iterator, NamedTuple
 
 from ragcli.ingest.formats import Section, SkipFile
-from ragcli.ingest.snappy import SnappyError, iwa_unframe, varint
+from ragcli.ingest.iwa import MAX_BYTES, Damaged, IwaObject, document_objects, field, fields_of, reference, repeated
+from ragcli.ingest.snappy import SnappyError
 from ragcli.ingest.zipxml import parsed, read_capped, skips
 
-MAX_BYTES = 200 * 1024 * 1024  # all of a file's .iwa unpacked, or its XML: a bomb is skipped, not read
 _KINDS = {"pages": "Pages", "numbers": "Numbers", "key": "Keynote"}
 _STORAGE = {2001, 2005}  # TSWP.StorageArchive (2005: as some versions number it)
 _DATA_LIST, _TABLE_INFO, _TABLE_MODEL = 6005, 6000, 6001  # TST.TableDataList, .TableInfoArchive, .TableModelArchive
@@ -33,16 +32,6 @@ _OBJECT = re.compile("[\ufffc\u200b\ufeff\x00-\x08\x0b-\x1f]")  # an attachment'
 _SF = "{http://developer.apple.com/namespaces/sf}"
 _SFA = "{http://developer.apple.com/namespaces/sfa}"
 _KEY = "{http://developer.apple.com/namespaces/keynote2}"
-
-
-class _Damaged(ValueError):
-    """An .iwa's protobuf is cut short or no protobuf."""
-
-
-class _Object(NamedTuple):
-    type: int
-    payload: bytes
-    file: str
 
 
 def iwork_sections(path: Path, data: bytes) -> list[Section]:
@@ -70,7 +59,7 @@ def iwork_sections(path: Path, data: bytes) -> list[Section]:
         damage = ""
         try:
             sections = _iwa_sections(z, root, kind, path.stem) or _xml_sections(z, root, kind, path.stem)
-        except (_Damaged, SnappyError) as exc:
+        except (Damaged, SnappyError) as exc:
             damage = str(exc) or "cut short"
         except SyntaxError as exc:  # ElementTree's ParseError: iWork '09's XML
             damage = f"its XML is damaged ({exc})"
@@ -99,135 +88,37 @@ def _package_root(names: list[str]) -> str | None:
 
 # --- iWork '13 and later --------------------------------------------------------------------------------------
 
-def _iwa_files(z: zipfile.ZipFile, root: str) -> Iterator[tuple[str, bytes, str]]:
-    """(name, unpacked bytes, why it is damaged or "") of each .iwa in the document (in Index.zip or
-    Index/), in the zip's order; a damaged one's bytes are those of its chunks before the damage."""
-    names = z.namelist()
-    if root + "Index.zip" in names:
-        z = zipfile.ZipFile(io.BytesIO(read_capped(z, root + "Index.zip", MAX_BYTES)))
-        names, root = z.namelist(), ""
-    total = 0
-    for n in names:
-        if n.startswith(root + "Index/") and n.endswith(".iwa"):
-            out = bytearray()
-            try:
-                iwa_unframe(read_capped(z, n, MAX_BYTES), MAX_BYTES - total, out)
-                damage = ""
-            except SnappyError as exc:
-                damage = str(exc)
-            total += len(out)
-            yield n[len(root) + len("Index/"):], bytes(out), damage
-
-
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    return varint(data, pos, 10, _Damaged, "a protobuf cut short")  # (64 bits: ten bytes at most)
-
-
-def _fields(data: bytes) -> list[tuple[int, int | bytes]]:
-    """(field number, value) of each field of a protobuf message: an int for a varint (and fixed ones), the
-    bytes of a length-delimited field."""
-    out: list[tuple[int, int | bytes]] = []
-    pos = 0
-    while pos < len(data):
-        key, pos = _varint(data, pos)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            value, pos = _varint(data, pos)
-        elif wire == 2:
-            length, pos = _varint(data, pos)
-            if length > len(data) - pos:
-                raise _Damaged("a protobuf field cut short")
-            value, pos = data[pos:pos + length], pos + length
-        elif wire in (1, 5):
-            width = 8 if wire == 1 else 4
-            if pos + width > len(data):
-                raise _Damaged("a protobuf field cut short")
-            value, pos = int.from_bytes(data[pos:pos + width], "little"), pos + width
-        else:
-            raise _Damaged(f"no protobuf (wire type {wire})")
-        out.append((number, value))
-    return out
-
-
-def _get(fields: list, number: int, default=None):
-    return next((v for n, v in fields if n == number), default)
-
-
-def _all(fields: list, number: int) -> list:
-    return [v for n, v in fields if n == number]
-
-
-def _ref(fields: list, number: int) -> int | None:
-    """The object a TSP.Reference field points at (its identifier, field 1)."""
-    value = _get(fields, number)
-    return _get(_fields(value), 1) if isinstance(value, bytes) else None
-
-
-def _objects(z: zipfile.ZipFile, root: str) -> tuple[dict[int, _Object], str]:
-    """({identifier: object} of every message in the document's .iwa files, in their order; why one was
-    damaged, or ""). A damaged .iwa (a master slide's, a table's) costs its own objects from the damage on,
-    not the document's others."""
-    objects: dict[int, _Object] = {}
-    damage = ""
-    for name, raw, broken in _iwa_files(z, root):
-        try:
-            _read_objects(name, raw, objects)
-        except _Damaged as exc:
-            broken = broken or str(exc)
-        damage = damage or (f"{name}: {broken}" if broken else "")
-    return objects, damage
-
-
-def _read_objects(name: str, raw: bytes, objects: dict[int, _Object]) -> None:
-    pos = 0
-    while pos < len(raw):
-        length, pos = _varint(raw, pos)
-        if length > len(raw) - pos:
-            raise _Damaged("an archive header cut short")
-        info = _fields(raw[pos:pos + length])
-        pos += length
-        identifier = _get(info, 1)
-        for message in _all(info, 2):
-            message = _fields(message) if isinstance(message, bytes) else []
-            size = _get(message, 3, 0)
-            if not isinstance(size, int) or size > len(raw) - pos:
-                raise _Damaged("a message cut short")
-            if isinstance(identifier, int) and identifier not in objects:
-                objects[identifier] = _Object(_get(message, 1, 0), raw[pos:pos + size], name)
-            pos += size
-
-
-def _text(obj: _Object) -> tuple[int, str]:
+def _text(obj: IwaObject) -> tuple[int, str]:
     """(kind, text) of a StorageArchive: its text strings joined, without attachments' marks; (0, "") where
     it is damaged."""
     try:
-        fields = _fields(obj.payload)
-    except _Damaged:
+        fields = fields_of(obj.payload)
+    except Damaged:
         return 0, ""
-    text = "".join(v.decode("utf-8", "replace") for v in _all(fields, 3) if isinstance(v, bytes))
+    text = "".join(v.decode("utf-8", "replace") for v in repeated(fields, 3) if isinstance(v, bytes))
     text = _OBJECT.sub("", text.replace("\u2028", "\n").replace("\u2029", "\n"))
-    kind = _get(fields, 1, 0)
+    kind = field(fields, 1, 0)
     return (kind if isinstance(kind, int) else 0), "\n".join(line.strip() for line in text.splitlines() if line.strip())
 
 
-def _strings(obj: _Object) -> list[str]:
+def _strings(obj: IwaObject) -> list[str]:
     """The strings of a TableDataList of strings (listType 1), by key: the order they were first typed;
     those before the damage where it is damaged."""
     try:
-        fields = _fields(obj.payload)
-    except _Damaged:
+        fields = fields_of(obj.payload)
+    except Damaged:
         return []
-    if _get(fields, 1) != 1:
+    if field(fields, 1) != 1:
         return []
     entries = []
-    for entry in _all(fields, 3):
+    for entry in repeated(fields, 3):
         try:
-            e = _fields(entry) if isinstance(entry, bytes) else []
-        except _Damaged:
+            e = fields_of(entry) if isinstance(entry, bytes) else []
+        except Damaged:
             break
-        s = _get(e, 3)
+        s = field(e, 3)
         if isinstance(s, bytes) and s.strip():
-            key = _get(e, 1, 0)
+            key = field(e, 1, 0)
             entries.append((key if isinstance(key, int) else 0, s.decode("utf-8", "replace").strip()))
     return [s for _, s in sorted(entries)]
 
@@ -236,7 +127,7 @@ def _iwa_sections(z: zipfile.ZipFile, root: str, kind: str, stem: str) -> list[S
     names = z.namelist()
     if root + "Index.zip" not in names and not any(n.startswith(root + "Index/") for n in names):
         return []
-    objects, damage = _objects(z, root)
+    objects, damage = document_objects(z, root)
     if kind == "key":
         sections = _keynote(objects, stem)
     elif kind == "numbers":
@@ -248,18 +139,18 @@ def _iwa_sections(z: zipfile.ZipFile, root: str, kind: str, stem: str) -> list[S
         body = "\n\n".join(texts + (["\n".join(cells)] if cells else []))
         sections = [Section(stem, body)] if body.strip() else []
     if damage and not sections:  # (where some text was read, the rest of a damaged file is let go)
-        raise _Damaged(damage)
+        raise Damaged(damage)
     return sections
 
 
-def _keynote(objects: dict[int, _Object], deck: str) -> list[Section]:
+def _keynote(objects: dict[int, IwaObject], deck: str) -> list[Section]:
     """A section per slide, in the show's order, titled by its title placeholder's text."""
     slides = _slide_order(objects)
     sections = []
     for number, slide_id in enumerate(slides, start=1):
         slide = objects[slide_id]
-        fields = _fields(slide.payload)
-        title_storage = _placeholder_storage(objects, _ref(fields, 5))
+        fields = fields_of(slide.payload)
+        title_storage = _placeholder_storage(objects, reference(fields, 5))
         title = _text(objects[title_storage])[1] if title_storage in objects else ""
         said, notes = [], []
         if title:
@@ -279,18 +170,18 @@ def _keynote(objects: dict[int, _Object], deck: str) -> list[Section]:
     return sections
 
 
-def _slide_order(objects: dict[int, _Object]) -> list[int]:
+def _slide_order(objects: dict[int, IwaObject]) -> list[int]:
     """The slides' identifiers in the show's order (ShowArchive.slideTree.slides → SlideNode.slide); where
     no show says it, those of the files named Slide*.iwa in the zip's order."""
     order = []
     show = next((o for o in objects.values() if o.type == _KN_SHOW and o.file == "Document.iwa"), None)
     if show is not None:
-        tree = _get(_fields(show.payload), 3)
-        for node in _all(_fields(tree), 2) if isinstance(tree, bytes) else []:
-            node_id = _get(_fields(node), 1) if isinstance(node, bytes) else None
+        tree = field(fields_of(show.payload), 3)
+        for node in repeated(fields_of(tree), 2) if isinstance(tree, bytes) else []:
+            node_id = field(fields_of(node), 1) if isinstance(node, bytes) else None
             node_obj = objects.get(node_id)
             if node_obj is not None and node_obj.type == _KN_SLIDE_NODE:
-                slide_id = _ref(_fields(node_obj.payload), 2)
+                slide_id = reference(fields_of(node_obj.payload), 2)
                 if slide_id in objects and objects[slide_id].type == _KN_SLIDE and slide_id not in order:
                     order.append(slide_id)
     if order:
@@ -298,37 +189,37 @@ def _slide_order(objects: dict[int, _Object]) -> list[int]:
     return [i for i, o in objects.items() if o.type == _KN_SLIDE and o.file.startswith("Slide")]
 
 
-def _placeholder_storage(objects: dict[int, _Object], placeholder: int | None) -> int | None:
+def _placeholder_storage(objects: dict[int, IwaObject], placeholder: int | None) -> int | None:
     """The StorageArchive a placeholder's shape owns (PlaceholderArchive.super → ShapeInfo.owned_storage)."""
     obj = objects.get(placeholder)
     if obj is None or obj.type != _KN_PLACEHOLDER:
         return None
-    shape = _get(_fields(obj.payload), 1)
+    shape = field(fields_of(obj.payload), 1)
     if not isinstance(shape, bytes):
         return None
-    shape_fields = _fields(shape)
-    return _ref(shape_fields, 4) or _ref(shape_fields, 2)
+    shape_fields = fields_of(shape)
+    return reference(shape_fields, 4) or reference(shape_fields, 2)
 
 
-def _numbers(objects: dict[int, _Object], workbook: str) -> list[Section]:
+def _numbers(objects: dict[int, IwaObject], workbook: str) -> list[Section]:
     """A section per table ("Workbook > Sheet > Table": its strings), then one of the text boxes."""
     sections, seen = [], set()
     for sheet in [o for o in objects.values() if o.type == _TN_SHEET and o.file == "Document.iwa"]:
-        fields = _fields(sheet.payload)
-        sheet_name = _get(fields, 1)
+        fields = fields_of(sheet.payload)
+        sheet_name = field(fields, 1)
         sheet_name = sheet_name.decode("utf-8", "replace").strip() if isinstance(sheet_name, bytes) else ""
-        for ref in _all(fields, 2):
-            info = objects.get(_get(_fields(ref), 1) if isinstance(ref, bytes) else None)
+        for ref in repeated(fields, 2):
+            info = objects.get(field(fields_of(ref), 1) if isinstance(ref, bytes) else None)
             if info is None or info.type != _TABLE_INFO:
                 continue
-            model = objects.get(_ref(_fields(info.payload), 2))
+            model = objects.get(reference(fields_of(info.payload), 2))
             if model is None or model.type != _TABLE_MODEL:
                 continue
-            model_fields = _fields(model.payload)
-            table_name = _get(model_fields, 8)
+            model_fields = fields_of(model.payload)
+            table_name = field(model_fields, 8)
             table_name = table_name.decode("utf-8", "replace").strip() if isinstance(table_name, bytes) else ""
-            store = _get(model_fields, 4)
-            strings_id = _ref(_fields(store), 4) if isinstance(store, bytes) else None
+            store = field(model_fields, 4)
+            strings_id = reference(fields_of(store), 4) if isinstance(store, bytes) else None
             strings = objects.get(strings_id)
             seen.add(strings_id)
             cells = _strings(strings) if strings is not None and strings.type == _DATA_LIST else []

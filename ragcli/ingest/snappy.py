@@ -1,5 +1,5 @@
 """A pure-Python Snappy decompressor (the raw block format: no framing, no CRC), and Apple's IWA framing
-around it, for ``iwork``: each chunk is a 0x00 byte, a 3-byte little-endian length and a Snappy block.
+around it, for ``iwa``: each chunk is a 0x00 byte, a 3-byte little-endian length and a Snappy block.
 Every length is checked against the bytes there are and a cap before anything is allocated: a damaged or
 hostile file raises ``SnappyError``, it never allocates gigabytes nor loops forever."""
 
@@ -13,7 +13,7 @@ class SnappyError(ValueError):
 def varint(data: bytes, pos: int, longest: int = 6, error: type[Exception] = SnappyError,
            why: str = "a bad length") -> tuple[int, int]:
     """(the number, where the bytes after it start) of the little-endian base-128 number at ``pos``, of
-    ``longest`` bytes at most: a Snappy block's length, or a protobuf's field (10, ``iwork``); ``error``
+    ``longest`` bytes at most: a Snappy block's length, or a protobuf's field (10, ``iwa``); ``error``
     with ``why`` where it is cut short or longer."""
     value = shift = 0
     while True:
