@@ -226,43 +226,125 @@ in_range(PyObject *self, PyObject *args)
 static const char *DOC_FIELDS[5] = {"pid", "title", "text", "path", "location"};  /* a Passage's, in order */
 
 /* How many characters the JSON string of t takes without its quotes (-1: t holds a lone surrogate, no
-   JSON tantivy reads; 0 or more otherwise), and, in *hit, whether it holds a character in [lo, hi]. */
-static Py_ssize_t
-json_length(PyObject *t, Py_UCS4 lo, Py_UCS4 hi, int *hit)
-{
-    Py_ssize_t n = PyUnicode_GET_LENGTH(t), size = n;
-    int kind = PyUnicode_KIND(t);
-    const void *data = PyUnicode_DATA(t);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_UCS4 c = PyUnicode_READ(kind, data, i);
-        if (c < 0x20)
-            size += (c == '\n' || c == '\t' || c == '\r' || c == '\b' || c == '\f') ? 1 : 5;
-        else if (c == '"' || c == '\\')
-            size += 1;
-        else if (c >= 0xD800 && c <= 0xDFFF)
-            return -1;
-        else if (c >= lo && c <= hi)
-            *hit = 1;
+   JSON tantivy reads; 0 or more otherwise), and, in *hit, whether it holds a character in [lo, hi]:
+   one typed loop a kind, without a branch for the common character. */
+#define JSON_LENGTH(NAME, CHAR, WIDE)                                                               \
+    static Py_ssize_t NAME(const CHAR *s, Py_ssize_t n, Py_UCS4 lo, Py_UCS4 hi, int *hit, int *controls) \
+    {                                                                                               \
+        Py_ssize_t extra = 0;                                                                       \
+        int odd = 0;                                                                                \
+        for (Py_ssize_t i = 0; i < n; i++) {                                                        \
+            CHAR c = s[i];                                                                          \
+            odd |= (c < 0x20) | (c == '"') | (c == '\\') | (WIDE && ((c >= lo) & (c <= hi)))         \
+                   | (WIDE && (((Py_UCS4)c >= 0xD800) & ((Py_UCS4)c <= 0xDFFF)));                                   \
+        }                                                                                           \
+        if (!odd)                                                                                   \
+            return n;                                                                               \
+        for (Py_ssize_t i = 0; i < n; i++) {                                                        \
+            CHAR c = s[i];                                                                          \
+            if (c < 0x20) {                                                                         \
+                extra += (c == '\n' || c == '\t' || c == '\r' || c == '\b' || c == '\f') ? 1 : 5;    \
+                *controls = 1;                                                                      \
+            }                                                                                       \
+            else if (c == '"' || c == '\\')                                                          \
+                extra += 1;                                                                         \
+            else if (WIDE && (Py_UCS4)c >= 0xD800 && (Py_UCS4)c <= 0xDFFF)                                      \
+                return -1;                                                                          \
+            else if (WIDE && c >= lo && c <= hi)                                                    \
+                *hit = 1;                                                                           \
+        }                                                                                           \
+        return n + extra;                                                                           \
     }
-    return size;
+
+JSON_LENGTH(json_length1, Py_UCS1, 0)
+JSON_LENGTH(json_length2, Py_UCS2, 1)
+JSON_LENGTH(json_length4, Py_UCS4, 1)
+
+static Py_ssize_t
+json_length(PyObject *t, Py_UCS4 lo, Py_UCS4 hi, int *hit, int *controls)
+{
+    Py_ssize_t n = PyUnicode_GET_LENGTH(t);
+    switch (PyUnicode_KIND(t)) {
+    case PyUnicode_1BYTE_KIND:  /* (Latin-1: no CJK and no surrogate in it; lo is above U+00FF) */
+        return json_length1(PyUnicode_1BYTE_DATA(t), n, lo, hi, hit, controls);
+    case PyUnicode_2BYTE_KIND:
+        return json_length2(PyUnicode_2BYTE_DATA(t), n, lo, hi, hit, controls);
+    default:
+        return json_length4(PyUnicode_4BYTE_DATA(t), n, lo, hi, hit, controls);
+    }
 }
 
-/* Write t as a JSON string (quotes included) into out at *at. */
+/* Where the next character of s[from:n] that JSON escapes is (n if none), a typed loop a kind. */
+#define NEXT_ESCAPE(NAME, CHAR)                                                                     \
+    static Py_ssize_t NAME(const CHAR *s, Py_ssize_t from, Py_ssize_t n)                            \
+    {                                                                                               \
+        for (Py_ssize_t i = from; i < n; i++)                                                       \
+            if (s[i] < 0x20 || s[i] == '"' || s[i] == '\\')                                          \
+                return i;                                                                           \
+        return n;                                                                                   \
+    }
+
+NEXT_ESCAPE(next_escape1, Py_UCS1)
+NEXT_ESCAPE(next_escape2, Py_UCS2)
+NEXT_ESCAPE(next_escape4, Py_UCS4)
+
+/* next_escape1 where s holds no control character: memchr for the quote and the backslash, each looked
+   for again only once passed (``seen``: where each is, n if none is left; -1 not yet looked for). */
+static Py_ssize_t
+next_quote_or_backslash(const Py_UCS1 *s, Py_ssize_t from, Py_ssize_t n, Py_ssize_t seen[2])
+{
+    static const int marks[2] = {'"', '\\'};
+    for (int k = 0; k < 2; k++) {
+        if (seen[k] != n && seen[k] < from) {
+            const Py_UCS1 *at = memchr(s + from, marks[k], (size_t)(n - from));
+            seen[k] = at ? at - s : n;
+        }
+    }
+    return seen[0] < seen[1] ? seen[0] : seen[1];
+}
+
+static Py_ssize_t
+next_escape(int kind, const void *data, Py_ssize_t from, Py_ssize_t n)
+{
+    switch (kind) {
+    case PyUnicode_1BYTE_KIND:
+        return next_escape1((const Py_UCS1 *)data, from, n);
+    case PyUnicode_2BYTE_KIND:
+        return next_escape2((const Py_UCS2 *)data, from, n);
+    default:
+        return next_escape4((const Py_UCS4 *)data, from, n);
+    }
+}
+
+/* Write t as a JSON string (quotes included) into out at *at: the runs between characters to escape
+   copied whole (PyUnicode_CopyCharacters, a memcpy where the kinds agree). */
 static void
-json_write(PyObject *out, Py_ssize_t *at, PyObject *t)
+json_write(PyObject *out, Py_ssize_t *at, PyObject *t, int clean, int controls)
 {
     static const char hex[] = "0123456789abcdef";
     int okind = PyUnicode_KIND(out), kind = PyUnicode_KIND(t);
     void *odata = PyUnicode_DATA(out);
     const void *data = PyUnicode_DATA(t);
-    Py_ssize_t w = *at, n = PyUnicode_GET_LENGTH(t);
+    Py_ssize_t w = *at, n = PyUnicode_GET_LENGTH(t), run = 0;
     PyUnicode_WRITE(okind, odata, w++, '"');
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_UCS4 c = PyUnicode_READ(kind, data, i);
-        if (c >= 0x20 && c != '"' && c != '\\') {
-            PyUnicode_WRITE(okind, odata, w++, c);
-            continue;
+    if (clean) {  /* nothing to escape (json_length said): one copy */
+        PyUnicode_CopyCharacters(out, w, t, 0, n);
+        w += n;
+        run = n;
+    }
+    Py_ssize_t seen[2] = {-1, -1};
+    int marks_only = kind == PyUnicode_1BYTE_KIND && !controls;
+    while (run < n) {
+        Py_ssize_t i = marks_only ? next_quote_or_backslash((const Py_UCS1 *)data, run, n, seen)
+                                  : next_escape(kind, data, run, n);
+        if (i > run) {  /* (cannot fail: out is new, and its maximum character is t's or more) */
+            PyUnicode_CopyCharacters(out, w, t, run, i - run);
+            w += i - run;
         }
+        run = i + 1;
+        if (i == n)
+            break;
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
         PyUnicode_WRITE(okind, odata, w++, '\\');
         switch (c) {
         case '"': case '\\': PyUnicode_WRITE(okind, odata, w++, c); break;
@@ -295,14 +377,15 @@ passage_json(PyObject *p, Py_UCS4 lo, Py_UCS4 hi)
     }
     Py_ssize_t size = 1;  /* "{" ... "}": each field '"name":' and its string, commas between */
     Py_UCS4 maxchar = 127;
-    int hit = 0;
+    int hit = 0, clean[5], controls[5] = {0, 0, 0, 0, 0};
     for (int k = 0; k < 5; k++) {
         PyObject *t = PyTuple_GET_ITEM(p, k);
         if (!PyUnicode_CheckExact(t)) {
             PyErr_SetString(PyExc_TypeError, "documents: a passage is a tuple of 5 strings");
             return NULL;
         }
-        Py_ssize_t n = json_length(t, lo, hi, &hit);
+        Py_ssize_t n = json_length(t, lo, hi, &hit, &controls[k]);
+        clean[k] = n == PyUnicode_GET_LENGTH(t);
         if (n < 0 || (hit && (k == 1 || k == 2)))  /* (the writer looks for CJK in the title and text) */
             Py_RETURN_NONE;
         hit = 0;
@@ -325,7 +408,7 @@ passage_json(PyObject *p, Py_UCS4 lo, Py_UCS4 hi)
             PyUnicode_WRITE(okind, odata, w++, (Py_UCS4)*c);
         PyUnicode_WRITE(okind, odata, w++, '"');
         PyUnicode_WRITE(okind, odata, w++, ':');
-        json_write(out, &w, PyTuple_GET_ITEM(p, k));
+        json_write(out, &w, PyTuple_GET_ITEM(p, k), clean[k], controls[k]);
     }
     PyUnicode_WRITE(okind, odata, w++, '}');
     assert(w == size);
