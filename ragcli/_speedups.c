@@ -80,8 +80,7 @@ collapsed(PyObject *t)
     Py_ssize_t n = PyUnicode_GET_LENGTH(t);
     if (n && (Py_UNICODE_ISSPACE(PyUnicode_READ_CHAR(t, 0)) || Py_UNICODE_ISSPACE(PyUnicode_READ_CHAR(t, n - 1))))
         return PyObject_CallMethod(t, "strip", NULL);
-    Py_INCREF(t);
-    return t;
+    return PyUnicode_FromObject(t);  /* t itself, or a str of a subclass's text (as strip() gives) */
 }
 
 /* Whether every character of t is one that a string known to be NFC can hold without a check
@@ -366,24 +365,20 @@ json_write(PyObject *out, Py_ssize_t *at, PyObject *t, int clean, int controls)
 }
 
 /* One passage as a tantivy JSON document (a new reference), or None (a new reference to it) where the
-   writer must make it itself: a field holds a character in [lo, hi] (it may need CJK terms) or a lone
-   surrogate; NULL on an error. */
+   writer must make it itself: a title or text holds a character in [lo, hi] (it may need CJK terms), a
+   field holds a lone surrogate or is not exactly a str; NULL on an error. */
 static PyObject *
 passage_json(PyObject *p, Py_UCS4 lo, Py_UCS4 hi)
 {
-    if (!PyTuple_Check(p) || PyTuple_GET_SIZE(p) != 5) {
-        PyErr_SetString(PyExc_TypeError, "documents: a passage is a tuple of 5 strings");
-        return NULL;
-    }
+    if (!PyTuple_Check(p) || PyTuple_GET_SIZE(p) != 5)
+        Py_RETURN_NONE;  /* (what the writer makes of it, it says) */
     Py_ssize_t size = 1;  /* "{" ... "}": each field '"name":' and its string, commas between */
     Py_UCS4 maxchar = 127;
     int hit = 0, clean[5], controls[5] = {0, 0, 0, 0, 0};
     for (int k = 0; k < 5; k++) {
         PyObject *t = PyTuple_GET_ITEM(p, k);
-        if (!PyUnicode_CheckExact(t)) {
-            PyErr_SetString(PyExc_TypeError, "documents: a passage is a tuple of 5 strings");
-            return NULL;
-        }
+        if (!PyUnicode_CheckExact(t))  /* a str subclass (a PDF library's title): the writer's own way */
+            Py_RETURN_NONE;
         Py_ssize_t n = json_length(t, lo, hi, &hit, &controls[k]);
         clean[k] = n == PyUnicode_GET_LENGTH(t);
         if (n < 0 || (hit && (k == 1 || k == 2)))  /* (the writer looks for CJK in the title and text) */

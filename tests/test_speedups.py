@@ -88,6 +88,14 @@ def test_a_corpus_passes_through_either_the_same(tmp_path):
     assert c_normalised(texts) == passages.normalised_py(texts)
 
 
+def test_a_str_subclass_comes_back_a_str():
+    class Text(str):
+        pass
+
+    (out,) = c_normalised([Text("plain")])
+    assert type(out) is str and out == "plain"
+
+
 def test_what_is_no_list_of_strings_is_refused():
     with pytest.raises(TypeError):
         speedups.normalised(["a", 3], composed)
@@ -306,8 +314,14 @@ def test_documents_leaves_cjk_and_surrogates_to_the_writer():
     assert json.loads(out[0]) == dict(zip(["pid", "title", "text", "path", "location"], rows[0]))
     assert json.loads(out[4])["path"] == "/東京"  # CJK in a pid or path: no terms are made of them
     assert speedups.documents(rows[:3], 1, 0)[1] is not None  # an index without the CJK field
+
+    class Title(str):  # (what a PDF library may give for a title)
+        pass
+
+    assert speedups.documents([("p", Title("t"), "x", "/a", "l"), ("a", "b"), ("p", "t", 3, "/a", "l")], 1, 0) == \
+        [None, None, None]
     with pytest.raises(TypeError):
-        speedups.documents([("a", "b")], 1, 0)
+        speedups.documents((("p", "t", "x", "/a", "l"),), 1, 0)
 
 
 @given(st.lists(st.text(max_size=30).filter(lambda t: not any("\ud800" <= c <= "\udfff" for c in t)),
