@@ -4,4 +4,5 @@ Everything else about the package is in pyproject.toml."""
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("ragcli._speedups", ["ragcli/_speedups.c"], depends=["ragcli/_nfc_safe.h"], optional=True)])
+setup(ext_modules=[Extension("ragcli._speedups", ["ragcli/_speedups.c", "ragcli/_speedups_json.c"],
+                             depends=["ragcli/_nfc_safe.h", "ragcli/_speedups.h"], optional=True)])
