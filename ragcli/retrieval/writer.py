@@ -24,7 +24,7 @@ class IndexWriter:
         self._doc = tantivy.Document
         self._cjk = cjk
 
-    def add_all(self, passages: list[Passage]) -> None:
+    def add_all(self, passages: Iterable[Passage]) -> None:
         """Add passages as documents, in order: the hot loop of indexing. Where ``ragcli._speedups``
         is built, as JSON it writes (``documents``: tantivy takes a JSON string with less work than a
         Document, the main thread's largest cost), except those it leaves to ``add_passages``: a title
@@ -32,6 +32,7 @@ class IndexWriter:
         if _documents is None:
             self.add_passages(passages)
             return
+        passages = passages if type(passages) is list else list(passages)
         lo, hi = CJK_SPAN if self._cjk else (1, 0)
         docs = _documents(passages, lo, hi)
         if None not in docs:
